@@ -1,0 +1,72 @@
+"""Input checks shared by the model classes: each raises ValueError naming the element."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+
+def vector3(value: Any, what: str, owner: str) -> np.ndarray:
+    """Return ``value`` as a finite float array of shape (3,)."""
+    try:
+        arr = np.asarray(value, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(f"{owner}: {what} must be 3 numbers, got {value!r}") from None
+    if arr.shape != (3,):
+        raise ValueError(f"{owner}: {what} must be 3 numbers, got {value!r}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{owner}: {what} must be finite, got {value!r}")
+    return arr
+
+
+def positive(value: Any, what: str, owner: str, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as a finite float that is positive (or non-negative)."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{owner}: {what} must be a number, got {value!r}") from None
+    if not math.isfinite(x):
+        raise ValueError(f"{owner}: {what} must be finite, got {value!r}")
+    if x < 0 or (x == 0 and not allow_zero):
+        kind = "non-negative" if allow_zero else "positive"
+        raise ValueError(f"{owner}: {what} must be {kind}, got {value!r}")
+    return x
+
+
+def finite(value: Any, what: str, owner: str) -> float:
+    """Return ``value`` as a finite float."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{owner}: {what} must be a number, got {value!r}") from None
+    if not math.isfinite(x):
+        raise ValueError(f"{owner}: {what} must be finite, got {value!r}")
+    return x
+
+
+def name(value: Any, kind: str) -> str:
+    """Return a valid element name."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{kind} name must be a non-empty string, got {value!r}")
+    return value
+
+
+def unit(value: Any, what: str, owner: str) -> np.ndarray:
+    """Return ``value`` normalised to a unit 3-vector."""
+    v = vector3(value, what, owner)
+    n = np.linalg.norm(v)
+    if n == 0:
+        raise ValueError(f"{owner}: {what} must be non-zero")
+    return v / n
+
+
+def perpendicular_pair(axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return unit vectors u1, u2 with (u1, u2, axis) a right-handed orthonormal frame."""
+    a = axis / np.linalg.norm(axis)
+    helper = np.eye(3)[int(np.argmin(np.abs(a)))]
+    u1 = np.cross(a, helper)
+    u1 /= np.linalg.norm(u1)
+    u2 = np.cross(a, u1)
+    return u1, u2

@@ -1,0 +1,200 @@
+"""Bodies: the nodes of a scene graph.
+
+A :class:`Particle` has 3 generalized coordinates (its position). A
+:class:`RigidBody` has 12: its centre of mass and the three columns of its
+rotation matrix (body principal axes to world), so that its kinetic energy
+½m|ẋ|² + Σᵢ ½dᵢ|ṙᵢ|² has a constant diagonal mass, dᵢ = ½tr(J) − Jᵢ.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from mbvi._validate import name as check_name
+from mbvi._validate import positive, vector3
+from mbvi.shapes import Shape
+
+__all__ = ["WORLD", "Body", "Particle", "RigidBody"]
+
+WORLD = "world"
+
+
+class Body:
+    """Abstract base class of bodies (scene graph nodes)."""
+
+    name: str
+    mass: float
+    position: np.ndarray
+    velocity: np.ndarray
+    #: number of generalized coordinates
+    ncoords: int = 0
+
+
+class Particle(Body):
+    """A point mass.
+
+    Parameters
+    ----------
+    name : str
+        Unique name in the scene.
+    mass : float
+        Mass, kg (> 0).
+    position : array_like, shape (3,)
+        Initial position, m.
+    velocity : array_like, shape (3,), default: (0, 0, 0)
+        Initial velocity, m/s (projected onto the joints at assembly).
+
+    Notes
+    -----
+    A particle's body frame is the world frame translated to the particle, so a
+    body-frame anchor on a particle is a world-frame offset from it.
+
+    Examples
+    --------
+    >>> import mbvi
+    >>> p = mbvi.Particle("bob", mass=1.0, position=(1, 0, 0))
+    """
+
+    ncoords = 3
+
+    def __init__(
+        self,
+        name: str,
+        mass: float,
+        position: Any = (0.0, 0.0, 0.0),
+        velocity: Any = (0.0, 0.0, 0.0),
+    ) -> None:
+        self.name = check_name(name, "Particle")
+        if self.name == WORLD:
+            raise ValueError("Particle 'world': the name 'world' is reserved for the fixed world node")
+        owner = f"Particle {self.name!r}"
+        self.mass = positive(mass, "mass", owner)
+        self.position = vector3(position, "position", owner)
+        self.velocity = vector3(velocity, "velocity", owner)
+
+    def __repr__(self) -> str:
+        return f"Particle({self.name!r}, mass={self.mass:g}, position={self.position.tolist()})"
+
+
+def _orientation_matrix(orientation: Any, owner: str) -> np.ndarray:
+    if orientation is None:
+        return np.eye(3)
+    if isinstance(orientation, Rotation):
+        return orientation.as_matrix()
+    try:
+        R = np.asarray(orientation, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{owner}: orientation must be a 3x3 matrix or a Rotation") from None
+    if R.shape != (3, 3) or not np.all(np.isfinite(R)):
+        raise ValueError(f"{owner}: orientation must be a finite 3x3 matrix or a Rotation")
+    if np.max(np.abs(R.T @ R - np.eye(3))) > 1e-6 or np.linalg.det(R) < 0:
+        raise ValueError(f"{owner}: orientation is not a rotation matrix (RᵀR ≠ I or det R < 0)")
+    # polar decomposition: the nearest exact rotation
+    u, _, vt = np.linalg.svd(R)
+    return u @ vt
+
+
+class RigidBody(Body):
+    """A rigid body.
+
+    Parameters
+    ----------
+    name : str
+        Unique name in the scene.
+    mass : float, optional
+        Mass, kg. Computed from ``shape`` and ``density`` when omitted.
+    inertia : array_like, shape (3,) or (3, 3), optional
+        Inertia about the centre of mass in the body frame, kg m²: principal
+        moments (Jxx, Jyy, Jzz) or a symmetric tensor (rotated into principal
+        axes internally). Computed from ``shape`` when omitted.
+    position : array_like, shape (3,), default: origin
+        Initial centre of mass, m.
+    orientation : (3, 3) array_like or scipy.spatial.transform.Rotation, optional
+        Initial body-to-world rotation (default identity).
+    velocity : array_like, shape (3,), default: 0
+        Initial velocity of the centre of mass, m/s.
+    angular_velocity : array_like, shape (3,), default: 0
+        Initial angular velocity in the world frame, rad/s.
+    shape : mbvi.shapes.Shape, optional
+        Geometry, centred on the centre of mass, for rendering and mass properties.
+    density : float, optional
+        Density, kg/m³, used with ``shape`` when ``mass`` is omitted.
+
+    Raises
+    ------
+    ValueError
+        Non-positive mass, inertia that is not positive definite or breaks the
+        triangle inequality (Jᵢ < Jⱼ + Jₖ strictly), non-finite values, or an
+        orientation that is not a rotation.
+    """
+
+    ncoords = 12
+
+    def __init__(
+        self,
+        name: str,
+        mass: float | None = None,
+        inertia: Any = None,
+        position: Any = (0.0, 0.0, 0.0),
+        orientation: Any = None,
+        velocity: Any = (0.0, 0.0, 0.0),
+        angular_velocity: Any = (0.0, 0.0, 0.0),
+        shape: Shape | None = None,
+        density: float | None = None,
+    ) -> None:
+        self.name = check_name(name, "RigidBody")
+        owner = f"RigidBody {self.name!r}"
+        if self.name == WORLD:
+            raise ValueError(f"{owner}: the name 'world' is reserved for the fixed world node")
+        if shape is not None and not isinstance(shape, Shape):
+            raise ValueError(f"{owner}: shape must be an mbvi shape (Box, Sphere, Cylinder, Capsule)")
+        self.shape = shape
+        if mass is None:
+            if shape is None or density is None:
+                raise ValueError(f"{owner}: give a mass, or a shape and a density")
+            mass = shape.mass_properties(positive(density, "density", owner))[0]
+        self.mass = positive(mass, "mass", owner)
+        if inertia is None:
+            if shape is None:
+                raise ValueError(f"{owner}: give an inertia or a shape")
+            inertia = self.mass * shape.unit_inertia()
+        J = np.asarray(inertia, dtype=float)
+        if J.shape == (3,):
+            J = np.diag(J)
+        if J.shape != (3, 3) or not np.all(np.isfinite(J)):
+            raise ValueError(f"{owner}: inertia must be 3 finite moments or a finite 3x3 tensor")
+        if np.max(np.abs(J - J.T)) > 1e-9 * max(1.0, np.max(np.abs(J))):
+            raise ValueError(f"{owner}: inertia tensor must be symmetric")
+        moments, axes = np.linalg.eigh(0.5 * (J + J.T))
+        if np.any(moments <= 0):
+            raise ValueError(f"{owner}: inertia must be positive definite, got moments {moments.tolist()}")
+        d = 0.5 * moments.sum() - moments
+        if np.any(d <= 1e-12 * moments.sum()):
+            raise ValueError(
+                f"{owner}: inertia breaks the triangle inequality (each principal moment must be "
+                f"smaller than the sum of the other two), got {moments.tolist()}"
+            )
+        if np.linalg.det(axes) < 0:
+            axes[:, 2] *= -1
+        #: principal moments of inertia, kg m², shape (3,)
+        self.principal_inertia = moments
+        #: principal axes as columns in the body frame, shape (3, 3)
+        self.principal_axes = axes
+        #: the diagonal masses of the three rotation columns, kg m²
+        self.column_masses = d
+        self.position = vector3(position, "position", owner)
+        self.orientation = _orientation_matrix(orientation, owner)
+        self.velocity = vector3(velocity, "velocity", owner)
+        self.angular_velocity = vector3(angular_velocity, "angular_velocity", owner)
+
+    @property
+    def inertia(self) -> np.ndarray:
+        """Inertia tensor about the centre of mass in the body frame, kg m², shape (3, 3)."""
+        V = self.principal_axes
+        return V @ np.diag(self.principal_inertia) @ V.T
+
+    def __repr__(self) -> str:
+        return f"RigidBody({self.name!r}, mass={self.mass:g}, position={self.position.tolist()})"

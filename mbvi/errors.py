@@ -1,0 +1,73 @@
+"""Exceptions and warnings raised by mbvi."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ConstraintWarning", "RedundantConstraintWarning", "SolverError"]
+
+
+class SolverError(RuntimeError):
+    """A nonlinear solve inside a time step (or an equilibrium search) failed.
+
+    Attributes
+    ----------
+    time : float
+        Simulation time at the start of the failing step, s.
+    step : int
+        Index of the failing step (0 is the first step).
+    trajectory : mbvi.Trajectory or None
+        Everything computed up to (not including) the failing step.
+    culprit : str or None
+        The body or joint the solver blames, when it can tell.
+    suggested_dt : float or None
+        A step size that should work, when it can tell, s.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        time: float | None = None,
+        step: int | None = None,
+        culprit: str | None = None,
+        suggested_dt: float | None = None,
+        trajectory: Any = None,
+    ) -> None:
+        self.reason = message
+        self.time = time
+        self.step = step
+        self.culprit = culprit
+        self.suggested_dt = suggested_dt
+        self.trajectory = trajectory
+        super().__init__(self._compose())
+
+    def _compose(self) -> str:
+        parts = []
+        if self.time is not None and self.step is not None:
+            parts.append(f"at t = {self.time:.6g} s (step {self.step})")
+        parts.append(self.reason)
+        if self.culprit:
+            parts.append(f"culprit: {self.culprit}")
+        if self.suggested_dt is not None:
+            parts.append(f"try dt <= {self.suggested_dt:.3g}")
+        return ": ".join(parts[:2]) + ("; " + "; ".join(parts[2:]) if len(parts) > 2 else "")
+
+    def located(self, time: float, step: int) -> SolverError:
+        """Return a copy that records where in time the failure happened."""
+        return SolverError(
+            self.reason,
+            time=time,
+            step=step,
+            culprit=self.culprit,
+            suggested_dt=self.suggested_dt,
+            trajectory=self.trajectory,
+        )
+
+
+class ConstraintWarning(UserWarning):
+    """Initial velocities were corrected onto the constraints by more than the tolerance."""
+
+
+class RedundantConstraintWarning(UserWarning):
+    """Some constraint equations are linearly dependent and were dropped from the solves."""

@@ -1,0 +1,415 @@
+"""Built-in force laws, registered through the same ``register_force_laws`` hook as plugins.
+
+Each law evaluates every instance of its element type in one vectorized call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from mbvi.forcelaws.base import ForceLaw
+from mbvi.forces import (
+    Damper,
+    Drag,
+    ExternalForce,
+    ExternalTorque,
+    Gravity,
+    JointDamping,
+    Spring,
+    TorsionSpring,
+)
+from mbvi.hookspecs import hookimpl
+from mbvi.kernels import AffineMap
+from mbvi.layout import Layout
+
+__all__ = [
+    "DamperLaw",
+    "DragLaw",
+    "ExternalForceLaw",
+    "ExternalTorqueLaw",
+    "GravityLaw",
+    "JointDampingLaw",
+    "SpringLaw",
+    "TorsionSpringLaw",
+    "block_quadratic",
+    "rotation_columns",
+]
+
+
+def block_quadratic(J: sp.spmatrix, blocks: np.ndarray) -> sp.csr_matrix:
+    """Jᵀ B J for B block-diagonal with 3×3 blocks ``blocks`` (m, 3, 3) and J of shape (3m, nq)."""
+    m = len(blocks)
+    B = sp.bsr_matrix((blocks, np.arange(m), np.arange(m + 1)), shape=(3 * m, 3 * m))
+    return (J.T @ B @ J).tocsr()
+
+
+def _point_map(layout: Layout, pairs) -> AffineMap:
+    return AffineMap.from_terms([layout.point(b, a) for b, a in pairs], layout.nq)
+
+
+def _difference_map(layout: Layout, elements) -> AffineMap:
+    items = []
+    for e in elements:
+        ta, ca = layout.point(e.a, e.anchor_a)
+        tb, cb = layout.point(e.b, e.anchor_b)
+        items.append((ta + [(i, -w) for i, w in tb], ca - cb))
+    return AffineMap.from_terms(items, layout.nq)
+
+
+def rotation_columns(layout: Layout, bodies: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Indices (m, 3, 3) of the rotation-column coordinates of each body and a rigid mask (m,)."""
+    idx = np.zeros((len(bodies), 3, 3), dtype=np.intp)
+    rigid = np.zeros(len(bodies), dtype=bool)
+    for i, b in enumerate(bodies):
+        if layout.kind(b) == "rigid":
+            o = layout.offset[b]
+            idx[i] = o + 3 + np.arange(9).reshape(3, 3)
+            rigid[i] = True
+    return idx, rigid
+
+
+class GravityLaw(ForceLaw):
+    """Uniform gravity: U = −Σ m g·x over all translational blocks."""
+
+    name = "gravity"
+    element = Gravity
+    has_potential = True
+    batched = True
+
+    def __init__(self, elements, layout):
+        super().__init__(elements, layout)
+        g = np.sum([e.g for e in elements], axis=0)
+        self.gvec = np.zeros(self.nq)
+        for o in layout.translation_blocks:
+            self.gvec[o : o + 3] = layout.mass[o] * g
+
+    def potential(self, q):
+        return -(q @ self.gvec)
+
+    def gradient(self, q):
+        return -self.gvec
+
+    def hessian(self, q):
+        return sp.csr_matrix((self.nq, self.nq))
+
+    def support(self):
+        return np.nonzero(self.gvec)[0]
+
+
+class SpringLaw(ForceLaw):
+    """Linear springs: U = Σ ½k(|d| − L₀)², d = P_a − P_b."""
+
+    name = "spring"
+    element = Spring
+    has_potential = True
+    batched = True
+
+    def __init__(self, elements, layout):
+        super().__init__(elements, layout)
+        self.D = _difference_map(layout, elements)
+        self.k = np.array([e.stiffness for e in elements])
+        d0 = np.linalg.norm(self.D(layout.q0), axis=-1)
+        self.L0 = np.array([d0[i] if e.rest_length is None else e.rest_length for i, e in enumerate(elements)])
+
+    def potential(self, q):
+        r = np.linalg.norm(self.D(q), axis=-1)
+        return 0.5 * np.sum(self.k * (r - self.L0) ** 2, axis=-1)
+
+    def gradient(self, q):
+        d = self.D(q)
+        r = np.linalg.norm(d, axis=-1)
+        coef = np.divide(self.k * (r - self.L0), r, out=np.zeros_like(r), where=r > 0)
+        return self.D.adjoint(coef[:, None] * d)
+
+    def hessian(self, q):
+        d = self.D(q)
+        r = np.maximum(np.linalg.norm(d, axis=-1), 1e-300)
+        n = d / r[:, None]
+        a = self.k * (1 - self.L0 / r)
+        b = self.k * self.L0 / r
+        H = a[:, None, None] * np.eye(3) + b[:, None, None] * n[:, :, None] * n[:, None, :]
+        return block_quadratic(self.D.matrix, H)
+
+    def support(self):
+        return np.unique(self.D.cols[self.D._wcols != 0])
+
+
+class DamperLaw(ForceLaw):
+    """Linear viscous dampers along the line between two points: f = −c (ḋ·d̂) d̂."""
+
+    name = "damper"
+    element = Damper
+    has_force = True
+    velocity_dependent = True
+
+    def __init__(self, elements, layout):
+        super().__init__(elements, layout)
+        self.D = _difference_map(layout, elements)
+        self.c = np.array([e.damping for e in elements])
+
+    def _parts(self, q, v):
+        d = self.D(q)
+        r = np.maximum(np.linalg.norm(d, axis=-1), 1e-300)
+        n = d / r[:, None]
+        dd = self.D.linear(v)
+        s = np.einsum("ij,ij->i", n, dd)
+        return d, r, n, dd, s
+
+    def force(self, q, v, t):
+        _, _, n, _, s = self._parts(q, v)
+        return self.D.adjoint(-(self.c * s)[:, None] * n)
+
+    def force_jacobians(self, q, v, t):
+        _, r, n, dd, s = self._parts(q, v)
+        P = np.eye(3) - n[:, :, None] * n[:, None, :]  # I − nnᵀ
+        nn = n[:, :, None] * n[:, None, :]
+        dfdv = -self.c[:, None, None] * nn
+        Pdd = np.einsum("ijk,ik->ij", P, dd)
+        dfdd = -(self.c / r)[:, None, None] * (s[:, None, None] * P + n[:, :, None] * Pdd[:, None, :])
+        J = self.D.matrix
+        return block_quadratic(J, dfdd), block_quadratic(J, dfdv)
+
+
+class DragLaw(ForceLaw):
+    """Linear drag at body points: f = −c v_P."""
+
+    name = "drag"
+    element = Drag
+    has_force = True
+    velocity_dependent = True
+
+    def __init__(self, elements, layout):
+        super().__init__(elements, layout)
+        self.P = _point_map(layout, [(e.body, e.anchor) for e in elements])
+        self.c = np.array([e.coefficient for e in elements])
+
+    def force(self, q, v, t):
+        return self.P.adjoint(-self.c[:, None] * self.P.linear(v))
+
+    def force_jacobians(self, q, v, t):
+        blocks = -self.c[:, None, None] * np.eye(3)
+        return sp.csr_matrix((self.nq, self.nq)), block_quadratic(self.P.matrix, blocks)
+
+
+def _vector_values(items, t: float, owner_attr: str) -> np.ndarray:
+    out = np.empty((len(items), 3))
+    for i, e in enumerate(items):
+        val = getattr(e, owner_attr)
+        f = val(t) if callable(val) else val
+        f = np.asarray(f, dtype=float).reshape(-1)
+        if f.shape != (3,) or not np.all(np.isfinite(f)):
+            raise ValueError(f"{e.owner}: {owner_attr}(t={t:g}) must return 3 finite numbers, got {f!r}")
+        out[i] = f
+    return out
+
+
+class _Prescribed:
+    """Constant loads stacked once; callables evaluated each call."""
+
+    def __init__(self, elements, attr: str):
+        self.attr = attr
+        self.constant = np.array([0.0 if callable(getattr(e, attr)) else 1.0 for e in elements], dtype=bool)
+        self.values0 = np.array(
+            [np.zeros(3) if callable(getattr(e, attr)) else getattr(e, attr) for e in elements]
+        ).reshape(-1, 3)
+        self.callables = [(i, e) for i, e in enumerate(elements) if callable(getattr(e, attr))]
+
+    def __call__(self, t: float) -> np.ndarray:
+        if not self.callables:
+            return self.values0
+        out = self.values0.copy()
+        vals = _vector_values([e for _, e in self.callables], t, self.attr)
+        out[[i for i, _ in self.callables]] = vals
+        return out
+
+
+class ExternalForceLaw(ForceLaw):
+    """Prescribed world forces at body points (constant or functions of time)."""
+
+    name = "external_force"
+    element = ExternalForce
+    has_force = True
+
+    def __init__(self, elements, layout):
+        super().__init__(elements, layout)
+        self.P = _point_map(layout, [(e.body, e.anchor) for e in elements])
+        self.values = _Prescribed(elements, "force")
+
+    def force(self, q, v, t):
+        return self.P.adjoint(self.values(t))
+
+    def force_jacobians(self, q, v, t):
+        z = sp.csr_matrix((self.nq, self.nq))
+        return z, z
+
+    def work(self, q, t):
+        return float(np.sum(self.values(t) * self.P(q)))
+
+
+class ExternalTorqueLaw(ForceLaw):
+    """Prescribed world torques on rigid bodies: generalized force ½ τ × rᵢ on each rotation column."""
+
+    name = "external_torque"
+    element = ExternalTorque
+    has_force = True
+
+    def __init__(self, elements, layout):
+        super().__init__(elements, layout)
+        for e in elements:
+            if layout.kind(e.body) != "rigid":
+                raise ValueError(f"{e.owner}: body {e.body!r} is not a rigid body (a torque needs orientation)")
+        self.cols, _ = rotation_columns(layout, [e.body for e in elements])
+        self.values = _Prescribed(elements, "torque")
+
+    def force(self, q, v, t):
+        tau = self.values(t)
+        r = q[self.cols]  # (m, 3 columns, 3)
+        f = 0.5 * np.cross(tau[:, None, :], r)
+        return np.bincount(self.cols.ravel(), weights=f.ravel(), minlength=self.nq)
+
+    def force_jacobians(self, q, v, t):
+        tau = self.values(t)
+        m = len(tau)
+        skew = np.zeros((m, 3, 3))
+        skew[:, 0, 1], skew[:, 0, 2], skew[:, 1, 2] = -tau[:, 2], tau[:, 1], -tau[:, 0]
+        skew[:, 1, 0], skew[:, 2, 0], skew[:, 2, 1] = tau[:, 2], -tau[:, 1], tau[:, 0]
+        rows = np.repeat(self.cols[:, :, :, None], 3, axis=3)  # (m, col, i, j) -> row index i
+        cols = np.repeat(self.cols[:, :, None, :], 3, axis=2)
+        vals = np.repeat(0.5 * skew[:, None], 3, axis=1)
+        dq = sp.csr_matrix((vals.ravel(), (rows.ravel(), cols.ravel())), shape=(self.nq, self.nq))
+        return dq, sp.csr_matrix((self.nq, self.nq))
+
+
+def _angular_velocity(q: np.ndarray, v: np.ndarray, cols: np.ndarray, rigid: np.ndarray) -> np.ndarray:
+    """ω = ½ Σᵢ rᵢ × ṙᵢ per body, shape (m, 3) (zero for non-rigid)."""
+    w = 0.5 * np.cross(q[cols], v[cols]).sum(axis=1)
+    return w * rigid[:, None]
+
+
+class JointDampingLaw(ForceLaw):
+    """Viscous joint friction: −b θ̇ about revolute axes, −b ḋ along prismatic axes.
+
+    For a revolute joint, θ̇ = n·(ω_b − ω_a) with n the joint axis and
+    ω = ½ Σᵢ rᵢ × ṙᵢ, the torque is −b θ̇ n on b and +b θ̇ n on a (generalized
+    force ½ τ × rᵢ on each rotation column). This is −∂R/∂v of the Rayleigh
+    function R = ½ b θ̇². Position Jacobians default to finite differences.
+    """
+
+    name = "joint_damping"
+    element = JointDamping
+    has_force = True
+    velocity_dependent = True
+
+    def __init__(self, elements, layout):
+        super().__init__(elements, layout)
+        self.rev, self.pri = [], []
+        for e in elements:
+            joint = layout.joints.get(e.joint)
+            kind = getattr(joint, "kind", None)
+            if kind == "revolute":
+                self.rev.append((e, joint))
+            elif kind == "prismatic":
+                self.pri.append((e, joint))
+            else:
+                raise ValueError(f"{e.owner}: joint {e.joint!r} is not a revolute or prismatic joint")
+        if self.rev:
+            self.b_rev = np.array([e.coefficient for e, _ in self.rev])
+            self.N = AffineMap.from_terms([layout.direction(j.a, j.axis_a) for _, j in self.rev], self.nq)
+            self.cols_a, self.rigid_a = rotation_columns(layout, [j.a for _, j in self.rev])
+            self.cols_b, self.rigid_b = rotation_columns(layout, [j.b for _, j in self.rev])
+        if self.pri:
+            self.b_pri = np.array([e.coefficient for e, _ in self.pri])
+            self.Np = AffineMap.from_terms([layout.direction(j.a, j.axis_a) for _, j in self.pri], self.nq)
+            items = []
+            for _, j in self.pri:
+                tb, cb = layout.point(j.b, j.anchor_b)
+                ta, ca = layout.point(j.a, j.anchor_a)
+                items.append((tb + [(i, -w) for i, w in ta], cb - ca))
+            self.Dp = AffineMap.from_terms(items, self.nq)
+
+    def rates(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Joint rates θ̇ (rad/s) of the revolute instances, shape (m,)."""
+        n = self.N(q)
+        wa = _angular_velocity(q, v, self.cols_a, self.rigid_a)
+        wb = _angular_velocity(q, v, self.cols_b, self.rigid_b)
+        return np.einsum("ij,ij->i", n, wb - wa)
+
+    def force(self, q, v, t):
+        F = np.zeros(self.nq)
+        if self.rev:
+            n = self.N(q)
+            tau = -(self.b_rev * self.rates(q, v))[:, None] * n
+            for cols, rigid, sign in ((self.cols_b, self.rigid_b, 1.0), (self.cols_a, self.rigid_a, -1.0)):
+                f = 0.5 * sign * np.cross(tau[:, None, :], q[cols]) * rigid[:, None, None]
+                F += np.bincount(cols.ravel(), weights=f.ravel(), minlength=self.nq)
+        if self.pri:
+            n = self.Np(q)
+            rate = np.einsum("ij,ij->i", n, self.Dp.linear(v))
+            F += self.Dp.adjoint(-(self.b_pri * rate)[:, None] * n)
+        return F
+
+
+class TorsionSpringLaw(ForceLaw):
+    """Torsion springs on revolute joints: U = ½k(θ − θ₀)², θ = atan2(s, c).
+
+    With u₁, u₂ ⊥ axis fixed in a and u₁ fixed in b (equal at assembly),
+    s = (R_a u₂)·(R_b u₁) and c = (R_a u₁)·(R_b u₁) are bilinear in q.
+    """
+
+    name = "torsion_spring"
+    element = TorsionSpring
+    has_potential = True
+    batched = True
+
+    def __init__(self, elements, layout):
+        super().__init__(elements, layout)
+        joints = []
+        for e in elements:
+            j = layout.joints.get(e.joint)
+            if getattr(j, "kind", None) != "revolute":
+                raise ValueError(f"{e.owner}: joint {e.joint!r} is not a revolute joint")
+            joints.append(j)
+        n = self.nq
+        self.U1 = AffineMap.from_terms([layout.direction(j.a, j.u1_a) for j in joints], n)
+        self.U2 = AffineMap.from_terms([layout.direction(j.a, j.u2_a) for j in joints], n)
+        self.W1 = AffineMap.from_terms([layout.direction(j.b, j.u1_b) for j in joints], n)
+        self.k = np.array([e.stiffness for e in elements])
+        self.theta0 = np.array([e.rest_angle for e in elements])
+
+    def angles(self, q):
+        w = self.W1(q)
+        s = np.einsum("...j,...j->...", self.U2(q), w)
+        c = np.einsum("...j,...j->...", self.U1(q), w)
+        return np.arctan2(s, c), s, c
+
+    def _dev(self, theta):
+        return (theta - self.theta0 + np.pi) % (2 * np.pi) - np.pi
+
+    def potential(self, q):
+        theta, _, _ = self.angles(q)
+        return 0.5 * np.sum(self.k * self._dev(theta) ** 2, axis=-1)
+
+    def gradient(self, q):
+        theta, s, c = self.angles(q)
+        u1, u2, w = self.U1(q), self.U2(q), self.W1(q)
+        coef = self.k * self._dev(theta) / (s * s + c * c)
+        # dθ = (c ds − s dc)/(s²+c²); ds = d(u2·w), dc = d(u1·w)
+        a, b = (coef * c)[:, None], (coef * s)[:, None]
+        return self.U2.adjoint(a * w) + self.U1.adjoint(-b * w) + self.W1.adjoint(a * u2 - b * u1)
+
+
+@hookimpl
+def register_force_laws(register):
+    """Register the built-in force laws."""
+    for law in (
+        GravityLaw,
+        SpringLaw,
+        DamperLaw,
+        DragLaw,
+        ExternalForceLaw,
+        ExternalTorqueLaw,
+        JointDampingLaw,
+        TorsionSpringLaw,
+    ):
+        register(law)

@@ -1,0 +1,233 @@
+"""Force elements: what users add to a scene. Their physics lives in force laws.
+
+Each element type is evaluated, for all its instances at once, by the force
+law registered for it (see :mod:`mbvi.forcelaws`). Conventions: SI units;
+anchors are body-frame points defaulting to the body origin (for the world,
+world points).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from mbvi._validate import finite, positive, vector3
+from mbvi._validate import name as check_name
+
+__all__ = [
+    "Damper",
+    "Drag",
+    "ExternalForce",
+    "ExternalTorque",
+    "Force",
+    "Gravity",
+    "JointDamping",
+    "Spring",
+    "TorsionSpring",
+]
+
+
+class Force:
+    """Abstract base class of force elements.
+
+    Subclasses set :attr:`bodies` (names of the bodies they act on) and
+    :attr:`joints` (names of joints they refer to) so the scene can check them.
+    """
+
+    name: str
+    explicit_name: bool = False
+    bodies: tuple[str, ...] = ()
+    joints: tuple[str, ...] = ()
+
+    def _init_name(self, name: str | None, default: str) -> None:
+        self.explicit_name = name is not None
+        self.name = check_name(name if name is not None else default, type(self).__name__)
+
+    @property
+    def owner(self) -> str:
+        return f"{type(self).__name__} {self.name!r}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+def _vector_or_callable(value: Any, what: str, owner: str) -> np.ndarray | Callable[[float], Any]:
+    if callable(value):
+        return value
+    return vector3(value, what, owner)
+
+
+class Gravity(Force):
+    """Uniform gravity on every body, potential −Σ m g·x (zero at the origin).
+
+    Added by :class:`mbvi.Scene` from its ``gravity`` argument.
+    """
+
+    def __init__(self, g: Any = (0.0, 0.0, -9.81), name: str | None = None) -> None:
+        self._init_name(name, "gravity")
+        self.g = vector3(g, "gravity", self.owner)
+
+
+class Spring(Force):
+    """Linear spring between two body points, potential ½k(|d| − L₀)².
+
+    Parameters
+    ----------
+    a, b : str
+        Body names (``"world"`` allowed).
+    stiffness : float
+        k, N/m (≥ 0).
+    rest_length : float, optional
+        L₀, m (default: the initial distance, i.e. unstressed).
+    anchor_a, anchor_b : array_like, shape (3,), optional
+        Body-frame attachment points, m.
+    name : str, optional
+    """
+
+    def __init__(
+        self,
+        a: str,
+        b: str,
+        stiffness: float,
+        rest_length: float | None = None,
+        anchor_a: Any = None,
+        anchor_b: Any = None,
+        name: str | None = None,
+    ) -> None:
+        self._init_name(name, f"spring:{a}-{b}")
+        self.bodies = (a, b)
+        self.a, self.b = a, b
+        self.stiffness = positive(stiffness, "stiffness", self.owner, allow_zero=True)
+        self.rest_length = (
+            None if rest_length is None else positive(rest_length, "rest_length", self.owner, allow_zero=True)
+        )
+        self.anchor_a = np.zeros(3) if anchor_a is None else vector3(anchor_a, "anchor_a", self.owner)
+        self.anchor_b = np.zeros(3) if anchor_b is None else vector3(anchor_b, "anchor_b", self.owner)
+
+
+class Damper(Force):
+    """Linear viscous damper between two body points: f = −c (ḋ·d̂) d̂ on b.
+
+    Parameters
+    ----------
+    a, b : str
+        Body names.
+    damping : float
+        c, N s/m (≥ 0).
+    anchor_a, anchor_b : array_like, shape (3,), optional
+    name : str, optional
+    """
+
+    def __init__(
+        self, a: str, b: str, damping: float, anchor_a: Any = None, anchor_b: Any = None, name: str | None = None
+    ) -> None:
+        self._init_name(name, f"damper:{a}-{b}")
+        self.bodies = (a, b)
+        self.a, self.b = a, b
+        self.damping = positive(damping, "damping", self.owner, allow_zero=True)
+        self.anchor_a = np.zeros(3) if anchor_a is None else vector3(anchor_a, "anchor_a", self.owner)
+        self.anchor_b = np.zeros(3) if anchor_b is None else vector3(anchor_b, "anchor_b", self.owner)
+
+
+class Drag(Force):
+    """Linear air resistance at a body point: f = −c v.
+
+    Parameters
+    ----------
+    body : str
+    coefficient : float
+        c, N s/m (≥ 0).
+    anchor : array_like, shape (3,), optional
+        Body-frame point where the drag acts (default: the origin / centre of mass).
+    name : str, optional
+    """
+
+    def __init__(self, body: str, coefficient: float, anchor: Any = None, name: str | None = None) -> None:
+        self._init_name(name, f"drag:{body}")
+        self.bodies = (body,)
+        self.body = body
+        self.coefficient = positive(coefficient, "coefficient", self.owner, allow_zero=True)
+        self.anchor = np.zeros(3) if anchor is None else vector3(anchor, "anchor", self.owner)
+
+
+class JointDamping(Force):
+    """Viscous joint friction: torque −b θ̇ about a revolute axis (force −b ḋ along a prismatic axis).
+
+    Parameters
+    ----------
+    joint : str
+        Name of a revolute or prismatic joint.
+    coefficient : float
+        b, N m s/rad (revolute) or N s/m (prismatic).
+    name : str, optional
+    """
+
+    def __init__(self, joint: str, coefficient: float, name: str | None = None) -> None:
+        self._init_name(name, f"joint-damping:{joint}")
+        self.joints = (joint,)
+        self.joint = joint
+        self.coefficient = positive(coefficient, "coefficient", self.owner, allow_zero=True)
+
+
+class TorsionSpring(Force):
+    """Torsion spring on a revolute joint, potential ½k(θ − θ₀)².
+
+    Parameters
+    ----------
+    joint : str
+        Name of a revolute joint.
+    stiffness : float
+        k, N m/rad.
+    rest_angle : float, default: 0
+        θ₀, rad, relative to the initial configuration.
+    name : str, optional
+    """
+
+    def __init__(self, joint: str, stiffness: float, rest_angle: float = 0.0, name: str | None = None) -> None:
+        self._init_name(name, f"torsion-spring:{joint}")
+        self.joints = (joint,)
+        self.joint = joint
+        self.stiffness = positive(stiffness, "stiffness", self.owner, allow_zero=True)
+        self.rest_angle = finite(rest_angle, "rest_angle", self.owner)
+
+
+class ExternalForce(Force):
+    """A prescribed world-frame force at a body point.
+
+    Parameters
+    ----------
+    body : str
+    force : array_like, shape (3,), or callable ``t -> (3,)``
+        N; constant or a function of time.
+    anchor : array_like, shape (3,), optional
+        Body-frame point of application (default: origin / centre of mass).
+    name : str, optional
+    """
+
+    def __init__(self, body: str, force: Any, anchor: Any = None, name: str | None = None) -> None:
+        self._init_name(name, f"force:{body}")
+        self.bodies = (body,)
+        self.body = body
+        self.force = _vector_or_callable(force, "force", self.owner)
+        self.anchor = np.zeros(3) if anchor is None else vector3(anchor, "anchor", self.owner)
+
+
+class ExternalTorque(Force):
+    """A prescribed world-frame torque on a rigid body.
+
+    Parameters
+    ----------
+    body : str
+        A rigid body.
+    torque : array_like, shape (3,), or callable ``t -> (3,)``
+        N m; constant or a function of time.
+    name : str, optional
+    """
+
+    def __init__(self, body: str, torque: Any, name: str | None = None) -> None:
+        self._init_name(name, f"torque:{body}")
+        self.bodies = (body,)
+        self.body = body
+        self.torque = _vector_or_callable(torque, "torque", self.owner)

@@ -1,0 +1,161 @@
+"""Implicit integrators solved by Newton on (q_{k+1}, λ): midpoint VI and implicit Euler."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from mbvi.errors import SolverError
+from mbvi.hookspecs import hookimpl
+from mbvi.integrators.base import Integrator
+from mbvi.integrators.newton import newton_kkt
+from mbvi.state import State
+
+__all__ = ["ImplicitEuler", "Midpoint"]
+
+
+class _NewtonIntegrator(Integrator):
+    options = {"tol": 1e-12, "maxiter": 40}
+
+    def __init__(self, system, dt, **options):
+        super().__init__(system, dt, **options)
+        system.tolerance = float(self.tol)
+        self._M = sp.diags(system.mass)
+        self._y = np.zeros(len(system.active))
+
+    def _solve(self, residual, jacobian, x0, culprit_q):
+        sysm = self.system
+        try:
+            return newton_kkt(
+                residual,
+                jacobian,
+                x0,
+                self._y,
+                xtol=1e-13 * max(1.0, float(np.max(np.abs(x0)))),
+                gscale=sysm.active_scale,
+                gtol=self.tol,
+                maxiter=self.maxiter,
+            )
+        except SolverError as exc:
+            raise SolverError(f"{self.name}: {exc.reason}", suggested_dt=self.dt / 4) from exc
+
+
+class Midpoint(_NewtonIntegrator):
+    """Implicit-midpoint variational integrator (midpoint discrete Lagrangian).
+
+    L_d(q₀, q₁) = h [½ vᵀMv − U(q̄)], v = (q₁ − q₀)/h, q̄ = (q₀ + q₁)/2; forcing
+    f± = (h/2) F(q̄, v, t + h/2). Constraints g(q₁) = 0 with the multiplier
+    force G(q₀)ᵀλ, velocities projected at q₁. Second order, symplectic;
+    Newton with the potential Hessian.
+    """
+
+    name = "midpoint"
+    order = 2
+    symplectic = True
+    variational = True
+
+    def step(self, state: State, t: float) -> State:
+        sysm, h = self.system, self.dt
+        M, W = sysm.mass, sysm.inv_mass
+        q0, v0 = state.q, state.v
+        _, gd0 = sysm.active_values_and_jacobian(q0)
+        G0 = sysm.active_jacobian(gd0)
+        tm = t + 0.5 * h
+
+        def residual(q1, lam):
+            v = (q1 - q0) / h
+            qm = 0.5 * (q0 + q1)
+            f = -sysm.potential_gradient(qm)
+            if sysm.has_forces:
+                f += sysm.force(qm, v, tm)
+            return M * (v - v0) - 0.5 * h * f + G0.T @ lam, sysm.active_constraints(q1)
+
+        def jacobian(q1, lam):
+            v = (q1 - q0) / h
+            qm = 0.5 * (q0 + q1)
+            K = self._M / h + 0.25 * h * sysm.potential_hessian(qm)
+            if sysm.has_forces:
+                dq, dv = sysm.force_jacobians(qm, v, tm)
+                K = K - 0.25 * h * dq - 0.5 * dv
+            _, gd1 = sysm.active_values_and_jacobian(q1)
+            return K, G0.T, sysm.active_jacobian(gd1)
+
+        q1, lam, _ = self._solve(residual, jacobian, q0 + h * v0, q0)
+        self._y = lam
+        v = (q1 - q0) / h
+        qm = 0.5 * (q0 + q1)
+        f = -sysm.potential_gradient(qm)
+        if sysm.has_forces:
+            f += sysm.force(qm, v, tm)
+        v1 = sysm.project_velocity(q1, v + 0.5 * h * W * f)
+        return State(q1, v1)
+
+
+class ImplicitEuler(Integrator):
+    """Implicit (backward) Euler on positions, velocities and multipliers.
+
+    q₁ = q₀ + h v₁, M(v₁ − v₀) = h(−∇U(q₁) + F(q₁, v₁, t₁)) − G(q₁)ᵀλ, g(q₁) = 0,
+    solved by Newton on (q₁, λ); v₁ is then projected onto G(q₁)v = 0.
+    First order, not symplectic: energy decays at a step-dependent rate.
+    """
+
+    name = "implicit_euler"
+    order = 1
+    options = {"tol": 1e-12, "maxiter": 40}
+
+    def __init__(self, system, dt, **options):
+        super().__init__(system, dt, **options)
+        system.tolerance = float(self.tol)
+        self._M = sp.diags(system.mass)
+        self._y = np.zeros(len(system.active))
+
+    def step(self, state: State, t: float) -> State:
+        sysm, h = self.system, self.dt
+        M = sysm.mass
+        q0, v0 = state.q, state.v
+        t1 = t + h
+        full_lam = np.zeros(sysm.nc)
+
+        def residual(q1, lam):
+            v = (q1 - q0) / h
+            f = -sysm.potential_gradient(q1)
+            if sysm.has_forces:
+                f += sysm.force(q1, v, t1)
+            g, gd = sysm.active_values_and_jacobian(q1)
+            return M * (v - v0) / h - f + sysm.G_rmatvec(gd, lam), g
+
+        def jacobian(q1, lam):
+            v = (q1 - q0) / h
+            K = self._M / (h * h) + sysm.potential_hessian(q1)
+            if sysm.has_forces:
+                dq, dv = sysm.force_jacobians(q1, v, t1)
+                K = K - dq - dv / h
+            full_lam[sysm.active] = lam
+            K = K + sysm.constraint_hessian(full_lam)
+            _, gd = sysm.active_values_and_jacobian(q1)
+            G1 = sysm.active_jacobian(gd)
+            return K, G1.T, G1
+
+        try:
+            q1, lam, _ = newton_kkt(
+                residual,
+                jacobian,
+                q0 + h * v0,
+                self._y,
+                xtol=1e-13 * max(1.0, float(np.max(np.abs(q0)))),
+                gscale=sysm.active_scale,
+                gtol=self.tol,
+                maxiter=self.maxiter,
+            )
+        except SolverError as exc:
+            raise SolverError(f"{self.name}: {exc.reason}", suggested_dt=self.dt / 4) from exc
+        self._y = lam
+        v1 = sysm.project_velocity(q1, (q1 - q0) / h)
+        return State(q1, v1)
+
+
+@hookimpl
+def register_integrators(register):
+    """Register the Newton-based implicit integrators."""
+    register(Midpoint)
+    register(ImplicitEuler)

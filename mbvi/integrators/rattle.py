@@ -1,0 +1,307 @@
+"""The SHAKE/RATTLE family of variational integrators.
+
+All of them are built from three pieces, solved with one factorization of
+A = G M⁻¹ Gᵀ per step (reused by the next step's drift):
+
+* **kick**: v ← v + c M⁻¹ (−∇U + F);
+* **constrained drift** (SHAKE): q₁ = q₀ + h (v − M⁻¹ G(q₀)ᵀ Λ) with g(q₁) = 0,
+  solved for Λ by Newton (quasi-Newton with A(q₀), full Newton if slow);
+* **velocity projection** (RATTLE): v₁ ← v₁ − M⁻¹ G(q₁)ᵀ μ with G(q₁) v₁ = 0.
+
+Forcing follows the discrete Lagrange–d'Alembert principle: the work of the
+non-conservative force over a step is split between its two ends and the force
+is evaluated at the step's average velocity (q₁ − q₀)/h, which makes the
+drift implicit when forces depend on velocity (solved by fixed-point
+iteration around SHAKE).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse.linalg as spla
+
+from mbvi.errors import SolverError
+from mbvi.hookspecs import hookimpl
+from mbvi.integrators.base import Integrator
+from mbvi.linalg import Factor
+from mbvi.state import State
+from mbvi.system import System
+
+__all__ = ["ShakeRattle", "SymplecticEulerA", "SymplecticEulerB", "Verlet", "Yoshida4", "shake"]
+
+
+def _diagnose(system: System, q: np.ndarray, v: np.ndarray, h: float, g: np.ndarray) -> tuple[str | None, float]:
+    """Blame a fast-spinning rigid body (h|ω| ≥ 1 has no RATTLE step) or the worst joint."""
+    rot = system.layout.rotation_blocks
+    if len(rot):
+        cols = rot.reshape(-1, 3)  # three column blocks per rigid body
+        idx = cols[:, :, None] + np.arange(3)
+        omega = 0.5 * np.cross(q[idx], v[idx]).sum(axis=1)
+        w = np.linalg.norm(omega, axis=1)
+        i = int(np.argmax(w))
+        if h * w[i] > 0.5:
+            names = [n for n in system.layout.bodies if system.layout.kind(n) == "rigid"]
+            return (
+                f"rigid body {names[i]!r} spins at |ω| = {w[i]:.3g} rad/s (h|ω| = {h * w[i]:.2f}; "
+                "a RATTLE step exists only for h|ω| < 1)"
+            ), 0.5 / w[i]
+    if len(g):
+        r = int(np.argmax(np.abs(g) / system.active_scale))
+        return system.rows.owner[int(system.active[r])], h / 4
+    return None, h / 4
+
+
+def shake(
+    system: System, q0: np.ndarray, v_free: np.ndarray, h: float, factor0: Factor, gdata0: np.ndarray, maxiter: int = 60
+) -> tuple[np.ndarray, np.ndarray]:
+    """Constrained drift: find Λ with q₁ = q₀ + h (v_free − M⁻¹ G(q₀)ᵀ Λ), g(q₁) = 0.
+
+    Parameters
+    ----------
+    system : System
+    q0 : ndarray, shape (nq,)
+        Start configuration (on the constraints).
+    v_free : ndarray, shape (nq,)
+        Unconstrained drift velocity.
+    h : float
+        Drift duration, s.
+    factor0, gdata0
+        ``system.factor(q0)``.
+
+    Returns
+    -------
+    q1, v_half : ndarray, shape (nq,)
+        End configuration and the constrained drift velocity (q₁ − q₀)/h.
+
+    Raises
+    ------
+    SolverError
+        When Newton does not converge (with the culprit and a suggested dt).
+    """
+    W = system.inv_mass
+    q = q0 + h * v_free
+    if len(system.active) == 0:
+        return q, v_free
+    corr = np.zeros_like(q)
+    tol = system.tolerance
+    prev = np.inf
+    slow = 0
+    for _ in range(maxiter):
+        g = system.active_constraints(q)
+        r = system.residual(g)
+        if r <= tol:
+            return q, v_free - corr / h
+        if not np.isfinite(r):
+            break
+        slow = slow + 1 if r > 0.25 * prev else 0
+        prev = r
+        if slow >= 3:
+            return _shake_newton(system, q0, q, corr, v_free, h, gdata0, maxiter)
+        dq = W * system.G_rmatvec(gdata0, factor0.solve(g))
+        q -= dq
+        corr += dq
+    culprit, dt_hint = _diagnose(system, q0, v_free, h, system.active_constraints(q))
+    raise SolverError("SHAKE (constrained drift) did not converge", culprit=culprit, suggested_dt=dt_hint)
+
+
+def _shake_newton(system, q0, q, corr, v_free, h, gdata0, maxiter):
+    """Full Newton on Λ with the unsymmetric Jacobian G(q) M⁻¹ G(q₀)ᵀ."""
+    W = system.inv_mass
+    G0 = system.active_jacobian(gdata0)
+    for _ in range(maxiter):
+        g, data = system.active_values_and_jacobian(q)
+        r = system.residual(g)
+        if r <= system.tolerance:
+            return q, v_free - corr / h
+        if not np.isfinite(r):
+            break
+        J = system.active_jacobian(data).multiply(W) @ G0.T
+        try:
+            if J.shape[0] <= 300:
+                dl = sla.lstsq(J.toarray(), g, check_finite=False)[0]
+            else:
+                dl = spla.splu(J.tocsc()).solve(g)
+        except (RuntimeError, ValueError, np.linalg.LinAlgError):
+            break
+        dq = W * system.G_rmatvec(gdata0, dl)
+        q = q - dq
+        corr = corr + dq
+    culprit, dt_hint = _diagnose(system, q0, v_free, h, system.active_constraints(q))
+    raise SolverError("SHAKE (constrained drift) did not converge", culprit=culprit, suggested_dt=dt_hint)
+
+
+class ShakeRattle(Integrator):
+    """Shared machinery: a factorization cache and forced constrained drifts.
+
+    Options
+    -------
+    tol : float, default: 1e-12
+        Relative constraint tolerance (``max |g| / scale``).
+    maxiter : int, default: 60
+        Newton iterations per solve.
+    """
+
+    variational = True
+    symplectic = True
+    options = {"tol": 1e-12, "maxiter": 60}
+
+    def __init__(self, system: System, dt: float, **options) -> None:
+        super().__init__(system, dt, **options)
+        system.tolerance = float(self.tol)
+        self._cache: dict = {"q": None}
+
+    def _factor_at(self, q: np.ndarray) -> tuple[Factor, np.ndarray]:
+        c = self._cache
+        if c["q"] is q:
+            return c["factor"], c["gdata"]
+        factor, gdata = self.system.factor(q)
+        c.update(q=q, factor=factor, gdata=gdata, grad=None)
+        return factor, gdata
+
+    def _gradient_at(self, q: np.ndarray) -> np.ndarray:
+        c = self._cache
+        if c["q"] is q and c.get("grad") is not None:
+            return c["grad"]
+        grad = self.system.potential_gradient(q)
+        if c["q"] is q:
+            c["grad"] = grad
+        return grad
+
+    def _remember(self, q: np.ndarray, factor: Factor, gdata: np.ndarray, grad: np.ndarray | None) -> None:
+        self._cache.update(q=q, factor=factor, gdata=gdata, grad=grad)
+
+    def _forced_drift(self, q0, v0, base_kick, c, h, t, factor0, gdata0):
+        """Drift with a kick ``c`` M⁻¹ F(q₀, v½, t) evaluated at the (unknown) drift velocity v½."""
+        sysm = self.system
+        W = sysm.inv_mass
+        if not sysm.has_forces:
+            return shake(sysm, q0, v0 + base_kick, h, factor0, gdata0, self.maxiter)
+        if not sysm.has_velocity_forces:
+            return shake(sysm, q0, v0 + base_kick + c * W * sysm.force(q0, v0, t), h, factor0, gdata0, self.maxiter)
+        vh = v0
+        for _ in range(100):
+            q1, vnew = shake(sysm, q0, v0 + base_kick + c * W * sysm.force(q0, vh, t), h, factor0, gdata0, self.maxiter)
+            delta = float(np.max(np.abs(vnew - vh)))
+            vh = vnew
+            if delta <= 1e-13 * max(1.0, float(np.max(np.abs(vh)))):
+                return q1, vh
+        raise SolverError(
+            "velocity-dependent forces: the implicit drift did not converge (damping too stiff for this step)",
+            suggested_dt=self.dt / 4,
+        )
+
+
+class Verlet(ShakeRattle):
+    """Störmer–Verlet with constraints (RATTLE): the trapezoidal discrete Lagrangian.
+
+    Second order, symplectic, symmetric; conserves momentum maps exactly and
+    keeps g(q) = 0 and G(q) v = 0 to solver tolerance at every step.
+    """
+
+    name = "verlet"
+    order = 2
+
+    def step(self, state: State, t: float) -> State:
+        sysm, h = self.system, self.dt
+        W = sysm.inv_mass
+        q0, v0 = state.q, state.v
+        factor0, gdata0 = self._factor_at(q0)
+        grad0 = self._gradient_at(q0)
+        q1, vh = self._forced_drift(q0, v0, -0.5 * h * W * grad0, 0.5 * h, h, t, factor0, gdata0)
+        grad1 = sysm.potential_gradient(q1)
+        f1 = -grad1
+        if sysm.has_forces:
+            f1 = f1 + sysm.force(q1, vh, t + h)
+        v1 = vh + 0.5 * h * W * f1
+        factor1, gdata1 = sysm.factor(q1)
+        v1 = sysm.project_velocity(q1, v1, factor1, gdata1)
+        self._remember(q1, factor1, gdata1, grad1)
+        return State(q1, v1)
+
+
+class SymplecticEulerA(ShakeRattle):
+    """Symplectic Euler A (kick, then constrained drift): rectangle rule with U at q_k.
+
+    First order. Hairer–Lubich–Wanner's first symplectic Euler variant for
+    separable Hamiltonians — the semi-implicit Euler of MuJoCo and Pinocchio,
+    here with exact constraints.
+    """
+
+    name = "symplectic_euler_a"
+    order = 1
+
+    def step(self, state: State, t: float) -> State:
+        sysm, h = self.system, self.dt
+        W = sysm.inv_mass
+        q0, v0 = state.q, state.v
+        factor0, gdata0 = self._factor_at(q0)
+        grad0 = self._gradient_at(q0)
+        q1, vh = self._forced_drift(q0, v0, -h * W * grad0, h, h, t, factor0, gdata0)
+        factor1, gdata1 = sysm.factor(q1)
+        v1 = sysm.project_velocity(q1, vh, factor1, gdata1)
+        self._remember(q1, factor1, gdata1, None)
+        return State(q1, v1)
+
+
+class SymplecticEulerB(ShakeRattle):
+    """Symplectic Euler B (constrained drift, then kick): rectangle rule with U at q_{k+1}.
+
+    First order; the adjoint of :class:`SymplecticEulerA`.
+    """
+
+    name = "symplectic_euler_b"
+    order = 1
+
+    def step(self, state: State, t: float) -> State:
+        sysm, h = self.system, self.dt
+        W = sysm.inv_mass
+        q0, v0 = state.q, state.v
+        factor0, gdata0 = self._factor_at(q0)
+        q1, vh = shake(sysm, q0, v0, h, factor0, gdata0, self.maxiter)
+        grad1 = sysm.potential_gradient(q1)
+        f1 = -grad1
+        if sysm.has_forces:
+            f1 = f1 + sysm.force(q1, vh, t + h)
+        factor1, gdata1 = sysm.factor(q1)
+        v1 = sysm.project_velocity(q1, vh + h * W * f1, factor1, gdata1)
+        self._remember(q1, factor1, gdata1, grad1)
+        return State(q1, v1)
+
+
+class Yoshida4(Integrator):
+    """Fourth-order variational integrator: Yoshida's triple-jump composition of RATTLE.
+
+    Steps of γ₁h, γ₂h, γ₁h with γ₁ = 1/(2 − 2^{1/3}), γ₂ = 1 − 2γ₁ (< 0).
+    Symplectic and symmetric; one RATTLE solve per substep.
+    """
+
+    name = "yoshida4"
+    order = 4
+    symplectic = True
+    variational = True
+    options = {"tol": 1e-12, "maxiter": 60}
+
+    def __init__(self, system: System, dt: float, **options) -> None:
+        super().__init__(system, dt, **options)
+        g1 = 1.0 / (2.0 - 2.0 ** (1.0 / 3.0))
+        self.gammas = (g1, 1.0 - 2.0 * g1, g1)
+        inner = {k: getattr(self, k) for k in self.options}
+        self._steppers = [Verlet(system, abs(g) * dt, **inner) for g in self.gammas[:2]]
+        cache = self._steppers[0]._cache
+        self._steppers[1]._cache = cache
+        self._steppers[1].dt = self.gammas[1] * dt  # negative substep
+
+    def step(self, state: State, t: float) -> State:
+        a, b = self._steppers
+        h1 = self.gammas[0] * self.dt
+        state = a.step(state, t)
+        state = b.step(state, t + h1)
+        return a.step(state, t + h1 + self.gammas[1] * self.dt)
+
+
+@hookimpl
+def register_integrators(register):
+    """Register the SHAKE/RATTLE family."""
+    for cls in (Verlet, SymplecticEulerA, SymplecticEulerB, Yoshida4):
+        register(cls)

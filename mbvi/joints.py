@@ -1,0 +1,365 @@
+"""Joints: the edges of a scene graph, each a set of holonomic constraints.
+
+Every constraint equation is written as a *bilinear row*
+
+    g(q) = s · (U(q) · W(q)) − k
+
+of two affine 3-vector functions U, W of the generalized coordinates. In
+maximal coordinates every body point and every body-fixed direction is affine
+in q (x + R p), so distances, coincidences, perpendicularities and the
+orthonormality of rotation columns all take this form: assembly groups rows of
+the same term structure and evaluates each group in one vectorized call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from mbvi._validate import name as check_name
+from mbvi._validate import perpendicular_pair, positive, unit, vector3
+
+if TYPE_CHECKING:
+    from mbvi.layout import Layout
+
+__all__ = ["Fixed", "Joint", "Prismatic", "Revolute", "Rod", "Row", "Spherical"]
+
+Terms = list[tuple[int, float]]
+
+
+@dataclass
+class Row:
+    """One scalar constraint ``s * (U·W) - k`` with affine U, W (assembly-time data)."""
+
+    u_terms: Terms
+    u_const: np.ndarray
+    w_terms: Terms
+    w_const: np.ndarray
+    s: float
+    k: float
+    scale: float  # natural size of g for convergence tests (m or 1)
+    owner: str = ""
+
+
+def _diff(a: tuple[Terms, np.ndarray], b: tuple[Terms, np.ndarray]) -> tuple[Terms, np.ndarray]:
+    return a[0] + [(i, -w) for i, w in b[0]], a[1] - b[1]
+
+
+def _const(v: np.ndarray) -> tuple[Terms, np.ndarray]:
+    return [], np.asarray(v, dtype=float)
+
+
+def coincidence_rows(pa, pb, scale: float, owner: str) -> list[Row]:
+    """Three rows making two affine points coincide."""
+    t, c = _diff(pa, pb)
+    return [Row(t, c, [], np.eye(3)[j], 1.0, 0.0, scale, owner) for j in range(3)]
+
+
+def orientation_rows(layout: Layout, a: str, b: str, frame: np.ndarray, pairs, owner: str) -> list[Row]:
+    """Rows ``(R_a f_i)·(R_b f_j) = 0`` for the given (i, j) pairs of a world frame's columns at assembly."""
+    rows = []
+    for i, j in pairs:
+        u = layout.direction(a, layout.to_body_direction(a, frame[:, i]))
+        w = layout.direction(b, layout.to_body_direction(b, frame[:, j]))
+        rows.append(Row(u[0], u[1], w[0], w[1], 1.0, 0.0, 1.0, owner))
+    return rows
+
+
+class Joint:
+    """Abstract base class of joints between two bodies ``a`` (parent) and ``b`` (child)."""
+
+    kind: str = "joint"
+    name: str
+    a: str
+    b: str
+
+    def _init_names(self, a: str, b: str, name: str | None) -> None:
+        self.a = check_name(a, type(self).__name__ + " body")
+        self.b = check_name(b, type(self).__name__ + " body")
+        self.explicit_name = name is not None
+        self.name = check_name(name, type(self).__name__) if name is not None else f"{a}-{b}"
+        if self.a == self.b:
+            raise ValueError(f"{type(self).__name__} {self.name!r}: joins body {a!r} to itself")
+
+    @property
+    def owner(self) -> str:
+        return f"{type(self).__name__} {self.name!r}"
+
+    def constraint_rows(self, layout: Layout) -> list[Row]:
+        """The constraint rows of this joint at the initial configuration of ``layout``."""
+        raise NotImplementedError
+
+    def describe(self, layout: Layout) -> dict:
+        """Geometry for rendering (anchors in the user body frames)."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.a!r}, {self.b!r}, name={self.name!r})"
+
+
+class Rod(Joint):
+    """Massless rigid rod keeping two body points at a fixed distance.
+
+    Parameters
+    ----------
+    a, b : str
+        Body names (``"world"`` allowed).
+    anchor_a, anchor_b : array_like, shape (3,), optional
+        Body-frame attachment points, m (default: the body origin; for the
+        world, a world point).
+    length : float, optional
+        Rod length, m. Default: the distance between the anchors initially; when
+        given it must match that distance.
+    name : str, optional
+        Default ``"a-b"``.
+    """
+
+    kind = "rod"
+
+    def __init__(
+        self,
+        a: str,
+        b: str,
+        anchor_a: Any = None,
+        anchor_b: Any = None,
+        length: float | None = None,
+        name: str | None = None,
+    ) -> None:
+        self._init_names(a, b, name)
+        self.anchor_a = np.zeros(3) if anchor_a is None else vector3(anchor_a, "anchor_a", self.owner)
+        self.anchor_b = np.zeros(3) if anchor_b is None else vector3(anchor_b, "anchor_b", self.owner)
+        self.length = None if length is None else positive(length, "length", self.owner)
+
+    def constraint_rows(self, layout: Layout) -> list[Row]:
+        pa = layout.point(self.a, self.anchor_a)
+        pb = layout.point(self.b, self.anchor_b)
+        actual = float(
+            np.linalg.norm(layout.world_point(self.a, self.anchor_a) - layout.world_point(self.b, self.anchor_b))
+        )
+        L = actual if self.length is None else self.length
+        if actual <= 1e-12 * max(1.0, layout.length_scale):
+            raise ValueError(f"{self.owner}: its anchors coincide (zero length); use a Spherical joint")
+        if abs(actual - L) > 1e-9 * max(L, 1.0):
+            raise ValueError(
+                f"{self.owner}: initial positions violate the joint (distance {actual:.6g} m, length {L:.6g} m)"
+            )
+        self.rest = L
+        t, c = _diff(pa, pb)
+        return [Row(t, c, t, c, 1.0 / (2 * L), L / 2, L, self.owner)]
+
+    def describe(self, layout: Layout) -> dict:
+        return {
+            "type": self.kind,
+            "name": self.name,
+            "a": self.a,
+            "b": self.b,
+            "anchor_a": self.anchor_a.tolist(),
+            "anchor_b": self.anchor_b.tolist(),
+            "axis": None,
+        }
+
+
+class _AnchoredJoint(Joint):
+    """A joint defined by a world anchor point (and possibly an axis) at assembly."""
+
+    def _anchor(self, layout: Layout) -> np.ndarray:
+        if self.anchor is not None:
+            return self.anchor
+        return layout.world_point(self.b, np.zeros(3))
+
+    def _anchor_rows(self, layout: Layout) -> list[Row]:
+        p = self._anchor(layout)
+        for body in (self.a, self.b):
+            if layout.kind(body) == "particle" and np.linalg.norm(
+                layout.world_point(body, np.zeros(3)) - p
+            ) > 1e-9 * max(1.0, layout.length_scale):
+                raise ValueError(
+                    f"{self.owner}: initial positions violate the joint (particle {body!r} is not at the anchor {p.tolist()})"
+                )
+        self.anchor_a = layout.to_body_point(self.a, p)
+        self.anchor_b = layout.to_body_point(self.b, p)
+        return coincidence_rows(
+            layout.point(self.a, self.anchor_a), layout.point(self.b, self.anchor_b), layout.length_scale, self.owner
+        )
+
+    def _require_orientation(self, layout: Layout) -> None:
+        for body in (self.a, self.b):
+            if layout.kind(body) == "particle":
+                raise ValueError(
+                    f"{self.owner}: body {body!r} is a particle and has no orientation; "
+                    "use Spherical or Rod for particles"
+                )
+
+    def describe(self, layout: Layout) -> dict:
+        return {
+            "type": self.kind,
+            "name": self.name,
+            "a": self.a,
+            "b": self.b,
+            "anchor_a": np.asarray(getattr(self, "anchor_a", np.zeros(3))).tolist(),
+            "anchor_b": np.asarray(getattr(self, "anchor_b", np.zeros(3))).tolist(),
+            "axis": None if getattr(self, "axis", None) is None else np.asarray(self.axis).tolist(),
+        }
+
+
+class Spherical(_AnchoredJoint):
+    """Ball joint: one world point, fixed in both bodies, stays common to them.
+
+    Parameters
+    ----------
+    a, b : str
+        Body names.
+    anchor : array_like, shape (3,), optional
+        World point at the initial configuration, m (default: b's origin).
+        A particle joined by a spherical joint must sit at the anchor.
+    name : str, optional
+    """
+
+    kind = "spherical"
+
+    def __init__(self, a: str, b: str, anchor: Any = None, name: str | None = None) -> None:
+        self._init_names(a, b, name)
+        self.anchor = None if anchor is None else vector3(anchor, "anchor", self.owner)
+        self.axis = None
+
+    def constraint_rows(self, layout: Layout) -> list[Row]:
+        return self._anchor_rows(layout)
+
+
+class Revolute(_AnchoredJoint):
+    """Hinge: a spherical joint whose bodies also share an axis.
+
+    Parameters
+    ----------
+    a, b : str
+        Body names (rigid bodies or the world).
+    anchor : array_like, shape (3,), optional
+        A world point on the hinge axis at the initial configuration, m
+        (default: b's origin).
+    axis : array_like, shape (3,), default: (0, 0, 1)
+        Hinge axis in world coordinates at the initial configuration.
+    name : str, optional
+
+    Notes
+    -----
+    The joint angle (``traj.joint_angle(name)``) is the rotation of b relative
+    to a about the axis, zero at the initial configuration.
+    """
+
+    kind = "revolute"
+
+    def __init__(
+        self, a: str, b: str, anchor: Any = None, axis: Any = (0.0, 0.0, 1.0), name: str | None = None
+    ) -> None:
+        self._init_names(a, b, name)
+        self.anchor = None if anchor is None else vector3(anchor, "anchor", self.owner)
+        self.axis = unit(axis, "axis", self.owner)
+
+    def frame(self) -> np.ndarray:
+        """World frame (u1, u2, axis) at the initial configuration, columns."""
+        u1, u2 = perpendicular_pair(self.axis)
+        return np.column_stack([u1, u2, self.axis])
+
+    def constraint_rows(self, layout: Layout) -> list[Row]:
+        self._require_orientation(layout)
+        rows = self._anchor_rows(layout)
+        rows += orientation_rows(layout, self.a, self.b, self.frame(), [(2, 0), (2, 1)], self.owner)
+        F = self.frame()
+        self.axis_a = layout.to_body_direction(self.a, F[:, 2])
+        self.u1_a = layout.to_body_direction(self.a, F[:, 0])
+        self.u2_a = layout.to_body_direction(self.a, F[:, 1])
+        self.u1_b = layout.to_body_direction(self.b, F[:, 0])
+        return rows
+
+    def describe(self, layout: Layout) -> dict:
+        d = super().describe(layout)
+        d.update(axis_a=self.axis_a.tolist(), u1_a=self.u1_a.tolist(), u2_a=self.u2_a.tolist(), u1_b=self.u1_b.tolist())
+        return d
+
+
+class Prismatic(_AnchoredJoint):
+    """Slider: b translates relative to a along an axis fixed in a, without relative rotation.
+
+    Parameters
+    ----------
+    a, b : str
+        Body names. Particles are allowed (they have no rotation to lock).
+    axis : array_like, shape (3,), default: (1, 0, 0)
+        Sliding axis in world coordinates at the initial configuration.
+    anchor : array_like, shape (3,), optional
+        World point on b's sliding line (default: b's origin).
+    name : str, optional
+
+    Notes
+    -----
+    The joint displacement (``traj.joint_displacement(name)``) is measured
+    along the axis from the initial configuration, m.
+    """
+
+    kind = "prismatic"
+
+    def __init__(
+        self, a: str, b: str, axis: Any = (1.0, 0.0, 0.0), anchor: Any = None, name: str | None = None
+    ) -> None:
+        self._init_names(a, b, name)
+        self.axis = unit(axis, "axis", self.owner)
+        self.anchor = None if anchor is None else vector3(anchor, "anchor", self.owner)
+
+    def constraint_rows(self, layout: Layout) -> list[Row]:
+        u1, u2 = perpendicular_pair(self.axis)
+        F = np.column_stack([u1, u2, self.axis])
+        p = self._anchor(layout)
+        if layout.kind(self.b) == "particle" and np.linalg.norm(
+            layout.world_point(self.b, np.zeros(3)) - p
+        ) > 1e-9 * max(1.0, layout.length_scale):
+            raise ValueError(
+                f"{self.owner}: initial positions violate the joint (particle {self.b!r} is not at the anchor)"
+            )
+        self.anchor_a = layout.to_body_point(self.a, p)
+        self.anchor_b = layout.to_body_point(self.b, p)
+        self.axis_a = layout.to_body_direction(self.a, self.axis)
+        pa = layout.point(self.a, self.anchor_a)
+        pb = layout.point(self.b, self.anchor_b)
+        t, c = _diff(pb, pa)
+        rows = []
+        for u in (u1, u2):
+            w = layout.direction(self.a, layout.to_body_direction(self.a, u))
+            rows.append(Row(t, c, w[0], w[1], 1.0, 0.0, layout.length_scale, self.owner))
+        if layout.kind(self.a) == "rigid" or layout.kind(self.b) == "rigid":
+            if layout.kind(self.a) == "particle" or layout.kind(self.b) == "particle":
+                raise ValueError(f"{self.owner}: a rigid body cannot slide on a particle (it has no orientation)")
+            rows += orientation_rows(layout, self.a, self.b, F, [(0, 1), (1, 2), (2, 0)], self.owner)
+        return rows
+
+    def describe(self, layout: Layout) -> dict:
+        d = super().describe(layout)
+        d.update(axis_a=self.axis_a.tolist())
+        return d
+
+
+class Fixed(_AnchoredJoint):
+    """Weld: b keeps its initial pose relative to a.
+
+    Parameters
+    ----------
+    a, b : str
+        Body names (rigid bodies or the world).
+    anchor : array_like, shape (3,), optional
+        World point where the weld is drawn (default: b's origin).
+    name : str, optional
+    """
+
+    kind = "fixed"
+
+    def __init__(self, a: str, b: str, anchor: Any = None, name: str | None = None) -> None:
+        self._init_names(a, b, name)
+        self.anchor = None if anchor is None else vector3(anchor, "anchor", self.owner)
+        self.axis = None
+
+    def constraint_rows(self, layout: Layout) -> list[Row]:
+        self._require_orientation(layout)
+        rows = self._anchor_rows(layout)
+        rows += orientation_rows(layout, self.a, self.b, np.eye(3), [(0, 1), (1, 2), (2, 0)], self.owner)
+        return rows

@@ -1,0 +1,204 @@
+"""The plugin manager and the integrator / force-law registries.
+
+One :class:`pluggy.PluginManager` holds mbvi's built-in plugins
+(:data:`DEFAULT_PLUGINS`) and the packages that declare an entry point in the
+group ``mbvi``. Nothing is loaded at ``import mbvi``: the registries are
+filled on first use. Set the environment variable ``MBVI_DISABLE_PLUGINS=1``
+to load only the built-ins, or ``MBVI_BLOCK_PLUGINS=name1,name2`` to skip
+particular entry points.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+from typing import Any
+
+import pluggy
+
+from mbvi import hookspecs
+
+__all__ = [
+    "DEFAULT_PLUGINS",
+    "PluginError",
+    "force_law_for",
+    "force_laws",
+    "get_force_law",
+    "get_integrator",
+    "get_plugin_manager",
+    "integrators",
+    "reset",
+]
+
+#: built-in plugin modules, registered exactly like third-party plugins
+DEFAULT_PLUGINS = (
+    "mbvi.integrators.rattle",
+    "mbvi.integrators.implicit",
+    "mbvi.integrators.explicit",
+    "mbvi.integrators.csm",
+    "mbvi.forcelaws.builtin",
+    "mbvi.beam",
+)
+
+
+class PluginError(RuntimeError):
+    """A plugin is invalid: a misspelt hook, a duplicate name, or a bad registered class."""
+
+
+_lock = threading.RLock()
+_pm: pluggy.PluginManager | None = None
+_integrators: dict[str, type] | None = None
+_force_laws: dict[str, type] | None = None
+
+
+def _make_manager() -> pluggy.PluginManager:
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    for modname in DEFAULT_PLUGINS:
+        pm.register(importlib.import_module(modname), name=modname)
+    if os.environ.get("MBVI_DISABLE_PLUGINS", "").strip() not in ("", "0"):
+        pm.check_pending()
+        return pm
+    for blocked in filter(None, (s.strip() for s in os.environ.get("MBVI_BLOCK_PLUGINS", "").split(","))):
+        pm.set_blocked(blocked)
+    try:
+        pm.load_setuptools_entrypoints(hookspecs.PROJECT)
+    except Exception as exc:  # an entry point that fails to import
+        raise PluginError(f"failed to load an mbvi plugin entry point: {exc}") from exc
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(f"invalid mbvi plugin: {exc}") from exc
+    return pm
+
+
+def get_plugin_manager() -> pluggy.PluginManager:
+    """The plugin manager (created, with entry points loaded, on first call)."""
+    global _pm
+    with _lock:
+        if _pm is None:
+            _pm = _make_manager()
+        return _pm
+
+
+def register_plugin(plugin: Any, name: str | None = None) -> None:
+    """Register a plugin object or module at run time (e.g. in tests) and refresh the registries."""
+    pm = get_plugin_manager()
+    try:
+        pm.register(plugin, name=name)
+        pm.check_pending()
+    except (ValueError, pluggy.PluginValidationError) as exc:
+        if pm.is_registered(plugin):
+            pm.unregister(plugin)
+        raise PluginError(f"invalid mbvi plugin {name or plugin!r}: {exc}") from exc
+    _invalidate()
+
+
+def unregister_plugin(plugin: Any = None, name: str | None = None) -> None:
+    """Remove a plugin registered with :func:`register_plugin`."""
+    get_plugin_manager().unregister(plugin, name=name)
+    _invalidate()
+
+
+def _invalidate() -> None:
+    global _integrators, _force_laws
+    _integrators = _force_laws = None
+
+
+def reset() -> None:
+    """Forget the plugin manager and registries (they are rebuilt on next use)."""
+    global _pm
+    with _lock:
+        _pm = None
+        _invalidate()
+
+
+def _collect(hook_name: str, check) -> dict[str, type]:
+    registry: dict[str, type] = {}
+
+    def register(cls: type) -> None:
+        check(cls)
+        if cls.name in registry and registry[cls.name] is not cls:
+            raise PluginError(
+                f"two plugins register {hook_name[9:-1]} {cls.name!r}: "
+                f"{registry[cls.name].__module__}.{registry[cls.name].__qualname__} and {cls.__module__}.{cls.__qualname__}"
+            )
+        registry[cls.name] = cls
+
+    getattr(get_plugin_manager().hook, hook_name)(register=register)
+    return registry
+
+
+def _check_integrator(cls: Any) -> None:
+    from mbvi.integrators.base import Integrator
+
+    if not (isinstance(cls, type) and issubclass(cls, Integrator)):
+        raise PluginError(f"register_integrators: {cls!r} is not an mbvi.Integrator subclass")
+    if not isinstance(getattr(cls, "name", None), str) or not cls.name:
+        raise PluginError(f"register_integrators: {cls.__qualname__} has no name")
+    if not isinstance(getattr(cls, "order", None), int) or cls.order < 1:
+        raise PluginError(f"register_integrators: {cls.__qualname__}.order must be a positive int")
+
+
+def _check_force_law(cls: Any) -> None:
+    from mbvi.forcelaws.base import ForceLaw
+
+    if not (isinstance(cls, type) and issubclass(cls, ForceLaw)):
+        raise PluginError(f"register_force_laws: {cls!r} is not an mbvi.ForceLaw subclass")
+    if not isinstance(getattr(cls, "name", None), str) or not cls.name:
+        raise PluginError(f"register_force_laws: {cls.__qualname__} has no name")
+    if not isinstance(getattr(cls, "element", None), type) or cls.element is object:
+        raise PluginError(f"register_force_laws: {cls.__qualname__}.element must be the force element class")
+
+
+def _integrator_registry() -> dict[str, type]:
+    global _integrators
+    with _lock:
+        if _integrators is None:
+            _integrators = _collect("register_integrators", _check_integrator)
+        return _integrators
+
+
+def _force_law_registry() -> dict[str, type]:
+    global _force_laws
+    with _lock:
+        if _force_laws is None:
+            _force_laws = _collect("register_force_laws", _check_force_law)
+        return _force_laws
+
+
+def integrators() -> list[str]:
+    """Names of every registered integrator (built-ins and plugins), sorted."""
+    return sorted(_integrator_registry())
+
+
+def force_laws() -> list[str]:
+    """Names of every registered force law (built-ins and plugins), sorted."""
+    return sorted(_force_law_registry())
+
+
+def get_integrator(name: str) -> type:
+    """The integrator class registered as ``name``."""
+    reg = _integrator_registry()
+    if name not in reg:
+        raise ValueError(f"unknown integrator {name!r}; registered: {', '.join(sorted(reg))}")
+    return reg[name]
+
+
+def get_force_law(name: str) -> type:
+    """The force-law class registered as ``name``."""
+    reg = _force_law_registry()
+    if name not in reg:
+        raise ValueError(f"unknown force law {name!r}; registered: {', '.join(sorted(reg))}")
+    return reg[name]
+
+
+def force_law_for(element_type: type) -> type:
+    """The registered force law whose ``element`` is ``element_type`` (or its nearest base)."""
+    reg = _force_law_registry()
+    by_element = {law.element: law for law in reg.values()}
+    for klass in element_type.__mro__:
+        if klass in by_element:
+            return by_element[klass]
+    raise ValueError(f"no registered force law handles {element_type.__name__} elements")

@@ -1,0 +1,145 @@
+"""Scenes: a networkx graph of bodies (nodes) and joints (edges), with forces attached."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from mbvi._validate import vector3
+from mbvi.bodies import WORLD, Body
+from mbvi.forces import Force
+from mbvi.joints import Joint
+
+__all__ = ["Scene"]
+
+
+class Scene:
+    """A mechanical scene.
+
+    Parameters
+    ----------
+    gravity : array_like, shape (3,), default: (0, 0, -9.81)
+        Gravitational acceleration, m/s². ``None`` or zeros for none.
+
+    Attributes
+    ----------
+    graph : networkx.MultiGraph
+        Bodies are nodes (attribute ``body``; the node ``"world"`` is fixed),
+        joints are edges keyed by joint name (attribute ``joint``).
+    forces : list of mbvi.forces.Force
+        Force elements in insertion order.
+
+    Examples
+    --------
+    >>> import mbvi
+    >>> scene = mbvi.Scene(gravity=(0, 0, -9.81))
+    >>> _ = scene.add(mbvi.Particle("bob", mass=1.0, position=(1, 0, 0)))
+    >>> _ = scene.add(mbvi.Rod("world", "bob"))
+    >>> sorted(scene.graph.nodes)
+    ['bob', 'world']
+    """
+
+    def __init__(self, gravity: Any = (0.0, 0.0, -9.81)) -> None:
+        self.gravity = np.zeros(3) if gravity is None else vector3(gravity, "gravity", "Scene")
+        self.graph = nx.MultiGraph()
+        self.graph.add_node(WORLD, body=None)
+        self._bodies: dict[str, Body] = {}
+        self._joints: dict[str, Joint] = {}
+        self.forces: list[Force] = []
+        self._force_names: set[str] = set()
+        self.beams: dict[str, Any] = {}
+
+    # -- adding ----------------------------------------------------------------------------------
+    def add(self, element: Any) -> Any:
+        """Add a body, joint, force or composite element (e.g. a beam); returns it.
+
+        Raises
+        ------
+        ValueError
+            Duplicate name, unknown body or joint, or an element of unknown type.
+        """
+        if isinstance(element, Body):
+            if element.name in self._bodies:
+                raise ValueError(f"duplicate body name {element.name!r}")
+            self._bodies[element.name] = element
+            self.graph.add_node(element.name, body=element)
+        elif isinstance(element, Joint):
+            for b in (element.a, element.b):
+                self._require_body(b, element)
+            element.name = self._unique(element.name, element.explicit_name, "joint", element)
+            self._joints[element.name] = element
+            self.graph.add_edge(element.a, element.b, key=element.name, joint=element)
+        elif isinstance(element, Force):
+            for b in element.bodies:
+                self._require_body(b, element)
+            for j in element.joints:
+                if j not in self._joints:
+                    raise ValueError(f"{type(element).__name__} {element.name!r}: unknown joint {j!r}")
+            element.name = self._unique(element.name, element.explicit_name, "force", element)
+            self.forces.append(element)
+        elif hasattr(element, "expand"):
+            if element.name in self.beams or element.name in self._bodies:
+                raise ValueError(f"duplicate name {element.name!r}")
+            self.beams[element.name] = element
+            for part in element.expand():
+                self.add(part)
+        else:
+            raise ValueError(f"cannot add {element!r} to a scene (not a body, joint or force)")
+        return element
+
+    def _require_body(self, name: str, element: Any) -> None:
+        if name != WORLD and name not in self._bodies:
+            raise ValueError(f"{type(element).__name__} {element.name!r}: unknown body {name!r}")
+
+    def _unique(self, name: str, explicit: bool, kind: str, element: Any) -> str:
+        taken = self._joints.keys() | self._force_names
+        if name in taken:
+            if explicit:
+                raise ValueError(f"duplicate {kind} name {name!r}")
+            i = 2
+            while f"{name}#{i}" in taken:
+                i += 1
+            name = f"{name}#{i}"
+        if kind == "force":
+            self._force_names.add(name)
+        return name
+
+    # -- queries ---------------------------------------------------------------------------------
+    @property
+    def bodies(self) -> list[Body]:
+        """Bodies in insertion order (the world excluded)."""
+        return list(self._bodies.values())
+
+    @property
+    def joints(self) -> list[Joint]:
+        """Joints in insertion order."""
+        return list(self._joints.values())
+
+    def body(self, name: str) -> Body:
+        """The body called ``name``."""
+        try:
+            return self._bodies[name]
+        except KeyError:
+            raise ValueError(f"unknown body {name!r}") from None
+
+    def joint(self, name: str) -> Joint:
+        """The joint called ``name``."""
+        try:
+            return self._joints[name]
+        except KeyError:
+            raise ValueError(f"unknown joint {name!r}") from None
+
+    def has_loops(self) -> bool:
+        """True when the joint graph has a cycle (closed kinematic loop)."""
+        G = nx.Graph()
+        G.add_nodes_from(self.graph.nodes)
+        for a, b, _ in self.graph.edges(keys=True):
+            if G.has_edge(a, b) or a == b:
+                return True
+            G.add_edge(a, b)
+        return not nx.is_forest(G)
+
+    def __repr__(self) -> str:
+        return f"Scene({len(self._bodies)} bodies, {len(self._joints)} joints, {len(self.forces)} forces)"

@@ -1,0 +1,262 @@
+"""The assembled system: everything an integrator needs, nothing about scenes.
+
+Equations of motion in maximal coordinates with a constant diagonal mass M:
+
+    M q̈ = −∇U(q) + F(q, q̇, t) − G(q)ᵀ λ,      g(q) = 0,
+
+with G = ∂g/∂q (sparse, the joint graph's structure).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from mbvi.errors import ConstraintWarning, SolverError
+from mbvi.forcelaws.base import ForceLaw
+from mbvi.kernels import BilinearRows
+from mbvi.layout import Layout
+from mbvi.linalg import ConstraintSolver, Factor
+from mbvi.state import State
+
+__all__ = ["System"]
+
+
+class System:
+    """A mechanical system in generalized coordinates (built by :func:`mbvi.assemble`).
+
+    Attributes
+    ----------
+    nq : int
+        Number of generalized coordinates.
+    nc : int
+        Number of constraint equations (including redundant ones).
+    mass : ndarray, shape (nq,)
+        Diagonal of the constant mass matrix (kg, or kg m² for rotation columns).
+    inv_mass : ndarray, shape (nq,)
+        Its inverse.
+    active : ndarray of int
+        Constraint rows used in solves (redundant rows removed).
+    constraint_scale : ndarray, shape (nc,)
+        Natural size of each constraint row (m for lengths, 1 for orthonormality);
+        solvers converge on ``max |g / constraint_scale|``.
+    tolerance : float
+        Relative constraint tolerance the built-in solvers reach (default 1e-12).
+    layout : mbvi.layout.Layout
+        Coordinate layout (body offsets, translation/rotation blocks).
+    """
+
+    def __init__(
+        self, layout: Layout, rows: BilinearRows, active: np.ndarray, laws: list[ForceLaw], geometry: dict | None = None
+    ) -> None:
+        self.layout = layout
+        self.nq = layout.nq
+        self.nc = rows.n
+        self.mass = layout.mass.copy()
+        self.inv_mass = 1.0 / self.mass
+        self.rows = rows
+        self.active = np.asarray(active, dtype=np.intp)
+        self.constraint_scale = rows.scale
+        self.active_scale = rows.scale[self.active]
+        self.tolerance = 1e-12
+        self.length_scale = layout.length_scale
+        self.laws = laws
+        self.potential_laws = [law for law in laws if law.has_potential]
+        self.force_laws = [law for law in laws if law.has_force]
+        self.has_forces = bool(self.force_laws)
+        self.has_velocity_forces = any(law.velocity_dependent for law in self.force_laws)
+        self.geometry = geometry or {}
+        if len(self.active) == self.nc:
+            self._active_pattern, self._active_mask = rows.pattern, None
+        else:
+            self._active_pattern, self._active_mask = rows.pattern.subset_rows(self.active)
+        self.solver = ConstraintSolver(self._active_pattern, self.inv_mass)
+        tb = layout.translation_blocks
+        self._trans_idx = (tb[:, None] + np.arange(3)).ravel()
+        self._trans_mass = self.mass[self._trans_idx].reshape(-1, 3)
+
+    # -- energy ----------------------------------------------------------------------------------
+    def kinetic(self, v: np.ndarray) -> np.ndarray | float:
+        """Kinetic energy ½ vᵀ M v, J (v may be batched (..., nq))."""
+        return 0.5 * np.einsum("...i,i,...i->...", v, self.mass, v)
+
+    def potential(self, q: np.ndarray) -> np.ndarray | float:
+        """Potential energy U(q), J (q may be batched (..., nq))."""
+        total = np.zeros(q.shape[:-1])
+        for law in self.potential_laws:
+            if law.batched or q.ndim == 1:
+                total = total + law.potential(q)
+            else:
+                total = total + np.array([law.potential(x) for x in q.reshape(-1, self.nq)]).reshape(q.shape[:-1])
+        return total if q.ndim > 1 else float(total)
+
+    def potential_gradient(self, q: np.ndarray) -> np.ndarray:
+        """∇U(q), shape (nq,)."""
+        grad = np.zeros(self.nq)
+        for law in self.potential_laws:
+            grad += law.gradient(q)
+        return grad
+
+    def potential_hessian(self, q: np.ndarray) -> sp.csr_matrix:
+        """∇²U(q), sparse (nq, nq)."""
+        H = sp.csr_matrix((self.nq, self.nq))
+        for law in self.potential_laws:
+            H = H + law.hessian(q)
+        return H.tocsr()
+
+    def energy(self, q: np.ndarray, v: np.ndarray) -> np.ndarray | float:
+        """Total mechanical energy T + U, J (batched allowed)."""
+        return self.kinetic(v) + self.potential(q)
+
+    # -- non-conservative forces -------------------------------------------------------------------
+    def force(self, q: np.ndarray, v: np.ndarray, t: float) -> np.ndarray:
+        """Non-conservative generalized force F(q, v, t), shape (nq,)."""
+        f = np.zeros(self.nq)
+        for law in self.force_laws:
+            f += law.force(q, v, t)
+        return f
+
+    def force_jacobians(self, q: np.ndarray, v: np.ndarray, t: float) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+        """(∂F/∂q, ∂F/∂v), sparse (nq, nq) each."""
+        dq = sp.csr_matrix((self.nq, self.nq))
+        dv = sp.csr_matrix((self.nq, self.nq))
+        for law in self.force_laws:
+            a, b = law.force_jacobians(q, v, t)
+            dq, dv = dq + a, dv + b
+        return dq.tocsr(), dv.tocsr()
+
+    def work(self, q: np.ndarray, t: float = 0.0) -> float:
+        """Work potential W(q) of the position-independent external loads, J."""
+        return float(sum(law.work(q, t) for law in self.force_laws))
+
+    def generalized_acceleration_force(self, q: np.ndarray, v: np.ndarray, t: float) -> np.ndarray:
+        """−∇U(q) + F(q, v, t), shape (nq,)."""
+        f = -self.potential_gradient(q)
+        if self.has_forces:
+            f += self.force(q, v, t)
+        return f
+
+    # -- momentum --------------------------------------------------------------------------------
+    def momentum(self, v: np.ndarray) -> np.ndarray:
+        """Linear momentum Σ m ẋ, shape (..., 3), kg m/s."""
+        vt = v[..., self._trans_idx].reshape(v.shape[:-1] + (-1, 3))
+        return np.sum(vt * self._trans_mass, axis=-2)
+
+    def angular_momentum(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Angular momentum about the origin, shape (..., 3), kg m²/s.
+
+        Σ over all 3-blocks of mᵦ qᵦ × vᵦ: for a rigid body this is m x × ẋ plus
+        its spin Σᵢ dᵢ rᵢ × ṙᵢ = R J Rᵀ ω.
+        """
+        qb = q.reshape(q.shape[:-1] + (-1, 3))
+        vb = v.reshape(v.shape[:-1] + (-1, 3))
+        mb = self.mass[::3]
+        return np.einsum("...bj,b->...j", np.cross(qb, vb), mb)
+
+    # -- constraints -----------------------------------------------------------------------------
+    def constraints(self, q: np.ndarray) -> np.ndarray:
+        """g(q), shape (..., nc)."""
+        return self.rows.values(q)
+
+    def constraint_jacobian(self, q: np.ndarray) -> sp.csr_matrix:
+        """G(q) = ∂g/∂q as ``scipy.sparse.csr_matrix``, shape (nc, nq)."""
+        return self.rows.pattern.tocsr(self.rows.jacobian_data(q))
+
+    def constraint_hessian(self, lam: np.ndarray) -> sp.csr_matrix:
+        """Σ_r λ_r ∇²g_r, shape (nq, nq) (constant in q: every row is bilinear)."""
+        return self.rows.hessian(lam)
+
+    def constraint_velocity(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """ġ = G(q) v, shape (..., nc)."""
+        return self.rows.velocity(q, v)
+
+    def constraint_curvature(self, v: np.ndarray) -> np.ndarray:
+        """Ġ(q, v) v, shape (nc,) — the acceleration-free part of g̈."""
+        return self.rows.curvature(v)
+
+    def constraint_error(self, q: np.ndarray) -> np.ndarray | float:
+        """max |g(q)| over rows (batched allowed)."""
+        if self.nc == 0:
+            return np.zeros(q.shape[:-1]) if q.ndim > 1 else 0.0
+        return np.max(np.abs(self.constraints(q)), axis=-1)
+
+    # -- tools for solvers -----------------------------------------------------------------------
+    def active_values_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """g on the active rows and G's values on the active pattern (:attr:`solver`)."""
+        g, data = self.rows.values_and_jacobian(q)
+        if self._active_mask is None:
+            return g, data
+        return g[self.active], data[self._active_mask]
+
+    def active_constraints(self, q: np.ndarray) -> np.ndarray:
+        """g on the active rows."""
+        g = self.rows.values(q)
+        return g if self._active_mask is None else g[self.active]
+
+    def residual(self, g_active: np.ndarray) -> float:
+        """max |g / scale| over active rows (dimensionless)."""
+        return float(np.max(np.abs(g_active) / self.active_scale)) if len(g_active) else 0.0
+
+    def G_matvec(self, gdata: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """G x with active Jacobian values ``gdata``."""
+        return self._active_pattern.matvec(gdata, x)
+
+    def G_rmatvec(self, gdata: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Gᵀ y with active Jacobian values ``gdata``."""
+        return self._active_pattern.rmatvec(gdata, y)
+
+    def active_jacobian(self, gdata: np.ndarray) -> sp.csr_matrix:
+        """Active G as a sparse matrix from its values."""
+        return self._active_pattern.tocsr(gdata)
+
+    def factor(self, q: np.ndarray) -> tuple[Factor, np.ndarray]:
+        """Factor A = G M⁻¹ Gᵀ at q (active rows); returns (factor, G values)."""
+        _, data = self.active_values_and_jacobian(q)
+        return self.solver.factor(data), data
+
+    def project_velocity(
+        self, q: np.ndarray, v: np.ndarray, factor: Factor | None = None, gdata: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Mass-weighted projection of v onto {v : G(q) v = 0}."""
+        if len(self.active) == 0:
+            return v
+        if factor is None or gdata is None:
+            factor, gdata = self.factor(q)
+        mu = factor.solve(self.G_matvec(gdata, v))
+        return v - self.inv_mass * self.G_rmatvec(gdata, mu)
+
+    def project_position(self, q: np.ndarray, maxiter: int = 50) -> np.ndarray:
+        """Mass-weighted Newton projection of q onto g(q) = 0 (nearest point in the M-metric).
+
+        Raises
+        ------
+        SolverError
+            When Newton does not converge.
+        """
+        if len(self.active) == 0:
+            return q
+        q = q.copy()
+        for _ in range(maxiter):
+            g, data = self.active_values_and_jacobian(q)
+            if self.residual(g) <= self.tolerance:
+                return q
+            factor = self.solver.factor(data)
+            q -= self.inv_mass * self.G_rmatvec(data, factor.solve(g))
+        raise SolverError(f"projection onto the constraints did not converge (residual {self.residual(g):.3g})")
+
+    def initial_state(self, warn: bool = True) -> State:
+        """The scene's initial state: positions on the constraints, velocities projected onto them."""
+        q = self.project_position(self.layout.q0)
+        v0 = self.layout.v0
+        v = self.project_velocity(q, v0)
+        corr = float(np.max(np.abs(v - v0))) if self.nq else 0.0
+        vmag = float(np.max(np.abs(v0))) if self.nq else 0.0
+        if warn and corr > 1e-9 * max(vmag, 1e-300) and corr > 1e-12:
+            warnings.warn(
+                f"initial velocities violate the joints; projected onto them (largest change {corr:.3g})",
+                ConstraintWarning,
+                stacklevel=3,
+            )
+        return State(q, v)

@@ -1,0 +1,228 @@
+"""Trajectories: saved states with energy, momentum, constraint error and per-body views."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+from mbvi.bodies import WORLD
+
+__all__ = ["Trajectory"]
+
+_ARRAYS = ("t", "q", "v", "energy", "kinetic", "potential", "momentum", "angular_momentum", "constraint_error")
+
+
+class Trajectory:
+    """The result of :func:`mbvi.simulate`.
+
+    Attributes
+    ----------
+    t : ndarray, shape (n,)
+        Times, s.
+    q, v : ndarray, shape (n, nq)
+        Generalized positions and velocities.
+    energy, kinetic, potential : ndarray, shape (n,)
+        Total, kinetic and potential energy, J.
+    momentum, angular_momentum : ndarray, shape (n, 3)
+        Linear momentum (kg m/s) and angular momentum about the origin (kg m²/s).
+    constraint_error : ndarray, shape (n,)
+        max |g(q)| over all constraint rows.
+    geometry : dict
+        Bodies, links and beams (JSON-serializable); what rendering reads.
+    scene : mbvi.Scene or None
+        The simulated scene (None after :meth:`load`).
+    info : dict
+        Integrator name, step size and other metadata.
+    """
+
+    def __init__(
+        self,
+        t,
+        q,
+        v,
+        *,
+        energy,
+        kinetic,
+        potential,
+        momentum,
+        angular_momentum,
+        constraint_error,
+        geometry: dict,
+        scene: Any = None,
+        info: dict | None = None,
+    ) -> None:
+        self.t = np.asarray(t, dtype=float)
+        self.q = np.asarray(q, dtype=float)
+        self.v = np.asarray(v, dtype=float)
+        self.energy = np.asarray(energy, dtype=float)
+        self.kinetic = np.asarray(kinetic, dtype=float)
+        self.potential = np.asarray(potential, dtype=float)
+        self.momentum = np.asarray(momentum, dtype=float)
+        self.angular_momentum = np.asarray(angular_momentum, dtype=float)
+        self.constraint_error = np.asarray(constraint_error, dtype=float)
+        self.geometry = geometry
+        self.scene = scene
+        self.info = dict(info or {})
+        self._bodies = {b["name"]: b for b in geometry.get("bodies", [])}
+        self._links = {link["name"]: link for link in geometry.get("links", [])}
+
+    # -- construction ------------------------------------------------------------------------------
+    @classmethod
+    def from_states(cls, system, t, q, v, *, scene=None, info=None) -> Trajectory:
+        """Build from saved states, computing the derived quantities in batch."""
+        q = np.atleast_2d(q)
+        v = np.atleast_2d(v)
+        kin = system.kinetic(v)
+        pot = system.potential(q)
+        return cls(
+            t,
+            q,
+            v,
+            energy=kin + pot,
+            kinetic=kin,
+            potential=pot,
+            momentum=system.momentum(v),
+            angular_momentum=system.angular_momentum(q, v),
+            constraint_error=system.constraint_error(q),
+            geometry=system.geometry,
+            scene=scene,
+            info=info,
+        )
+
+    @classmethod
+    def from_scene(cls, scene) -> Trajectory:
+        """A one-frame trajectory of the scene's initial state (for snapshots)."""
+        from mbvi.assembly import assemble
+
+        system = assemble(scene)
+        s = system.initial_state(warn=False)
+        return cls.from_states(system, [0.0], s.q[None], s.v[None], scene=scene, info={"integrator": None})
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    def __repr__(self) -> str:
+        span = f"t = {self.t[0]:g} … {self.t[-1]:g} s" if len(self.t) else "empty"
+        return f"Trajectory({len(self.t)} frames, {span}, {len(self._bodies)} bodies)"
+
+    def frame(self, i: int) -> Trajectory:
+        """A one-frame trajectory holding frame ``i``."""
+        sl = slice(i, i + 1) if i != -1 else slice(-1, None)
+        kw = {k: getattr(self, k)[sl] for k in _ARRAYS if k not in ("t", "q", "v")}
+        return Trajectory(
+            self.t[sl], self.q[sl], self.v[sl], geometry=self.geometry, scene=self.scene, info=self.info, **kw
+        )
+
+    # -- per-body views ------------------------------------------------------------------------------
+    @property
+    def body_names(self) -> list[str]:
+        """Names of all bodies (beam nodes included)."""
+        return list(self._bodies)
+
+    def _body(self, name: str) -> dict:
+        try:
+            return self._bodies[name]
+        except KeyError:
+            raise ValueError(f"unknown body {name!r}") from None
+
+    def position(self, name: str) -> np.ndarray:
+        """Position of a body's origin (centre of mass), m, shape (n, 3)."""
+        if name == WORLD:
+            return np.zeros((len(self.t), 3))
+        o = self._body(name)["offset"]
+        return self.q[:, o : o + 3].copy()
+
+    def velocity(self, name: str) -> np.ndarray:
+        """Velocity of a body's origin, m/s, shape (n, 3)."""
+        if name == WORLD:
+            return np.zeros((len(self.t), 3))
+        o = self._body(name)["offset"]
+        return self.v[:, o : o + 3].copy()
+
+    def _columns(self, arr: np.ndarray, o: int) -> np.ndarray:
+        return arr[:, o + 3 : o + 12].reshape(-1, 3, 3).transpose(0, 2, 1)  # [:, :, c] = column c
+
+    def rotation(self, name: str) -> np.ndarray:
+        """Body-to-world rotation matrices in the user's body frame, shape (n, 3, 3).
+
+        Identity for particles and the world.
+        """
+        n = len(self.t)
+        if name == WORLD or self._body(name)["kind"] != "rigid":
+            return np.broadcast_to(np.eye(3), (n, 3, 3)).copy()
+        b = self._body(name)
+        Rp = self._columns(self.q, b["offset"])
+        return Rp @ np.asarray(b["principal_axes"]).T
+
+    def angular_velocity(self, name: str) -> np.ndarray:
+        """Angular velocity in the world frame, rad/s, shape (n, 3) (ω = ½ Σᵢ rᵢ × ṙᵢ)."""
+        n = len(self.t)
+        if name == WORLD or self._body(name)["kind"] != "rigid":
+            return np.zeros((n, 3))
+        o = self._body(name)["offset"]
+        R, Rd = self._columns(self.q, o), self._columns(self.v, o)
+        return 0.5 * np.cross(R.transpose(0, 2, 1), Rd.transpose(0, 2, 1)).sum(axis=1)
+
+    def point(self, name: str, anchor: Any) -> np.ndarray:
+        """World position of a body-frame point (for the world: the point itself), m, shape (n, 3)."""
+        a = np.asarray(anchor, dtype=float)
+        return self.position(name) + self.rotation(name) @ a
+
+    # -- joints ----------------------------------------------------------------------------------
+    def _link(self, name: str, kind: str) -> dict:
+        link = self._links.get(name)
+        if link is None or link["type"] != kind:
+            raise ValueError(f"unknown {kind} joint {name!r}")
+        return link
+
+    def joint_angle(self, name: str) -> np.ndarray:
+        """Angle of a revolute joint (b relative to a, about its axis), rad, unwrapped, shape (n,)."""
+        j = self._link(name, "revolute")
+        Ra, Rb = self.rotation(j["a"]), self.rotation(j["b"])
+        u1a, u2a, u1b = (np.asarray(j[k]) for k in ("u1_a", "u2_a", "u1_b"))
+        w = Rb @ u1b
+        s = np.einsum("ij,ij->i", Ra @ u2a, w)
+        c = np.einsum("ij,ij->i", Ra @ u1a, w)
+        return np.unwrap(np.arctan2(s, c))
+
+    def joint_rate(self, name: str) -> np.ndarray:
+        """Rate of a revolute joint angle, rad/s, shape (n,)."""
+        j = self._link(name, "revolute")
+        n = self.rotation(j["a"]) @ np.asarray(j["axis_a"])
+        return np.einsum("ij,ij->i", n, self.angular_velocity(j["b"]) - self.angular_velocity(j["a"]))
+
+    def joint_displacement(self, name: str) -> np.ndarray:
+        """Displacement of a prismatic joint along its axis from the initial configuration, m, shape (n,)."""
+        j = self._link(name, "prismatic")
+        d = self.point(j["b"], j["anchor_b"]) - self.point(j["a"], j["anchor_a"])
+        n = self.rotation(j["a"]) @ np.asarray(j["axis_a"])
+        return np.einsum("ij,ij->i", d, n)
+
+    def strain(self, beam: str) -> np.ndarray:
+        """Axial strain of each beam segment, shape (n, segments)."""
+        for b in self.geometry.get("beams", []):
+            if b["name"] == beam:
+                x = np.stack([self.position(node) for node in b["nodes"]], axis=1)
+                lengths = np.linalg.norm(np.diff(x, axis=1), axis=-1)
+                return lengths / np.asarray(b["rest_lengths"]) - 1.0
+        raise ValueError(f"unknown beam {beam!r}")
+
+    # -- persistence -----------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        """Save to a ``.npz`` file (arrays bit-exact, geometry and info as JSON)."""
+        arrays = {k: getattr(self, k) for k in _ARRAYS}
+        meta = json.dumps({"geometry": self.geometry, "info": self.info, "format": 1})
+        with open(path, "wb") as fh:
+            np.savez_compressed(fh, meta=np.array(meta), **arrays)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Trajectory:
+        """Load a trajectory written by :meth:`save`."""
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            arrays = {k: data[k] for k in _ARRAYS}
+        t, q, v = arrays.pop("t"), arrays.pop("q"), arrays.pop("v")
+        return cls(t, q, v, geometry=meta["geometry"], info=meta.get("info"), **arrays)
