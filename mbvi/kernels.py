@@ -119,119 +119,122 @@ class SparsePattern:
         return SparsePattern(newrow[self.rows[mask]], self.cols[mask], (len(keep), self.shape[1])), mask
 
 
-class _Group:
-    """Rows sharing a term structure: ``g = s (U·W) − k``."""
-
-    def __init__(self, U: AffineMap, W: AffineMap, s: np.ndarray, k: np.ndarray, rows: np.ndarray) -> None:
-        self.U, self.W, self.s, self.k, self.rows = U, W, s, k, rows
-
-    def values(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        u = self.U(q)
-        w = self.W(q)
-        return self.s * np.einsum("...j,...j->...", u, w) - self.k, u, w
-
-    def jacobian_data(self, u: np.ndarray, w: np.ndarray) -> np.ndarray:
-        # d g / d (U-term k, component j) = s * w_k * W_j, and symmetrically
-        du = (self.s[:, None, None] * self.U.w[:, :, None]) * w[:, None, :]
-        dw = (self.s[:, None, None] * self.W.w[:, :, None]) * u[:, None, :]
-        return np.concatenate([du.reshape(len(self.s), -1), dw.reshape(len(self.s), -1)], axis=1).ravel()
+def _flatten(items: Sequence[tuple[Terms, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """COO entries (row = 3·instance + component, col, weight) and constants (3m,) of affine maps."""
+    rows, cols, vals = [], [], []
+    c = np.zeros((len(items), 3))
+    for i, (terms, const) in enumerate(items):
+        c[i] = const
+        for j, w in terms:
+            if w != 0.0:
+                rows.extend(3 * i + _J3)
+                cols.extend(j + _J3)
+                vals.extend((w, w, w))
+    return (np.asarray(rows, dtype=np.intp), np.asarray(cols, dtype=np.intp), np.asarray(vals, dtype=float), c.ravel())
 
 
 class BilinearRows:
-    """All constraint rows of a system, grouped by term structure and evaluated vectorized.
+    """All constraint rows of a system, evaluated together.
 
     Row ``r`` is ``g_r(q) = s_r (U_r(q) · W_r(q)) − k_r`` with affine U_r, W_r.
+    The linear parts of all U (and all W) are stored as one COO list, so an
+    evaluation of every row of every joint type is two gathers, two
+    ``bincount`` calls and a few array operations — whatever the mix of joints.
     Provides values, the sparse Jacobian (on a fixed pattern), the
     multiplier-weighted Hessian Σ λ_r ∇²g_r, and the curvature term Ġ(v) v.
     """
 
     def __init__(self, rows: Sequence, nq: int) -> None:
         self.nq = nq
-        self.n = len(rows)
-        self.scale = np.array([r.scale for r in rows], dtype=float) if rows else np.zeros(0)
+        self.n = n = len(rows)
+        self.scale = np.array([r.scale for r in rows], dtype=float)
         self.owner = [r.owner for r in rows]
-        buckets: dict[tuple[int, int], list[int]] = {}
-        for i, r in enumerate(rows):
-            buckets.setdefault((len(r.u_terms), len(r.w_terms)), []).append(i)
-        self.groups: list[_Group] = []
-        prow, pcol = [], []
-        for (_, _), members in sorted(buckets.items()):
-            members_arr = np.asarray(members, dtype=np.intp)
-            U = AffineMap.from_terms([(rows[i].u_terms, rows[i].u_const) for i in members], nq)
-            W = AffineMap.from_terms([(rows[i].w_terms, rows[i].w_const) for i in members], nq)
-            s = np.array([rows[i].s for i in members])
-            k = np.array([rows[i].k for i in members])
-            grp = _Group(U, W, s, k, members_arr)
-            self.groups.append(grp)
-            ncol = 3 * (U.K + W.K)
-            prow.append(np.repeat(members_arr, ncol))
-            pcol.append(np.concatenate([U.cols, W.cols], axis=1).ravel())
-        rr = np.concatenate(prow) if prow else np.zeros(0, dtype=np.intp)
-        cc = np.concatenate(pcol) if pcol else np.zeros(0, dtype=np.intp)
-        #: pattern of the constraint Jacobian G (duplicates add)
-        self.pattern = SparsePattern(rr, cc, (self.n, nq))
-        self._single = len(self.groups) == 1 and np.array_equal(self.groups[0].rows, np.arange(self.n))
+        self.s = np.array([r.s for r in rows], dtype=float)
+        self.k = np.array([r.k for r in rows], dtype=float)
+        self._s3 = np.repeat(self.s, 3)
+        ur, uc, uv, self._cu = _flatten([(r.u_terms, r.u_const) for r in rows])
+        wr, wc, wv, self._cw = _flatten([(r.w_terms, r.w_const) for r in rows])
+        self._ur, self._uc, self._uv = ur, uc, uv
+        self._wr, self._wc, self._wv = wr, wc, wv
+        self._AU = sp.csr_matrix((uv, (ur, uc)), shape=(3 * n, nq))
+        self._AW = sp.csr_matrix((wv, (wr, wc)), shape=(3 * n, nq))
+        self._su = self._s3[ur] * uv  # s_r * weight, per U entry
+        self._sw = self._s3[wr] * wv
+        self._m3 = 3 * n
+        # rows whose U and W are the same map (distances, |r_i|² = 1) are evaluated once
+        self._same = (
+            np.array_equal(ur, wr)
+            and np.array_equal(uc, wc)
+            and np.array_equal(uv, wv)
+            and np.array_equal(self._cu, self._cw)
+        )
+        raw_rows = ur // 3 if self._same else np.concatenate([ur // 3, wr // 3])
+        raw_cols = uc if self._same else np.concatenate([uc, wc])
+        key = raw_rows.astype(np.int64) * max(nq, 1) + raw_cols
+        ukey, self._dedup = np.unique(key, return_inverse=True)
+        self._nnz = len(ukey)
+        self._needs_dedup = self._nnz < len(key)
+        #: pattern of the constraint Jacobian G (each (row, col) once)
+        self.pattern = SparsePattern(ukey // max(nq, 1), ukey % max(nq, 1), (n, nq))
 
-    def _scatter(self, parts: list[np.ndarray], batch_shape: tuple[int, ...]) -> np.ndarray:
-        if self._single:
-            return parts[0]
-        out = np.empty(batch_shape + (self.n,))
-        for grp, p in zip(self.groups, parts, strict=True):
-            out[..., grp.rows] = p
-        return out
+    def _affine(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """U and W, flat (3n,) for a single q."""
+        m3 = self._m3
+        u = np.bincount(self._ur, weights=self._uv * q[self._uc], minlength=m3) + self._cu
+        if self._same:
+            return u, u
+        w = np.bincount(self._wr, weights=self._wv * q[self._wc], minlength=m3) + self._cw
+        return u, w
+
+    def _dot3(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return (a * b).reshape(a.shape[:-1] + (self.n, 3)).sum(axis=-1)
 
     def values(self, q: np.ndarray) -> np.ndarray:
         """g(q), shape (..., n)."""
-        return self._scatter([grp.values(q)[0] for grp in self.groups], q.shape[:-1])
+        if q.ndim == 1:
+            u, w = self._affine(q)
+        else:
+            flat = q.reshape(-1, self.nq).T
+            u = (self._AU @ flat).T.reshape(q.shape[:-1] + (self._m3,)) + self._cu
+            w = (self._AW @ flat).T.reshape(q.shape[:-1] + (self._m3,)) + self._cw
+        return self.s * self._dot3(u, w) - self.k
 
     def values_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """g(q) (n,) and the Jacobian values on :attr:`pattern` for a single q."""
-        gs, data = [], []
-        for grp in self.groups:
-            g, u, w = grp.values(q)
-            gs.append(g)
-            data.append(grp.jacobian_data(u, w))
-        g = self._scatter(gs, ())
-        return g, (np.concatenate(data) if data else np.zeros(0))
+        u, w = self._affine(q)
+        g = self.s * self._dot3(u, w) - self.k
+        if self._same:
+            raw = 2.0 * self._su * u[self._ur]
+        else:
+            raw = np.concatenate([self._su * w[self._ur], self._sw * u[self._wr]])
+        if self._needs_dedup:
+            return g, np.bincount(self._dedup, weights=raw, minlength=self._nnz)
+        return g, raw
 
     def jacobian_data(self, q: np.ndarray) -> np.ndarray:
         """Values of G(q) on :attr:`pattern`."""
         return self.values_and_jacobian(q)[1]
 
+    def _linear(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        m3 = self._m3
+        return (
+            np.bincount(self._ur, weights=self._uv * v[self._uc], minlength=m3),
+            np.bincount(self._wr, weights=self._wv * v[self._wc], minlength=m3),
+        )
+
     def curvature(self, v: np.ndarray) -> np.ndarray:
         """Ġ(q, v) v = d²g/dt² at zero acceleration, shape (n,) (independent of q)."""
-        parts = [2.0 * grp.s * np.einsum("...j,...j->...", grp.U.linear(v), grp.W.linear(v)) for grp in self.groups]
-        return self._scatter(parts, v.shape[:-1])
+        du, dw = self._linear(v)
+        return 2.0 * self.s * self._dot3(du, dw)
 
     def velocity(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """ġ = G(q) v, shape (n,)."""
-        parts = []
-        for grp in self.groups:
-            u, w = grp.U(q), grp.W(q)
-            parts.append(
-                grp.s
-                * (np.einsum("...j,...j->...", grp.U.linear(v), w) + np.einsum("...j,...j->...", u, grp.W.linear(v)))
-            )
-        return self._scatter(parts, q.shape[:-1])
+        u, w = self._affine(q)
+        du, dw = self._linear(v)
+        return self.s * (self._dot3(du, w) + self._dot3(u, dw))
 
     def hessian(self, lam: np.ndarray) -> sp.csr_matrix:
-        """Σ_r λ_r ∇²g_r(q), a constant-in-q sparse symmetric matrix (nq, nq)."""
-        rows, cols, vals = [], [], []
-        for grp in self.groups:
-            if grp.U.K == 0 or grp.W.K == 0:
-                continue
-            coef = lam[grp.rows] * grp.s  # (m,)
-            # block (iu_k, iw_l) += coef * wu_k * ww_l * I3, plus its transpose
-            wu, ww = grp.U.w, grp.W.w
-            val = coef[:, None, None] * wu[:, :, None] * ww[:, None, :]  # (m, KU, KW)
-            iu = np.broadcast_to(grp.U.idx[:, :, None], val.shape)
-            iw = np.broadcast_to(grp.W.idx[:, None, :], val.shape)
-            for j in range(3):
-                rows += [iu.ravel() + j, iw.ravel() + j]
-                cols += [iw.ravel() + j, iu.ravel() + j]
-                vals += [val.ravel(), val.ravel()]
-        if not rows:
-            return sp.csr_matrix((self.nq, self.nq))
-        return sp.csr_matrix(
-            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(self.nq, self.nq)
-        )
+        """Σ_r λ_r ∇²g_r, a constant-in-q sparse symmetric matrix (nq, nq)."""
+        D = sp.diags(np.repeat(lam * self.s, 3))
+        H = self._AU.T @ D @ self._AW
+        return (H + H.T).tocsr()

@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+from scipy.linalg.lapack import dpbtrf, dpbtrs, dpotrf, dpotrs
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 from scipy.sparse.linalg import splu
 
@@ -46,11 +47,13 @@ class Factor:
         if k == "empty":
             return np.zeros(0)
         if k == "dense":
-            return sla.cho_solve(self.data, rhs, check_finite=False)
+            return dpotrs(self.data, rhs, lower=1)[0]
         if k == "banded":
             p = self.perm
+            if p is None:
+                return dpbtrs(self.data, rhs, lower=1)[0]
             x = np.empty_like(rhs)
-            x[p] = sla.cho_solve_banded((self.data, True), rhs[p], check_finite=False)
+            x[p] = dpbtrs(self.data, rhs[p], lower=1)[0]
             return x
         if k == "sparse":
             return self.data.solve(rhs)
@@ -101,6 +104,9 @@ class ConstraintSolver:
         inv[perm] = np.arange(n)
         pi, pj = inv[ri], inv[rj]
         band = int(np.max(np.abs(pi - pj)))
+        natural = int(np.max(np.abs(ri - rj)))
+        if natural <= band:  # the assembly order is already as narrow: skip the permutation
+            perm, pi, pj, band = np.arange(n), ri, rj, natural
         if band <= BAND_MAX:
             self.kind = "banded"
             self.band = band
@@ -108,7 +114,7 @@ class ConstraintSolver:
             self._pa, self._pb, self._w = pa[lower], pb[lower], self._w[lower]
             self._target = (pi[lower] - pj[lower]) * n + pj[lower]
             self._size = (band + 1) * n
-            self.perm = perm
+            self.perm = None if np.array_equal(perm, np.arange(n)) else perm
             return
         self.kind = "sparse"
         csc = ones.tocsc()
@@ -138,11 +144,15 @@ class ConstraintSolver:
         vals = self.matrix_values(gdata, winv)
         try:
             if self.kind == "dense":
-                A = vals.reshape(self.n, self.n)
-                return Factor("dense", sla.cho_factor(A, lower=True, check_finite=False))
+                c, info = dpotrf(vals.reshape(self.n, self.n), lower=1, clean=0, overwrite_a=1)
+                if info != 0:
+                    raise np.linalg.LinAlgError("not positive definite")
+                return Factor("dense", c)
             if self.kind == "banded":
-                ab = vals.reshape(self.band + 1, self.n)
-                return Factor("banded", sla.cholesky_banded(ab, lower=True, check_finite=False), self.perm)
+                c, info = dpbtrf(vals.reshape(self.band + 1, self.n), lower=1, overwrite_ab=1)
+                if info != 0:
+                    raise np.linalg.LinAlgError("not positive definite")
+                return Factor("banded", c, self.perm)
             A = sp.csc_matrix((vals, self._csc.indices, self._csc.indptr), shape=(self.n, self.n))
             return Factor(
                 "sparse", splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})

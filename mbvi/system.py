@@ -197,7 +197,7 @@ class System:
 
     def residual(self, g_active: np.ndarray) -> float:
         """max |g / scale| over active rows (dimensionless)."""
-        return float(np.max(np.abs(g_active) / self.active_scale)) if len(g_active) else 0.0
+        return float(np.abs(g_active / self.active_scale).max()) if len(g_active) else 0.0
 
     def G_matvec(self, gdata: np.ndarray, x: np.ndarray) -> np.ndarray:
         """G x with active Jacobian values ``gdata``."""
