@@ -20,9 +20,9 @@ from scipy.linalg.lapack import dpbtrf, dpbtrs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scenes"))
 
-import chain  # noqa: E402
+import chain
 
-import mbvi  # noqa: E402
+import mbvi
 
 LINK = 0.05  # m per link
 DT = 1e-3

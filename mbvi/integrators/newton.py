@@ -1,4 +1,9 @@
-"""Newton's method on sparse KKT systems, for the implicit integrators and statics."""
+"""Newton's method on KKT systems, for the implicit integrators.
+
+The KKT matrix [[K, B], [C, 0]] is factored once per solve (dense LU for small
+systems, sparse LU otherwise) and reused while Newton converges fast
+(simplified Newton); it is refactored when the contraction slows down.
+"""
 
 from __future__ import annotations
 
@@ -11,31 +16,52 @@ import scipy.sparse.linalg as spla
 
 from mbvi.errors import SolverError
 
-__all__ = ["newton_kkt", "solve_kkt"]
+__all__ = ["KKTFactor", "newton_kkt", "solve_kkt"]
 
 DENSE_KKT_MAX = 400
 
 
-def solve_kkt(
-    K: sp.spmatrix, B: sp.spmatrix, C: sp.spmatrix, r1: np.ndarray, r2: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Solve [[K, B], [C, 0]] [x; y] = [r1; r2] (sparse LU, or dense for small systems)."""
-    n, m = K.shape[0], C.shape[0]
-    A = sp.bmat([[K, B], [C, None]], format="csc") if m else sp.csc_matrix(K)
-    rhs = np.concatenate([r1, r2])
-    try:
+def _dense(a) -> np.ndarray:
+    return a.toarray() if sp.issparse(a) else np.asarray(a)
+
+
+class KKTFactor:
+    """A factorization of [[K, B], [C, 0]] (K: n×n, B: n×m, C: m×n)."""
+
+    def __init__(self, K, B, C) -> None:
+        n, m = K.shape[0], C.shape[0]
+        self.n = n
         if n + m <= DENSE_KKT_MAX:
-            sol = sla.solve(A.toarray(), rhs, check_finite=False)
+            A = np.zeros((n + m, n + m))
+            A[:n, :n] = _dense(K)
+            if m:
+                A[:n, n:] = _dense(B)
+                A[n:, :n] = _dense(C)
+            self._lu = sla.lu_factor(A, check_finite=False)
+            self._solve = lambda r: sla.lu_solve(self._lu, r, check_finite=False)
         else:
-            sol = spla.splu(A).solve(rhs)
-    except (np.linalg.LinAlgError, RuntimeError, ValueError):
-        sol = sla.lstsq(A.toarray(), rhs, check_finite=False)[0]
-    return sol[:n], sol[n:]
+            A = (
+                sp.bmat([[sp.csr_matrix(K), sp.csr_matrix(B)], [sp.csr_matrix(C), None]], format="csc")
+                if m
+                else sp.csc_matrix(K)
+            )
+            lu = spla.splu(A)
+            self._solve = lu.solve
+
+    def solve(self, r1: np.ndarray, r2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Solve for (x, y) with right-hand side (r1, r2)."""
+        sol = self._solve(np.concatenate([r1, r2]))
+        return sol[: self.n], sol[self.n :]
+
+
+def solve_kkt(K, B, C, r1: np.ndarray, r2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Solve [[K, B], [C, 0]] [x; y] = [r1; r2] once."""
+    return KKTFactor(K, B, C).solve(r1, r2)
 
 
 def newton_kkt(
     residual: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
-    jacobian: Callable[[np.ndarray, np.ndarray], tuple[sp.spmatrix, sp.spmatrix, sp.spmatrix]],
+    jacobian: Callable[[np.ndarray, np.ndarray], tuple],
     x0: np.ndarray,
     y0: np.ndarray,
     *,
@@ -44,26 +70,40 @@ def newton_kkt(
     gtol: float,
     maxiter: int = 40,
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Newton on R₁(x, y) = 0, R₂(x) = 0 with Jacobian [[K, B], [C, 0]].
+    """Simplified Newton on R₁(x, y) = 0, R₂(x) = 0 with Jacobian [[K, B], [C, 0]].
 
-    Converged when the Newton update |δx|∞ ≤ xtol and max |R₂ / gscale| ≤ gtol.
+    Converged when the update |δx|∞ ≤ xtol and max |R₂ / gscale| ≤ gtol.
 
     Returns
     -------
     x, y, iterations
+
+    Raises
+    ------
+    SolverError
+        When it does not converge in ``maxiter`` iterations.
     """
     x, y = x0.copy(), y0.copy()
+    factor = None
+    prev = np.inf
     for it in range(1, maxiter + 1):
         r1, r2 = residual(x, y)
-        K, B, C = jacobian(x, y)
-        dx, dy = solve_kkt(K, B, C, -r1, -r2)
+        if factor is None:
+            try:
+                factor = KKTFactor(*jacobian(x, y))
+            except (np.linalg.LinAlgError, RuntimeError, ValueError) as exc:
+                raise SolverError(f"singular Newton matrix ({exc})") from exc
+        dx, dy = factor.solve(-r1, -r2)
         x += dx
         y += dy
         if not np.all(np.isfinite(x)):
             break
-        small = float(np.max(np.abs(dx))) <= xtol if len(dx) else True
-        if small:
+        size = float(np.max(np.abs(dx))) if len(dx) else 0.0
+        if size <= xtol:
             _, r2n = residual(x, y)
             if not len(r2n) or float(np.max(np.abs(r2n) / gscale)) <= gtol:
                 return x, y, it
-    raise SolverError("Newton iteration on the implicit step did not converge", suggested_dt=None)
+        if size > 0.1 * prev:  # contraction too slow: refresh the Jacobian
+            factor = None
+        prev = size
+    raise SolverError("Newton iteration on the implicit step did not converge")

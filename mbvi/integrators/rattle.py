@@ -53,7 +53,14 @@ def _diagnose(system: System, q: np.ndarray, v: np.ndarray, h: float, g: np.ndar
 
 
 def shake(
-    system: System, q0: np.ndarray, v_free: np.ndarray, h: float, factor0: Factor, gdata0: np.ndarray, maxiter: int = 60
+    system: System,
+    q0: np.ndarray,
+    v_free: np.ndarray,
+    h: float,
+    factor0: Factor,
+    gdata0: np.ndarray,
+    maxiter: int = 60,
+    multipliers: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Constrained drift: find Λ with q₁ = q₀ + h (v_free − M⁻¹ G(q₀)ᵀ Λ), g(q₁) = 0.
 
@@ -68,6 +75,11 @@ def shake(
         Drift duration, s.
     factor0, gdata0
         ``system.factor(q0)``.
+    maxiter : int, default: 60
+        Newton iterations.
+    multipliers : ndarray, shape (len(system.active),), optional
+        Initial guess for Λ (e.g. the previous step's), updated in place with
+        the converged Λ (units: kg m, the drift's impulse times h).
 
     Returns
     -------
@@ -83,7 +95,9 @@ def shake(
     q = q0 + h * v_free
     if len(system.active) == 0:
         return q, v_free
-    corr = np.zeros_like(q)
+    lam = np.zeros(len(system.active)) if multipliers is None else multipliers.copy()
+    corr = W * system.G_rmatvec(gdata0, lam)
+    q -= corr
     tol = system.tolerance
     prev = np.inf
     slow = 0
@@ -91,14 +105,20 @@ def shake(
         g = system.active_constraints(q)
         r = system.residual(g)
         if r <= tol:
+            if multipliers is not None:
+                multipliers[:] = lam
             return q, v_free - corr / h
         if not np.isfinite(r):
             break
         slow = slow + 1 if r > 0.25 * prev else 0
         prev = r
         if slow >= 3:
+            if multipliers is not None:
+                multipliers[:] = 0.0
             return _shake_newton(system, q0, q, corr, v_free, h, gdata0, maxiter)
-        dq = W * system.G_rmatvec(gdata0, factor0.solve(g))
+        dl = factor0.solve(g)
+        lam += dl
+        dq = W * system.G_rmatvec(gdata0, dl)
         q -= dq
         corr += dq
     culprit, dt_hint = _diagnose(system, q0, v_free, h, system.active_constraints(q))
@@ -150,6 +170,7 @@ class ShakeRattle(Integrator):
         super().__init__(system, dt, **options)
         system.tolerance = float(self.tol)
         self._cache: dict = {"q": None}
+        self._lam = np.zeros(len(system.active))  # warm start for SHAKE
 
     def _factor_at(self, q: np.ndarray) -> tuple[Factor, np.ndarray]:
         c = self._cache
@@ -176,9 +197,11 @@ class ShakeRattle(Integrator):
         sysm = self.system
         W = sysm.inv_mass
         if not sysm.has_forces:
-            return shake(sysm, q0, v0 + base_kick, h, factor0, gdata0, self.maxiter)
+            return shake(sysm, q0, v0 + base_kick, h, factor0, gdata0, self.maxiter, self._lam)
         if not sysm.has_velocity_forces:
-            return shake(sysm, q0, v0 + base_kick + c * W * sysm.force(q0, v0, t), h, factor0, gdata0, self.maxiter)
+            return shake(
+                sysm, q0, v0 + base_kick + c * W * sysm.force(q0, v0, t), h, factor0, gdata0, self.maxiter, self._lam
+            )
         vh = v0
         for _ in range(100):
             q1, vnew = shake(sysm, q0, v0 + base_kick + c * W * sysm.force(q0, vh, t), h, factor0, gdata0, self.maxiter)
@@ -258,7 +281,7 @@ class SymplecticEulerB(ShakeRattle):
         W = sysm.inv_mass
         q0, v0 = state.q, state.v
         factor0, gdata0 = self._factor_at(q0)
-        q1, vh = shake(sysm, q0, v0, h, factor0, gdata0, self.maxiter)
+        q1, vh = shake(sysm, q0, v0, h, factor0, gdata0, self.maxiter, self._lam)
         grad1 = sysm.potential_gradient(q1)
         f1 = -grad1
         if sysm.has_forces:
