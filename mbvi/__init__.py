@@ -11,6 +11,7 @@ import importlib
 from typing import Any
 
 from mbvi.assembly import assemble
+from mbvi.batch import simulate_batch
 from mbvi.beam import Beam
 from mbvi.bodies import Particle, RigidBody
 from mbvi.checks import check_force_law, check_gradient, check_jacobian

@@ -81,6 +81,14 @@ class ForceLaw:
         """∂U/∂q, shape (nq,)."""
         return np.zeros(self.nq)
 
+    def gradient_batch(self, Q: np.ndarray) -> np.ndarray:
+        """∂U/∂q for a batch of configurations, shape (B, nq) → (B, nq). Default: a loop over :meth:`gradient`."""
+        return np.array([self.gradient(q) for q in Q]).reshape(Q.shape)
+
+    def force_batch(self, Q: np.ndarray, V: np.ndarray, t: float) -> np.ndarray:
+        """:meth:`force` for a batch, shape (B, nq). Default: a loop over :meth:`force`."""
+        return np.array([self.force(q, v, t) for q, v in zip(Q, V, strict=True)]).reshape(Q.shape)
+
     def hessian(self, q: np.ndarray) -> sp.spmatrix:
         """∂²U/∂q², sparse (nq, nq). Default: central differences of :meth:`gradient`."""
         if not self.has_potential:

@@ -90,6 +90,9 @@ class GravityLaw(ForceLaw):
     def gradient(self, q):
         return -self.gvec
 
+    def gradient_batch(self, Q):
+        return np.broadcast_to(-self.gvec, Q.shape)
+
     def hessian(self, q):
         return sp.csr_matrix((self.nq, self.nq))
 
@@ -121,6 +124,12 @@ class SpringLaw(ForceLaw):
         r = np.linalg.norm(d, axis=-1)
         coef = np.divide(self.k * (r - self.L0), r, out=np.zeros_like(r), where=r > 0)
         return self.D.adjoint(coef[:, None] * d)
+
+    def gradient_batch(self, Q):
+        d = self.D(Q)  # (B, m, 3)
+        r = np.linalg.norm(d, axis=-1)
+        coef = np.divide(self.k * (r - self.L0), r, out=np.zeros_like(r), where=r > 0)
+        return (coef[..., None] * d).reshape(len(Q), -1) @ self.D.matrix
 
     def hessian(self, q):
         d = self.D(q)
