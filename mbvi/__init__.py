@@ -93,6 +93,7 @@ __all__ = [
     "plot",
     "render",
     "simulate",
+    "simulate_batch",
 ]
 
 _LAZY = {"render": "mbvi.render", "plot": "mbvi.plot", "cli": "mbvi.cli"}
