@@ -29,8 +29,8 @@ $(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) tools/system-deps.
 	@touch $(STAMP)
 
 demo: setup
-	$(VENV)/bin/mbvi run scenes/double_pendulum.py --t-end 10 --dt 1e-3 --out out/double_pendulum.npz \
-		--render out/double_pendulum.gif --plot out/double_pendulum_energy.png
+	$(VENV)/bin/mbvi run scenes/double_pendulum.py --t-end 8 --dt 1e-3 --out out/double_pendulum.npz \
+		--render out/double_pendulum.gif --fps 15 --plot out/double_pendulum_energy.png
 	$(VENV)/bin/mbvi render out/double_pendulum.npz --out out/double_pendulum.png
 	@echo "demo written to out/: double_pendulum.npz, .gif, .png, _energy.png"
 

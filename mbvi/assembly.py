@@ -79,6 +79,7 @@ def geometry(scene: Scene, layout: Layout) -> dict:
         if isinstance(b, RigidBody):
             entry["shape"] = b.shape.describe() if b.shape is not None else None
             entry["principal_axes"] = b.principal_axes.tolist()
+            entry["inertia"] = b.principal_inertia.tolist()
         bodies.append(entry)
     links = [j.describe(layout) for j in scene.joints]
     from mbvi.forces import Damper, Spring

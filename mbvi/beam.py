@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from mbvi._validate import name as check_name
 from mbvi._validate import positive, vector3
@@ -163,8 +164,9 @@ class BeamBendingLaw(ForceLaw):
 
     def potential(self, q):
         a, b = self.Ea(q), self.Eb(q)
-        c = np.einsum("...j,...j->...", a, b) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
-        return np.sum(self.kappa * (1.0 - c), axis=-1)
+        # 1 − êₐ·ê_b = ½|êₐ − ê_b|², free of the cancellation of 1 − cos φ at small angles
+        d = a / np.linalg.norm(a, axis=-1, keepdims=True) - b / np.linalg.norm(b, axis=-1, keepdims=True)
+        return np.sum(self.kappa * 0.5 * np.einsum("...j,...j->...", d, d), axis=-1)
 
     def gradient(self, q):
         a, b = self.Ea(q), self.Eb(q)
@@ -174,6 +176,34 @@ class BeamBendingLaw(ForceLaw):
         ga = -(self.kappa / la)[:, None] * (nb - c[:, None] * na)
         gb = -(self.kappa / lb)[:, None] * (na - c[:, None] * nb)
         return self.Ea.adjoint(ga) + self.Eb.adjoint(gb)
+
+    def hessian(self, q):
+        # analytic (a finite difference is too noisy for the stability test of slender beams)
+        a, b = self.Ea(q), self.Eb(q)
+        la, lb = np.linalg.norm(a, axis=-1), np.linalg.norm(b, axis=-1)
+        na, nb = a / la[:, None], b / lb[:, None]
+        c = np.einsum("ij,ij->i", na, nb)
+        ua, ub = nb - c[:, None] * na, na - c[:, None] * nb
+        k = self.kappa[:, None, None]
+
+        def proj(n):
+            return np.eye(3) - n[:, :, None] * n[:, None, :]
+
+        def own(u, n, ln):  # ∂²U/∂a² = κ (u nᵀ + n uᵀ + c (I − n nᵀ)) / |a|²
+            return (
+                k
+                * (u[:, :, None] * n[:, None, :] + n[:, :, None] * u[:, None, :] + c[:, None, None] * proj(n))
+                / (ln**2)[:, None, None]
+            )
+
+        def blocks(B):
+            m = len(B)
+            return sp.bsr_matrix((B, np.arange(m), np.arange(m + 1)), shape=(3 * m, 3 * m))
+
+        Ja, Jb = self.Ea.matrix, self.Eb.matrix
+        cross = Ja.T @ blocks(-k * (proj(na) @ proj(nb)) / (la * lb)[:, None, None]) @ Jb
+        H = Ja.T @ blocks(own(ua, na, la)) @ Ja + Jb.T @ blocks(own(ub, nb, lb)) @ Jb + cross + cross.T
+        return sp.csr_matrix(H)
 
     def support(self):
         return self._support

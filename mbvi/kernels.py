@@ -173,7 +173,8 @@ class BilinearRows:
         key = raw_rows.astype(np.int64) * max(nq, 1) + raw_cols
         ukey, self._dedup = np.unique(key, return_inverse=True)
         self._nnz = len(ukey)
-        self._needs_dedup = self._nnz < len(key)
+        # the pattern is sorted by (row, col): raw entries need the scatter unless already in that order
+        self._needs_dedup = not np.array_equal(ukey, key)
         #: pattern of the constraint Jacobian G (each (row, col) once)
         self.pattern = SparsePattern(ukey // max(nq, 1), ukey % max(nq, 1), (n, nq))
 

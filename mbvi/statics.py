@@ -151,7 +151,7 @@ def equilibrium(
 
     fscale = max(1.0, float(np.max(np.abs(load(q)))), float(np.max(M)) * float(np.linalg.norm(scene.gravity)))
     res = np.inf
-    for it in range(1, maxiter + 1):
+    for it in range(1, maxiter + 1):  # noqa: B007 (reported as iterations)
         grad = load(q)
         G = sysm.constraint_jacobian(q).toarray()[act]
         # least-squares multipliers and KKT residual
@@ -166,10 +166,21 @@ def equilibrium(
         Z = _null_space(G, sysm.nq)
         Hr = Z.T @ H @ Z
         w, V = np.linalg.eigh(0.5 * (Hr + Hr.T))
-        floor = 1e-6 * max(1.0, float(np.max(np.abs(w)))) if len(w) else 0.0
-        w_mod = np.maximum(np.abs(w), floor)  # positive-definite modification on the tangent space
-        dz = -V @ ((V.T @ (Z.T @ grad)) / w_mod)
-        dq = Z @ dz
+        # Newton along positive curvature (however small: stiff beams span 1e-10 of the largest
+        # eigenvalue); positive-definite modification where the curvature is negative or numerically
+        # zero (saddles, unloaded strings, slack chains), its step capped at the scene's length scale
+        tiny = 1e-12 * max(1.0, float(np.max(np.abs(w)))) if len(w) else 0.0
+        good = w > tiny
+        coef = (V.T @ (Z.T @ grad)) / np.where(good, w, np.maximum(np.abs(w), tiny))
+        bad_norm = float(np.linalg.norm(coef[~good]))
+        if bad_norm > sysm.length_scale:
+            coef[~good] *= sysm.length_scale / bad_norm
+        dq = -(Z @ (V @ coef))
+        step = float(np.max(np.abs(dq))) if len(dq) else 0.0
+        if step <= 1e-12 * sysm.length_scale:
+            break  # the residual is at its round-off floor (stiff elements): no further progress
+        if step > sysm.length_scale:
+            dq *= sysm.length_scale / step
         # backtracking on U − W along the projected path
         f0 = merit(q)
         alpha = 1.0
@@ -189,7 +200,11 @@ def equilibrium(
             raise SolverError(f"equilibrium: line search failed (KKT residual {res:.3g})")
         q = trial
     else:
-        raise SolverError(f"equilibrium did not converge in {maxiter} iterations (KKT residual {res:.3g})")
+        raise SolverError(
+            f"equilibrium did not converge in {maxiter} iterations (KKT residual {res:.3g} N, "
+            f"U − W = {merit(q):.6g} J); if U − W keeps falling it is unbounded below under the "
+            "constraints (e.g. a body free to move along a constant load): there is no equilibrium"
+        )
     G = sysm.constraint_jacobian(q).toarray()[act]
     H = _lagrangian_hessian(sysm, q, lam_full, t)
     Z = _null_space(G, sysm.nq)
@@ -197,7 +212,9 @@ def equilibrium(
     Mr = Z.T @ (M[:, None] * Z)
     Hr = Z.T @ H @ Z
     eig = sla.eigh(0.5 * (Hr + Hr.T), 0.5 * (Mr + Mr.T), eigvals_only=True) if Z.shape[1] else np.zeros(0)
-    tol_eig = 1e-8 * max(1.0, float(np.max(np.abs(eig)))) if len(eig) else 0.0
+    # zero modes (unloaded strings) sit at round-off, ~1e-15 of the largest ω²; a slender beam's lowest
+    # bending ω² is a genuine 1e-8 … 1e-11 of its highest axial one
+    tol_eig = 1e-12 * max(1.0, float(np.max(np.abs(eig)))) if len(eig) else 0.0
     return Equilibrium(
         q=q,
         multipliers=lam_full.copy(),

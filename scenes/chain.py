@@ -6,6 +6,7 @@ tridiagonal and is factored in linear time.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import mbvi
@@ -52,6 +53,6 @@ def build(
         scene.add(mbvi.Rod("world", names[0]))
     elif attached != "none":
         raise ValueError(f"chain: attached must be 'one' or 'none', got {attached!r}")
-    for a, b in zip(names[:-1], names[1:], strict=True):
+    for a, b in itertools.pairwise(names):
         scene.add(mbvi.Rod(a, b))
     return scene

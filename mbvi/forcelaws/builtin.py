@@ -57,6 +57,17 @@ def _difference_map(layout: Layout, elements) -> AffineMap:
     return AffineMap.from_terms(items, layout.nq)
 
 
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a × b over the last axis, broadcasting (np.cross's overhead dominates on these small arrays)."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    out[..., 0] = a1 * b2 - a2 * b1
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
+
+
 def rotation_columns(layout: Layout, bodies: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Indices (m, 3, 3) of the rotation-column coordinates of each body and a rigid mask (m,)."""
     idx = np.zeros((len(bodies), 3, 3), dtype=np.intp)
@@ -274,7 +285,7 @@ class ExternalTorqueLaw(ForceLaw):
     def force(self, q, v, t):
         tau = self.values(t)
         r = q[self.cols]  # (m, 3 columns, 3)
-        f = 0.5 * np.cross(tau[:, None, :], r)
+        f = 0.5 * _cross(tau[:, None, :], r)
         return np.bincount(self.cols.ravel(), weights=f.ravel(), minlength=self.nq)
 
     def force_jacobians(self, q, v, t):
@@ -292,7 +303,7 @@ class ExternalTorqueLaw(ForceLaw):
 
 def _angular_velocity(q: np.ndarray, v: np.ndarray, cols: np.ndarray, rigid: np.ndarray) -> np.ndarray:
     """ω = ½ Σᵢ rᵢ × ṙᵢ per body, shape (m, 3) (zero for non-rigid)."""
-    w = 0.5 * np.cross(q[cols], v[cols]).sum(axis=1)
+    w = 0.5 * _cross(q[cols], v[cols]).sum(axis=1)
     return w * rigid[:, None]
 
 
@@ -302,7 +313,7 @@ class JointDampingLaw(ForceLaw):
     For a revolute joint, θ̇ = n·(ω_b − ω_a) with n the joint axis and
     ω = ½ Σᵢ rᵢ × ṙᵢ, the torque is −b θ̇ n on b and +b θ̇ n on a (generalized
     force ½ τ × rᵢ on each rotation column). This is −∂R/∂v of the Rayleigh
-    function R = ½ b θ̇². Position Jacobians default to finite differences.
+    function R = ½ b θ̇², with analytic Jacobians.
     """
 
     name = "joint_damping"
@@ -350,13 +361,82 @@ class JointDampingLaw(ForceLaw):
             n = self.N(q)
             tau = -(self.b_rev * self.rates(q, v))[:, None] * n
             for cols, rigid, sign in ((self.cols_b, self.rigid_b, 1.0), (self.cols_a, self.rigid_a, -1.0)):
-                f = 0.5 * sign * np.cross(tau[:, None, :], q[cols]) * rigid[:, None, None]
+                f = 0.5 * sign * _cross(tau[:, None, :], q[cols]) * rigid[:, None, None]
                 F += np.bincount(cols.ravel(), weights=f.ravel(), minlength=self.nq)
         if self.pri:
             n = self.Np(q)
             rate = np.einsum("ij,ij->i", n, self.Dp.linear(v))
             F += self.Dp.adjoint(-(self.b_pri * rate)[:, None] * n)
         return F
+
+    # analytic Jacobians ---------------------------------------------------------------------------
+    def _rev_maps(self) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+        """Selections V (18m, nq): (ṙᵇ, ṙᵃ) per instance, and P (21m, nq): (rᵇ, rᵃ, n) per instance."""
+        if getattr(self, "_maps", None) is None:
+            m = len(self.rev)
+            cols = np.concatenate([self.cols_b.reshape(m, 9), self.cols_a.reshape(m, 9)], axis=1)
+            vals = np.repeat(np.stack([self.rigid_b, self.rigid_a], axis=1), 9, axis=1).astype(float)
+            V = sp.csr_matrix((vals.ravel(), (np.arange(18 * m), cols.ravel())), shape=(18 * m, self.nq))
+            P = sp.vstack([V, self.N.matrix]).tocsr()
+            perm = (np.arange(m)[:, None] * 18 + np.arange(18)).ravel()
+            perm = np.concatenate([perm.reshape(m, 18), 18 * m + 3 * np.arange(m)[:, None] + np.arange(3)], axis=1)
+            self._maps = (V, P[perm.ravel()])
+        return self._maps
+
+    def force_jacobians(self, q, v, t):
+        """Analytic (∂F/∂q, ∂F/∂v) of the Rayleigh-function forces F = −b θ̇ ∂θ̇/∂v."""
+        nq = self.nq
+        dq, dv = sp.csr_matrix((nq, nq)), sp.csr_matrix((nq, nq))
+        if self.rev:
+            m = len(self.rev)
+            V, P = self._rev_maps()
+            n = self.N(q)
+            rb = q[self.cols_b] * self.rigid_b[:, None, None]  # (m, 3 columns, 3)
+            ra = q[self.cols_a] * self.rigid_a[:, None, None]
+            vb = v[self.cols_b] * self.rigid_b[:, None, None]
+            va = v[self.cols_a] * self.rigid_a[:, None, None]
+            dw = 0.5 * (np.cross(rb, vb).sum(axis=1) - np.cross(ra, va).sum(axis=1))  # ω_b − ω_a
+            rate = np.einsum("ij,ij->i", n, dw)
+            nn = n[:, None, :]
+            # ∂θ̇/∂(ṙᵇ, ṙᵃ): ½ n × rᵇᵢ and −½ n × rᵃᵢ, shape (m, 18)
+            a = np.concatenate([0.5 * np.cross(nn, rb), -0.5 * np.cross(nn, ra)], axis=1).reshape(m, 18)
+            # ∂θ̇/∂(rᵇ, rᵃ, n): ½ ṙᵇᵢ × n, −½ ṙᵃᵢ × n, ω_b − ω_a, shape (m, 21)
+            grad = np.concatenate(
+                [0.5 * np.cross(vb, nn).reshape(m, 9), -0.5 * np.cross(va, nn).reshape(m, 9), dw], axis=1
+            )
+            # ∂a/∂(rᵇ, rᵃ, n), shape (m, 18, 21)
+            da = np.zeros((m, 18, 21))
+            sn = _skew(n)
+            for i in range(3):  # the three rotation columns (not a loop over instances)
+                da[:, 3 * i : 3 * i + 3, 3 * i : 3 * i + 3] = 0.5 * sn
+                da[:, 3 * i : 3 * i + 3, 18:] = -0.5 * _skew(rb[:, i])
+                da[:, 9 + 3 * i : 12 + 3 * i, 9 + 3 * i : 12 + 3 * i] = -0.5 * sn
+                da[:, 9 + 3 * i : 12 + 3 * i, 18:] = 0.5 * _skew(ra[:, i])
+            b = self.b_rev[:, None, None]
+            Bq = -b * (a[:, :, None] * grad[:, None, :] + rate[:, None, None] * da)
+            Bv = -b * a[:, :, None] * a[:, None, :]
+            idx = np.arange(m)
+            dq = dq + V.T @ sp.bsr_matrix((Bq, idx, np.arange(m + 1)), shape=(18 * m, 21 * m)) @ P
+            dv = dv + V.T @ sp.bsr_matrix((Bv, idx, np.arange(m + 1)), shape=(18 * m, 18 * m)) @ V
+        if self.pri:
+            n = self.Np(q)
+            dd = self.Dp.linear(v)
+            rate = np.einsum("ij,ij->i", n, dd)
+            b = self.b_pri[:, None, None]
+            m = len(self.pri)
+            Bq = -b * (n[:, :, None] * dd[:, None, :] + rate[:, None, None] * np.eye(3))
+            D = self.Dp.matrix
+            dq = dq + D.T @ sp.bsr_matrix((Bq, np.arange(m), np.arange(m + 1)), shape=(3 * m, 3 * m)) @ self.Np.matrix
+            dv = dv + block_quadratic(D, -b * n[:, :, None] * n[:, None, :])
+        return dq.tocsr(), dv.tocsr()
+
+
+def _skew(x: np.ndarray) -> np.ndarray:
+    """Cross-product matrices [x]× of vectors x, shape (m, 3) → (m, 3, 3)."""
+    S = np.zeros(x.shape[:-1] + (3, 3))
+    S[..., 0, 1], S[..., 0, 2], S[..., 1, 2] = -x[..., 2], x[..., 1], -x[..., 0]
+    S[..., 1, 0], S[..., 2, 0], S[..., 2, 1] = x[..., 2], -x[..., 1], x[..., 0]
+    return S
 
 
 class TorsionSpringLaw(ForceLaw):
@@ -406,6 +486,33 @@ class TorsionSpringLaw(ForceLaw):
         # dθ = (c ds − s dc)/(s²+c²); ds = d(u2·w), dc = d(u1·w)
         a, b = (coef * c)[:, None], (coef * s)[:, None]
         return self.U2.adjoint(a * w) + self.U1.adjoint(-b * w) + self.W1.adjoint(a * u2 - b * u1)
+
+    def hessian(self, q):
+        """Analytic ∂²U/∂q² = k ∇θ∇θᵀ + k (θ − θ₀) ∇²θ through the local variables (u₁, u₂, w)."""
+        m = len(self.k)
+        if getattr(self, "_local", None) is None:  # (9m, nq): rows (u₁, u₂, w) of each instance
+            L = sp.vstack([self.U1.matrix, self.U2.matrix, self.W1.matrix]).tocsr()
+            perm = (np.arange(3)[None, :, None] * 3 * m + 3 * np.arange(m)[:, None, None] + np.arange(3)).ravel()
+            self._local = L[perm]
+        theta, s, c = self.angles(q)
+        u1, u2, w = self.U1(q), self.U2(q), self.W1(q)
+        z = np.zeros_like(w)
+        ds = np.concatenate([z, w, u2], axis=1)  # ∇s in (u₁, u₂, w), shape (m, 9)
+        dc = np.concatenate([w, z, u1], axis=1)
+        I3 = np.broadcast_to(np.eye(3), (m, 3, 3))
+        Hs, Hc = np.zeros((m, 9, 9)), np.zeros((m, 9, 9))
+        Hs[:, 3:6, 6:], Hs[:, 6:, 3:6] = I3, I3
+        Hc[:, :3, 6:], Hc[:, 6:, :3] = I3, I3
+        r2 = s * s + c * c
+        dth = (c[:, None] * ds - s[:, None] * dc) / r2[:, None]
+        o = lambda x, y: x[:, :, None] * y[:, None, :]  # noqa: E731
+        cs, c2s2 = (c * s)[:, None, None], (c * c - s * s)[:, None, None]
+        hth = (c[:, None, None] * Hs - s[:, None, None] * Hc) / r2[:, None, None] - (
+            2 * cs * (o(ds, ds) - o(dc, dc)) + c2s2 * (o(ds, dc) + o(dc, ds))
+        ) / (r2**2)[:, None, None]
+        B = self.k[:, None, None] * (o(dth, dth) + self._dev(theta)[:, None, None] * hth)
+        L = self._local
+        return (L.T @ sp.bsr_matrix((B, np.arange(m), np.arange(m + 1)), shape=(9 * m, 9 * m)) @ L).tocsr()
 
 
 @hookimpl

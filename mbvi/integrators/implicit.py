@@ -9,6 +9,7 @@ from mbvi.errors import SolverError
 from mbvi.hookspecs import hookimpl
 from mbvi.integrators.base import Integrator
 from mbvi.integrators.newton import newton_kkt
+from mbvi.integrators.rattle import _diagnose
 from mbvi.state import State
 
 __all__ = ["ImplicitEuler", "Midpoint"]
@@ -37,7 +38,9 @@ class _NewtonIntegrator(Integrator):
                 maxiter=self.maxiter,
             )
         except SolverError as exc:
-            raise SolverError(f"{self.name}: {exc.reason}", suggested_dt=self.dt / 4) from exc
+            # the drift q₀ → x0 = q₀ + h v₀ has the same h|ω| < 1 limit as SHAKE: name a spinning body
+            culprit, hint = _diagnose(sysm, culprit_q, (x0 - culprit_q) / self.dt, self.dt, np.zeros(0))
+            raise SolverError(f"{self.name}: {exc.reason}", culprit=culprit, suggested_dt=hint) from exc
 
 
 class Midpoint(_NewtonIntegrator):

@@ -1,0 +1,345 @@
+"""The ``mbvi`` command line.
+
+::
+
+    mbvi run SCENE.py [--integrator NAME] [--dt DT] [--t-end T] [--param key=value ...]
+                      [--out RUN.npz] [--render RUN.gif|RUN.mp4|RUN.png] [--plot PLOT.png]
+                      [--fps FPS] [--speed S] [--size WxH] [--progress | --no-progress]
+    mbvi render RUN.npz --out PATH [--fps FPS] [--speed S] [--frame I] [--size WxH]
+    mbvi integrators
+    mbvi force-laws
+
+A scene file is a Python module with ``build(**params) -> mbvi.Scene``; it
+may set ``T_END``, ``DT`` and ``INTEGRATOR`` to change the defaults (10 s,
+1e-3 s, ``verlet``). Errors are reported as one line ``mbvi: error: …`` on
+stderr with exit status 1 (2 for malformed command lines, as argparse does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+__all__ = ["CLIError", "load_scene_module", "main", "parse_params"]
+
+PROG = "mbvi"
+_VIDEO = (".gif", ".mp4")
+_IMAGE = (".png",)
+_DEFAULTS = {"T_END": 10.0, "DT": 1e-3, "INTEGRATOR": "verlet"}
+
+
+class CLIError(Exception):
+    """A user error the command line reports in one line."""
+
+
+# ---------------------------------------------------------------- helpers
+def parse_params(items: Sequence[str]) -> dict[str, Any]:
+    """Parse ``key=value`` strings; values are Python literals, else strings.
+
+    Parameters
+    ----------
+    items : sequence of str
+        E.g. ``["n=5", "stiffness=1e3", "name=chain", "axis=(0, 0, 1)"]``.
+
+    Returns
+    -------
+    dict
+        ``{"n": 5, "stiffness": 1000.0, "name": "chain", "axis": (0, 0, 1)}``.
+
+    Raises
+    ------
+    CLIError
+        For an item without ``=`` or with an empty or non-identifier key.
+    """
+    params: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise CLIError(f"bad --param {item!r}: expected key=value with a Python identifier as key")
+        try:
+            params[key] = ast.literal_eval(raw.strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            params[key] = raw
+    return params
+
+
+def load_scene_module(path: str | Path) -> ModuleType:
+    """Import a scene file by path.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.py`` file defining ``build(**params)``.
+
+    Returns
+    -------
+    module
+        The imported module.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` is not a file.
+    CLIError
+        If it cannot be imported or defines no callable ``build``.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"scene file not found: {str(path)!r}")
+    name = f"_mbvi_scene_{abs(hash(str(file.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise CLIError(f"cannot import scene file {str(path)!r} (is it a .py file?)")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(name, None)
+        raise CLIError(f"cannot import scene file {str(path)!r}: {type(exc).__name__}: {exc}") from exc
+    if not callable(getattr(module, "build", None)):
+        raise CLIError(f"scene file {str(path)!r} defines no build(**params) function")
+    return module
+
+
+def _window_size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT such as 640x480, got {text!r}") from None
+    if w <= 0 or h <= 0:
+        raise argparse.ArgumentTypeError(f"window size must be positive, got {text!r}")
+    return w, h
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _check_output(path: str | None, allowed: tuple[str, ...], option: str) -> None:
+    if path is not None and Path(path).suffix.lower() not in allowed:
+        raise CLIError(f"{option} {path!r}: unsupported file type; use {', '.join(allowed)}")
+
+
+def _render(traj: Any, path: str, args: argparse.Namespace, progress: bool) -> None:
+    from mbvi import render
+
+    if Path(path).suffix.lower() in _IMAGE:
+        render.snapshot(traj, path, frame=args.frame, window_size=args.size)
+    else:
+        render.animate(traj, path, fps=args.fps, speed=args.speed, window_size=args.size, progress=progress)
+
+
+def _energy_drift(traj: Any) -> float:
+    """max |E − E0| relative to |E0| (or to max|T| + max|U| when E0 is ~0)."""
+    e = traj.energy
+    scale = abs(float(e[0]))
+    typical = float(abs(traj.kinetic).max() + abs(traj.potential).max())
+    if scale <= 1e-12 * typical or scale == 0.0:
+        scale = typical or 1.0
+    return float(abs(e - e[0]).max()) / scale
+
+
+def _save(traj: Any, path: str) -> None:
+    """Save a trajectory, creating the parent directory."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    traj.save(path)
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+# ---------------------------------------------------------------- commands
+def _cmd_run(args: argparse.Namespace) -> int:
+    import mbvi
+
+    _check_output(args.render, _VIDEO + _IMAGE, "--render")
+    _check_output(args.out, (".npz",), "--out")
+    params = parse_params(args.param or [])
+    module = load_scene_module(args.scene)
+    t_end = args.t_end if args.t_end is not None else float(getattr(module, "T_END", _DEFAULTS["T_END"]))
+    dt = args.dt if args.dt is not None else float(getattr(module, "DT", _DEFAULTS["DT"]))
+    integrator = args.integrator or str(getattr(module, "INTEGRATOR", _DEFAULTS["INTEGRATOR"]))
+    try:
+        scene = module.build(**params)
+    except TypeError as exc:
+        if params:
+            raise CLIError(f"build() of {args.scene!r} rejected the parameters {sorted(params)}: {exc}") from exc
+        raise
+    if not isinstance(scene, mbvi.Scene):
+        raise CLIError(f"build() of {args.scene!r} returned {type(scene).__name__}, not an mbvi.Scene")
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    start = time.perf_counter()
+    try:
+        traj = mbvi.simulate(scene, t_end=t_end, dt=dt, integrator=integrator, progress=progress)
+    except mbvi.SolverError as err:
+        if args.out and err.trajectory is not None:
+            _save(err.trajectory, args.out)
+            raise CLIError(f"{err} (partial trajectory saved to {args.out})") from err
+        raise
+    elapsed = time.perf_counter() - start
+    steps = len(traj.t) - 1
+    _say(f"simulated {steps} steps of {dt:g} s to t = {traj.t[-1]:g} s with {integrator} in {elapsed:.2f} s")
+    _say(
+        f"max relative energy error {_energy_drift(traj):.3e}, "
+        f"max constraint error {float(traj.constraint_error.max()):.3e}"
+    )
+    if args.out:
+        _save(traj, args.out)
+        _say(f"wrote {args.out}")
+    if args.plot:
+        from mbvi import plot
+
+        plot.summary(traj, args.plot)
+        _say(f"wrote {args.plot}")
+    if args.render:
+        _render(traj, args.render, args, progress)
+        _say(f"wrote {args.render}")
+    return 0
+
+
+def _cmd_render(args: argparse.Namespace) -> int:
+    import mbvi
+
+    _check_output(args.out, _VIDEO + _IMAGE, "--out")
+    if not Path(args.run).is_file():
+        raise FileNotFoundError(f"run file not found: {args.run!r}")
+    traj = mbvi.Trajectory.load(args.run)
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    _render(traj, args.out, args, progress)
+    _say(f"wrote {args.out}")
+    return 0
+
+
+def _cmd_integrators(args: argparse.Namespace) -> int:
+    import mbvi
+
+    names = list(mbvi.integrators())
+    width = max((len(n) for n in names), default=0)
+    for name in names:
+        cls = mbvi.get_integrator(name)
+        kind = "symplectic" if cls.symplectic else "non-symplectic"
+        _say(f"{name:<{width}}  order {cls.order}  {kind}")
+    return 0
+
+
+def _cmd_force_laws(args: argparse.Namespace) -> int:
+    import mbvi
+
+    for name in mbvi.force_laws():
+        _say(name)
+    return 0
+
+
+# ---------------------------------------------------------------- parser
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``mbvi: error: …``), exit status 2."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self.exit(2, f"{PROG}: error: {message}\n")
+
+
+def _add_render_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fps", type=_positive_float, default=30.0, help="video frames per second (default: 30)")
+    p.add_argument("--speed", type=_positive_float, default=1.0, help="playback speed vs real time (default: 1)")
+    p.add_argument("--size", type=_window_size, default=(640, 480), metavar="WxH", help="image size (default: 640x480)")
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show progress bars (default: when stderr is a terminal)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``mbvi`` command."""
+    from mbvi import __version__
+
+    parser = _Parser(prog=PROG, description="Multibody mechanics with variational integrators.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    run = sub.add_parser("run", help="simulate a scene file", description="Simulate a scene file.")
+    run.add_argument("scene", metavar="SCENE.py", help="Python file defining build(**params) -> mbvi.Scene")
+    run.add_argument("--integrator", metavar="NAME", help="integrator name (default: scene's INTEGRATOR or verlet)")
+    run.add_argument("--dt", type=_positive_float, help="time step, s (default: scene's DT or 1e-3)")
+    run.add_argument("--t-end", type=_positive_float, help="end time, s (default: scene's T_END or 10)")
+    run.add_argument(
+        "--param",
+        action="append",
+        metavar="KEY=VALUE",
+        help="keyword for build(); VALUE is a Python literal or a string (repeatable)",
+    )
+    run.add_argument("--out", metavar="RUN.npz", help="save the trajectory")
+    run.add_argument("--render", metavar="FILE", help="render to .gif, .mp4 or .png (last frame)")
+    run.add_argument("--plot", metavar="FILE.png", help="write an energy/constraint summary plot")
+    _add_render_options(run)
+    run.set_defaults(func=_cmd_run, frame=-1)
+
+    rend = sub.add_parser("render", help="render a saved run", description="Render a saved trajectory.")
+    rend.add_argument("run", metavar="RUN.npz", help="trajectory saved by `mbvi run --out`")
+    rend.add_argument("--out", required=True, metavar="FILE", help=".gif, .mp4 or .png")
+    rend.add_argument("--frame", type=int, default=-1, help="frame drawn into a .png (default: last)")
+    _add_render_options(rend)
+    rend.set_defaults(func=_cmd_render)
+
+    ints = sub.add_parser("integrators", help="list registered integrators with their order")
+    ints.set_defaults(func=_cmd_integrators)
+    laws = sub.add_parser("force-laws", help="list registered force laws")
+    laws.set_defaults(func=_cmd_force_laws)
+    return parser
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 on success, 1 on an error (reported in one line on stderr), 2 for
+        a malformed command line, 130 when interrupted.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    import mbvi
+
+    try:
+        return int(args.func(args))
+    except (CLIError, ValueError, FileNotFoundError, mbvi.SolverError) as exc:
+        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # never a traceback on the command line
+        print(f"{PROG}: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

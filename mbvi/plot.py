@@ -1,0 +1,366 @@
+"""Diagnostic plots of trajectories with Matplotlib.
+
+Every function returns the :class:`matplotlib.figure.Figure` it drew on and
+never calls ``plt.show()``; pass ``ax=`` to draw into an existing axes. On a
+Linux machine without a display (and outside Jupyter) the non-interactive
+Agg backend is selected when this module is imported, unless a backend was
+already chosen (``MPLBACKEND`` or an earlier ``import matplotlib.pyplot``).
+
+Examples
+--------
+>>> traj = mbvi.simulate(scene, t_end=5.0, dt=1e-3)  # doctest: +SKIP
+>>> mbvi.plot.energy_error(traj).savefig("drift.png")  # doctest: +SKIP
+>>> mbvi.plot.compare({"verlet": a, "csm": b}, quantity="constraint_error")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import numpy as np
+from numpy.typing import NDArray
+
+if (
+    sys.platform.startswith("linux")
+    and not os.environ.get("DISPLAY")
+    and not os.environ.get("WAYLAND_DISPLAY")
+    and not os.environ.get("MPLBACKEND")
+    and "matplotlib.pyplot" not in sys.modules
+    and "ipykernel" not in sys.modules
+):
+    matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+__all__ = [
+    "QUANTITIES",
+    "compare",
+    "constraint_error",
+    "energy",
+    "energy_error",
+    "momentum",
+    "phase_portrait",
+    "summary",
+]
+
+_COMPONENTS = {"x": 0, "y": 1, "z": 2}
+
+
+def _axes(ax: Axes | None, figsize: tuple[float, float] = (6.4, 4.0)) -> tuple[Figure, Axes]:
+    """The given axes and its figure, or a new pyplot figure with one axes."""
+    if ax is not None:
+        return ax.figure, ax  # type: ignore[return-value]
+    fig, new_ax = plt.subplots(figsize=figsize, layout="constrained")
+    return fig, new_ax
+
+
+def _positive(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Values with non-positive entries replaced by NaN (gaps on a log axis)."""
+    out = np.asarray(values, dtype=float).copy()
+    out[~(out > 0)] = np.nan
+    return out
+
+
+def _note_if_empty(ax: Axes, values: NDArray[np.float64], text: str) -> None:
+    if not np.any(np.asarray(values) > 0):
+        ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.4")
+
+
+# ---------------------------------------------------------------- quantities
+def _relative_energy_error(traj: Any) -> NDArray[np.float64]:
+    """``|E - E0| / |E0|``, or relative to the energy scale when ``E0`` is ~0."""
+    e = np.asarray(traj.energy, dtype=float)
+    scale = abs(e[0])
+    typical = float(np.max(np.abs(traj.kinetic)) + np.max(np.abs(traj.potential)))
+    if scale <= 1e-12 * max(typical, 1e-300):
+        scale = typical if typical > 0 else 1.0
+    return np.abs(e - e[0]) / scale
+
+
+def _norm_drift(values: Any) -> NDArray[np.float64]:
+    v = np.asarray(values, dtype=float)
+    return np.linalg.norm(v - v[0], axis=1)
+
+
+#: Quantities :func:`compare` can plot: name -> (function of a trajectory, axis label, log scale).
+QUANTITIES: dict[str, tuple[Callable[[Any], NDArray[np.float64]], str, bool]] = {
+    "energy": (lambda tr: np.asarray(tr.energy, float), "total energy E [J]", False),
+    "kinetic": (lambda tr: np.asarray(tr.kinetic, float), "kinetic energy T [J]", False),
+    "potential": (lambda tr: np.asarray(tr.potential, float), "potential energy U [J]", False),
+    "energy_error": (_relative_energy_error, "relative energy error |E − E₀|/|E₀|", True),
+    "constraint_error": (lambda tr: np.asarray(tr.constraint_error, float), "constraint error max |g(q)| [m]", True),
+    "momentum": (lambda tr: np.linalg.norm(np.asarray(tr.momentum, float), axis=1), "|p| [kg·m/s]", False),
+    "momentum_error": (lambda tr: _norm_drift(tr.momentum), "|p − p₀| [kg·m/s]", True),
+    "angular_momentum": (
+        lambda tr: np.linalg.norm(np.asarray(tr.angular_momentum, float), axis=1),
+        "|L| [kg·m²/s]",
+        False,
+    ),
+    "angular_momentum_error": (lambda tr: _norm_drift(tr.angular_momentum), "|L − L₀| [kg·m²/s]", True),
+}
+
+
+# ---------------------------------------------------------------- plots
+def energy(traj: Any, ax: Axes | None = None) -> Figure:
+    """Kinetic, potential and total energy against time.
+
+    Parameters
+    ----------
+    traj : mbvi.Trajectory
+        A simulated trajectory.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into (default: a new figure).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Three lines labelled ``kinetic``, ``potential`` and ``total``, J.
+    """
+    fig, ax = _axes(ax)
+    t = np.asarray(traj.t)
+    ax.plot(t, traj.kinetic, label="kinetic", lw=1.2)
+    ax.plot(t, traj.potential, label="potential", lw=1.2)
+    ax.plot(t, traj.energy, label="total", lw=1.8, color="k")
+    ax.set_xlabel("time t [s]")
+    ax.set_ylabel("energy [J]")
+    ax.set_title("Energy")
+    ax.legend(loc="best", fontsize="small")
+    ax.grid(True, alpha=0.3)
+    return fig
+
+
+def energy_error(traj: Any, ax: Axes | None = None) -> Figure:
+    """Relative energy error ``|E(t) − E(0)| / |E(0)|`` on a log scale.
+
+    When ``E(0)`` is zero the error is taken relative to the energy scale
+    ``max|T| + max|U|`` instead. A variational integrator's error
+    oscillates in a band; a non-symplectic one drifts.
+
+    Parameters
+    ----------
+    traj : mbvi.Trajectory
+        A simulated trajectory.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, ax = _axes(ax)
+    err = _relative_energy_error(traj)
+    ax.semilogy(np.asarray(traj.t), _positive(err), lw=1.0, label="relative energy error")
+    _note_if_empty(ax, err, "energy conserved to round-off")
+    ax.set_xlabel("time t [s]")
+    ax.set_ylabel("|E − E₀| / |E₀|")
+    ax.set_title("Energy error")
+    ax.grid(True, which="both", alpha=0.3)
+    return fig
+
+
+def momentum(traj: Any, ax: Axes | None = None, *, angular: bool = False) -> Figure:
+    """Components of the total linear (or angular) momentum against time.
+
+    Parameters
+    ----------
+    traj : mbvi.Trajectory
+        A simulated trajectory.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into.
+    angular : bool, default: False
+        Plot the angular momentum about the origin instead, kg·m²/s.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Three lines labelled ``p_x``, ``p_y``, ``p_z`` (or ``L_x`` …).
+    """
+    fig, ax = _axes(ax)
+    values = np.asarray(traj.angular_momentum if angular else traj.momentum, dtype=float)
+    sym = "L" if angular else "p"
+    t = np.asarray(traj.t)
+    for i, c in enumerate("xyz"):
+        ax.plot(t, values[:, i], label=f"{sym}_{c}", lw=1.2)
+    ax.set_xlabel("time t [s]")
+    ax.set_ylabel("angular momentum [kg·m²/s]" if angular else "momentum [kg·m/s]")
+    ax.set_title("Angular momentum" if angular else "Momentum")
+    ax.legend(loc="best", fontsize="small")
+    ax.grid(True, alpha=0.3)
+    return fig
+
+
+def constraint_error(traj: Any, ax: Axes | None = None) -> Figure:
+    """Largest constraint violation ``max |g(q)|`` against time, log scale.
+
+    Parameters
+    ----------
+    traj : mbvi.Trajectory
+        A simulated trajectory.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, ax = _axes(ax)
+    err = np.asarray(traj.constraint_error, dtype=float)
+    ax.semilogy(np.asarray(traj.t), _positive(err), lw=1.0, color="C3", label="max |g(q)|")
+    _note_if_empty(ax, err, "no constraint violation")
+    ax.set_xlabel("time t [s]")
+    ax.set_ylabel("max |g(q)|")
+    ax.set_title("Constraint error")
+    ax.grid(True, which="both", alpha=0.3)
+    return fig
+
+
+def _phase_data(
+    traj: Any, coordinate: int | str, component: int | str | None
+) -> tuple[NDArray[np.float64], NDArray[np.float64], str]:
+    if isinstance(coordinate, (int, np.integer)):
+        q = np.asarray(traj.q, dtype=float)
+        i = int(coordinate)
+        if not -q.shape[1] <= i < q.shape[1]:
+            raise ValueError(f"coordinate index {i} out of range for {q.shape[1]} coordinates")
+        return q[:, i], np.asarray(traj.v, dtype=float)[:, i], f"q[{i}]"
+    x = np.asarray(traj.position(coordinate), dtype=float)
+    v = np.asarray(traj.velocity(coordinate), dtype=float)
+    if component is None:
+        c = int(np.argmax(np.ptp(x, axis=0)))
+    elif isinstance(component, str):
+        if component.lower() not in _COMPONENTS:
+            raise ValueError(f"component must be 0, 1, 2, 'x', 'y' or 'z', got {component!r}")
+        c = _COMPONENTS[component.lower()]
+    else:
+        c = int(component)
+        if c not in (0, 1, 2):
+            raise ValueError(f"component must be 0, 1, 2, 'x', 'y' or 'z', got {component!r}")
+    return x[:, c], v[:, c], f"{coordinate}.{'xyz'[c]}"
+
+
+def phase_portrait(
+    traj: Any,
+    coordinate: int | str = 0,
+    component: int | str | None = None,
+    ax: Axes | None = None,
+) -> Figure:
+    """Position against velocity of one coordinate.
+
+    Parameters
+    ----------
+    traj : mbvi.Trajectory
+        A simulated trajectory.
+    coordinate : int or str, default: 0
+        An index into the generalized coordinates ``traj.q``, or a body name
+        (then ``component`` picks x, y or z of its position and velocity).
+    component : {0, 1, 2, "x", "y", "z"}, optional
+        Component of a body's position; default: the one that varies most.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One line (position on x, velocity on y) plus a start marker.
+
+    Raises
+    ------
+    ValueError
+        For a coordinate index out of range or an unknown component.
+    """
+    x, v, label = _phase_data(traj, coordinate, component)
+    fig, ax = _axes(ax, figsize=(4.8, 4.0))
+    ax.plot(x, v, lw=0.9, label=label)
+    ax.plot(x[:1], v[:1], "o", color="k", ms=4, label="start")
+    ax.set_xlabel(f"{label} [m]")
+    ax.set_ylabel(f"d{label}/dt [m/s]")
+    ax.set_title(f"Phase portrait of {label}")
+    ax.grid(True, alpha=0.3)
+    return fig
+
+
+def compare(
+    trajs: Mapping[str, Any],
+    quantity: str = "energy",
+    ax: Axes | None = None,
+) -> Figure:
+    """One quantity of several trajectories (e.g. integrators) on one axes.
+
+    Parameters
+    ----------
+    trajs : mapping of str to mbvi.Trajectory
+        Label -> trajectory, e.g. ``{"verlet": a, "csm": b}``.
+    quantity : str, default: "energy"
+        One of :data:`QUANTITIES`: ``energy``, ``kinetic``, ``potential``,
+        ``energy_error``, ``constraint_error``, ``momentum``,
+        ``momentum_error``, ``angular_momentum``, ``angular_momentum_error``
+        (the ``*_error`` ones on a log scale).
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One line per trajectory, labelled with its key.
+
+    Raises
+    ------
+    ValueError
+        For an unknown quantity or an empty mapping.
+    """
+    if quantity not in QUANTITIES:
+        raise ValueError(f"unknown quantity {quantity!r}; choose one of {', '.join(QUANTITIES)}")
+    if not trajs:
+        raise ValueError("compare() needs at least one trajectory")
+    func, ylabel, log = QUANTITIES[quantity]
+    fig, ax = _axes(ax)
+    for label, traj in trajs.items():
+        values = func(traj)
+        ax.plot(np.asarray(traj.t), _positive(values) if log else values, lw=1.1, label=str(label))
+    if log:
+        ax.set_yscale("log")
+    ax.set_xlabel("time t [s]")
+    ax.set_ylabel(ylabel)
+    ax.set_title(quantity.replace("_", " ").capitalize())
+    ax.legend(loc="best", fontsize="small")
+    ax.grid(True, which="both", alpha=0.3)
+    return fig
+
+
+def summary(traj: Any, path: str | os.PathLike[str] | None = None, *, dpi: int = 120) -> Figure:
+    """A 2×2 overview: energy, energy error, constraint error, momentum.
+
+    The figure is not registered with pyplot (it never pops up and needs no
+    closing).
+
+    Parameters
+    ----------
+    traj : mbvi.Trajectory
+        A simulated trajectory.
+    path : str or PathLike, optional
+        Write the figure there (format from the suffix, e.g. ``.png``).
+    dpi : int, default: 120
+        Resolution of the written image.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig = Figure(figsize=(10.0, 7.0), layout="constrained")
+    axes = fig.subplots(2, 2)
+    energy(traj, axes[0, 0])
+    energy_error(traj, axes[0, 1])
+    constraint_error(traj, axes[1, 0])
+    momentum(traj, axes[1, 1])
+    if path is not None:
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=dpi)
+    return fig

@@ -1,0 +1,338 @@
+"""User-facing rendering: :func:`snapshot`, :func:`animate` and :func:`show`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyvista as pv
+from numpy.typing import NDArray
+
+from mbvi.render.frames import FrameData, TrajectoryLike, animation_indices, nearest_indices
+from mbvi.render.video import VideoWriter
+from mbvi.render.view import SceneView, TrailSpec
+
+__all__ = ["animate", "show", "snapshot"]
+
+_VIEW_OPTIONS = frozenset({"ground", "joints", "scale", "style", "scalar_bar", "time_label", "camera", "zoom"})
+_TRAIL_SAMPLES = 400
+_NO_FXAA_WINDOWS = ("vtkEGLRenderWindow", "vtkOSOpenGLRenderWindow")
+
+
+def _as_trajectory(scene_or_traj: Any) -> TrajectoryLike:
+    """A trajectory for ``scene_or_traj``: a Scene becomes its initial state."""
+    import mbvi
+
+    if isinstance(scene_or_traj, mbvi.Scene):
+        return mbvi.Trajectory.from_scene(scene_or_traj)
+    return scene_or_traj  # type: ignore[no-any-return]
+
+
+def _check_options(opts: dict[str, Any], func: str) -> None:
+    unknown = sorted(set(opts) - _VIEW_OPTIONS)
+    if unknown:
+        raise TypeError(
+            f"{func}() got unexpected keyword argument(s) {', '.join(unknown)}; "
+            f"rendering options are {', '.join(sorted(_VIEW_OPTIONS | {'anti_aliasing', 'trail', 'trail_length'}))}"
+        )
+
+
+def _trail_names(data: FrameData, trail: bool | str | Iterable[str] | None) -> list[str]:
+    if trail is None or trail is False:
+        return []
+    if trail is True:
+        return data.particles + [b["name"] for b in data.rigid]
+    if isinstance(trail, str):
+        return [trail]
+    return list(trail)
+
+
+def _trail_spec(
+    traj: TrajectoryLike, names: list[str], sample_idx: NDArray[np.intp], upto: NDArray[np.intp], length: float | None
+) -> TrailSpec | None:
+    if not names:
+        return None
+    t = np.asarray(traj.t, dtype=float)
+    points = np.stack([np.asarray(traj.position(n), dtype=float)[sample_idx] for n in names], axis=1)
+    return TrailSpec(names, points, t[sample_idx], upto, length)
+
+
+def _plotter(window_size: tuple[int, int], off_screen: bool, anti_aliasing: str | None) -> pv.Plotter:
+    plotter = pv.Plotter(off_screen=off_screen, window_size=[int(window_size[0]), int(window_size[1])])
+    if anti_aliasing:
+        kind = anti_aliasing.lower()
+        if kind == "fxaa" and type(plotter.ren_win).__name__ in _NO_FXAA_WINDOWS:
+            kind = "ssaa"  # FXAA renders black under EGL/OSMesa; PyVista would warn and do this too
+        plotter.enable_anti_aliasing(kind)
+    return plotter
+
+
+def _grab(plotter: pv.Plotter) -> NDArray[np.uint8]:
+    plotter.render()
+    img = plotter.screenshot(None, return_img=True)
+    return np.asarray(img, dtype=np.uint8)
+
+
+def snapshot(
+    scene_or_traj: Any,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    frame: int = -1,
+    window_size: tuple[int, int] = (800, 600),
+    trail: bool | str | Iterable[str] | None = False,
+    trail_length: float | None = None,
+    anti_aliasing: str | None = "ssaa",
+    **opts: Any,
+) -> NDArray[np.uint8]:
+    """Render one frame of a scene or trajectory to a PNG, off screen.
+
+    Parameters
+    ----------
+    scene_or_traj : mbvi.Scene or mbvi.Trajectory
+        What to draw; a scene is drawn in its initial state.
+    path : str or PathLike, optional
+        PNG file to write (parent directories are created). ``None`` only
+        returns the image.
+    frame : int, default: -1
+        Trajectory sample to draw (negative counts from the end).
+    window_size : (int, int), default: (800, 600)
+        Image width and height, pixels.
+    trail : bool, str or list of str, default: False
+        Draw the path travelled up to ``frame``: ``True`` for every body, or
+        the names of the bodies to trace.
+    trail_length : float, optional
+        Only trace the last ``trail_length`` seconds.
+    anti_aliasing : {"ssaa", "fxaa", "msaa", None}, default: "ssaa"
+        Anti-aliasing method.
+    **opts
+        ``ground`` (bool or ``"grid"``), ``joints`` (bool), ``scale`` (float,
+        multiplies element sizes), ``style`` (:class:`mbvi.render.Style`),
+        ``scalar_bar`` (bool), ``time_label`` (bool), ``camera`` (``"iso"``,
+        ``"xy"``, ``"xz"``, ``"yz"`` or a PyVista camera position) and
+        ``zoom`` (float); see :class:`mbvi.render.SceneView`.
+
+    Returns
+    -------
+    ndarray of uint8, shape (height, width, 3)
+        The rendered image.
+
+    Raises
+    ------
+    IndexError
+        If ``frame`` is out of range.
+    TypeError
+        For an unknown option.
+
+    Examples
+    --------
+    >>> scene = mbvi.Scene()  # doctest: +SKIP
+    >>> scene.add(mbvi.Particle("a", mass=1.0, position=(1, 0, 0)))  # doctest: +SKIP
+    >>> scene.add(mbvi.Rod("world", "a"))  # doctest: +SKIP
+    >>> mbvi.render.snapshot(scene, "scene.png")  # doctest: +SKIP
+    """
+    _check_options(opts, "snapshot")
+    traj = _as_trajectory(scene_or_traj)
+    n = len(np.asarray(traj.t))
+    if not -n <= int(frame) < n:
+        raise IndexError(f"frame {frame} out of range for a trajectory of {n} samples")
+    f = int(frame) % n
+    data = FrameData.from_trajectory(traj, [f])
+    names = _trail_names(data, trail)
+    sample_idx = np.unique(np.linspace(0, f, min(f + 1, _TRAIL_SAMPLES)).round().astype(np.intp))
+    trails = _trail_spec(traj, names, sample_idx, np.array([len(sample_idx) - 1]), trail_length)
+    plotter = _plotter(window_size, True, anti_aliasing)
+    try:
+        SceneView(plotter, data, trails=trails, **opts)
+        image = _grab(plotter)
+    finally:
+        plotter.close()
+    if path is not None:
+        import imageio.v3 as iio
+
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        iio.imwrite(out, image, extension=".png")
+    return image
+
+
+def animate(
+    traj: Any,
+    path: str | os.PathLike[str],
+    *,
+    fps: float = 30.0,
+    speed: float = 1.0,
+    window_size: tuple[int, int] = (640, 480),
+    trail: bool | str | Iterable[str] | None = False,
+    trail_length: float | None = None,
+    progress: bool = False,
+    anti_aliasing: str | None = "fxaa",
+    quality: float = 7.0,
+    **opts: Any,
+) -> Path:
+    """Render a trajectory to an animated GIF or an MP4 video, off screen.
+
+    The video shows the trajectory's duration ``T`` at ``speed`` times real
+    time: it has ``round(T / speed * fps) + 1`` frames at times
+    ``t0 + j * speed / fps``, each drawn from the nearest trajectory sample.
+
+    Parameters
+    ----------
+    traj : mbvi.Trajectory
+        The motion to show (a trajectory loaded from disk works too).
+    path : str or PathLike
+        Output file, ``.gif`` or ``.mp4``.
+    fps : float, default: 30
+        Frames per second of the video.
+    speed : float, default: 1
+        Playback speed relative to real time.
+    window_size : (int, int), default: (640, 480)
+        Frame width and height, pixels.
+    trail : bool, str or list of str, default: False
+        Trace the path of every body (``True``) or of the named bodies.
+    trail_length : float, optional
+        Only trace the last ``trail_length`` seconds.
+    progress : bool, default: False
+        Show a progress bar (tqdm) on stderr.
+    anti_aliasing : {"fxaa", "ssaa", "msaa", None}, default: "fxaa"
+        Anti-aliasing method (``"ssaa"`` is smoother and slower). FXAA does
+        not work with the headless EGL window, which then uses SSAA.
+    quality : float, default: 7
+        MP4 quality, 0 … 10.
+    **opts
+        View options as in :func:`snapshot`; ``time_label`` defaults to True.
+
+    Returns
+    -------
+    pathlib.Path
+        The written file.
+
+    Raises
+    ------
+    ValueError
+        If the suffix is not ``.gif``/``.mp4`` or ``fps``/``speed`` is not positive.
+    TypeError
+        For an unknown option.
+
+    Notes
+    -----
+    GIF stores frame durations in hundredths of a second, and Pillow merges
+    consecutive identical frames; the time label keeps frames distinct.
+    """
+    _check_options(opts, "animate")
+    opts.setdefault("time_label", True)
+    traj = _as_trajectory(traj)
+    out = Path(path)
+    writer = VideoWriter(out, fps, quality=quality)  # validates the suffix before any work
+    indices = animation_indices(traj.t, fps, speed)
+    data = FrameData.from_trajectory(traj, indices)
+    trails = _trail_spec(traj, _trail_names(data, trail), indices, np.arange(len(indices)), trail_length)
+    plotter = _plotter(window_size, True, anti_aliasing)
+    try:
+        view = SceneView(plotter, data, trails=trails, **opts)
+        bar = _progress(len(indices), progress, out.name)
+        with writer:
+            for j in range(len(indices)):
+                view.show_frame(j)
+                writer.append(_grab(plotter))
+                if bar is not None:
+                    bar.update(1)
+        if bar is not None:
+            bar.close()
+    finally:
+        plotter.close()
+    return out
+
+
+def _progress(total: int, enabled: bool, name: str) -> Any:
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"render {name}", unit="frame", file=sys.stderr)
+
+
+def _interactive_available() -> bool:
+    """Whether :func:`show` can open a window or draw into a notebook."""
+    if "ipykernel" in sys.modules:
+        return True
+    return os.environ.get("VTK_DEFAULT_OPENGL_WINDOW") != "vtkEGLRenderWindow"
+
+
+def show(
+    scene_or_traj: Any,
+    *,
+    frame: int = -1,
+    window_size: tuple[int, int] = (1024, 768),
+    trail: bool | str | Iterable[str] | None = False,
+    max_frames: int = 2000,
+    anti_aliasing: str | None = "ssaa",
+    **opts: Any,
+) -> pv.Plotter:
+    """Open an interactive view (a window, or inline in a notebook).
+
+    A trajectory gets a time slider.
+
+    Parameters
+    ----------
+    scene_or_traj : mbvi.Scene or mbvi.Trajectory
+        What to show.
+    frame : int, default: -1
+        Sample shown first.
+    window_size : (int, int), default: (1024, 768)
+        Window size, pixels.
+    trail : bool, str or list of str, default: False
+        Trace bodies' paths up to the shown time.
+    max_frames : int, default: 2000
+        The slider steps through at most this many evenly spaced samples.
+    anti_aliasing : str or None, default: "ssaa"
+        Anti-aliasing method.
+    **opts
+        View options as in :func:`snapshot`.
+
+    Returns
+    -------
+    pyvista.Plotter
+        The plotter (closed when the window is closed).
+
+    Raises
+    ------
+    RuntimeError
+        When there is no display (headless, outside a notebook): use
+        :func:`snapshot` or :func:`animate` instead.
+    """
+    _check_options(opts, "show")
+    if not _interactive_available():
+        raise RuntimeError(
+            "mbvi.render.show needs a display (none found: rendering is headless); "
+            "use mbvi.render.snapshot() or mbvi.render.animate() instead"
+        )
+    traj = _as_trajectory(scene_or_traj)
+    t = np.asarray(traj.t, dtype=float)
+    indices = np.unique(np.linspace(0, len(t) - 1, min(len(t), max_frames)).round().astype(np.intp))
+    data = FrameData.from_trajectory(traj, indices)
+    trails = _trail_spec(traj, _trail_names(data, trail), indices, np.arange(len(indices)), None)
+    plotter = _plotter(window_size, False, anti_aliasing)
+    opts.setdefault("time_label", len(indices) > 1)
+    view = SceneView(plotter, data, trails=trails, **opts)
+    start = int(nearest_indices(data.times, [t[int(frame) % len(t)]])[0])
+    view.show_frame(start)
+    if len(indices) > 1:
+
+        def on_slide(value: float) -> None:
+            view.show_frame(int(nearest_indices(data.times, [value])[0]))
+
+        plotter.add_slider_widget(
+            on_slide,
+            rng=(float(data.times[0]), float(data.times[-1])),
+            value=float(data.times[start]),
+            title="t [s]",
+            fmt="%.3f",
+            pointa=(0.25, 0.08),
+            pointb=(0.75, 0.08),
+        )
+    plotter.show()
+    return plotter

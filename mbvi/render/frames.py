@@ -1,0 +1,405 @@
+"""Everything a rendered scene needs, sampled from a trajectory into arrays.
+
+:class:`FrameData` reads a :class:`mbvi.Trajectory` once — positions,
+rotations and attachment points of every drawable element at the sampled
+time indices — so that drawing frame ``j`` is pure array indexing. It uses
+only the trajectory's public views and its ``geometry`` description, so a
+trajectory loaded from disk (without its scene) renders the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "BeamData",
+    "FrameData",
+    "JointMarkers",
+    "SegmentSet",
+    "TrajectoryLike",
+    "animation_indices",
+    "nearest_indices",
+]
+
+WORLD = "world"
+_SEGMENT_LINKS = ("rod", "spring", "damper")
+_JOINT_LINKS = ("spherical", "revolute", "prismatic", "fixed")
+
+
+class TrajectoryLike(Protocol):
+    """The part of :class:`mbvi.Trajectory` that rendering reads."""
+
+    t: NDArray[np.float64]
+
+    @property
+    def geometry(self) -> dict[str, Any]: ...
+
+    def position(self, name: str) -> NDArray[np.float64]: ...
+
+    def rotation(self, name: str) -> NDArray[np.float64]: ...
+
+    def point(self, name: str, anchor: ArrayLike) -> NDArray[np.float64]: ...
+
+
+def nearest_indices(t: ArrayLike, times: ArrayLike) -> NDArray[np.intp]:
+    """Index of the sample of ``t`` nearest to each of ``times``.
+
+    Parameters
+    ----------
+    t : array_like, shape (n,)
+        Increasing sample times, s.
+    times : array_like, shape (m,)
+        Requested times, s.
+
+    Returns
+    -------
+    ndarray of int, shape (m,)
+    """
+    t = np.asarray(t, dtype=float)
+    times = np.asarray(times, dtype=float)
+    right = np.clip(np.searchsorted(t, times), 1, max(len(t) - 1, 1))
+    left = right - 1
+    if len(t) == 1:
+        return np.zeros(len(times), dtype=np.intp)
+    choose_left = np.abs(times - t[left]) <= np.abs(t[right] - times)
+    return np.where(choose_left, left, right).astype(np.intp)
+
+
+def animation_indices(t: ArrayLike, fps: float, speed: float = 1.0) -> NDArray[np.intp]:
+    """Trajectory indices of the frames of an animation.
+
+    The animation shows the trajectory's duration ``T`` at ``speed`` times
+    real time, so it has ``round(T / speed * fps) + 1`` frames, at times
+    ``t0 + j * speed / fps`` (each mapped to the nearest sample).
+
+    Parameters
+    ----------
+    t : array_like, shape (n,)
+        Sample times of the trajectory, s.
+    fps : float
+        Frames per second of the video, 1/s.
+    speed : float, default: 1
+        Playback speed relative to real time (2 = twice as fast).
+
+    Returns
+    -------
+    ndarray of int, shape (frames,)
+
+    Raises
+    ------
+    ValueError
+        If ``fps`` or ``speed`` is not positive.
+    """
+    if not fps > 0:
+        raise ValueError(f"fps must be positive, got {fps}")
+    if not speed > 0:
+        raise ValueError(f"speed must be positive, got {speed}")
+    t = np.asarray(t, dtype=float)
+    duration = float(t[-1] - t[0])
+    frames = round(duration / speed * fps) + 1
+    times = t[0] + np.arange(frames) * (speed / fps)
+    return nearest_indices(t, np.minimum(times, t[-1]))
+
+
+@dataclass
+class SegmentSet:
+    """Straight two-point elements (rods, springs, dampers, bones).
+
+    Attributes
+    ----------
+    names : list of str
+        Element names, length ``m``.
+    start, end : ndarray, shape (frames, m, 3)
+        World positions of the two attachment points, m.
+    """
+
+    names: list[str]
+    start: NDArray[np.float64]
+    end: NDArray[np.float64]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+@dataclass
+class JointMarkers:
+    """Markers drawn at joints of one type.
+
+    Attributes
+    ----------
+    kind : str
+        ``"spherical"``, ``"revolute"``, ``"prismatic"`` or ``"fixed"``.
+    position : ndarray, shape (frames, m, 3)
+        Joint point in the world, m.
+    axis : ndarray, shape (frames, m, 3)
+        Unit joint axis in the world (``z`` for joints without one).
+    """
+
+    kind: str
+    position: NDArray[np.float64]
+    axis: NDArray[np.float64]
+
+
+@dataclass
+class BeamData:
+    """One beam sampled at the animation frames.
+
+    Attributes
+    ----------
+    name : str
+        Beam name.
+    nodes : ndarray, shape (frames, k, 3)
+        Node positions, m.
+    rest_lengths : ndarray, shape (k - 1,)
+        Segment rest lengths, m.
+    """
+
+    name: str
+    nodes: NDArray[np.float64]
+    rest_lengths: NDArray[np.float64]
+
+    def strain(self, frame: int) -> NDArray[np.float64]:
+        """Axial strain of each segment, ``|x_{i+1} - x_i| / l0_i - 1``, shape (k - 1,)."""
+        seg = np.linalg.norm(np.diff(self.nodes[frame], axis=0), axis=1)
+        return seg / self.rest_lengths - 1.0
+
+    def node_strain(self, frame: int) -> NDArray[np.float64]:
+        """Strain averaged onto the nodes, shape (k,)."""
+        s = self.strain(frame)
+        out = np.empty(len(s) + 1)
+        out[0], out[-1] = s[0], s[-1]
+        out[1:-1] = 0.5 * (s[:-1] + s[1:])
+        return out
+
+    @property
+    def length(self) -> float:
+        """Total rest length, m."""
+        return float(self.rest_lengths.sum())
+
+
+@dataclass
+class FrameData:
+    """Arrays of everything drawable at the sampled frames of a trajectory.
+
+    Build with :meth:`from_trajectory`.
+
+    Attributes
+    ----------
+    indices : ndarray of int, shape (frames,)
+        Trajectory sample index of each frame.
+    times : ndarray, shape (frames,)
+        Time of each frame, s.
+    particles : list of str
+        Free particles drawn as spheres (beam nodes excluded).
+    particle_mass : ndarray, shape (p,)
+        Their masses, kg.
+    particle_pos : ndarray, shape (frames, p, 3)
+        Their positions, m.
+    rigid : list of dict
+        Geometry entries of the rigid bodies.
+    rigid_pos : ndarray, shape (frames, r, 3)
+        Rigid body origins, m.
+    rigid_rot : ndarray, shape (frames, r, 3, 3)
+        Body-to-world rotations.
+    segments : dict of str to SegmentSet
+        ``"rod"``, ``"spring"``, ``"damper"`` and ``"bone"`` (from a rigid
+        body's origin to the joints it carries).
+    joints : list of JointMarkers
+        One entry per joint type present.
+    beams : list of BeamData
+    world_anchors : ndarray, shape (a, 3)
+        Distinct world points that elements attach to, m.
+    length_scale : float
+        Typical size of the scene, m.
+    gravity : ndarray, shape (3,)
+        Gravity vector, m/s².
+    """
+
+    indices: NDArray[np.intp]
+    times: NDArray[np.float64]
+    particles: list[str]
+    particle_mass: NDArray[np.float64]
+    particle_pos: NDArray[np.float64]
+    rigid: list[dict[str, Any]]
+    rigid_pos: NDArray[np.float64]
+    rigid_rot: NDArray[np.float64]
+    segments: dict[str, SegmentSet]
+    joints: list[JointMarkers]
+    beams: list[BeamData]
+    world_anchors: NDArray[np.float64]
+    length_scale: float
+    gravity: NDArray[np.float64]
+    _positions: dict[str, NDArray[np.float64]] = field(default_factory=dict, repr=False)
+
+    @property
+    def n_frames(self) -> int:
+        """Number of sampled frames."""
+        return len(self.indices)
+
+    @classmethod
+    def from_trajectory(cls, traj: TrajectoryLike, indices: ArrayLike) -> FrameData:
+        """Sample every drawable element of ``traj`` at ``indices``.
+
+        Parameters
+        ----------
+        traj : mbvi.Trajectory
+            The trajectory (its ``geometry`` says what to draw).
+        indices : array_like of int, shape (frames,)
+            Trajectory sample indices to keep (negative values count from the end).
+
+        Returns
+        -------
+        FrameData
+        """
+        t = np.asarray(traj.t, dtype=float)
+        idx = np.asarray(indices, dtype=np.intp) % len(t)
+        geo = traj.geometry
+        bodies = list(geo.get("bodies", []))
+        beams_geo = list(geo.get("beams", []))
+        beam_nodes = {n for b in beams_geo for n in b["nodes"]}
+        frames = len(idx)
+
+        cache: dict[str, NDArray[np.float64]] = {}
+
+        def pos(name: str) -> NDArray[np.float64]:
+            if name not in cache:
+                cache[name] = np.zeros((frames, 3)) if name == WORLD else np.asarray(traj.position(name), float)[idx]
+            return cache[name]
+
+        rot_cache: dict[str, NDArray[np.float64]] = {}
+        kinds = {b["name"]: b.get("kind", "particle") for b in bodies}
+
+        def rot(name: str) -> NDArray[np.float64]:
+            if name not in rot_cache:
+                if name == WORLD or kinds.get(name) != "rigid":
+                    rot_cache[name] = np.broadcast_to(np.eye(3), (frames, 3, 3))
+                else:
+                    rot_cache[name] = np.asarray(traj.rotation(name), float)[idx]
+            return rot_cache[name]
+
+        def point(name: str, anchor: ArrayLike | None) -> NDArray[np.float64]:
+            a = np.zeros(3) if anchor is None else np.asarray(anchor, dtype=float)
+            if name == WORLD:
+                return np.broadcast_to(a, (frames, 3)).copy()
+            if not np.any(a):
+                return pos(name)
+            return np.asarray(traj.point(name, a), dtype=float)[idx]
+
+        particles = [b for b in bodies if b.get("kind", "particle") == "particle" and b["name"] not in beam_nodes]
+        rigid = [b for b in bodies if b.get("kind") == "rigid"]
+        particle_pos = _stack([pos(b["name"]) for b in particles], frames)
+        rigid_pos = _stack([pos(b["name"]) for b in rigid], frames)
+        rigid_rot = np.stack([rot(b["name"]) for b in rigid], axis=1) if rigid else np.zeros((frames, 0, 3, 3))
+
+        seg_lists: dict[str, tuple[list[str], list[NDArray], list[NDArray]]] = {
+            k: ([], [], []) for k in (*_SEGMENT_LINKS, "bone")
+        }
+        joint_lists: dict[str, tuple[list[NDArray], list[NDArray]]] = {}
+        anchors: list[tuple[float, float, float]] = []
+        for link in geo.get("links", []):
+            kind = link["type"]
+            a, b = link["a"], link["b"]
+            anchor_a, anchor_b = link.get("anchor_a"), link.get("anchor_b")
+            for body, anchor in ((a, anchor_a), (b, anchor_b)):
+                if body == WORLD:
+                    anchors.append(tuple(float(x) for x in (anchor if anchor is not None else (0, 0, 0))))
+            if kind in _SEGMENT_LINKS:
+                names, s, e = seg_lists[kind]
+                names.append(link.get("name", f"{a}-{b}"))
+                s.append(point(a, anchor_a))
+                e.append(point(b, anchor_b))
+                continue
+            if kind not in _JOINT_LINKS:
+                continue
+            where = point(b, anchor_b) if b != WORLD else point(a, anchor_a)
+            axis0 = link.get("axis")
+            if axis0 is None:
+                axis = np.broadcast_to([0.0, 0.0, 1.0], (frames, 3))
+            else:
+                axis0 = np.asarray(axis0, dtype=float)
+                axis0 = axis0 / max(np.linalg.norm(axis0), 1e-12)
+                carrier = a if a != WORLD else b
+                r = rot(carrier)
+                r0 = np.asarray(traj.rotation(carrier), float)[0] if kinds.get(carrier) == "rigid" else np.eye(3)
+                axis = np.einsum("fij,j->fi", r, r0.T @ axis0)
+            plist, alist = joint_lists.setdefault(kind, ([], []))
+            plist.append(where)
+            alist.append(axis)
+            # Bones from rigid bodies' origins to the joint point.
+            for body, anchor in ((a, anchor_a), (b, anchor_b)):
+                if body != WORLD and kinds.get(body) == "rigid" and anchor is not None and np.any(anchor):
+                    names, s, e = seg_lists["bone"]
+                    names.append(f"{link.get('name', a + '-' + b)}:{body}")
+                    s.append(pos(body))
+                    e.append(point(body, anchor))
+
+        segments = {
+            kind: SegmentSet(names, _stack(s, frames), _stack(e, frames)) for kind, (names, s, e) in seg_lists.items()
+        }
+        joints = [
+            JointMarkers(kind, np.stack(p, axis=1), np.stack(ax, axis=1)) for kind, (p, ax) in joint_lists.items()
+        ]
+        beams = [
+            BeamData(
+                b["name"],
+                np.stack([pos(n) for n in b["nodes"]], axis=1),
+                np.asarray(b["rest_lengths"], dtype=float),
+            )
+            for b in beams_geo
+        ]
+        world_anchors = np.unique(np.asarray(anchors, dtype=float).reshape(-1, 3).round(12), axis=0)
+        return cls(
+            indices=idx,
+            times=t[idx],
+            particles=[b["name"] for b in particles],
+            particle_mass=np.asarray([float(b.get("mass", 1.0)) for b in particles]),
+            particle_pos=particle_pos,
+            rigid=rigid,
+            rigid_pos=rigid_pos,
+            rigid_rot=rigid_rot,
+            segments=segments,
+            joints=joints,
+            beams=beams,
+            world_anchors=world_anchors,
+            length_scale=float(geo.get("length_scale", 1.0) or 1.0),
+            gravity=np.asarray(geo.get("gravity", (0.0, 0.0, -9.81)), dtype=float),
+            _positions=cache,
+        )
+
+    def body_positions(self, name: str, traj: TrajectoryLike | None = None) -> NDArray[np.float64]:
+        """Positions of body ``name`` at the frames, shape (frames, 3)."""
+        if name in self._positions:
+            return self._positions[name]
+        if traj is None:
+            raise KeyError(name)
+        self._positions[name] = np.asarray(traj.position(name), float)[self.indices]
+        return self._positions[name]
+
+    def all_points(self) -> NDArray[np.float64]:
+        """Every drawn point at every frame, shape (N, 3) — for camera bounds."""
+        parts = [self.particle_pos.reshape(-1, 3), self.rigid_pos.reshape(-1, 3), self.world_anchors]
+        for seg in self.segments.values():
+            parts += [seg.start.reshape(-1, 3), seg.end.reshape(-1, 3)]
+        parts += [b.nodes.reshape(-1, 3) for b in self.beams]
+        pts = np.concatenate(parts) if parts else np.zeros((0, 3))
+        return pts[np.all(np.isfinite(pts), axis=1)]
+
+    def typical_link_length(self) -> float | None:
+        """Median initial length of rods, springs, dampers and bones, m (None if none)."""
+        lengths = [np.linalg.norm(seg.end[0] - seg.start[0], axis=1) for seg in self.segments.values() if len(seg)]
+        if not lengths:
+            return None
+        flat = np.concatenate(lengths)
+        flat = flat[flat > 1e-9]
+        return float(np.median(flat)) if len(flat) else None
+
+
+def _stack(arrays: list[NDArray[np.float64]], frames: int) -> NDArray[np.float64]:
+    """Stack (frames, 3) arrays into (frames, m, 3), empty-safe."""
+    if not arrays:
+        return np.zeros((frames, 0, 3))
+    return np.stack(arrays, axis=1)

@@ -1,0 +1,176 @@
+"""Template meshes that instanced layers copy, place and scale.
+
+A template is a triangle mesh with point normals, in its own frame. Shapes
+that are stretched along a segment (rods, springs) span ``z = 0 … 1`` so
+that scaling ``z`` by the segment length and rotating ``z`` onto its direction
+places them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyvista as pv
+from numpy.typing import NDArray
+
+__all__ = [
+    "Template",
+    "body_shape",
+    "box",
+    "capsule",
+    "cylinder",
+    "helix",
+    "sphere",
+    "unit_rod",
+]
+
+
+@dataclass(frozen=True)
+class Template:
+    """A mesh to be instanced.
+
+    Attributes
+    ----------
+    points : ndarray, shape (k, 3)
+        Vertices in the template frame, m.
+    normals : ndarray, shape (k, 3)
+        Unit point normals.
+    faces : ndarray
+        VTK face connectivity (``[n, i0, …, n, …]``).
+    n_faces : int
+        Number of faces.
+    """
+
+    points: NDArray[np.float64]
+    normals: NDArray[np.float64]
+    faces: NDArray[np.int64]
+    n_faces: int
+
+    @classmethod
+    def from_polydata(cls, mesh: pv.PolyData, *, feature_angle: float = 40.0) -> Template:
+        """Triangulate ``mesh`` and split vertices at sharp edges for crisp shading."""
+        tri = mesh.triangulate().clean()
+        tri = tri.compute_normals(
+            cell_normals=False,
+            point_normals=True,
+            split_vertices=True,
+            feature_angle=feature_angle,
+            auto_orient_normals=False,
+        )
+        return cls(
+            points=np.asarray(tri.points, dtype=float),
+            normals=np.asarray(tri.point_data["Normals"], dtype=float),
+            faces=np.asarray(tri.faces, dtype=np.int64),
+            n_faces=int(tri.n_cells),
+        )
+
+    def tiled_faces(self, copies: int) -> NDArray[np.int64]:
+        """Face array for ``copies`` instances stored one after another."""
+        k = len(self.points)
+        faces = self.faces.reshape(self.n_faces, -1)  # all triangles: rows of [3, i, j, k]
+        offsets = (np.arange(copies) * k)[:, None, None]
+        tiled = np.broadcast_to(faces, (copies, *faces.shape)).copy()
+        tiled[:, :, 1:] += offsets
+        return tiled.reshape(-1)
+
+
+def sphere(radius: float = 1.0, resolution: int = 20) -> Template:
+    """UV sphere about the origin."""
+    return Template.from_polydata(
+        pv.Sphere(radius=radius, theta_resolution=resolution, phi_resolution=max(resolution * 2 // 3, 6)),
+        feature_angle=90.0,
+    )
+
+
+def box(size: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> Template:
+    """Axis-aligned box centred at the origin with edge lengths ``size``, m."""
+    lx, ly, lz = size
+    return Template.from_polydata(pv.Box(bounds=(-lx / 2, lx / 2, -ly / 2, ly / 2, -lz / 2, lz / 2)))
+
+
+def cylinder(radius: float, length: float, resolution: int = 32) -> Template:
+    """Capped cylinder centred at the origin along ``z``."""
+    return Template.from_polydata(
+        pv.Cylinder(center=(0, 0, 0), direction=(0, 0, 1), radius=radius, height=length, resolution=resolution)
+    )
+
+
+def capsule(radius: float, length: float, resolution: int = 24) -> Template:
+    """Capsule along ``z``; ``length`` is the distance between cap centres, m."""
+    mesh = pv.Capsule(
+        center=(0, 0, 0), direction=(0, 0, 1), radius=radius, cylinder_length=max(length, 1e-9), resolution=resolution
+    )
+    return Template.from_polydata(mesh, feature_angle=90.0)
+
+
+def unit_rod(radius: float, resolution: int = 16) -> Template:
+    """Capped cylinder of the given radius spanning ``z = 0 … 1``."""
+    return Template.from_polydata(
+        pv.Cylinder(center=(0, 0, 0.5), direction=(0, 0, 1), radius=radius, height=1.0, resolution=resolution)
+    )
+
+
+def helix(
+    coil_radius: float,
+    wire_radius: float,
+    turns: float = 8.0,
+    lead: float = 0.1,
+    samples_per_turn: int = 16,
+    sides: int = 8,
+) -> Template:
+    """A coil spring spanning ``z = 0 … 1`` with straight leads at both ends.
+
+    Parameters
+    ----------
+    coil_radius : float
+        Radius of the coil, m.
+    wire_radius : float
+        Radius of the wire, m (in the unstretched template; stretching the
+        spring along ``z`` thins the slanted wire a little).
+    turns : float, default: 8
+        Number of turns.
+    lead : float, default: 0.1
+        Fraction of the length taken by each straight lead.
+    samples_per_turn : int, default: 16
+        Centre-line samples per turn.
+    sides : int, default: 8
+        Sides of the wire tube.
+    """
+    n = int(turns * samples_per_turn) + 1
+    s = np.linspace(0.0, 1.0, n)
+    ang = 2.0 * np.pi * turns * s
+    coil = np.column_stack([coil_radius * np.cos(ang), coil_radius * np.sin(ang), lead + (1.0 - 2.0 * lead) * s])
+    path = np.vstack(
+        [[0.0, 0.0, 0.0], [coil_radius, 0.0, lead * 0.5], coil, [coil[-1, 0], coil[-1, 1], 1 - lead * 0.5], [0, 0, 1.0]]
+    )
+    line = pv.lines_from_points(path)
+    return Template.from_polydata(line.tube(radius=wire_radius, n_sides=sides, capping=True), feature_angle=80.0)
+
+
+def body_shape(shape: dict[str, Any]) -> Template:
+    """Template for a rigid body's ``shape`` entry of the geometry dict.
+
+    Parameters
+    ----------
+    shape : dict
+        ``{"type": "sphere", "radius": r}``, ``{"type": "box", "size": [lx, ly, lz]}``,
+        ``{"type": "cylinder", "radius": r, "length": l}`` or
+        ``{"type": "capsule", "radius": r, "length": l}``, in the body frame.
+
+    Raises
+    ------
+    ValueError
+        For an unknown shape type.
+    """
+    kind = shape.get("type")
+    if kind == "sphere":
+        return sphere(float(shape["radius"]), resolution=24)
+    if kind == "box":
+        return box(tuple(float(x) for x in shape["size"]))  # type: ignore[arg-type]
+    if kind == "cylinder":
+        return cylinder(float(shape["radius"]), float(shape["length"]))
+    if kind == "capsule":
+        return capsule(float(shape["radius"]), float(shape["length"]))
+    raise ValueError(f"unknown shape type {kind!r}; expected sphere, box, cylinder or capsule")

@@ -1,0 +1,408 @@
+"""A scene drawn in a PyVista plotter, movable from frame to frame.
+
+:class:`SceneView` turns a :class:`~mbvi.render.frames.FrameData` into layers
+(one actor per kind of element, not per body), sets up camera, ground and
+lighting, and :meth:`SceneView.show_frame` moves everything to a frame by
+updating arrays in place.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyvista as pv
+from numpy.typing import NDArray
+
+from mbvi.render import templates
+from mbvi.render.frames import FrameData
+from mbvi.render.layers import BeamTube, InstancedLayer, LineLayer
+from mbvi.render.style import PALETTE, Sizes, Style, palette_rgb
+from mbvi.render.transforms import segment_frames
+
+__all__ = ["CameraSpec", "SceneView", "TrailSpec"]
+
+#: ``None`` (automatic), ``"iso"``, ``"xy"``, ``"xz"``, ``"yz"`` or a PyVista
+#: camera position ``[(position), (focal point), (view up)]``.
+CameraSpec = str | Sequence[Sequence[float]] | None
+
+
+class TrailSpec:
+    """Past positions of some bodies, and how much of them each frame shows.
+
+    Parameters
+    ----------
+    names : list of str
+        Bodies with a trail.
+    points : ndarray, shape (samples, b, 3)
+        Their positions at the trail samples, m.
+    times : ndarray, shape (samples,)
+        Times of the trail samples, s.
+    upto : ndarray of int, shape (frames,)
+        Last trail sample shown at each frame.
+    length : float, optional
+        Only show the last ``length`` seconds of the trail.
+    """
+
+    def __init__(
+        self,
+        names: list[str],
+        points: NDArray[np.float64],
+        times: NDArray[np.float64],
+        upto: NDArray[np.intp],
+        length: float | None = None,
+    ) -> None:
+        self.names = names
+        self.points = points
+        self.times = times
+        self.upto = upto
+        self.length = length
+
+    def window(self, frame: int) -> tuple[int, int]:
+        """First and last trail sample shown at ``frame``."""
+        hi = int(self.upto[frame])
+        lo = 0
+        if self.length is not None:
+            lo = int(np.searchsorted(self.times, self.times[hi] - self.length))
+        return min(lo, hi), hi
+
+
+class SceneView:
+    """Everything of one scene added to a plotter.
+
+    Parameters
+    ----------
+    plotter : pyvista.Plotter
+        Target plotter.
+    data : FrameData
+        Sampled scene.
+    trails : TrailSpec, optional
+        Motion trails.
+    ground : bool or {"plane", "grid"}, default: False
+        Draw a ground plane (``True``/``"plane"``: plane with grid lines,
+        ``"grid"``: grid lines only) below the scene, perpendicular to gravity.
+    joints : bool, default: True
+        Draw joint markers and bones.
+    scale : float, default: 1
+        Multiplies the automatic element sizes.
+    style : Style, optional
+        Colours.
+    scalar_bar : bool, optional
+        Show the strain colour bar (default: when the scene has beams).
+    time_label : bool, default: False
+        Show ``t = … s`` in the upper-left corner.
+    camera : CameraSpec, default: None
+        Camera placement; ``None`` chooses a view of the plane in which the
+        scene moves most, slightly rotated, gravity pointing down.
+    zoom : float, default: 1.0
+        Camera zoom after fitting the scene (> 1 magnifies).
+    """
+
+    def __init__(
+        self,
+        plotter: pv.Plotter,
+        data: FrameData,
+        *,
+        trails: TrailSpec | None = None,
+        ground: bool | str = False,
+        joints: bool = True,
+        scale: float = 1.0,
+        style: Style | None = None,
+        scalar_bar: bool | None = None,
+        time_label: bool = False,
+        camera: CameraSpec = None,
+        zoom: float = 1.0,
+    ) -> None:
+        self.plotter = plotter
+        self.data = data
+        self.style = style or Style()
+        self.sizes = Sizes.for_frames(data, scale)
+        self.trails = trails
+        self._updaters: list[Any] = []
+        self._time_actor: Any = None
+        self._time_fmt = _time_format(data.times)
+        plotter.set_background(self.style.background)
+        self._add_bodies()
+        self._add_segments()
+        if joints:
+            self._add_joints()
+        self._add_anchors()
+        self._add_beams(scalar_bar)
+        if trails is not None and trails.names:
+            self._add_trails()
+        if ground:
+            self._add_ground("grid" if ground == "grid" else "plane")
+        if time_label:
+            font = max(7, round(plotter.window_size[1] / 50))
+            self._time_actor = plotter.add_text("", position="upper_left", font_size=font, color=self.style.text)
+        self._place_camera(camera, zoom)
+        self.frame = -1
+        self.show_frame(0)
+
+    # ------------------------------------------------------------------ frames
+    def show_frame(self, frame: int) -> None:
+        """Move every actor to sampled frame ``frame`` (no render call)."""
+        frame = int(frame) % self.data.n_frames
+        for update in self._updaters:
+            update(frame)
+        if self._time_actor is not None:
+            self._time_actor.set_text("upper_left", self._time_fmt.format(self.data.times[frame]))
+        self.frame = frame
+
+    # ------------------------------------------------------------------ layers
+    def _body_colors(self) -> tuple[NDArray[np.uint8], NDArray[np.uint8]]:
+        """Palette colours per body; many particles (a chain) share the first colour."""
+        p, r = len(self.data.particles), len(self.data.rigid)
+        pcol = palette_rgb(p) if p <= len(PALETTE) else np.repeat(palette_rgb(1), p, axis=0)
+        rcol = palette_rgb(r, offset=min(p, 1) if p > len(PALETTE) else p)
+        if r > len(PALETTE):
+            rcol = np.repeat(palette_rgb(1, offset=1), r, axis=0)
+        return pcol, rcol
+
+    def _add_bodies(self) -> None:
+        d, s = self.data, self.sizes
+        pcol, rcol = self._body_colors()
+        if d.particles:
+            radii = s.particle_radii(d.particle_mass)
+            res = 20 if len(d.particles) <= 30 else 12
+            spheres = InstancedLayer(self.plotter, templates.sphere(1.0, res), len(d.particles), colors=pcol)
+            scale = np.repeat(radii[:, None], 3, axis=1)
+            self._updaters.append(lambda f: spheres.update(d.particle_pos[f], scale=scale))
+        groups: dict[str, list[int]] = {}
+        for i, body in enumerate(d.rigid):
+            groups.setdefault(_shape_key(body), []).append(i)
+        for key, members in groups.items():
+            tmpl = self._rigid_template(d.rigid[members[0]])
+            idx = np.asarray(members)
+            layer = InstancedLayer(self.plotter, tmpl, len(members), colors=rcol[idx])
+            self._updaters.append(
+                lambda f, layer=layer, idx=idx: layer.update(d.rigid_pos[f, idx], rotation=d.rigid_rot[f, idx])
+            )
+            del key
+
+    def _rigid_template(self, body: dict[str, Any]) -> templates.Template:
+        shape = body.get("shape")
+        if shape:
+            return templates.body_shape(shape)
+        # No shape: the box with the same mass and inertia, when the geometry says it.
+        inertia = body.get("inertia")
+        mass = float(body.get("mass", 1.0))
+        if inertia is not None and mass > 0:
+            moments = np.asarray(inertia, dtype=float)
+            axes = np.asarray(body.get("principal_axes", np.eye(3)), dtype=float)
+            if moments.ndim == 2:
+                moments, axes = np.linalg.eigh(0.5 * (moments + moments.T))
+            ext = np.sqrt(np.clip(6.0 / mass * (moments.sum() - 2.0 * moments), 0.0, None))
+            if np.all(ext > 0):
+                box = templates.box(tuple(ext))  # type: ignore[arg-type]
+                return templates.Template(box.points @ axes.T, box.normals @ axes.T, box.faces, box.n_faces)
+        return templates.box((2 * self.sizes.unit,) * 3)
+
+    def _add_segments(self) -> None:
+        d, s, st = self.data, self.sizes, self.style
+        for kind, tmpl, color in (
+            ("rod", templates.unit_rod(s.rod, 16 if len(d.segments["rod"]) <= 50 else 10), st.rod),
+            ("spring", templates.helix(s.coil, s.wire), st.spring),
+        ):
+            seg = d.segments[kind]
+            if not len(seg):
+                continue
+            layer = InstancedLayer(self.plotter, tmpl, len(seg), color=color)
+
+            def update(f: int, layer: InstancedLayer = layer, seg: Any = seg) -> None:
+                rot, length = segment_frames(seg.start[f], seg.end[f])
+                scale = np.ones((len(length), 3))
+                scale[:, 2] = length
+                layer.update(seg.start[f], rotation=rot, scale=scale)
+
+            self._updaters.append(update)
+        for kind, color, width in (("damper", st.damper, s.damper), ("bone", st.bone, 2.0)):
+            seg = d.segments[kind]
+            if not len(seg):
+                continue
+            lines = LineLayer(self.plotter, [2] * len(seg), color=color, width=width)
+            self._updaters.append(
+                lambda f, lines=lines, seg=seg: lines.update(
+                    np.stack([seg.start[f], seg.end[f]], axis=1).reshape(-1, 3)
+                )
+            )
+
+    def _add_joints(self) -> None:
+        j = self.sizes.joint
+        shapes = {
+            "spherical": templates.sphere(0.8 * j, 14),
+            "revolute": templates.cylinder(0.7 * j, 2.4 * j, 20),
+            "prismatic": templates.cylinder(0.3 * j, 5.0 * j, 12),
+            "fixed": templates.box((1.3 * j,) * 3),
+        }
+        for marker in self.data.joints:
+            layer = InstancedLayer(self.plotter, shapes[marker.kind], marker.position.shape[1], color=self.style.joint)
+
+            def update(f: int, layer: InstancedLayer = layer, marker: Any = marker) -> None:
+                rot, _ = segment_frames(np.zeros(3), marker.axis[f])
+                layer.update(marker.position[f], rotation=rot)
+
+            self._updaters.append(update)
+
+    def _add_anchors(self) -> None:
+        pts = self.data.world_anchors
+        if not len(pts):
+            return
+        layer = InstancedLayer(self.plotter, templates.box((self.sizes.anchor,) * 3), len(pts), color=self.style.anchor)
+        layer.update(pts)
+
+    def _add_beams(self, scalar_bar: bool | None) -> None:
+        d = self.data
+        if not d.beams:
+            return
+        clim = max(
+            max(float(np.max(np.abs([b.strain(f) for f in range(d.n_frames)]))) for b in d.beams),
+            1e-9,
+        )
+        show_bar = True if scalar_bar is None else scalar_bar
+        for i, beam in enumerate(d.beams):
+            radius = min(0.015 * beam.length, 0.8 * self.sizes.unit) if self.sizes.unit else 0.015 * beam.length
+            tube = BeamTube(
+                self.plotter,
+                beam.nodes.shape[1],
+                radius=radius,
+                clim=clim,
+                cmap=self.style.strain_cmap,
+                scalar_bar=show_bar and i == 0,
+                font_size=max(7, round(self.plotter.window_size[1] / 45)),
+            )
+            self._updaters.append(lambda f, tube=tube, beam=beam: tube.update(beam.nodes[f], beam.node_strain(f)))
+
+    def _add_trails(self) -> None:
+        tr = self.trails
+        assert tr is not None
+        samples, count = tr.points.shape[0], tr.points.shape[1]
+        pcol, rcol = self._body_colors()
+        names = self.data.particles + [b["name"] for b in self.data.rigid]
+        allcol = np.concatenate([pcol, rcol]) if len(names) else np.zeros((0, 3), np.uint8)
+        lookup = {n: allcol[i] for i, n in enumerate(names)}
+        colors = np.asarray([lookup.get(n, palette_rgb(1)[0]) for n in tr.names], dtype=np.uint8)
+        lines = LineLayer(self.plotter, [samples] * count, color="black", width=2.5, colors=colors)
+        pts = np.transpose(tr.points, (1, 0, 2))  # (b, samples, 3)
+
+        def update(f: int) -> None:
+            lo, hi = tr.window(f)
+            shown = pts.copy()
+            shown[:, :lo] = pts[:, lo : lo + 1]
+            shown[:, hi + 1 :] = pts[:, hi : hi + 1]
+            lines.update(shown.reshape(-1, 3))
+
+        self._updaters.append(update)
+
+    # ------------------------------------------------------- ground and camera
+    def _up(self) -> NDArray[np.float64]:
+        g = self.data.gravity
+        n = float(np.linalg.norm(g))
+        return -g / n if n > 0 else np.array([0.0, 0.0, 1.0])
+
+    def _scene_points(self) -> NDArray[np.float64]:
+        """Every point the camera should keep in view, shape (N, 3)."""
+        pts = self.data.all_points()
+        if len(self.data.rigid):
+            # a rigid body's whole shape stays in view: its centre ± its bounding radius
+            radii = np.array([np.linalg.norm(self._rigid_template(b).points, axis=1).max() for b in self.data.rigid])
+            offsets = np.concatenate([np.eye(3), -np.eye(3)])  # (6, 3)
+            ext = self.data.rigid_pos[:, :, None, :] + radii[None, :, None, None] * offsets[None, None]
+            pts = np.concatenate([pts, ext.reshape(-1, 3)])
+        if self.trails is not None and self.trails.names:
+            pts = np.concatenate([pts, self.trails.points.reshape(-1, 3)])
+            pts = pts[np.all(np.isfinite(pts), axis=1)]
+        return pts if len(pts) else np.zeros((1, 3))
+
+    def _extent_points(self) -> NDArray[np.float64]:
+        """Padded bounding box of the scene, shape (2, 3): lower and upper corner."""
+        pts = self._scene_points()
+        pad = 1.5 * self.sizes.unit
+        return np.array([pts.min(axis=0) - pad, pts.max(axis=0) + pad])
+
+    def _add_ground(self, kind: str) -> None:
+        up = self._up()
+        lo, hi = self._extent_points()
+        centre = 0.5 * (lo + hi)
+        corners = np.array(np.meshgrid(*zip(lo, hi, strict=True))).reshape(3, -1).T
+        heights = corners @ up
+        # A little below the lowest point, so that nothing seems to rest on the ground.
+        height = float(heights.min() - 0.08 * (heights.max() - heights.min()))
+        size = 1.25 * float(np.max(hi - lo))
+        origin = centre + (height - centre @ up) * up
+        plane = pv.Plane(center=origin, direction=up, i_size=size, j_size=size, i_resolution=12, j_resolution=12)
+        if kind == "plane":
+            self.plotter.add_mesh(plane, color=self.style.ground, specular=0.0, ambient=0.3)
+        self.plotter.add_mesh(plane.extract_all_edges(), color=self.style.grid, line_width=1.0, lighting=False)
+
+    def _place_camera(self, camera: CameraSpec, zoom: float) -> None:
+        if camera is not None and not isinstance(camera, str):
+            self.plotter.camera_position = [tuple(map(float, v)) for v in camera]
+            return
+        up = self._up()
+        if camera in ("xy", "xz", "yz"):
+            normal = {"xy": 2, "xz": 1, "yz": 0}[camera]
+            direction = np.eye(3)[normal] * (1.0 if camera == "xy" else -1.0)
+            view_up = np.eye(3)[{"xy": 1, "xz": 2, "yz": 2}[camera]]
+        elif camera in (None, "iso"):
+            # Look across the thinnest horizontal extent: a pendulum swinging
+            # in the x-z plane is seen face-on, slightly from the side and above.
+            lo, hi = self._extent_points()
+            ext = hi - lo
+            horizontal = [i for i in range(3) if abs(up[i]) < 0.5]
+            front = min(horizontal, key=lambda i: ext[i]) if horizontal else 1
+            base = -np.eye(3)[front]
+            base = base - (base @ up) * up
+            base /= np.linalg.norm(base)
+            az, el = (np.radians(40.0), np.radians(30.0)) if camera == "iso" else (np.radians(22.0), np.radians(14.0))
+            side = np.cross(up, base)
+            direction = np.cos(el) * (np.cos(az) * base + np.sin(az) * side) + np.sin(el) * up
+            view_up = up
+        else:
+            raise ValueError(f"camera must be None, 'iso', 'xy', 'xz', 'yz' or a camera position, got {camera!r}")
+        self._fit_camera(direction, view_up, zoom)
+
+    def _fit_camera(self, direction: NDArray[np.float64], view_up: NDArray[np.float64], zoom: float) -> None:
+        """Aim along ``-direction`` and back off until every scene point is in view."""
+        cam = self.plotter.camera
+        d = direction / np.linalg.norm(direction)
+        right = np.cross(view_up, d)
+        right /= np.linalg.norm(right)
+        true_up = np.cross(d, right)
+        pts = self._scene_points()
+        pad = 1.2 * self.sizes.unit
+        r, u, z = pts @ right, pts @ true_up, pts @ d
+        rc, uc = 0.5 * (r.min() + r.max()), 0.5 * (u.min() + u.max())
+        zc = 0.5 * (z.min() + z.max())
+        focal = rc * right + uc * true_up + zc * d
+        w, h = self.plotter.window_size
+        tan_v = np.tan(np.radians(cam.view_angle) / 2.0)
+        tan_h = tan_v * w / h
+        depth = z - zc  # towards the camera
+        dist = np.max(np.maximum((np.abs(u - uc) + pad) / tan_v, (np.abs(r - rc) + pad) / tan_h) + depth + pad)
+        dist = max(float(dist), 1e-6) * 1.04
+        cam.focal_point = tuple(focal)
+        cam.position = tuple(focal + dist * d)
+        cam.up = tuple(true_up)
+        self.plotter.reset_camera_clipping_range()
+        if zoom != 1.0:
+            cam.zoom(zoom)
+
+
+def _shape_key(body: dict[str, Any]) -> str:
+    """Bodies with equal keys share one template (and one actor)."""
+    if body.get("shape"):
+        return json.dumps({"shape": body["shape"]}, sort_keys=True)
+    return json.dumps({"inertia": body.get("inertia"), "mass": body.get("mass")}, sort_keys=True)
+
+
+def _time_format(times: NDArray[np.float64]) -> str:
+    """``"t = {:.Nf} s"`` with enough decimals to tell frames apart."""
+    if len(times) > 1:
+        step = float(np.min(np.diff(times))) if np.all(np.diff(times) > 0) else float(np.ptp(times)) / len(times)
+        decimals = int(np.clip(np.ceil(-np.log10(step)) + 1, 2, 6)) if step > 0 else 2
+    else:
+        decimals = 2
+    return "t = {:." + str(decimals) + "f} s"

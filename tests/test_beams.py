@@ -1,0 +1,249 @@
+"""Elastic beams: the axial bar ρA u_tt = (EA u_x)_x and the Euler–Bernoulli cantilever.
+
+Static deflections and natural frequencies against their closed forms (and the axial chain's exact
+discrete spectrum), wave speed from simulation, beam nodes used as bodies, the strain read-out, and
+the bending law's derivatives.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mbvi
+
+SCENES = Path(__file__).resolve().parents[1] / "scenes"
+E, RHO = 2.1e11, 7850.0  # steel
+C = math.sqrt(E / RHO)  # axial wave speed, m/s
+BETA = np.array([1.875104068711961, 4.694091132974175, 7.854757438237613])  # cantilever: cos β cosh β = −1
+
+
+def _scene_module(name: str):
+    spec = importlib.util.spec_from_file_location(f"scene_{name}", SCENES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+axial_beam = _scene_module("axial_beam")
+cantilever = _scene_module("cantilever")
+
+
+def _fraction(system: mbvi.System, shapes: np.ndarray, axis: int) -> np.ndarray:
+    """Share of each mode's kinetic energy (mass-weighted) in coordinate direction ``axis`` (0, 1, 2)."""
+    idx = np.arange(axis, system.nq, 3)
+    m = system.mass
+    return np.sum(m[idx, None] * shapes[idx] ** 2, axis=0) / np.sum(m[:, None] * shapes**2, axis=0)
+
+
+# -- the axial bar -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("segments", [1, 7, 40])
+def test_bar_tip_extension_is_fl_over_ea(segments: int) -> None:
+    f, length, area = 1e4, 1.0, 1e-4
+    scene = axial_beam.build(segments=segments, force=f, load="constant", length=length, area=area)
+    eq = mbvi.equilibrium(scene)
+    tip = eq.position(f"bar[{segments}]")
+    np.testing.assert_allclose(tip, [length + f * length / (E * area), 0.0, 0.0], rtol=1e-10, atol=1e-15)
+    assert eq.stable  # tension stiffens the string-like bar sideways
+    # every segment carries the same strain f/EA
+    x = np.array([eq.position(n) for n in scene.beams["bar"].nodes])
+    strain = np.linalg.norm(np.diff(x, axis=0), axis=1) / (length / segments) - 1
+    np.testing.assert_allclose(strain, f / (E * area), rtol=1e-8)
+
+
+def test_unloaded_bar_is_neutral_sideways() -> None:
+    eq = mbvi.equilibrium(axial_beam.build(force=0.0, load="constant"))
+    assert not eq.stable  # no bending stiffness, no tension: zero transverse stiffness
+    assert np.sum(np.abs(eq.tangent_eigenvalues) < 1e-12 * np.max(eq.tangent_eigenvalues)) == 2 * 40
+
+
+def test_bar_natural_frequencies() -> None:
+    n_seg, length = 40, 1.0
+    scene = axial_beam.build(segments=n_seg, force=0.0, load="constant", length=length)
+    omega, shapes = mbvi.modes(scene)
+    system = mbvi.assemble(scene)
+    axial = omega[_fraction(system, shapes, 0) > 0.99]  # the transverse modes are floppy: ω = 0
+    assert len(axial) == n_seg
+    n = np.arange(1, 4)
+    # continuum: (2n − 1)πc/2L within 0.5 %
+    np.testing.assert_allclose(axial[:3], (2 * n - 1) * math.pi * C / (2 * length), rtol=5e-3)
+    # the lumped chain's exact spectrum: ω = (2c/ℓ) sin((2n − 1)π/4N) (fixed–free, half mass at the tip)
+    n = np.arange(1, n_seg + 1)
+    ell = length / n_seg
+    np.testing.assert_allclose(axial, 2 * C / ell * np.sin((2 * n - 1) * math.pi / (4 * n_seg)), rtol=1e-9)
+
+
+def test_pulse_travels_at_the_wave_speed() -> None:
+    n_seg, length = 100, 1.0
+    ell = length / n_seg
+    scene = axial_beam.build(segments=n_seg, length=length, load="pulse", duration=0.2 * length / C)
+    dt = 0.5 * ell / C
+    traj = mbvi.simulate(scene, t_end=length / C, dt=dt, integrator="verlet")
+    nodes = np.arange(n_seg // 4, 3 * n_seg // 4 + 1)
+    v = np.stack([traj.velocity(f"bar[{j}]")[:, 0] for j in nodes], axis=1)
+    k = np.argmax(v, axis=0)  # the pulse's peak passes node j at t_k (refined by a parabola)
+    cols = np.arange(len(nodes))
+    y0, y1, y2 = v[k - 1, cols], v[k, cols], v[k + 1, cols]
+    t_peak = traj.t[k] + 0.5 * (y0 - y2) / (y0 - 2 * y1 + y2) * dt
+    speed = -1.0 / np.polyfit(nodes * ell, t_peak, 1)[0]
+    assert speed == pytest.approx(C, rel=1e-2)
+
+
+def test_pulse_at_the_magic_time_step_is_an_exact_travelling_wave() -> None:
+    # at dt = ℓ/c the discrete wave equation has the exact solution u_j^k = F(j + k): every node repeats
+    # its right neighbour's motion one step later
+    n_seg, length = 40, 1.0
+    ell = length / n_seg
+    scene = axial_beam.build(segments=n_seg, length=length, load="pulse", duration=0.2 * length / C)
+    traj = mbvi.simulate(scene, t_end=length / C, dt=ell / C, integrator="verlet")
+    u = np.stack([traj.position(f"bar[{j}]")[:, 0] - j * ell for j in range(n_seg + 1)], axis=1)
+    assert np.max(np.abs(u)) > 1e-6
+    k = len(traj.t) - 1  # = n_seg: the front reaches the clamp, no reflection yet
+    np.testing.assert_allclose(u[1:k, 1 : n_seg - 1], u[: k - 1, 2:n_seg], rtol=0, atol=1e-9 * np.max(np.abs(u)))
+
+
+def test_hanging_bar_carries_its_weight_and_a_weight_on_a_rod() -> None:
+    # beam nodes as bodies: a weight hangs on a rod from the tip node of a vertical bar
+    n_seg, length, area, weight, g = 10, 2.0, 1e-4, 50.0, 9.81
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -g))
+    beam = scene.add(
+        mbvi.Beam("bar", (0, 0, 0), (0, 0, -length), n_seg, density=RHO, area=area, youngs_modulus=E, clamp="start")
+    )
+    scene.add(mbvi.Particle("weight", mass=weight, position=(0.0, 0.0, -length - 0.3)))
+    scene.add(mbvi.Rod(f"bar[{n_seg}]", "weight", name="hook"))
+    eq = mbvi.equilibrium(scene)
+    # lumped masses reproduce the continuum exactly here: ΔL = W L/EA + ρ g L²/2E
+    extension = weight * g * length / (E * area) + RHO * g * length**2 / (2 * E)
+    np.testing.assert_allclose(eq.position(f"bar[{n_seg}]"), [0, 0, -length - extension], rtol=0, atol=1e-12)
+    assert eq.multipliers[list(mbvi.assemble(scene).rows.owner).index("Rod 'hook'")] == pytest.approx(weight * g)
+    np.testing.assert_allclose(eq.constraint_force("hook"), [0.0, 0.0, weight * g], rtol=0, atol=1e-10 * weight * g)
+    # released at its equilibrium the assembly stays at rest; strain read-out matches the positions
+    traj = mbvi.simulate(scene, t_end=2e-3, dt=2e-6, initial_state=eq.state)
+    assert np.max(np.abs(traj.position("weight") - eq.position("weight"))) < 1e-12
+    strain = traj.strain("bar")
+    assert strain.shape == (len(traj.t), n_seg)
+    x = np.stack([traj.position(node) for node in beam.nodes], axis=1)
+    np.testing.assert_allclose(strain, np.linalg.norm(np.diff(x, axis=1), axis=-1) / beam.segment_length - 1)
+    # segment i (from the clamp) carries the weight and the bar below its mid-point... in lumped form
+    below = weight + RHO * area * beam.segment_length * (n_seg - np.arange(n_seg) - 0.5)
+    np.testing.assert_allclose(strain[-1], below * g / (E * area), rtol=1e-7)
+
+
+def test_strain_read_out_follows_a_stretched_bar_in_motion() -> None:
+    traj = mbvi.simulate(axial_beam.build(load="step"), t_end=2e-4, dt=4e-6)
+    strain = traj.strain("bar")
+    x = np.stack([traj.position(f"bar[{i}]") for i in range(41)], axis=1)
+    np.testing.assert_allclose(strain, np.linalg.norm(np.diff(x, axis=1), axis=-1) / (1.0 / 40) - 1, atol=1e-15)
+    assert strain.max() > 0.5 * 1e4 / (E * 1e-4)  # the step load's tension wave has passed
+    with pytest.raises(ValueError, match="unknown beam"):
+        traj.strain("nobeam")
+
+
+# -- the cantilever ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("clamp", ["start", "end"])
+def test_cantilever_tip_deflection_is_pl3_over_3ei(clamp: str) -> None:
+    length, width, height, n_seg = 1.0, 0.02, 0.01, 20
+    EI = E * width * height**3 / 12
+    P = 1e-4 * 3 * EI / length**3  # deflection 1e-4 L: linear theory holds
+    scene = mbvi.Scene(gravity=None)
+    start, end = ((0, 0, 0), (length, 0, 0)) if clamp == "start" else ((length, 0, 0), (0, 0, 0))
+    beam = mbvi.Beam(
+        "beam", start, end, n_seg, density=RHO, area=width * height, youngs_modulus=E,
+        second_moment=width * height**3 / 12, clamp=clamp,
+    )  # fmt: skip
+    scene.add(beam)
+    tip = beam.nodes[-1] if clamp == "start" else beam.nodes[0]
+    scene.add(mbvi.ExternalForce(tip, force=(0.0, 0.0, -P)))
+    eq = mbvi.equilibrium(scene)
+    assert eq.stable
+    assert -eq.position(tip)[2] == pytest.approx(P * length**3 / (3 * EI), rel=1e-2)
+    assert abs(eq.position(tip)[1]) < 1e-15
+
+
+def test_cantilever_sags_under_its_weight_as_ql4_over_8ei() -> None:
+    scene = cantilever.build(segments=20, tip_load=0.0, g=9.81)
+    eq = mbvi.equilibrium(scene)
+    EI, q = E * 0.02 * 0.01**3 / 12, RHO * 0.02 * 0.01 * 9.81
+    assert -eq.position("beam[20]")[2] == pytest.approx(q / (8 * EI), rel=1e-2)
+
+
+def test_cantilever_first_bending_frequency() -> None:
+    n_seg, length, width, height = 20, 1.0, 0.02, 0.01
+    scene = cantilever.build(segments=n_seg, length=length, width=width, height=height, tip_load=0.0, g=0.0)
+    omega, shapes = mbvi.modes(scene, count=6)
+    system = mbvi.assemble(scene)
+    EI, rhoA = E * width * height**3 / 12, RHO * width * height
+    expected = BETA**2 * math.sqrt(EI / rhoA) / length**2
+    in_plane = _fraction(system, shapes, 2)  # bending in the x–z (load) plane; x–y is its twin
+    sideways = _fraction(system, shapes, 1)
+    assert np.all(in_plane + sideways > 0.999)  # the lowest modes are pure bending
+    for pair in range(3):
+        w = omega[2 * pair : 2 * pair + 2]
+        assert w[1] == pytest.approx(w[0], rel=1e-9)  # square-free: both planes alike
+        assert np.sum(in_plane[2 * pair : 2 * pair + 2]) == pytest.approx(1.0, abs=1e-6)  # one mode in the plane
+    assert omega[0] == pytest.approx(expected[0], rel=1e-2)
+    assert omega[2] == pytest.approx(expected[1], rel=2e-2)  # coarser: 1.06 % at 20 segments
+
+
+def test_cantilever_released_at_its_deflection_stays_there() -> None:
+    scene = cantilever.build(segments=10, tip_load=5.0)
+    eq = mbvi.equilibrium(scene)
+    traj = mbvi.simulate(scene, t_end=0.05, dt=1e-3, integrator="midpoint", initial_state=eq.state)
+    assert np.max(np.abs(traj.q - eq.q)) < 1e-11
+    moving = mbvi.simulate(scene, t_end=0.05, dt=1e-3, integrator="midpoint")
+    assert np.max(np.abs(moving.q - eq.q)) > 1e-3
+
+
+def test_bending_law_derivatives() -> None:
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.Beam("b", (0, 0, 0), (1, 0.3, 0.2), 6, density=1e3, area=1e-3, youngs_modulus=1e6,
+                        second_moment=1e-6, clamp="both"))  # fmt: skip
+    system = mbvi.assemble(scene)
+    law = next(law for law in system.laws if law.name == "beam_bending")
+    q = system.layout.q0 + 0.02 * np.random.default_rng(1).standard_normal(system.nq)
+    errors = mbvi.check_force_law(law, q, np.zeros(system.nq), 0.0)
+    assert errors["gradient"] < 1e-7 and errors["hessian"] < 1e-7
+    # the straight beam along its clamped axis has no bending energy
+    assert law.potential(system.layout.q0) < 1e-25
+
+
+def test_bending_energy_of_an_arc() -> None:
+    # nodes on a circle of radius R turn by φ = 2 asin(ℓ/2R) at each interior node: U = Σ (EI/ℓ)(1 − cos φ)
+    R, n_seg, EI = 2.0, 12, 3.0
+    angles = np.linspace(0.0, 1.2, n_seg + 1)
+    pts = np.column_stack([R * np.sin(angles), np.zeros_like(angles), R * (1 - np.cos(angles))])
+    ell = float(np.linalg.norm(pts[1] - pts[0]))
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.Beam("b", (0, 0, 0), (n_seg * ell, 0, 0), n_seg, density=1.0, area=1.0, youngs_modulus=EI,
+                        second_moment=1.0))  # fmt: skip
+    system = mbvi.assemble(scene)
+    law = next(law for law in system.laws if law.name == "beam_bending")
+    phi = angles[1] - angles[0]
+    exact = (n_seg - 1) * EI / ell * (1 - math.cos(phi))
+    assert law.potential(pts.ravel()) == pytest.approx(exact, rel=1e-12)
+    # ≈ the continuum ∫ EI κ²/2 ds over the interior, κ = 1/R
+    assert law.potential(pts.ravel()) == pytest.approx(EI * (n_seg - 1) * ell / (2 * R**2), rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"segments": 0}, "segments"),
+        ({"clamp": "middle"}, "clamp"),
+        ({"density": -1.0}, "density"),
+        ({"end": (0, 0, 0)}, "coincide"),
+    ],
+)
+def test_beam_rejects_bad_input(kwargs: dict, match: str) -> None:
+    args = {"name": "b", "start": (0, 0, 0), "end": (1, 0, 0), "segments": 4, "density": 1.0, "area": 1.0,
+            "youngs_modulus": 1.0} | kwargs  # fmt: skip
+    with pytest.raises(ValueError, match=match):
+        mbvi.Beam(**args)

@@ -1,0 +1,198 @@
+"""The ``mbvi`` command line: run, render, listings, and one-line errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mbvi
+from mbvi.cli import main, parse_params
+
+PENDULUM = '''
+"""A pendulum for the CLI tests."""
+import mbvi
+
+T_END = 0.2
+DT = 0.01
+
+def build(length=1.0, mass=1.0, label="bob"):
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle(label, mass=mass, position=(length, 0.0, 0.0)))
+    scene.add(mbvi.Rod("world", label))
+    return scene
+'''
+
+
+def _write(tmp_path: Path, text: str, name: str = "scene.py") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.fixture
+def scene_file(tmp_path: Path) -> Path:
+    return _write(tmp_path, PENDULUM)
+
+
+def _error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert lines[0].startswith("mbvi: error: ")
+    return lines[0]
+
+
+# ---------------------------------------------------------------- run
+def test_run_writes_a_trajectory_that_loads(scene_file: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "run.npz"
+    code = main(
+        ["run", str(scene_file), "--param", "length=2.0", "--param", "label=tip", "--out", str(out), "--no-progress"]
+    )
+    assert code == 0
+    traj = mbvi.Trajectory.load(out)
+    np.testing.assert_allclose(traj.t[-1], 0.2)  # the scene's T_END
+    np.testing.assert_allclose(traj.t[1] - traj.t[0], 0.01)  # the scene's DT
+    np.testing.assert_allclose(np.linalg.norm(traj.position("tip"), axis=1), 2.0, rtol=1e-8)
+    stdout = capsys.readouterr().out
+    assert "verlet" in stdout and str(out) in stdout
+
+
+def test_run_options_override_scene_defaults(scene_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run.npz"
+    assert (
+        main(["run", str(scene_file), "--integrator", "midpoint", "--dt", "0.02", "--t-end", "0.1", "--out", str(out)])
+        == 0
+    )
+    traj = mbvi.Trajectory.load(out)
+    assert len(traj.t) == 6
+    np.testing.assert_allclose(traj.t[-1], 0.1)
+
+
+def test_run_renders_and_plots(scene_file: Path, tmp_path: Path) -> None:
+    import imageio.v3 as iio
+
+    png, plot_png, gif = tmp_path / "last.png", tmp_path / "plot.png", tmp_path / "run.gif"
+    assert main(["run", str(scene_file), "--render", str(png), "--plot", str(plot_png), "--size", "80x60"]) == 0
+    assert iio.imread(png).shape[:2] == (60, 80)
+    assert iio.imread(plot_png).ndim == 3
+    assert main(["run", str(scene_file), "--render", str(gif), "--fps", "10", "--size", "64x48"]) == 0
+    assert iio.imread(gif, index=None).shape[0] == round(0.2 * 10) + 1
+
+
+def test_render_a_saved_run(scene_file: Path, tmp_path: Path) -> None:
+    import imageio.v3 as iio
+
+    run = tmp_path / "run.npz"
+    assert main(["run", str(scene_file), "--out", str(run)]) == 0
+    png = tmp_path / "x.png"
+    assert main(["render", str(run), "--out", str(png), "--size", "80x60", "--frame", "0"]) == 0
+    image = iio.imread(png)
+    assert image.shape[:2] == (60, 80)
+    assert image.std() > 1.0
+
+
+# ---------------------------------------------------------------- listings
+def test_integrators_lists_names_with_order(capsys) -> None:
+    assert main(["integrators"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    names = [line.split()[0] for line in lines]
+    assert names == list(mbvi.integrators())
+    verlet = lines[names.index("verlet")]
+    assert "order 2" in verlet and "symplectic" in verlet
+    assert "non-symplectic" in lines[names.index("explicit_euler")]
+
+
+def test_force_laws_lists_names(capsys) -> None:
+    assert main(["force-laws"]) == 0
+    assert capsys.readouterr().out.split() == list(mbvi.force_laws())
+
+
+# ---------------------------------------------------------------- errors
+def test_missing_scene_file(tmp_path: Path, capsys) -> None:
+    assert main(["run", str(tmp_path / "nope.py")]) == 1
+    assert "not found" in _error_line(capsys)
+
+
+def test_scene_file_without_build(tmp_path: Path, capsys) -> None:
+    path = _write(tmp_path, "X = 1\n")
+    assert main(["run", str(path)]) == 1
+    assert "build" in _error_line(capsys)
+
+
+def test_scene_file_that_does_not_import(tmp_path: Path, capsys) -> None:
+    path = _write(tmp_path, "def build(:\n")
+    assert main(["run", str(path)]) == 1
+    assert "SyntaxError" in _error_line(capsys)
+
+
+@pytest.mark.parametrize("param", ["noequals", "=3", "2x=1", "colour=red"])
+def test_bad_param(scene_file: Path, param: str, capsys) -> None:
+    assert main(["run", str(scene_file), "--param", param]) == 1
+    assert "param" in _error_line(capsys)
+
+
+def test_invalid_scene_value_error(tmp_path: Path, capsys) -> None:
+    path = _write(tmp_path, PENDULUM)
+    assert main(["run", str(path), "--param", "mass=-1"]) == 1
+    assert "mass" in _error_line(capsys)
+
+
+def test_unknown_integrator(scene_file: Path, capsys) -> None:
+    assert main(["run", str(scene_file), "--integrator", "nope"]) == 1
+    assert "nope" in _error_line(capsys)
+
+
+def test_bad_render_suffix_fails_before_simulating(scene_file: Path, tmp_path: Path, capsys) -> None:
+    assert main(["run", str(scene_file), "--render", str(tmp_path / "x.avi")]) == 1
+    assert ".gif" in _error_line(capsys)
+
+
+def test_solver_error_saves_the_partial_trajectory(tmp_path: Path, capsys) -> None:
+    path = _write(
+        tmp_path,
+        """
+        import mbvi
+
+        def build():
+            scene = mbvi.Scene(gravity=None)
+            scene.add(mbvi.RigidBody("top", mass=1.0, inertia=(1.0, 2.0, 2.5), angular_velocity=(0, 0, 150.0)))
+            return scene
+    """,
+    )
+    out = tmp_path / "partial.npz"
+    assert main(["run", str(path), "--dt", "0.01", "--out", str(out)]) == 1
+    line = _error_line(capsys)
+    assert "partial trajectory saved" in line and "top" in line
+    assert len(mbvi.Trajectory.load(out).t) >= 1
+
+
+def test_python_m_mbvi_reports_errors_without_traceback(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "mbvi", "run", str(tmp_path / "missing.py")], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
+    assert proc.stderr.startswith("mbvi: error: ")
+    ok = subprocess.run([sys.executable, "-m", "mbvi", "integrators"], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and "verlet" in ok.stdout
+
+
+def test_malformed_command_line_exits_2(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["run"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mbvi: error:") and "Traceback" not in err
+
+
+# ---------------------------------------------------------------- helpers
+def test_parse_params_reads_literals_and_strings() -> None:
+    params = parse_params(["n=5", "k=1e3", "axis=(0, 0, 1)", "name=chain", "flag=True", "s='x y'", "empty="])
+    assert params == {"n": 5, "k": 1000.0, "axis": (0, 0, 1), "name": "chain", "flag": True, "s": "x y", "empty": ""}

@@ -1,0 +1,114 @@
+"""Bad input raises ValueError naming the element at fault; failed solves raise SolverError with context."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import mbvi
+
+
+def _scene_with_bob() -> mbvi.Scene:
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("bob", mass=1.0, position=(1.0, 0.0, 0.0)))
+    return scene
+
+
+def _add_twice(element_factory):
+    scene = _scene_with_bob()
+    scene.add(mbvi.Particle("other", mass=1.0, position=(2.0, 0.0, 0.0)))
+    scene.add(element_factory())
+    scene.add(element_factory())
+
+
+def _simulate_with(*elements, **options):
+    scene = _scene_with_bob()
+    for e in elements:
+        scene.add(e)
+    return mbvi.simulate(scene, 0.1, 0.01, **options)
+
+
+BAD_INPUTS = {
+    "unknown body": (lambda: _scene_with_bob().add(mbvi.Rod("world", "ghost")), "ghost"),
+    "duplicate body name": (lambda: _scene_with_bob().add(mbvi.Particle("bob", mass=2.0)), "bob"),
+    "duplicate explicit joint name": (lambda: _add_twice(lambda: mbvi.Rod("bob", "other", name="link")), "link"),
+    "non-positive mass": (lambda: mbvi.Particle("light", mass=0.0), "light"),
+    "negative mass": (lambda: mbvi.RigidBody("neg", mass=-1.0, inertia=(1, 1, 1)), "neg"),
+    "NaN position": (lambda: mbvi.Particle("lost", mass=1.0, position=(np.nan, 0.0, 0.0)), "lost"),
+    "inf velocity": (lambda: mbvi.Particle("fast", mass=1.0, velocity=(0.0, np.inf, 0.0)), "fast"),
+    "self-joint": (lambda: mbvi.Rod("bob", "bob"), "bob"),
+    "inertia not positive definite": (lambda: mbvi.RigidBody("flat", mass=1.0, inertia=(1.0, 1.0, -0.5)), "flat"),
+    "inertia breaks the triangle inequality": (
+        lambda: mbvi.RigidBody("odd", mass=1.0, inertia=(1.0, 1.0, 2.5)),
+        "odd",
+    ),
+    "rod length violates the initial positions": (
+        lambda: _simulate_with(mbvi.Rod("world", "bob", length=2.0, name="tether")),
+        "tether",
+    ),
+    "spherical joint away from a particle": (
+        lambda: _simulate_with(mbvi.Spherical("world", "bob", anchor=(0.0, 0.0, 0.0), name="ball")),
+        "ball",
+    ),
+    "unknown integrator": (lambda: _simulate_with(integrator="runge_kutta_17"), "runge_kutta_17"),
+    "unknown integrator option": (
+        lambda: _simulate_with(integrator="verlet", stepsize_control=True),
+        "stepsize_control",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_raises_value_error_naming_the_element(case):
+    action, culprit = BAD_INPUTS[case]
+    with pytest.raises(ValueError, match=rf"\b{re.escape(culprit)}\b"):
+        action()
+
+
+def test_triangle_inequality_boundary():
+    """J₃ = J₁ + J₂ is a flat (planar) body: rejected; just inside the bound is accepted."""
+    with pytest.raises(ValueError, match="triangle"):
+        mbvi.RigidBody("plate", mass=1.0, inertia=(1.0, 1.0, 2.0))
+    body = mbvi.RigidBody("plate", mass=1.0, inertia=(1.0, 1.0, 1.99))
+    np.testing.assert_allclose(sorted(body.principal_inertia), [1.0, 1.0, 1.99])
+
+
+def test_solver_error_on_a_rigid_body_spun_past_the_rattle_limit():
+    """A RATTLE step rotates a body by asin(h|ω|): none exists once h|ω| ≥ 1.
+
+    A constant torque τ on a body with J = 1 spins it up as ω = τt; with
+    h = 0.1 and τ = 10 the limit is reached at t ≈ 1 s, after ten good steps.
+    """
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.RigidBody("rotor", mass=1.0, inertia=(1.0, 1.0, 1.0)))
+    scene.add(mbvi.ExternalTorque("rotor", torque=(0.0, 0.0, 10.0)))
+    h = 0.1
+    with pytest.raises(mbvi.SolverError) as info:
+        mbvi.simulate(scene, 5.0, h)
+    err = info.value
+    assert err.time == pytest.approx(1.0, abs=2 * h)
+    assert err.step == round(err.time / h)
+    message = str(err)
+    assert "rotor" in message and "h|ω|" in message
+    assert f"step {err.step}" in message
+    assert err.suggested_dt is not None and err.suggested_dt < h
+    partial = err.trajectory
+    assert isinstance(partial, mbvi.Trajectory) and len(partial) > 1
+    assert partial.t[-1] == pytest.approx(err.time)
+    # what was kept is physics: ω grew linearly at τ/J up to the failure
+    omega_z = partial.angular_velocity("rotor")[:, 2]
+    np.testing.assert_allclose(omega_z, 10.0 * partial.t, atol=1e-9)
+    # the drift uses the half-kicked ω + τh/2: the failing step is the first with h|ω½| ≥ 1
+    omega_half = omega_z + 0.5 * 10.0 * h
+    assert h * omega_half[-2] < 1.0 <= h * omega_half[-1]
+
+
+def test_solver_error_from_a_starved_newton_solve():
+    """maxiter=1 cannot bring SHAKE to 1e-12: the first step fails and says which joint."""
+    scene = _scene_with_bob()
+    scene.add(mbvi.Rod("world", "bob", name="tether"))
+    with pytest.raises(mbvi.SolverError, match="tether") as info:
+        mbvi.simulate(scene, 1.0, 0.1, "verlet", maxiter=1)
+    assert info.value.time == 0.0 and info.value.step == 0

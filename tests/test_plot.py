@@ -1,0 +1,144 @@
+"""Diagnostic plots draw the trajectory's data, never pop up, and write files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mbvi
+
+plot = pytest.importorskip("mbvi.plot")
+plt = pytest.importorskip("matplotlib.pyplot")
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _pendulum(integrator: str = "verlet", dt: float = 0.01) -> mbvi.Trajectory:
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("a", mass=1.0, position=(0.8, 0.0, -0.6)))  # E(0) = U(0) ≠ 0
+    scene.add(mbvi.Rod("world", "a"))
+    return mbvi.simulate(scene, t_end=1.0, dt=dt, integrator=integrator)
+
+
+@pytest.fixture(scope="module")
+def traj() -> mbvi.Trajectory:
+    return _pendulum()
+
+
+def _lines(fig) -> dict[str, object]:
+    return {line.get_label(): line for ax in fig.axes for line in ax.get_lines()}
+
+
+def test_energy_plots_the_three_energies(traj) -> None:
+    fig = plot.energy(traj)
+    lines = _lines(fig)
+    assert {"kinetic", "potential", "total"} <= set(lines)
+    np.testing.assert_allclose(lines["total"].get_xdata(), traj.t)
+    np.testing.assert_allclose(lines["total"].get_ydata(), traj.energy)
+    np.testing.assert_allclose(lines["kinetic"].get_ydata(), traj.kinetic)
+    np.testing.assert_allclose(lines["potential"].get_ydata(), traj.potential)
+
+
+def test_energy_error_is_relative_and_logarithmic(traj) -> None:
+    fig = plot.energy_error(traj)
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log"
+    y = np.asarray(ax.get_lines()[0].get_ydata(), dtype=float)
+    expected = np.abs(traj.energy - traj.energy[0]) / abs(traj.energy[0])
+    finite = np.isfinite(y)
+    np.testing.assert_allclose(y[finite], expected[finite])
+    assert np.all(expected[~finite] == 0)  # exact zeros are gaps on a log axis
+    assert 0 < np.nanmax(y) < 1e-2  # Verlet: a small bounded band
+
+
+def test_energy_error_with_zero_initial_energy_uses_the_energy_scale() -> None:
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("a", mass=1.0, position=(0.0, 0.0, 0.0), velocity=(0.0, 0.0, 0.0)))
+    traj = mbvi.simulate(scene, t_end=0.5, dt=0.01)  # free fall from the origin: E(0) = 0
+    y = np.asarray(plot.energy_error(traj).axes[0].get_lines()[0].get_ydata(), dtype=float)
+    assert np.all(np.isnan(y) | (y < 1e-6))
+
+
+def test_momentum_components(traj) -> None:
+    lines = _lines(plot.momentum(traj))
+    assert set(lines) == {"p_x", "p_y", "p_z"}
+    np.testing.assert_allclose(lines["p_z"].get_ydata(), traj.momentum[:, 2])
+    lines = _lines(plot.momentum(traj, angular=True))
+    np.testing.assert_allclose(lines["L_y"].get_ydata(), traj.angular_momentum[:, 1])
+
+
+def test_constraint_error_is_logarithmic(traj) -> None:
+    ax = plot.constraint_error(traj).axes[0]
+    assert ax.get_yscale() == "log"
+    y = np.asarray(ax.get_lines()[0].get_ydata(), dtype=float)
+    finite = np.isfinite(y)
+    np.testing.assert_allclose(y[finite], traj.constraint_error[finite])
+
+
+def test_phase_portrait_by_body_and_by_index(traj) -> None:
+    fig = plot.phase_portrait(traj, "a", "x")
+    line = fig.axes[0].get_lines()[0]
+    np.testing.assert_allclose(line.get_xdata(), traj.position("a")[:, 0])
+    np.testing.assert_allclose(line.get_ydata(), traj.velocity("a")[:, 0])
+    fig = plot.phase_portrait(traj, 2)
+    line = fig.axes[0].get_lines()[0]
+    np.testing.assert_allclose(line.get_xdata(), traj.q[:, 2])
+    np.testing.assert_allclose(line.get_ydata(), traj.v[:, 2])
+    # Default component: the one that moves most (x and z for a swinging pendulum, never y).
+    assert plot.phase_portrait(traj, "a").axes[0].get_lines()[0].get_label() in ("a.x", "a.z")
+    with pytest.raises(ValueError, match="component"):
+        plot.phase_portrait(traj, "a", "w")
+    with pytest.raises(ValueError, match="out of range"):
+        plot.phase_portrait(traj, 99)
+
+
+def test_draws_into_given_axes(traj) -> None:
+    fig, ax = plt.subplots()
+    assert plot.energy(traj, ax=ax) is fig
+    assert len(ax.get_lines()) == 3
+
+
+def test_compare_integrators(traj) -> None:
+    runs = {"verlet": traj, "explicit_euler": _pendulum("explicit_euler")}
+    fig = plot.compare(runs, quantity="energy_error")
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log"
+    lines = _lines(fig)
+    assert set(runs) <= set(lines)
+    # Explicit Euler drifts far more than Verlet.
+    assert np.nanmax(lines["explicit_euler"].get_ydata()) > 10 * np.nanmax(lines["verlet"].get_ydata())
+    energy = _lines(plot.compare(runs))  # default quantity: energy
+    np.testing.assert_allclose(energy["verlet"].get_ydata(), traj.energy)
+    with pytest.raises(ValueError, match="unknown quantity"):
+        plot.compare(runs, quantity="entropy")
+    with pytest.raises(ValueError):
+        plot.compare({})
+
+
+def test_summary_writes_a_2x2_png_without_pyplot(traj, tmp_path) -> None:
+    import imageio.v3 as iio
+
+    before = plt.get_fignums()
+    path = tmp_path / "out" / "summary.png"
+    fig = plot.summary(traj, path)
+    assert plt.get_fignums() == before  # not registered with pyplot: nothing to close, nothing pops up
+    assert len(fig.axes) == 4
+    titles = {ax.get_title() for ax in fig.axes}
+    assert {"Energy", "Energy error", "Constraint error", "Momentum"} <= titles
+    image = iio.imread(path)
+    assert image.shape[0] > 300 and image.shape[1] > 400
+    assert image[..., :3].std() > 10
+
+
+def test_backend_is_non_interactive_when_headless() -> None:
+    import os
+
+    import matplotlib
+
+    if os.environ.get("DISPLAY") or os.environ.get("MPLBACKEND"):
+        pytest.skip("a display or an explicit backend is configured")
+    assert matplotlib.get_backend().lower() == "agg"

@@ -1,0 +1,313 @@
+"""The plugin machinery (issue 3): hooks, registries, validation, lazy loading, entry points.
+
+In datasette's way, every hook declared in :mod:`mbvi.hookspecs` must have a
+test here named ``test_hook_<hook>`` and a documentation section (a heading
+naming it) in ``docs/*.md``; two tests enforce that.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import mbvi
+import mbvi.plugins
+from mbvi import hookspecs
+from mbvi.integrators.rattle import shake
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+HOOKS = sorted(name for name in vars(hookspecs) if hasattr(getattr(hookspecs, name), f"{hookspecs.PROJECT}_spec"))
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    """Run-time plugins registered through this fixture are removed, and the registries rebuilt, afterwards."""
+    registered = []
+
+    def register(plugin, name=None):
+        mbvi.plugins.register_plugin(plugin, name=name)
+        registered.append(plugin)
+        return plugin
+
+    yield register
+    manager = mbvi.plugins.get_plugin_manager()
+    for plugin in registered:
+        if manager.is_registered(plugin):
+            mbvi.plugins.unregister_plugin(plugin)
+    mbvi.plugins.reset()
+
+
+def _plugin(name: str, **hooks) -> types.ModuleType:
+    """A plugin module whose attributes are the given hook implementations (attribute name = hook name)."""
+    module = types.ModuleType(name)
+    for attr, fn in hooks.items():
+        setattr(module, attr, mbvi.hookimpl(fn))
+    return module
+
+
+class PublicRattle(mbvi.Integrator):
+    """RATTLE for conservative systems written only with the public plugin helpers."""
+
+    name = "public_rattle"
+    order = 2
+    symplectic = True
+    variational = True
+
+    def step(self, state: mbvi.State, t: float) -> mbvi.State:
+        sysm, h = self.system, self.dt
+        factor0, gdata0 = sysm.factor(state.q)
+        v_free = state.v - 0.5 * h * sysm.inv_mass * sysm.potential_gradient(state.q)
+        q1, v_half = shake(sysm, state.q, v_free, h, factor0, gdata0)
+        v1 = v_half - 0.5 * h * sysm.inv_mass * sysm.potential_gradient(q1)
+        return mbvi.State(q1, sysm.project_velocity(q1, v1))
+
+
+def _pendulum() -> mbvi.Scene:
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -1.0))
+    scene.add(mbvi.Particle("bob", mass=1.0, position=(np.sin(np.pi / 4), 0.0, -np.cos(np.pi / 4))))
+    scene.add(mbvi.Rod("world", "bob"))
+    return scene
+
+
+# -- every hook: a test and a documentation section ------------------------------------------------
+
+
+def test_hookspecs_are_found():
+    assert "register_integrators" in HOOKS and "register_force_laws" in HOOKS
+
+
+@pytest.mark.parametrize("hook", HOOKS)
+def test_every_hook_has_a_test(hook):
+    assert callable(globals().get(f"test_hook_{hook}")), f"write test_hook_{hook} in {__file__}"
+
+
+@pytest.mark.parametrize("hook", HOOKS)
+def test_every_hook_is_documented(hook):
+    heading = re.compile(rf"^#+ .*\b{hook}\b", re.MULTILINE)
+    pages = [p.name for p in sorted(DOCS.glob("*.md")) if heading.search(p.read_text(encoding="utf-8"))]
+    assert pages, f"no heading in docs/*.md documents the hook {hook}"
+
+
+# -- the hooks ------------------------------------------------------------------------------------------
+
+
+def test_hook_register_integrators(registry):
+    """A class registered at run time is listed, found by name, and simulates like the built-in RATTLE."""
+    registry(_plugin("runtime_rattle", register_integrators=lambda register: register(PublicRattle)))
+    assert "public_rattle" in mbvi.integrators()
+    assert mbvi.get_integrator("public_rattle") is PublicRattle
+    ours = mbvi.simulate(_pendulum(), 5.0, 2.0**-6, "public_rattle")
+    builtin = mbvi.simulate(_pendulum(), 5.0, 2.0**-6, "verlet")
+    assert ours.info["integrator"] == "public_rattle"
+    np.testing.assert_allclose(ours.q, builtin.q, atol=1e-11)
+    assert ours.constraint_error.max() <= 1e-10
+
+
+class Trap(mbvi.Force):
+    """Harmonic trap on one body: U = ½ k |x − c|²."""
+
+    def __init__(self, body: str, stiffness: float, centre=(0.0, 0.0, 0.0), name: str | None = None) -> None:
+        self._init_name(name, f"trap:{body}")
+        self.bodies = (body,)
+        self.body = body
+        self.stiffness = float(stiffness)
+        self.centre = np.asarray(centre, dtype=float)
+
+
+class TrapLaw(mbvi.ForceLaw):
+    """All traps of a scene in one vectorized evaluation."""
+
+    name = "trap"
+    element = Trap
+    has_potential = True
+
+    def __init__(self, elements, layout) -> None:
+        super().__init__(elements, layout)
+        self.idx = np.array([layout.offset[e.body] + np.arange(3) for e in elements])  # (m, 3)
+        self.k = np.array([e.stiffness for e in elements])
+        self.c = np.array([e.centre for e in elements])
+
+    def potential(self, q):
+        d = q[self.idx] - self.c
+        return float(0.5 * np.sum(self.k * np.sum(d * d, axis=1)))
+
+    def gradient(self, q):
+        grad = np.zeros(self.nq)
+        np.add.at(grad, self.idx, self.k[:, None] * (q[self.idx] - self.c))
+        return grad
+
+    def hessian(self, q):
+        diag = np.zeros(self.nq)
+        np.add.at(diag, self.idx, np.repeat(self.k[:, None], 3, axis=1))
+        return sp.diags(diag).tocsr()
+
+
+def test_hook_register_force_laws(registry):
+    """A force law registered at run time drives a scene: the trapped particle is a harmonic oscillator."""
+    registry(_plugin("runtime_trap", register_force_laws=lambda register: register(TrapLaw)))
+    assert "trap" in mbvi.force_laws()
+    m, k = 2.0, 8.0
+    omega = np.sqrt(k / m)
+    centre, x0, v0 = np.array([0.5, 0.0, 1.0]), np.array([1.0, 0.2, 1.0]), np.array([0.0, 0.3, -0.4])
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.Particle("p", mass=m, position=x0, velocity=v0))
+    scene.add(Trap("p", stiffness=k, centre=centre))
+    system = mbvi.assemble(scene)
+    (law,) = [law for law in system.laws if isinstance(law, TrapLaw)]
+    mbvi.check_force_law(law, system.initial_state().q + 0.1)
+    errors = []
+    for dt in (0.02, 0.01):
+        traj = mbvi.simulate(scene, 3.0, dt)
+        t = traj.t[:, None]
+        exact = centre + (x0 - centre) * np.cos(omega * t) + v0 / omega * np.sin(omega * t)
+        errors.append(np.max(np.abs(traj.position("p") - exact)))
+    assert errors[1] < 1e-3
+    assert errors[0] / errors[1] == pytest.approx(4.0, rel=0.05)  # Störmer–Verlet: second order
+
+
+# -- validation --------------------------------------------------------------------------------------
+
+
+def _register_object(register):
+    register(object)
+
+
+def _register_force_law_as_integrator(register):
+    register(TrapLaw)
+
+
+class Nameless(mbvi.Integrator):
+    order = 1
+
+
+class OrderZero(mbvi.Integrator):
+    name = "order_zero"
+    order = 0
+
+
+@pytest.mark.parametrize(
+    "hooks, culprit",
+    [
+        ({"register_integrator": lambda register: None}, "register_integrator"),  # misspelt hook
+        ({"register_force_law": lambda register: None}, "register_force_law"),
+        ({"register_integrators": lambda reg: None}, "reg"),  # argument the hook does not offer
+    ],
+    ids=["misspelt-integrators", "misspelt-force-laws", "unknown-argument"],
+)
+def test_broken_hook_implementation_raises_plugin_error(registry, hooks, culprit):
+    with pytest.raises(mbvi.PluginError, match=rf"\b{culprit}\b"):
+        registry(_plugin("broken", **hooks))
+    # the broken plugin was not kept: the registry still works
+    assert "verlet" in mbvi.integrators()
+    assert not mbvi.plugins.get_plugin_manager().has_plugin("broken")
+
+
+@pytest.mark.parametrize(
+    "hook, culprit",
+    [(_register_object, "object"), (_register_force_law_as_integrator, "TrapLaw")],
+    ids=["object", "force-law"],
+)
+def test_registering_a_non_integrator_raises(registry, hook, culprit):
+    registry(_plugin("wrong_kind", register_integrators=hook))
+    with pytest.raises(mbvi.PluginError, match=culprit):
+        mbvi.integrators()
+
+
+@pytest.mark.parametrize("cls, culprit", [(Nameless, "Nameless"), (OrderZero, "order")])
+def test_integrator_without_name_or_order_is_rejected(registry, cls, culprit):
+    registry(_plugin("bad_class", register_integrators=lambda register: register(cls)))
+    with pytest.raises(mbvi.PluginError, match=culprit):
+        mbvi.integrators()
+
+
+def test_duplicate_integrator_name_raises(registry):
+    class Impostor(PublicRattle):
+        name = "verlet"
+
+    plugin = registry(_plugin("impostor", register_integrators=lambda register: register(Impostor)))
+    with pytest.raises(mbvi.PluginError, match="'verlet'"):
+        mbvi.integrators()
+    mbvi.plugins.unregister_plugin(plugin)
+    assert mbvi.get_integrator("verlet") is not Impostor
+
+
+def test_duplicate_force_law_name_raises(registry):
+    class Gravity2(TrapLaw):
+        name = "gravity"
+
+    registry(_plugin("gravity_again", register_force_laws=lambda register: register(Gravity2)))
+    with pytest.raises(mbvi.PluginError, match="'gravity'"):
+        mbvi.force_laws()
+
+
+def test_simulate_accepts_an_integrator_class():
+    """A class works without registration; a registered class by object or by name gives the same run."""
+    traj = mbvi.simulate(_pendulum(), 2.0, 0.01, integrator=PublicRattle)
+    assert traj.info["integrator"] == "public_rattle"
+    by_class = mbvi.simulate(_pendulum(), 2.0, 0.01, integrator=mbvi.get_integrator("verlet"))
+    by_name = mbvi.simulate(_pendulum(), 2.0, 0.01, integrator="verlet")
+    assert np.array_equal(by_class.q, by_name.q)
+    np.testing.assert_allclose(traj.q, by_name.q, atol=1e-11)
+    with pytest.raises(ValueError, match="Integrator subclass"):
+        mbvi.simulate(_pendulum(), 2.0, 0.01, integrator=TrapLaw)
+
+
+# -- entry points -----------------------------------------------------------------------------------
+
+
+def test_entry_point_plugin_is_installed_and_simulates():
+    """plugins/mbvi-leapfrog, installed with pip, is found through the entry-point group ``mbvi``."""
+    assert "leapfrog" in mbvi.integrators(), "install it: pip install -e plugins/mbvi-leapfrog"
+    assert mbvi.get_integrator("leapfrog").__module__ == "mbvi_leapfrog"
+    traj = mbvi.simulate(_pendulum(), 2.0, 0.01, "leapfrog")
+    assert traj.constraint_error.max() <= 1e-10
+    assert np.ptp(traj.energy) < 1e-3
+
+
+@pytest.mark.parametrize(
+    "variable, value", [("MBVI_DISABLE_PLUGINS", "1"), ("MBVI_BLOCK_PLUGINS", "leapfrog, nonexistent")]
+)
+def test_environment_hides_entry_point_plugins(registry, monkeypatch, variable, value):
+    assert "leapfrog" in mbvi.integrators()
+    monkeypatch.setenv(variable, value)
+    mbvi.plugins.reset()
+    names = mbvi.integrators()
+    assert "leapfrog" not in names
+    assert {"verlet", "midpoint", "csm", "explicit_euler", "implicit_euler"} <= set(names)
+    with pytest.raises(ValueError, match="unknown integrator 'leapfrog'"):
+        mbvi.simulate(_pendulum(), 1.0, 0.1, "leapfrog")
+
+
+def _python(code: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MBVI_")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    return out.stdout
+
+
+def test_import_is_light_and_plugins_load_lazily():
+    """``import mbvi`` imports neither PyVista nor any entry-point plugin; the first registry use loads them."""
+    code = (
+        "import json, sys, mbvi\n"
+        "before = {m: m in sys.modules for m in ('pyvista', 'vtk', 'matplotlib', 'mbvi_leapfrog')}\n"
+        "names = mbvi.integrators()\n"
+        "after = {m: m in sys.modules for m in ('pyvista', 'mbvi_leapfrog')}\n"
+        "print(json.dumps({'before': before, 'after': after, 'names': names}))\n"
+    )
+    result = json.loads(_python(code))
+    assert not any(result["before"].values()), result["before"]
+    assert result["after"] == {"pyvista": False, "mbvi_leapfrog": True}
+    assert "leapfrog" in result["names"]
+
+
+def test_command_line_lists_the_plugin():
+    out = _python("import sys; from mbvi.cli import main; sys.exit(main(['integrators']))")
+    assert re.search(r"\bleapfrog\b", out) and re.search(r"\bverlet\b", out)

@@ -1,0 +1,283 @@
+"""Rendering: real headless images, videos with the right frames, in-place updates."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import imageio.v3 as iio
+import numpy as np
+import pytest
+
+import mbvi
+
+render = pytest.importorskip("mbvi.render")
+
+from mbvi.render.frames import FrameData, animation_indices, nearest_indices  # noqa: E402
+from mbvi.render.transforms import (  # noqa: E402
+    instance_points,
+    rotation_minimizing_frames,
+    segment_frames,
+    tube_faces,
+    tube_points,
+)
+
+SMALL = (160, 120)
+
+
+# ---------------------------------------------------------------- scenes
+def pendulum_scene() -> mbvi.Scene:
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("a", mass=1.0, position=(1.0, 0.0, 0.0)))
+    scene.add(mbvi.Rod("world", "a"))
+    return scene
+
+
+@pytest.fixture(scope="module")
+def pendulum() -> mbvi.Trajectory:
+    return mbvi.simulate(pendulum_scene(), t_end=1.0, dt=0.01)
+
+
+def shapes_scene() -> mbvi.Scene:
+    """One rigid body of every shape, a spring, a damper, a hinge, a particle."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    shapes = [
+        mbvi.Sphere(0.15),
+        mbvi.Box((0.3, 0.2, 0.1)),
+        mbvi.Cylinder(0.1, 0.4),
+        mbvi.Capsule(0.08, 0.3),
+    ]
+    for i, shape in enumerate(shapes):
+        scene.add(mbvi.RigidBody(f"b{i}", shape=shape, density=500.0, position=(0.6 * i, 0.0, -1.0)))
+    scene.add(mbvi.Revolute("world", "b0", anchor=(0.0, 0.0, -0.5), axis=(0, 1, 0)))
+    scene.add(mbvi.Particle("p", mass=0.5, position=(2.4, 0.0, -1.0)))
+    scene.add(mbvi.Spring("world", "b1", stiffness=20.0, anchor_a=(0.6, 0.0, 0.0)))
+    scene.add(mbvi.Damper("b2", "p", damping=0.1))
+    return scene
+
+
+def foreground_fraction(image: np.ndarray, background: int = 255, tol: int = 12) -> float:
+    """Fraction of pixels that differ from the (white) background."""
+    diff = np.abs(image[..., :3].astype(int) - background).max(axis=-1)
+    return float(np.mean(diff > tol))
+
+
+# ---------------------------------------------------------------- headless
+def test_headless_window_selected() -> None:
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or not sys.platform.startswith("linux"):
+        pytest.skip("a display is available")
+    assert os.environ.get("VTK_DEFAULT_OPENGL_WINDOW") == "vtkEGLRenderWindow"
+
+
+def test_import_mbvi_does_not_import_pyvista() -> None:
+    code = (
+        "import sys, mbvi; assert 'pyvista' not in sys.modules and 'vtk' not in sys.modules; "
+        "mbvi.render; assert 'pyvista' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_show_refuses_without_display(pendulum: mbvi.Trajectory) -> None:
+    if os.environ.get("VTK_DEFAULT_OPENGL_WINDOW") != "vtkEGLRenderWindow" or "ipykernel" in sys.modules:
+        pytest.skip("not headless")
+    with pytest.raises(RuntimeError, match="snapshot"):
+        render.show(pendulum)
+
+
+# ---------------------------------------------------------------- snapshot
+def test_snapshot_of_scene_writes_a_real_png(tmp_path) -> None:
+    path = tmp_path / "sub" / "scene.png"
+    image = render.snapshot(pendulum_scene(), path, window_size=SMALL)
+    assert image.shape == (SMALL[1], SMALL[0], 3)
+    read = iio.imread(path)
+    assert read.shape[:2] == (SMALL[1], SMALL[0])
+    frac = foreground_fraction(read)
+    assert 0.005 < frac < 0.5, frac  # something is drawn, but not a blank or a full-screen blob
+
+
+def test_snapshot_frames_of_moving_pendulum_differ(pendulum: mbvi.Trajectory) -> None:
+    first = render.snapshot(pendulum, frame=0, window_size=SMALL).astype(int)
+    last = render.snapshot(pendulum, frame=-1, window_size=SMALL).astype(int)
+    again = render.snapshot(pendulum, frame=-1, window_size=SMALL).astype(int)
+    changed = np.mean(np.abs(first - last).max(axis=-1) > 30)
+    assert changed > 0.003
+    assert np.abs(last - again).max() <= 2  # deterministic
+
+
+def test_snapshot_of_every_shape_and_link(tmp_path) -> None:
+    scene = shapes_scene()
+    image = render.snapshot(scene, tmp_path / "shapes.png", window_size=(200, 150), ground=True)
+    assert 0.05 < foreground_fraction(image) < 0.95
+    data = FrameData.from_trajectory(mbvi.Trajectory.from_scene(scene), [0])
+    assert [b["shape"]["type"] for b in data.rigid] == ["sphere", "box", "cylinder", "capsule"]
+    assert len(data.segments["spring"]) == 1 and len(data.segments["damper"]) == 1
+    assert [j.kind for j in data.joints] == ["revolute"]
+    np.testing.assert_allclose(data.segments["spring"].start[0, 0], (0.6, 0.0, 0.0))
+    # World anchors: the spring's world point and the hinge's.
+    assert len(data.world_anchors) == 2
+
+
+def test_rigid_body_without_shape_is_drawn() -> None:
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.RigidBody("r", mass=1.0, inertia=(0.1, 0.2, 0.25), angular_velocity=(0.0, 0.0, 1.0)))
+    traj = mbvi.simulate(scene, t_end=0.1, dt=0.01)
+    image = render.snapshot(traj, window_size=SMALL)
+    assert 0.01 < foreground_fraction(image) < 0.9
+
+
+def test_trail_draws_the_path(pendulum: mbvi.Trajectory) -> None:
+    plain = render.snapshot(pendulum, window_size=SMALL, joints=False)
+    traced = render.snapshot(pendulum, window_size=SMALL, joints=False, trail=True)
+    assert foreground_fraction(traced) > foreground_fraction(plain) + 0.002
+
+
+def test_loaded_trajectory_renders_like_the_original(pendulum: mbvi.Trajectory, tmp_path) -> None:
+    pendulum.save(tmp_path / "run.npz")
+    loaded = mbvi.Trajectory.load(tmp_path / "run.npz")
+    assert loaded.scene is None
+    a = render.snapshot(pendulum, window_size=SMALL).astype(int)
+    b = render.snapshot(loaded, window_size=SMALL).astype(int)
+    assert np.abs(a - b).max() <= 2
+
+
+def test_unknown_option_and_bad_frame_are_rejected(pendulum: mbvi.Trajectory) -> None:
+    with pytest.raises(TypeError, match="colour"):
+        render.snapshot(pendulum, colour="red")
+    with pytest.raises(IndexError, match="out of range"):
+        render.snapshot(pendulum, frame=len(pendulum.t))
+
+
+def _stretched_beam(factor: float) -> mbvi.Trajectory:
+    """A one-frame beam trajectory whose nodes are scaled by ``factor`` (uniform strain factor − 1)."""
+    scene = mbvi.Scene(gravity=None)
+    scene.add(
+        mbvi.Beam("beam", start=(0, 0, 0), end=(1, 0, 0), segments=10, density=1000.0, area=1e-4, youngs_modulus=1e7)
+    )
+    base = mbvi.Trajectory.from_scene(scene)
+    q = base.q.copy() * factor  # particles only: every coordinate is a node position
+    return mbvi.Trajectory(
+        base.t,
+        q,
+        base.v,
+        energy=base.energy,
+        kinetic=base.kinetic,
+        potential=base.potential,
+        momentum=base.momentum,
+        angular_momentum=base.angular_momentum,
+        constraint_error=base.constraint_error,
+        geometry=base.geometry,
+    )
+
+
+@pytest.mark.parametrize(("factor", "hue"), [(1.01, "red"), (0.99, "blue")])
+def test_beam_is_coloured_by_strain(factor: float, hue: str) -> None:
+    traj = _stretched_beam(factor)
+    np.testing.assert_allclose(traj.strain("beam"), factor - 1.0, atol=1e-9)
+    image = render.snapshot(traj, window_size=(200, 150), scalar_bar=False).astype(int)
+    r, b = image[..., 0], image[..., 2]
+    red = np.mean(r > b + 60)
+    blue = np.mean(b > r + 60)
+    assert max(red, blue) > 0.005
+    assert (red > 5 * blue) if hue == "red" else (blue > 5 * red)
+
+
+# ---------------------------------------------------------------- animation
+def test_gif_has_the_expected_frames(pendulum: mbvi.Trajectory, tmp_path) -> None:
+    path = render.animate(pendulum, tmp_path / "run.gif", fps=10, window_size=(96, 72))
+    frames = iio.imread(path, index=None)
+    assert frames.shape[0] == round(1.0 * 10) + 1
+    assert frames.shape[1:3] == (72, 96)
+    # The pendulum moves: first and middle frames differ.
+    assert np.abs(frames[0].astype(int) - frames[5].astype(int)).max() > 50
+
+
+def test_speed_changes_the_frame_count(pendulum: mbvi.Trajectory, tmp_path) -> None:
+    path = render.animate(pendulum, tmp_path / "fast.gif", fps=10, speed=2.0, window_size=(64, 48))
+    assert iio.imread(path, index=None).shape[0] == round(1.0 / 2.0 * 10) + 1
+
+
+def test_mp4_decodes_with_the_expected_frames(pendulum: mbvi.Trajectory, tmp_path) -> None:
+    imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg")
+    path = render.animate(pendulum, tmp_path / "run.mp4", fps=10, window_size=(97, 73))
+    assert imageio_ffmpeg.count_frames_and_secs(str(path))[0] == 11
+    # Decode every frame to raw RGB with the bundled ffmpeg (subprocess.run closes its pipes).
+    cmd = [imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-i", str(path), "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]
+    raw = subprocess.run(cmd, capture_output=True, check=True, timeout=60).stdout
+    w, h = 98, 74  # padded to even sizes for yuv420p
+    assert len(raw) == 11 * w * h * 3
+    frames = np.frombuffer(raw, dtype=np.uint8).reshape(11, h, w, 3)
+    assert frames[0].std() > 1.0  # not a blank frame
+    assert np.abs(frames[0].astype(int) - frames[5].astype(int)).max() > 50  # the pendulum moved
+
+
+def test_animate_rejects_other_suffixes(pendulum: mbvi.Trajectory, tmp_path) -> None:
+    with pytest.raises(ValueError, match=r"\.gif or \.mp4"):
+        render.animate(pendulum, tmp_path / "run.avi")
+
+
+def test_frames_move_actors_in_place(pendulum: mbvi.Trajectory) -> None:
+    import pyvista as pv
+
+    data = FrameData.from_trajectory(pendulum, animation_indices(pendulum.t, fps=5))
+    plotter = pv.Plotter(off_screen=True, window_size=[64, 48])
+    try:
+        view = render.SceneView(plotter, data, trails=None)
+        actors = dict(plotter.renderer.actors)
+        meshes = [a.mapper.dataset for a in actors.values() if a.mapper is not None]
+        before = [np.array(m.points) for m in meshes]
+        view.show_frame(data.n_frames - 1)
+        assert dict(plotter.renderer.actors) == actors  # nothing added or removed
+        after = [a.mapper.dataset for a in actors.values() if a.mapper is not None]
+        assert all(x is y for x, y in zip(meshes, after, strict=True))  # same meshes, updated in place
+        moved = [not np.allclose(b, np.asarray(m.points)) for b, m in zip(before, meshes, strict=True)]
+        assert any(moved)
+    finally:
+        plotter.close()
+
+
+# ---------------------------------------------------------------- pure geometry
+def test_animation_indices_follow_fps_and_speed() -> None:
+    t = np.linspace(0.0, 2.0, 2001)
+    idx = animation_indices(t, fps=30)
+    assert len(idx) == 61
+    np.testing.assert_allclose(t[idx], np.arange(61) / 30, atol=5e-4)
+    assert len(animation_indices(t, fps=30, speed=4.0)) == 16
+    assert len(animation_indices(t[:1], fps=30)) == 1
+    with pytest.raises(ValueError):
+        animation_indices(t, fps=0)
+    np.testing.assert_array_equal(nearest_indices([0.0, 1.0, 2.0], [0.4, 0.6, 5.0, -1.0]), [0, 1, 2, 0])
+
+
+def test_segment_frames_are_rotations_along_the_segment() -> None:
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(50, 3)), rng.normal(size=(50, 3))
+    b[0] = a[0] + (1.0, 0, 0)  # parallel to the helper axis
+    b[1] = a[1]  # degenerate
+    rot, length = segment_frames(a, b)
+    np.testing.assert_allclose(rot @ np.swapaxes(rot, 1, 2), np.broadcast_to(np.eye(3), rot.shape), atol=1e-12)
+    np.testing.assert_allclose(np.linalg.det(rot), 1.0)
+    np.testing.assert_allclose(length, np.linalg.norm(b - a, axis=1))
+    ok = length > 0
+    np.testing.assert_allclose(rot[ok, :, 2] * length[ok, None], (b - a)[ok], atol=1e-12)
+
+
+def test_instance_points_scale_rotate_translate() -> None:
+    template = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
+    rot, _ = segment_frames(np.zeros((1, 3)), np.array([[0.0, 2.0, 0.0]]))
+    pts = instance_points(template, rot, np.array([[1.0, 1.0, 1.0]]), np.array([[1.0, 1.0, 2.0]]))
+    np.testing.assert_allclose(pts[0], (1.0, 3.0, 1.0))  # the tip of a unit rod stretched to length 2
+
+
+def test_tube_sweep_is_twist_free_and_round() -> None:
+    s = np.linspace(0, 3 * np.pi, 60)
+    path = np.column_stack([np.cos(s), np.sin(s), 0.2 * s])
+    t, n, b = rotation_minimizing_frames(path)
+    for frame in (t, n, b):
+        np.testing.assert_allclose(np.linalg.norm(frame, axis=1), 1.0)
+    np.testing.assert_allclose(np.sum(t * n, axis=1), 0.0, atol=1e-12)
+    pts, normals = tube_points(path, 0.05, 8)
+    dist = np.linalg.norm(pts.reshape(60, 8, 3) - path[:, None], axis=-1)
+    np.testing.assert_allclose(dist, 0.05)
+    assert tube_faces(60, 8).shape == (5 * 59 * 8,)
+    assert normals.shape == pts.shape

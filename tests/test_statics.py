@@ -1,0 +1,302 @@
+"""Statics: the minimum of U − W under the constraints, its multipliers and its stability.
+
+Checked against closed forms (a pendulum under a steady load, the discrete and the continuous
+catenary), against an independent constrained minimization (scipy SLSQP in the node positions),
+against simulation (an equilibrium is a rest state), and on the hard cases: singular Hessians
+(unloaded strings, slack chains) and scenes without an equilibrium.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq, minimize
+
+import mbvi
+
+SCENES = Path(__file__).resolve().parents[1] / "scenes"
+
+
+def _scene_module(name: str):
+    spec = importlib.util.spec_from_file_location(f"scene_{name}", SCENES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+pendulum = _scene_module("loaded_pendulum")
+chain = _scene_module("hanging_chain")
+
+M, G, L = 2.0, 9.81, 1.5
+
+
+# -- a pendulum under a steady horizontal load -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("force", [7.0, -3.0, 60.0])
+@pytest.mark.parametrize("theta0", [0.0, 2.5])
+def test_loaded_pendulum_leans_at_arctan_f_over_mg(force: float, theta0: float) -> None:
+    eq = mbvi.equilibrium(pendulum.build(mass=M, length=L, g=G, force=force, theta0=theta0))
+    x = eq.position("bob")
+    tension = math.hypot(force, M * G)
+    assert x[0] / -x[2] == pytest.approx(force / (M * G), rel=1e-8, abs=1e-12)  # tan θ = f/(mg)
+    assert np.linalg.norm(x) == pytest.approx(L, rel=1e-12)
+    # the rod's multiplier is its tension, and the constraint force holds the bob against load and weight
+    assert eq.multipliers == pytest.approx([tension], rel=1e-8)
+    np.testing.assert_allclose(eq.constraint_force("world-bob"), [-force, 0.0, M * G], rtol=0, atol=1e-8 * tension)
+    # eq.potential is U − W = m g z − f x = −l √(f² + (mg)²)
+    assert eq.potential == pytest.approx(-L * tension, rel=1e-10)
+    # stable, both swinging modes with ω² = √(f² + (mg)²)/(m l)
+    assert eq.stable
+    np.testing.assert_allclose(eq.tangent_eigenvalues, tension / (M * L), rtol=1e-8)
+
+
+def test_hanging_pendulum_is_stable_and_upright_one_unstable() -> None:
+    down = mbvi.equilibrium(pendulum.build(mass=M, length=L, g=G, force=0.0, theta0=0.0))
+    assert down.stable
+    np.testing.assert_allclose(down.tangent_eigenvalues, G / L, rtol=1e-10)
+    assert down.multipliers == pytest.approx([M * G], rel=1e-12)  # tension
+    up = mbvi.equilibrium(pendulum.build(mass=M, length=L, g=G, force=0.0, theta0=math.pi))
+    np.testing.assert_allclose(up.position("bob"), [0.0, 0.0, L], atol=1e-12)
+    assert not up.stable
+    np.testing.assert_allclose(up.tangent_eigenvalues, -G / L, rtol=1e-10)  # ω² < 0: it falls
+    assert up.multipliers == pytest.approx([-M * G], rel=1e-12)  # the rod is in compression
+    assert up.potential == pytest.approx(M * G * L, rel=1e-12)
+    omega, _ = mbvi.modes(up)
+    np.testing.assert_allclose(omega, -math.sqrt(G / L), rtol=1e-10)  # negative: growth rate, not frequency
+
+
+def test_loaded_pendulum_swings_about_its_equilibrium_at_the_modal_frequency() -> None:
+    scene = pendulum.build(mass=M, length=L, g=G, force=7.0)
+    eq = mbvi.equilibrium(scene)
+    omega, _ = mbvi.modes(eq)
+    assert omega == pytest.approx(np.full(2, math.sqrt(math.hypot(7.0, M * G) / (M * L))), rel=1e-8)
+    # nudge the bob by 0.005 rad in the x–z plane and time the swing
+    theta_eq = math.atan2(7.0, M * G)
+    start = pendulum.build(mass=M, length=L, g=G, force=7.0, theta0=theta_eq + 0.005)
+    traj = mbvi.simulate(start, t_end=4 * 2 * math.pi / omega[0], dt=1e-3)
+    x = traj.position("bob")
+    angle = np.arctan2(x[:, 0], -x[:, 2]) - theta_eq
+    k = np.nonzero(np.diff(np.sign(angle)) != 0)[0]
+    crossings = traj.t[k] - angle[k] * (traj.t[k + 1] - traj.t[k]) / (angle[k + 1] - angle[k])
+    period = 2 * np.mean(np.diff(crossings))
+    assert period == pytest.approx(2 * math.pi / omega[0], rel=1e-4)
+
+
+# -- an equilibrium is a rest state ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("build", [lambda: pendulum.build(force=7.0, theta0=0.3), lambda: chain.build(links=12)])
+def test_simulation_started_at_an_equilibrium_stays_there(build) -> None:
+    scene = build()
+    eq = mbvi.equilibrium(scene)
+    traj = mbvi.simulate(scene, t_end=1.0, dt=1e-3, initial_state=eq.state)
+    assert np.max(np.abs(traj.q - eq.q)) < 1e-10
+    assert np.max(np.abs(traj.v)) < 1e-9
+    # and the scene itself moves when released elsewhere
+    assert np.max(np.abs(mbvi.simulate(scene, t_end=0.1, dt=1e-3).v[-1])) > 1e-2
+
+
+def test_chain_built_at_its_equilibrium_is_at_rest() -> None:
+    scene = chain.build(links=12, height=0.2, start="equilibrium")
+    state = mbvi.assemble(scene).initial_state()
+    eq = mbvi.equilibrium(scene)
+    assert eq.iterations == 1 and eq.stable
+    np.testing.assert_allclose(state.q, eq.q, atol=1e-12)
+
+
+# -- the hanging chain -----------------------------------------------------------------------------------
+
+
+def _chain_points(eq: mbvi.Equilibrium, links: int, span: float, height: float) -> np.ndarray:
+    inner = [eq.position(f"p{i}") for i in range(1, links)]
+    return np.array([np.zeros(3), *inner, [span, 0.0, height]])
+
+
+def _slsqp_chain(links: int, length: float, span: float, height: float, mass: float, g: float) -> np.ndarray:
+    """Minimize Σ m g zᵢ over the joint positions subject to |xᵢ₊₁ − xᵢ|² = ℓ² (scipy SLSQP)."""
+    ell, m = length / links, mass / links
+    ends = np.array([[0.0, 0.0, 0.0], [span, 0.0, height]])
+    x0 = chain.arc(links, length, span, height)[1:-1].ravel()
+
+    def full(y):
+        return np.vstack([ends[0], y.reshape(-1, 3), ends[1]])
+
+    def lengths(y):
+        d = np.diff(full(y), axis=0)
+        return (np.sum(d * d, axis=1) - ell**2) / (2 * ell)
+
+    def lengths_jac(y):
+        d = np.diff(full(y), axis=0) / ell
+        J = np.zeros((links, 3 * (links - 1)))
+        for i in range(links):
+            if i > 0:
+                J[i, 3 * (i - 1) : 3 * i] = -d[i]
+            if i < links - 1:
+                J[i, 3 * i : 3 * i + 3] = d[i]
+        return J
+
+    weight = np.tile([0.0, 0.0, m * g], links - 1)
+    res = minimize(
+        lambda y: weight @ y,
+        x0,
+        jac=lambda y: weight,
+        method="SLSQP",
+        constraints=[{"type": "eq", "fun": lengths, "jac": lengths_jac}],
+        options={"ftol": 1e-15, "maxiter": 1000},
+    )
+    assert res.success, res.message
+    return full(res.x)
+
+
+@pytest.mark.parametrize("height", [0.0, 0.3])
+def test_hanging_chain_matches_an_independent_constrained_minimization(height: float) -> None:
+    links, length, span, mass, g = 16, 1.5, 1.0, 1.0, 9.81
+    eq = mbvi.equilibrium(chain.build(links=links, length=length, span=span, height=height, mass=mass, g=g))
+    assert eq.stable
+    ref = _slsqp_chain(links, length, span, height, mass, g)
+    np.testing.assert_allclose(_chain_points(eq, links, span, height), ref, rtol=0, atol=1e-6)
+    assert eq.potential == pytest.approx(mass / links * g * np.sum(ref[1:-1, 2]), rel=1e-9)
+
+
+def _discrete_catenary(links: int, length: float, span: float, mass: float, g: float):
+    """Symmetric discrete catenary: horizontal tension H and rod tensions from force balance alone.
+
+    Joint i carries m = mass/links; by symmetry rod i has vertical tension Vᵢ = m g ((N − 1)/2 − i)
+    (upwards towards the left support) and slope angle atan(Vᵢ/H); H closes the span Σ ℓ cos φᵢ = span.
+    """
+    ell, m = length / links, mass / links
+    V = m * g * ((links - 1) / 2 - np.arange(links))
+    H = brentq(lambda H: np.sum(ell * H / np.hypot(H, V)) - span, 1e-9, 1e9, xtol=1e-15, rtol=1e-15)
+    return H, V
+
+
+def test_hanging_chain_rod_tensions_are_the_discrete_catenary() -> None:
+    links, length, span, mass, g = 20, 1.5, 1.0, 1.0, 9.81
+    scene = chain.build(links=links, length=length, span=span, mass=mass, g=g)
+    eq = mbvi.equilibrium(scene)
+    ell, m = length / links, mass / links
+    H, V = _discrete_catenary(links, length, span, mass, g)
+    tension = eq.multipliers[:links]  # rows of rod0 … rod{N-1}, in order
+    np.testing.assert_allclose(tension, np.hypot(H, V), rtol=1e-8)
+    # rod directions, and the force each rod exerts on the joint to its right
+    x = _chain_points(eq, links, span, 0.0)
+    e = np.diff(x, axis=0) / ell
+    np.testing.assert_allclose(e[:, 0] * tension, H, rtol=1e-8)  # the horizontal tension is constant
+    np.testing.assert_allclose(-e[:, 2] * tension, V, rtol=0, atol=1e-8 * H)  # the vertical one carries the weight
+    for i in range(links - 1):
+        on_right = eq.constraint_force(f"rod{i}")  # force of rod i on its child p{i+1}
+        on_left = eq.constraint_force(f"rod{i + 1}", body=f"p{i + 1}")
+        np.testing.assert_allclose(on_right, -tension[i] * e[i], rtol=0, atol=1e-8 * H)
+        # each joint is in equilibrium: the two rods hold up its weight
+        np.testing.assert_allclose(on_right + on_left, [0.0, 0.0, m * g], rtol=0, atol=1e-8 * H)
+    # the supports carry the whole weight of the joints
+    left = -eq.constraint_force("rod0")
+    right = -eq.constraint_force(f"rod{links - 1}", body=f"p{links - 1}")
+    np.testing.assert_allclose(left + right, [0.0, 0.0, -(links - 1) * m * g], rtol=0, atol=1e-8 * H)
+
+
+def test_hanging_chain_tends_to_the_continuous_catenary() -> None:
+    length, span, mass, g = 1.5, 1.0, 1.0, 9.81
+    mu = mass / length
+    a = brentq(lambda a: 2 * a * math.sinh(span / (2 * a)) - length, 0.01, 100.0, xtol=1e-15)  # catenary parameter
+    H0, sag0 = mu * g * a, a * (math.cosh(span / (2 * a)) - 1)
+    errors = []
+    for links in (10, 20, 40):
+        eq = mbvi.equilibrium(chain.build(links=links, length=length, span=span, mass=mass, g=g))
+        ell = length / links
+        x = _chain_points(eq, links, span, 0.0)
+        tension = eq.multipliers[:links]
+        H = tension * np.diff(x[:, 0]) / ell
+        s = (np.arange(links) + 0.5) * ell  # arc length at the rod midpoints
+        z = a * (np.cosh((x[:, 0] - span / 2) / a) - math.cosh(span / (2 * a)))
+        errors.append(
+            [
+                abs(np.mean(H) - H0) / H0,
+                abs(-x[links // 2, 2] - sag0) / sag0,
+                np.max(np.abs(x[:, 2] - z)) / sag0,
+                np.max(np.abs(tension - np.hypot(H0, mu * g * (s - length / 2)))) / H0,
+            ]
+        )
+    errors = np.array(errors)
+    assert np.all(errors[-1] < 5e-4)
+    np.testing.assert_allclose(errors[:-1] / errors[1:], 4.0, rtol=0.05)  # second order in ℓ
+
+
+# -- singular Hessians and scenes without an equilibrium -------------------------------------------------
+
+
+def _string(load: float) -> mbvi.Scene:
+    """Two springs at their rest length ℓ = 0.5 m between two supports, a transverse load at the middle."""
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.Particle("mid", mass=1.0, position=(0.5, 0.0, 0.0)))
+    scene.add(mbvi.Spring("world", "mid", stiffness=100.0))
+    scene.add(mbvi.Spring("mid", "world", stiffness=100.0, anchor_b=(1.0, 0.0, 0.0)))
+    if load:
+        scene.add(mbvi.ExternalForce("mid", force=(0.0, 0.0, -load)))
+    return scene
+
+
+def test_unloaded_string_is_a_neutral_equilibrium() -> None:
+    eq = mbvi.equilibrium(_string(0.0))
+    np.testing.assert_allclose(eq.position("mid"), [0.5, 0.0, 0.0], atol=1e-15)
+    assert not eq.stable  # zero transverse stiffness: not a strict minimum
+    np.testing.assert_allclose(np.sort(eq.tangent_eigenvalues), [0.0, 0.0, 200.0], atol=1e-9)
+
+
+def test_string_loaded_across_its_singular_start_sags_to_the_force_balance() -> None:
+    k, ell, f = 100.0, 0.5, 1.0
+    eq = mbvi.equilibrium(_string(f))
+    # 2 k (s − ℓ) w / s = f with s = √(ℓ² + w²)
+    w = brentq(lambda w: 2 * k * (math.hypot(ell, w) - ell) * w / math.hypot(ell, w) - f, 1e-9, 1.0, xtol=1e-15)
+    np.testing.assert_allclose(eq.position("mid"), [0.5, 0.0, -w], atol=1e-10)
+    assert eq.stable
+
+
+def test_slack_chain_without_load_is_returned_as_it_is() -> None:
+    scene = chain.build(links=10, g=0.0)
+    eq = mbvi.equilibrium(scene)
+    np.testing.assert_allclose(eq.q, mbvi.assemble(scene).layout.q0, atol=1e-14)
+    assert not eq.stable
+    np.testing.assert_allclose(eq.tangent_eigenvalues, 0.0, atol=1e-12)
+    np.testing.assert_allclose(eq.multipliers, 0.0, atol=1e-12)
+
+
+def test_cable_hung_straight_sags_and_its_clamps_carry_its_weight() -> None:
+    # an elastic cable (beam without bending) clamped at both ends, starting straight: zero tension,
+    # zero transverse stiffness, yet gravity pulls across it
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    rho, area, length, n = 1000.0, 1e-4, 1.0, 20
+    scene.add(
+        mbvi.Beam("cable", (0, 0, 0), (length, 0, 0), n, density=rho, area=area, youngs_modulus=1e7, clamp="both")
+    )
+    eq = mbvi.equilibrium(scene)
+    assert eq.stable and eq.position(f"cable[{n // 2}]")[2] < -0.01
+    support = eq.constraint_force("cable:clamp[0]") + eq.constraint_force(f"cable:clamp[{n}]")
+    np.testing.assert_allclose(support, [0.0, 0.0, rho * area * length * 9.81], rtol=0, atol=1e-10)
+
+
+def test_no_equilibrium_raises_a_clear_solver_error() -> None:
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("falling", mass=1.0, position=(0.0, 0.0, 0.0)))
+    with pytest.raises(mbvi.SolverError, match=r"did not converge.*no equilibrium"):
+        mbvi.equilibrium(scene)
+
+
+def test_iteration_limit_raises_solver_error() -> None:
+    scene = pendulum.build(force=3.0, theta0=1.5)
+    with pytest.raises(mbvi.SolverError, match=r"did not converge in 1 iterations \(KKT residual"):
+        mbvi.equilibrium(scene, maxiter=1)
+
+
+def test_equilibrium_accessors_reject_unknown_names() -> None:
+    eq = mbvi.equilibrium(pendulum.build())
+    np.testing.assert_array_equal(eq.position("world"), np.zeros(3))
+    with pytest.raises(ValueError, match="unknown body"):
+        eq.position("nobody")
+    with pytest.raises(ValueError, match="unknown joint"):
+        eq.constraint_force("no-joint")
