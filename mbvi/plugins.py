@@ -11,6 +11,7 @@ particular entry points.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import os
 import threading
 from typing import Any
@@ -60,12 +61,21 @@ def _make_manager() -> pluggy.PluginManager:
     if os.environ.get("MBVI_DISABLE_PLUGINS", "").strip() not in ("", "0"):
         pm.check_pending()
         return pm
-    for blocked in filter(None, (s.strip() for s in os.environ.get("MBVI_BLOCK_PLUGINS", "").split(","))):
-        pm.set_blocked(blocked)
-    try:
-        pm.load_setuptools_entrypoints(hookspecs.PROJECT)
-    except Exception as exc:  # an entry point that fails to import
-        raise PluginError(f"failed to load an mbvi plugin entry point: {exc}") from exc
+    blocked = {s.strip() for s in os.environ.get("MBVI_BLOCK_PLUGINS", "").split(",") if s.strip()}
+    for ep in importlib.metadata.entry_points(group=hookspecs.PROJECT):
+        if ep.name in blocked or pm.get_plugin(ep.name) is not None:
+            continue
+        try:
+            plugin = ep.load()
+        except Exception as exc:  # an entry point that fails to import
+            raise PluginError(
+                f"mbvi plugin {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}; "
+                f"set MBVI_BLOCK_PLUGINS={ep.name} to skip it"
+            ) from exc
+        try:
+            pm.register(plugin, name=ep.name)
+        except ValueError as exc:
+            raise PluginError(f"mbvi plugin {ep.name!r} ({ep.value}) cannot be registered: {exc}") from exc
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
@@ -114,6 +124,10 @@ def reset() -> None:
         _invalidate()
 
 
+def _qualified(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 def _collect(hook_name: str, check) -> dict[str, type]:
     registry: dict[str, type] = {}
 
@@ -121,8 +135,8 @@ def _collect(hook_name: str, check) -> dict[str, type]:
         check(cls)
         if cls.name in registry and registry[cls.name] is not cls:
             raise PluginError(
-                f"two plugins register {hook_name[9:-1]} {cls.name!r}: "
-                f"{registry[cls.name].__module__}.{registry[cls.name].__qualname__} and {cls.__module__}.{cls.__qualname__}"
+                f"two plugins register {hook_name[9:-1]} {cls.name!r}: {_qualified(registry[cls.name])} "
+                f"and {_qualified(cls)}"
             )
         registry[cls.name] = cls
 
