@@ -30,8 +30,8 @@ $(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) tools/system-deps.
 
 demo: setup
 	$(VENV)/bin/mbvi run scenes/double_pendulum.py --t-end 8 --dt 1e-3 --out out/double_pendulum.npz \
-		--render out/double_pendulum.gif --fps 15 --plot out/double_pendulum_energy.png
-	$(VENV)/bin/mbvi render out/double_pendulum.npz --out out/double_pendulum.png
+		--render out/double_pendulum.gif --fps 15 --trail --plot out/double_pendulum_energy.png
+	$(VENV)/bin/mbvi render out/double_pendulum.npz --out out/double_pendulum.png --trail
 	@echo "demo written to out/: double_pendulum.npz, .gif, .png, _energy.png"
 
 lint: setup

@@ -139,9 +139,11 @@ def _render(traj: Any, path: str, args: argparse.Namespace, progress: bool) -> N
     from mbvi import render
 
     if Path(path).suffix.lower() in _IMAGE:
-        render.snapshot(traj, path, frame=args.frame, window_size=args.size)
+        render.snapshot(traj, path, frame=args.frame, window_size=args.size, trail=args.trail)
     else:
-        render.animate(traj, path, fps=args.fps, speed=args.speed, window_size=args.size, progress=progress)
+        render.animate(
+            traj, path, fps=args.fps, speed=args.speed, window_size=args.size, progress=progress, trail=args.trail
+        )
 
 
 def _energy_drift(traj: Any) -> float:
@@ -258,6 +260,7 @@ def _add_render_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fps", type=_positive_float, default=30.0, help="video frames per second (default: 30)")
     p.add_argument("--speed", type=_positive_float, default=1.0, help="playback speed vs real time (default: 1)")
     p.add_argument("--size", type=_window_size, default=(640, 480), metavar="WxH", help="image size (default: 640x480)")
+    p.add_argument("--trail", action="store_true", help="draw the motion trail of every particle and body")
     p.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,

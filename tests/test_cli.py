@@ -97,6 +97,20 @@ def test_render_a_saved_run(scene_file: Path, tmp_path: Path) -> None:
     assert image.std() > 1.0
 
 
+def test_render_with_trail_draws_more(scene_file: Path, tmp_path: Path) -> None:
+    import imageio.v3 as iio
+
+    run = tmp_path / "run.npz"
+    assert main(["run", str(scene_file), "--out", str(run)]) == 0
+    plain, trail = tmp_path / "plain.png", tmp_path / "trail.png"
+    assert main(["render", str(run), "--out", str(plain), "--size", "120x90"]) == 0
+    assert main(["render", str(run), "--out", str(trail), "--size", "120x90", "--trail"]) == 0
+    a, b = iio.imread(plain).astype(int), iio.imread(trail).astype(int)
+    background = a[0, 0]
+    drawn = lambda img: np.count_nonzero(np.abs(img - background).sum(axis=-1) > 30)  # noqa: E731
+    assert drawn(b) > drawn(a)  # the trail adds the bob's path
+
+
 # ---------------------------------------------------------------- listings
 def test_integrators_lists_names_with_order(capsys) -> None:
     assert main(["integrators"]) == 0
