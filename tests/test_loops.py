@@ -1,0 +1,249 @@
+"""Closed kinematic loops: redundant constraints detected, dropped, and still satisfied.
+
+References: Freudenstein's closed-form position analysis of the four-bar, the
+compound-pendulum period of a parallelogram linkage and of a flap on two
+hinges (elliptic integrals), and loops with no redundancy (no warning).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.special import ellipk
+
+import mbvi
+
+SCENES = Path(__file__).resolve().parents[1] / "scenes"
+
+
+def _scene_module(name: str):
+    spec = importlib.util.spec_from_file_location(f"scene_{name}", SCENES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+four_bar = _scene_module("four_bar")
+LINKS = {"crank": 0.3, "coupler": 1.0, "rocker": 0.8, "ground": 1.0}  # a, b, c, d: Grashof crank–rocker
+THETA0 = 0.7
+
+
+def _wrap(x: np.ndarray) -> np.ndarray:
+    return (x + np.pi) % (2 * np.pi) - np.pi
+
+
+def freudenstein(theta2: np.ndarray, a: float, b: float, c: float, d: float) -> tuple[np.ndarray, np.ndarray]:
+    """Both output angles θ₄ (open and crossed branch) of K₁cosθ₄ − K₂cosθ₂ + K₃ = cos(θ₂ − θ₄).
+
+    With t = tan(θ₄/2) the equation is A t² + B t + C = 0, A = cosθ₂ − K₁ − K₂cosθ₂ + K₃,
+    B = −2 sinθ₂, C = K₁ − (K₂ + 1) cosθ₂ + K₃.
+    """
+    K1, K2, K3 = d / a, d / c, (a * a - b * b + c * c + d * d) / (2 * a * c)
+    A = np.cos(theta2) - K1 - K2 * np.cos(theta2) + K3
+    B = -2 * np.sin(theta2)
+    C = K1 - (K2 + 1) * np.cos(theta2) + K3
+    root = np.sqrt(B * B - 4 * A * C)
+    return 2 * np.arctan2(-B + root, 2 * A), 2 * np.arctan2(-B - root, 2 * A)
+
+
+def _assembled_branch(theta2: np.ndarray, theta4_0: float) -> np.ndarray:
+    """Freudenstein's θ₄(θ₂) on the branch that holds the initial configuration."""
+    a, b, c, d = (LINKS[k] for k in ("crank", "coupler", "rocker", "ground"))
+    return min(freudenstein(theta2, a, b, c, d), key=lambda br: abs(_wrap(br[0] - theta4_0)))
+
+
+def _simulate_with_redundancy_warning(
+    scene: mbvi.Scene, t_end: float, dt: float, integrator: str = "verlet", redundant: int = 3, total: int = 38
+) -> tuple[mbvi.Trajectory, mbvi.System]:
+    with pytest.warns(mbvi.RedundantConstraintWarning, match=rf"{redundant} of {total} .*rank {total - redundant}"):
+        system = mbvi.assemble(scene)
+    with pytest.warns(mbvi.RedundantConstraintWarning):
+        traj = mbvi.simulate(scene, t_end, dt, integrator)
+    return traj, system
+
+
+def _check_four_bar(traj: mbvi.Trajectory, system: mbvi.System, tol: float) -> None:
+    c, d = LINKS["rocker"], LINKS["ground"]
+    # every row holds, the dropped ones included
+    assert traj.constraint_error.max() <= tol
+    dropped = np.setdiff1d(np.arange(system.nc), system.active)
+    assert len(dropped) == 3
+    assert np.abs(system.constraints(traj.q)[:, dropped]).max() <= tol
+    # the loop closes: the coupler's far end is the rocker's far end, at distance c from D
+    C_coupler = traj.point(
+        "coupler", traj.rotation("coupler")[0].T @ (np.array(_P0["C"]) - traj.position("coupler")[0])
+    )
+    C_rocker = traj.point("rocker", traj.rotation("rocker")[0].T @ (np.array(_P0["C"]) - traj.position("rocker")[0]))
+    np.testing.assert_allclose(C_coupler, C_rocker, atol=tol)
+    np.testing.assert_allclose(np.linalg.norm(C_rocker - [d, 0.0, 0.0], axis=1), c, atol=tol)
+    # the motion stays in the x–z plane
+    for link in ("crank", "coupler", "rocker"):
+        np.testing.assert_allclose(traj.position(link)[:, 1], 0.0, atol=tol)
+    # output angle against Freudenstein's equation, on the branch the linkage was assembled in
+    theta2 = THETA0 + traj.joint_angle("input")
+    theta4_0 = math.atan2(_P0["C"][2], _P0["C"][0] - d)
+    theta4 = theta4_0 + traj.joint_angle("output")
+    assert np.max(np.abs(_wrap(_assembled_branch(theta2, theta4_0) - theta4))) <= 1e3 * tol
+
+
+_P0 = four_bar.positions(theta=THETA0, **LINKS)
+
+
+def test_four_bar_loop_closure_and_freudenstein_over_ten_thousand_steps() -> None:
+    scene = four_bar.build(theta=THETA0, crank_speed=6.0, **LINKS)
+    traj, system = _simulate_with_redundancy_warning(scene, 10.0, 1e-3)
+    assert len(traj.t) == 10_001
+    _check_four_bar(traj, system, 1e-10)
+    # the crank of a Grashof crank–rocker turns fully; the rocker only rocks
+    assert np.ptp(traj.joint_angle("input")) > 4 * np.pi
+    assert np.ptp(traj.joint_angle("output")) < np.pi
+    # a conservative closed loop: bounded energy error with no drift
+    E = traj.energy
+    err = np.abs(E - E[0]) / traj.kinetic.max()
+    assert err.max() <= 1e-3
+    half = len(err) // 2
+    assert err[half:].max() <= 3 * err[:half].max()
+
+
+def test_freudenstein_reference_is_the_circle_intersection() -> None:
+    """The reference itself, checked against the geometric construction of the scene module."""
+    a, b, c, d = (LINKS[k] for k in ("crank", "coupler", "rocker", "ground"))
+    for theta in np.linspace(-3.0, 3.0, 13):
+        P = four_bar.positions(theta=theta, **LINKS)
+        theta4 = math.atan2(P["C"][2], P["C"][0] - d)
+        one, other = freudenstein(np.array(theta), a, b, c, d)
+        assert min(abs(_wrap(one - theta4)), abs(_wrap(other - theta4))) <= 1e-12
+        assert np.linalg.norm(P["C"] - P["B"]) == pytest.approx(b, rel=1e-14)
+
+
+@pytest.mark.parametrize(("integrator", "dt"), [("midpoint", 2e-3), ("yoshida4", 4e-3), ("symplectic_euler_b", 1e-3)])
+def test_four_bar_under_other_integrators(integrator: str, dt: float) -> None:
+    scene = four_bar.build(theta=THETA0, crank_speed=6.0, **LINKS)
+    traj, system = _simulate_with_redundancy_warning(scene, 0.6, dt, integrator)
+    _check_four_bar(traj, system, 1e-10)
+
+
+def test_four_bar_with_a_rod_coupler_is_not_redundant() -> None:
+    """Crank and rocker joined by a massless rod (RSSR): the same kinematics, an independent set of rows."""
+    b, d = LINKS["coupler"], LINKS["ground"]
+    full = four_bar.build(theta=THETA0, crank_speed=3.0, g=9.81, **LINKS)
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    crank, rocker = full.body("crank"), full.body("rocker")
+    scene.add(crank)
+    scene.add(rocker)
+    scene.add(mbvi.Revolute("world", "crank", anchor=_P0["A"], axis=four_bar.AXIS, name="input"))
+    scene.add(mbvi.Revolute("world", "rocker", anchor=_P0["D"], axis=four_bar.AXIS, name="output"))
+    tip_crank = crank.orientation.T @ (_P0["B"] - crank.position)
+    tip_rocker = rocker.orientation.T @ (_P0["C"] - rocker.position)
+    scene.add(mbvi.Rod("crank", "rocker", anchor_a=tip_crank, anchor_b=tip_rocker, name="coupler"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RedundantConstraintWarning
+        system = mbvi.assemble(scene)
+        state = system.initial_state(warn=False)  # the rod coupler has no mass: velocities re-projected
+        traj = mbvi.simulate(scene, 2.0, 1e-3, initial_state=state)
+    assert len(system.active) == system.nc == 12 + 5 + 5 + 1
+    assert traj.constraint_error.max() <= 1e-10
+    B = traj.point("crank", tip_crank)
+    C = traj.point("rocker", tip_rocker)
+    np.testing.assert_allclose(np.linalg.norm(C - B, axis=1), b, rtol=1e-10)
+    theta2 = THETA0 + traj.joint_angle("input")
+    theta4_0 = math.atan2(_P0["C"][2], _P0["C"][0] - d)
+    theta4 = theta4_0 + traj.joint_angle("output")
+    assert np.max(np.abs(_wrap(_assembled_branch(theta2, theta4_0) - theta4))) <= 1e-8
+    assert np.ptp(theta2) > 1.0
+
+
+def test_closed_loop_of_rods_without_redundancy_emits_no_warning() -> None:
+    """A rigid triangle of particles is a loop whose rows are independent: it must not warn."""
+    scene = mbvi.Scene(gravity=None)
+    pts = {"p": (0.0, 0.0, 0.0), "q": (1.0, 0.0, 0.0), "r": (0.3, 0.8, 0.1)}
+    vel = {"p": (0.0, 0.5, 0.0), "q": (0.0, -0.5, 0.3), "r": (0.2, 0.0, 0.0)}
+    for name, x in pts.items():
+        scene.add(mbvi.Particle(name, mass=1.0, position=x, velocity=vel[name]))
+    scene.add(mbvi.Rod("p", "q"))
+    scene.add(mbvi.Rod("q", "r"))
+    scene.add(mbvi.Rod("r", "p"))
+    assert scene.has_loops()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        system = mbvi.assemble(scene)
+        state = system.initial_state(warn=False)
+        traj = mbvi.simulate(scene, 3.0, 1e-3, initial_state=state)
+    assert len(system.active) == system.nc == 3
+    L = traj.angular_momentum
+    assert np.max(np.abs(L - L[0])) <= 1e-9 * np.linalg.norm(L[0])
+    assert traj.constraint_error.max() <= 1e-10
+
+
+# -- compound pendulums made of loops -----------------------------------------------------------------
+
+
+def _zero_crossing_periods(t: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    i = np.where((theta[:-1] > 0) & (theta[1:] <= 0))[0]
+    crossings = t[i] + theta[i] / (theta[i] - theta[i + 1]) * (t[i + 1] - t[i])
+    return np.diff(crossings)
+
+
+def test_parallelogram_linkage_translates_its_coupler_and_swings_as_a_compound_pendulum() -> None:
+    """Equal cranks and ground/coupler: the coupler never turns; the period is a compound pendulum's."""
+    g, arm, span, theta0, r, rho = 9.81, 0.5, 0.8, 0.6, 0.02, 1000.0
+    down = np.array([math.sin(theta0), 0.0, -math.cos(theta0)])  # cranks tilted by θ₀ from hanging
+    A, D = np.zeros(3), np.array([span, 0.0, 0.0])
+    B, C = A + arm * down, D + arm * down
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -g))
+    link = four_bar._link  # capsule between two points (body z along the link), at rest
+    for name, p, q in (("left", A, B), ("right", D, C), ("bar", B, C)):
+        scene.add(link(name, p, q, r, rho, 0.0, p, np.zeros(3)))
+    axis = four_bar.AXIS
+    scene.add(mbvi.Revolute("world", "left", anchor=A, axis=axis, name="left"))
+    scene.add(mbvi.Revolute("world", "right", anchor=D, axis=axis))
+    scene.add(mbvi.Revolute("left", "bar", anchor=B, axis=axis))
+    scene.add(mbvi.Revolute("bar", "right", anchor=C, axis=axis))
+    traj, _ = _simulate_with_redundancy_warning(scene, 5.0, 1e-3)
+    # the coupler translates on a circle: constant orientation
+    R = traj.rotation("bar")
+    np.testing.assert_allclose(R, np.broadcast_to(R[0], R.shape), atol=1e-10)
+    # one degree of freedom θ: I θ̈ = −τ sin θ with I = 2 I_arm(pivot) + m_bar a², τ = (2 m_arm a/2 + m_bar a) g
+    m_arm, J_arm = mbvi.Capsule(r, arm).mass_properties(rho)
+    m_bar, _ = mbvi.Capsule(r, span).mass_properties(rho)
+    I_pivot = J_arm[0] + m_arm * (arm / 2) ** 2
+    inertia = 2 * I_pivot + m_bar * arm**2
+    torque = (m_arm * arm + m_bar * arm) * g
+    period = 4 * math.sqrt(inertia / torque) * ellipk(math.sin(theta0 / 2) ** 2)
+    theta = theta0 + traj.joint_angle("left")  # from hanging; the axis is −y, so +x turns towards +z
+    periods = _zero_crossing_periods(traj.t, theta)
+    assert len(periods) >= 2
+    np.testing.assert_allclose(periods, period, rtol=1e-4)
+    assert traj.constraint_error.max() <= 1e-10
+
+
+def test_flap_on_two_hinges_swings_like_a_physical_pendulum() -> None:
+    """A door hung on two coaxial hinges: 5 of 16 equations are redundant; the period is unchanged."""
+    g, theta0 = 9.81, 0.8
+    size = (0.6, 0.03, 0.5)  # the flap: 0.6 wide (x), hangs 0.5 below the hinge line (z)
+    shape = mbvi.Box(size)
+    m, J = shape.mass_properties(600.0)
+    axis = np.array([1.0, 0.0, 0.0])
+    tilt = np.array(
+        [[1.0, 0.0, 0.0], [0.0, math.cos(theta0), -math.sin(theta0)], [0.0, math.sin(theta0), math.cos(theta0)]]
+    )
+    com = tilt @ np.array([0.0, 0.0, -size[2] / 2])
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -g))
+    scene.add(mbvi.RigidBody("flap", mass=m, inertia=J, position=com, orientation=tilt, shape=shape))
+    scene.add(mbvi.Revolute("world", "flap", anchor=(-0.25, 0.0, 0.0), axis=axis, name="top"))
+    scene.add(mbvi.Revolute("world", "flap", anchor=(0.25, 0.0, 0.0), axis=axis, name="bottom"))
+    traj, _ = _simulate_with_redundancy_warning(scene, 4.0, 1e-3, redundant=5, total=16)
+    ell = size[2] / 2
+    inertia = J[0] + m * ell**2
+    period = 4 * math.sqrt(inertia / (m * g * ell)) * ellipk(math.sin(theta0 / 2) ** 2)
+    theta = theta0 + traj.joint_angle("top")
+    np.testing.assert_allclose(traj.joint_angle("bottom"), traj.joint_angle("top"), atol=1e-10)
+    periods = _zero_crossing_periods(traj.t, theta)
+    assert len(periods) >= 2
+    np.testing.assert_allclose(periods, period, rtol=1e-4)
+    assert traj.constraint_error.max() <= 1e-10
