@@ -12,7 +12,6 @@ PYTEST_ARGS ?=
 
 # headless rendering through EGL with Mesa's software renderer (no X server, no Xvfb)
 export VTK_DEFAULT_OPENGL_WINDOW ?= vtkEGLRenderWindow
-export MPLBACKEND ?= Agg
 # small dense solves: one BLAS thread each (threads oversubscribe 2 cores when pytest runs 2 workers)
 export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
