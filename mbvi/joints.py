@@ -176,7 +176,8 @@ class _AnchoredJoint(Joint):
                 layout.world_point(body, np.zeros(3)) - p
             ) > 1e-9 * max(1.0, layout.length_scale):
                 raise ValueError(
-                    f"{self.owner}: initial positions violate the joint (particle {body!r} is not at the anchor {p.tolist()})"
+                    f"{self.owner}: initial positions violate the joint "
+                    f"(particle {body!r} is not at the anchor {p.tolist()})"
                 )
         self.anchor_a = layout.to_body_point(self.a, p)
         self.anchor_b = layout.to_body_point(self.b, p)

@@ -68,3 +68,15 @@ def test_batch_rejects_bad_states() -> None:
         mbvi.simulate_batch(scene, 1.0, 1e-2, [s0, bad])
     with pytest.raises(ValueError, match="initial_states"):
         mbvi.simulate_batch(scene, 1.0, 1e-2, [])
+
+
+def test_batch_with_damping_matches_serial() -> None:
+    scene = _double_pendulum()
+    scene.add(mbvi.Drag("b", coefficient=0.8))
+    scene.add(mbvi.Damper("world", "a", damping=0.3))
+    states = _states(scene, 3, seed=4)
+    batch = mbvi.simulate_batch(scene, t_end=2.0, dt=2**-8, initial_states=states)
+    for i in range(3):
+        serial = mbvi.simulate(scene, t_end=2.0, dt=2**-8, initial_state=states[i])
+        assert np.max(np.abs(batch[i].q - serial.q)) < 1e-9
+        assert batch[i].energy[-1] < batch[i].energy[0]  # it dissipates

@@ -206,14 +206,25 @@ class ShakeRattle(Integrator):
         vh = v0
         # SHAKE returns v½ only to ~ tol·L/h: a stricter test can cycle forever on that noise
         floor = 10.0 * sysm.tolerance * max(1.0, sysm.length_scale) / abs(h) if len(sysm.active) else 0.0
-        for _ in range(100):
-            q1, vnew = shake(sysm, q0, v0 + base_kick + c * W * sysm.force(q0, vh, t), h, factor0, gdata0, self.maxiter)
+        prev = np.inf
+        for it in range(100):
+            try:
+                q1, vnew = shake(
+                    sysm, q0, v0 + base_kick + c * W * sysm.force(q0, vh, t), h, factor0, gdata0, self.maxiter
+                )
+            except SolverError:
+                break  # the fixed point ran away before SHAKE could follow
             delta = float(np.max(np.abs(vnew - vh)))
             vh = vnew
             if delta <= 1e-13 * max(1.0, float(np.max(np.abs(vh)))) + floor:
                 return q1, vh
+            if (it >= 1 and delta > prev) or (it >= 4 and delta > 0.5 * prev):
+                break  # stiff damping: the fixed point diverges or contracts too slowly
+            prev = delta
         raise SolverError(
-            "velocity-dependent forces: the implicit drift did not converge (damping too stiff for this step)",
+            "velocity-dependent forces: the implicit drift does not converge — the damping is too stiff for this "
+            "step relative to the masses it acts on (e.g. joint damping on a body with a tiny rotational inertia); "
+            "use a smaller dt, or integrator='midpoint' or 'implicit_euler', which solve it by Newton",
             suggested_dt=self.dt / 4,
         )
 
