@@ -7,30 +7,21 @@ the bending law's derivatives.
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+from scene_loader import load_scene
 
 import mbvi
 
-SCENES = Path(__file__).resolve().parents[1] / "scenes"
 E, RHO = 2.1e11, 7850.0  # steel
 C = math.sqrt(E / RHO)  # axial wave speed, m/s
 BETA = np.array([1.875104068711961, 4.694091132974175, 7.854757438237613])  # cantilever: cos β cosh β = −1
 
 
-def _scene_module(name: str):
-    spec = importlib.util.spec_from_file_location(f"scene_{name}", SCENES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-axial_beam = _scene_module("axial_beam")
-cantilever = _scene_module("cantilever")
+axial_beam = load_scene("axial_beam")
+cantilever = load_scene("cantilever")
 
 
 def _fraction(system: mbvi.System, shapes: np.ndarray, axis: int) -> np.ndarray:

@@ -15,26 +15,17 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
+from scene_loader import load_scene
 from scipy.integrate import solve_ivp
 from scipy.spatial.transform import Rotation
 
 import mbvi
 
-SCENES = Path(__file__).resolve().parents[1] / "scenes"
 REF = {"method": "DOP853", "rtol": 1e-13, "atol": 1e-13}
 VARIATIONAL = ["verlet", "midpoint", "symplectic_euler_a", "symplectic_euler_b", "yoshida4"]
-
-
-def load_scene(name: str):
-    spec = importlib.util.spec_from_file_location(f"scene_{name}", SCENES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 damped_pendulum = load_scene("damped_pendulum")

@@ -7,28 +7,17 @@ hinges (elliptic integrals), and loops with no redundancy (no warning).
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from scene_loader import load_scene
 from scipy.special import ellipk
 
 import mbvi
 
-SCENES = Path(__file__).resolve().parents[1] / "scenes"
-
-
-def _scene_module(name: str):
-    spec = importlib.util.spec_from_file_location(f"scene_{name}", SCENES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-four_bar = _scene_module("four_bar")
+four_bar = load_scene("four_bar")
 LINKS = {"crank": 0.3, "coupler": 1.0, "rocker": 0.8, "ground": 1.0}  # a, b, c, d: Grashof crank–rocker
 THETA0 = 0.7
 

@@ -4,25 +4,18 @@ line with physically sound results, and renders."""
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import math
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from scene_loader import SCENES, load_scene
 
 import mbvi
 from mbvi.cli import main
 
-SCENES = sorted((Path(__file__).resolve().parents[1] / "scenes").glob("*.py"))
-
-
-def _load(path: Path):
-    spec = importlib.util.spec_from_file_location(f"scene_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+SCENE_FILES = sorted(SCENES.glob("*.py"))
 
 
 @contextlib.contextmanager
@@ -39,9 +32,9 @@ def _short_run(module) -> tuple[float, float]:
     return 20 * dt, dt
 
 
-@pytest.mark.parametrize("path", SCENES, ids=[p.stem for p in SCENES])
+@pytest.mark.parametrize("path", SCENE_FILES, ids=[p.stem for p in SCENE_FILES])
 def test_scene_builds_and_simulates(path: Path) -> None:
-    module = _load(path)
+    module = load_scene(path)
     assert module.__doc__, f"{path.name} needs a module docstring"
     t_end, dt = _short_run(module)
     integrator = getattr(module, "INTEGRATOR", "verlet")
@@ -56,9 +49,9 @@ def test_scene_builds_and_simulates(path: Path) -> None:
         assert traj.constraint_error.max() <= 1e-9 * max(1.0, scale)
 
 
-@pytest.mark.parametrize("path", SCENES, ids=[p.stem for p in SCENES])
+@pytest.mark.parametrize("path", SCENE_FILES, ids=[p.stem for p in SCENE_FILES])
 def test_scene_runs_from_the_command_line_and_renders(path: Path, tmp_path: Path, capsys) -> None:
-    module = _load(path)
+    module = load_scene(path)
     t_end, dt = _short_run(module)
     out, png = tmp_path / "run.npz", tmp_path / "run.png"
     argv = ["run", str(path), "--t-end", repr(t_end), "--dt", repr(dt), "--out", str(out), "--render", str(png)]

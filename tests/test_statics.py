@@ -8,28 +8,17 @@ against simulation (an equilibrium is a rest state), and on the hard cases: sing
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+from scene_loader import load_scene
 from scipy.optimize import brentq, minimize
 
 import mbvi
 
-SCENES = Path(__file__).resolve().parents[1] / "scenes"
-
-
-def _scene_module(name: str):
-    spec = importlib.util.spec_from_file_location(f"scene_{name}", SCENES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-pendulum = _scene_module("loaded_pendulum")
-chain = _scene_module("hanging_chain")
+pendulum = load_scene("loaded_pendulum")
+chain = load_scene("hanging_chain")
 
 M, G, L = 2.0, 9.81, 1.5
 

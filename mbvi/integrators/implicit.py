@@ -94,7 +94,7 @@ class Midpoint(_NewtonIntegrator):
         return State(q1, v1)
 
 
-class ImplicitEuler(Integrator):
+class ImplicitEuler(_NewtonIntegrator):
     """Implicit (backward) Euler on positions, velocities and multipliers.
 
     q₁ = q₀ + h v₁, M(v₁ − v₀) = h(−∇U(q₁) + F(q₁, v₁, t₁)) − G(q₁)ᵀλ, g(q₁) = 0,
@@ -104,13 +104,6 @@ class ImplicitEuler(Integrator):
 
     name = "implicit_euler"
     order = 1
-    options = {"tol": 1e-12, "maxiter": 40}
-
-    def __init__(self, system, dt, **options):
-        super().__init__(system, dt, **options)
-        system.tolerance = float(self.tol)
-        self._M = sp.diags(system.mass)
-        self._y = np.zeros(len(system.active))
 
     def step(self, state: State, t: float) -> State:
         sysm, h = self.system, self.dt
@@ -139,19 +132,7 @@ class ImplicitEuler(Integrator):
             G1 = sysm.active_jacobian(gd)
             return K, G1.T, G1
 
-        try:
-            q1, lam, _ = newton_kkt(
-                residual,
-                jacobian,
-                q0 + h * v0,
-                self._y,
-                xtol=1e-13 * max(1.0, float(np.max(np.abs(q0)))),
-                gscale=sysm.active_scale,
-                gtol=self.tol,
-                maxiter=self.maxiter,
-            )
-        except SolverError as exc:
-            raise SolverError(f"{self.name}: {exc.reason}", suggested_dt=self.dt / 4) from exc
+        q1, lam, _ = self._solve(residual, jacobian, q0 + h * v0, q0)
         self._y = lam
         v1 = sysm.project_velocity(q1, (q1 - q0) / h)
         return State(q1, v1)

@@ -228,6 +228,21 @@ class ShakeRattle(Integrator):
             suggested_dt=self.dt / 4,
         )
 
+    def _kick_and_project(self, q1: np.ndarray, vh: np.ndarray, c: float, t1: float) -> State:
+        """End of a step: v₁ = P(q₁)[v½ + c M⁻¹(−∇U(q₁) + F(q₁, v½, t₁))], caching the factorization at q₁."""
+        sysm = self.system
+        grad1 = sysm.potential_gradient(q1) if c else None
+        v1 = vh
+        if c:
+            f1 = -grad1
+            if sysm.has_forces:
+                f1 = f1 + sysm.force(q1, vh, t1)
+            v1 = vh + c * sysm.inv_mass * f1
+        factor1, gdata1 = sysm.factor(q1)
+        v1 = sysm.project_velocity(q1, v1, factor1, gdata1)
+        self._remember(q1, factor1, gdata1, grad1)
+        return State(q1, v1)
+
 
 class Verlet(ShakeRattle):
     """Störmer–Verlet with constraints (RATTLE): the trapezoidal discrete Lagrangian.
@@ -246,15 +261,7 @@ class Verlet(ShakeRattle):
         factor0, gdata0 = self._factor_at(q0)
         grad0 = self._gradient_at(q0)
         q1, vh = self._forced_drift(q0, v0, -0.5 * h * W * grad0, 0.5 * h, h, t, factor0, gdata0)
-        grad1 = sysm.potential_gradient(q1)
-        f1 = -grad1
-        if sysm.has_forces:
-            f1 = f1 + sysm.force(q1, vh, t + h)
-        v1 = vh + 0.5 * h * W * f1
-        factor1, gdata1 = sysm.factor(q1)
-        v1 = sysm.project_velocity(q1, v1, factor1, gdata1)
-        self._remember(q1, factor1, gdata1, grad1)
-        return State(q1, v1)
+        return self._kick_and_project(q1, vh, 0.5 * h, t + h)
 
 
 class SymplecticEulerA(ShakeRattle):
@@ -275,10 +282,7 @@ class SymplecticEulerA(ShakeRattle):
         factor0, gdata0 = self._factor_at(q0)
         grad0 = self._gradient_at(q0)
         q1, vh = self._forced_drift(q0, v0, -h * W * grad0, h, h, t, factor0, gdata0)
-        factor1, gdata1 = sysm.factor(q1)
-        v1 = sysm.project_velocity(q1, vh, factor1, gdata1)
-        self._remember(q1, factor1, gdata1, None)
-        return State(q1, v1)
+        return self._kick_and_project(q1, vh, 0.0, t + h)
 
 
 class SymplecticEulerB(ShakeRattle):
@@ -292,18 +296,10 @@ class SymplecticEulerB(ShakeRattle):
 
     def step(self, state: State, t: float) -> State:
         sysm, h = self.system, self.dt
-        W = sysm.inv_mass
         q0, v0 = state.q, state.v
         factor0, gdata0 = self._factor_at(q0)
         q1, vh = shake(sysm, q0, v0, h, factor0, gdata0, self.maxiter, self._lam)
-        grad1 = sysm.potential_gradient(q1)
-        f1 = -grad1
-        if sysm.has_forces:
-            f1 = f1 + sysm.force(q1, vh, t + h)
-        factor1, gdata1 = sysm.factor(q1)
-        v1 = sysm.project_velocity(q1, vh + h * W * f1, factor1, gdata1)
-        self._remember(q1, factor1, gdata1, grad1)
-        return State(q1, v1)
+        return self._kick_and_project(q1, vh, h, t + h)
 
 
 class Yoshida4(Integrator):
