@@ -30,8 +30,9 @@ from mbvi.kernels import SparsePattern
 
 __all__ = ["ConstraintSolver", "Factor"]
 
-DENSE_MAX = 160
-BAND_MAX = 48
+DENSE_ALWAYS = 32  # rows: below this a dense factorization has the fewest calls
+DENSE_MAX = 160  # rows: above this, a matrix that is not narrow-banded is factored sparse
+BAND_MAX = 48  # half-bandwidth up to which the banded Cholesky is used
 
 
 class Factor:
@@ -92,10 +93,8 @@ class ConstraintSolver:
         ri, rj = rows[pa], rows[pb]
         self._pa, self._pb = pa, pb
         self._w = winv[cols[pa]]
-        if n <= DENSE_MAX:
-            self.kind = "dense"
-            self._target = ri * n + rj
-            self._size = n * n
+        if n <= DENSE_ALWAYS:
+            self._dense(ri, rj)
             return
         ones = sp.csr_matrix((np.ones(len(ri)), (ri, rj)), shape=(n, n))
         perm = reverse_cuthill_mckee(ones, symmetric_mode=True)
@@ -115,6 +114,9 @@ class ConstraintSolver:
             self._size = (band + 1) * n
             self.perm = None if np.array_equal(perm, np.arange(n)) else perm
             return
+        if n <= DENSE_MAX:
+            self._dense(ri, rj)
+            return
         self.kind = "sparse"
         csc = ones.tocsc()
         csc.sum_duplicates()
@@ -125,6 +127,11 @@ class ConstraintSolver:
         ckeys = np.repeat(np.arange(n), np.diff(csc.indptr)).astype(np.int64) * n + csc.indices
         self._target = np.searchsorted(ckeys, key)
         self._size = len(csc.data)
+
+    def _dense(self, ri: np.ndarray, rj: np.ndarray) -> None:
+        self.kind = "dense"
+        self._target = ri * self.n + rj
+        self._size = self.n * self.n
 
     def matrix_values(self, gdata: np.ndarray, winv: np.ndarray | None = None) -> np.ndarray:
         """Values of A in the solver's storage from G's values."""
