@@ -48,6 +48,7 @@ docs: setup
 
 bench: setup
 	$(PY) benchmarks/bench_chain.py
+	$(PY) benchmarks/bench_batch.py
 	$(PY) benchmarks/bench_render.py
 
 clean:
