@@ -44,7 +44,7 @@ test: lint
 
 docs: setup
 	$(PY) tools/gen_gallery.py
-	$(VENV)/bin/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 bench: setup
 	$(PY) benchmarks/bench_chain.py
