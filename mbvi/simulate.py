@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from mbvi.assembly import assemble
 from mbvi.errors import SolverError
 from mbvi.integrators.base import Integrator
@@ -114,7 +116,8 @@ def simulate(
     except SolverError as err:
         pt, pq, pv = getattr(err, "partial", ([], [], []))
         if len(pt):
-            err.trajectory = Trajectory.from_states(system, pt, pq, pv, scene=scene, info=info)
+            with np.errstate(over="ignore", invalid="ignore"):  # the last states of a blow-up are huge
+                err.trajectory = Trajectory.from_states(system, pt, pq, pv, scene=scene, info=info)
         raise
     finally:
         if bar is not None:

@@ -182,6 +182,17 @@ class System:
             return np.zeros(q.shape[:-1]) if q.ndim > 1 else 0.0
         return np.max(np.abs(self.constraints(q)), axis=-1)
 
+    def stiffest_element(self) -> tuple[str, float] | None:
+        """(name, ω in rad/s) of the force element with the highest estimated natural frequency, if any."""
+        best: tuple[str, float] | None = None
+        for law in self.laws:
+            omega = law.frequencies()
+            if omega is not None and len(omega):
+                i = int(np.argmax(omega))
+                if best is None or omega[i] > best[1]:
+                    best = (law.elements[i].name, float(omega[i]))
+        return best
+
     # -- tools for solvers -----------------------------------------------------------------------
     def active_values_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """g on the active rows and G's values on the active pattern (:attr:`solver`)."""

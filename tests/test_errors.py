@@ -112,3 +112,18 @@ def test_solver_error_from_a_starved_newton_solve():
     with pytest.raises(mbvi.SolverError, match="tether") as info:
         mbvi.simulate(scene, 1.0, 0.1, "verlet", maxiter=1)
     assert info.value.time == 0.0 and info.value.step == 0
+
+
+def test_an_unstable_explicit_step_names_the_stiffest_element_and_a_stable_dt() -> None:
+    """A steel bar at dt = 1e-3 blows up under verlet; the error says which spring and what dt works."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Beam("bar", start=(0, 0, 0), end=(1, 0, 0), segments=20, density=7800.0, area=1e-4,
+                        youngs_modulus=2e11, clamp="start"))
+    with pytest.raises(mbvi.SolverError, match=r"stiffest element 'bar:axial\[\d+\]'") as info:
+        mbvi.simulate(scene, t_end=0.5, dt=1e-3)
+    err = info.value
+    assert err.culprit.startswith("bar:axial[") and err.trajectory is not None and len(err.trajectory.t) > 1
+    # the suggested step is stable: the sag stays small and energy is conserved
+    traj = mbvi.simulate(scene, t_end=200 * err.suggested_dt, dt=err.suggested_dt)
+    assert np.abs(traj.strain("bar")).max() < 1e-6
+    assert abs(traj.energy[-1] - traj.energy[0]) < 1e-9

@@ -118,6 +118,13 @@ class ForceLaw:
         """Work potential W(q) of position-independent loads (W = f·x), J; used by statics."""
         return 0.0
 
+    def frequencies(self) -> np.ndarray | None:
+        """Estimated natural angular frequency of each instance, rad/s, shape (m,), or None.
+
+        Used only to explain an unstable run: an explicit step needs dt < 2/ω.
+        """
+        return None
+
     def support(self) -> np.ndarray:
         """Indices of the coordinates this law depends on (default: all)."""
         return np.arange(self.nq)

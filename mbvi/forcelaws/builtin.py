@@ -154,6 +154,15 @@ class SpringLaw(ForceLaw):
     def support(self):
         return np.unique(self.D.cols[self.D._wcols != 0])
 
+    def frequencies(self):
+        # Gershgorin bound on the springs' M⁻¹K: row j of K sums to Σᵢ kᵢ|wᵢⱼ| Σₗ|wᵢₗ| (wᵢ: weights of dᵢ);
+        # each spring reports the largest bound over the coordinates it moves
+        A = abs(self.D.matrix[0::3]).tocsr()  # (m, nq)
+        row = np.asarray(A.sum(axis=1)).ravel()
+        omega2 = (A.T @ (self.k * row)) / self.layout.mass
+        A.data = omega2[A.indices]
+        return np.sqrt(np.asarray(A.max(axis=1).todense()).ravel())
+
 
 class DamperLaw(ForceLaw):
     """Linear viscous dampers along the line between two points: f = −c (ḋ·d̂) d̂."""

@@ -92,6 +92,27 @@ class Integrator:
         """Advance ``state`` from time ``t`` to ``t + dt``."""
         raise NotImplementedError
 
+    def _instability(self, t: float, k: int) -> SolverError:
+        """The error for a run that blew up, naming the stiffest element when there is one."""
+        stiff = self.system.stiffest_element()
+        if stiff is not None and 2.0 / stiff[1] < 1.5 * self.dt:
+            name, omega = stiff
+            return SolverError(
+                f"integrator {self.name!r} went unstable: the stiffest element {name!r} has natural "
+                f"frequencies up to ω ≈ {omega:.3g} rad/s and an explicit step needs dt < 2/ω = {2.0 / omega:.3g} s "
+                "(or use integrator='midpoint', which is A-stable)",
+                time=t,
+                step=k,
+                culprit=name,
+                suggested_dt=1.8 / omega,
+            )
+        return SolverError(
+            f"integrator {self.name!r} produced non-finite values (unstable; reduce dt)",
+            time=t,
+            step=k,
+            suggested_dt=self.dt / 4,
+        )
+
     def integrate(
         self, state: State, t0: float, nsteps: int, save_every: int = 1, callback: Callable[[int], None] | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -111,25 +132,22 @@ class Integrator:
         rec = Recorder(nsteps // save_every + 1 + (nsteps % save_every != 0), self.system.nq)
         rec.add(t0, state)
         step = self.step
-        for k in range(nsteps):
-            t = t0 + k * self.dt
-            try:
-                state = step(state, t)
-            except SolverError as exc:
-                err = exc.located(t, k)
-                err.partial = rec.arrays()
-                raise err from exc
-            if not (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
-                err = SolverError(
-                    f"integrator {self.name!r} produced non-finite values (unstable; reduce dt)",
-                    time=t,
-                    step=k,
-                    suggested_dt=self.dt / 4,
-                )
-                err.partial = rec.arrays()
-                raise err
-            if (k + 1) % save_every == 0 or k + 1 == nsteps:
-                rec.add(t0 + (k + 1) * self.dt, state)
-            if callback is not None:
-                callback(k + 1)
+        # a step that overflows is reported below as a SolverError (checked every step), not as warnings
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            for k in range(nsteps):
+                t = t0 + k * self.dt
+                try:
+                    state = step(state, t)
+                except SolverError as exc:
+                    err = exc.located(t, k)
+                    err.partial = rec.arrays()
+                    raise err from exc
+                if not (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
+                    err = self._instability(t, k)
+                    err.partial = rec.arrays()
+                    raise err
+                if (k + 1) % save_every == 0 or k + 1 == nsteps:
+                    rec.add(t0 + (k + 1) * self.dt, state)
+                if callback is not None:
+                    callback(k + 1)
         return rec.arrays()
