@@ -21,6 +21,7 @@ import scipy.linalg as sla
 
 from mbvi.assembly import assemble
 from mbvi.errors import SolverError
+from mbvi.kernels import AffineMap
 from mbvi.scene import Scene
 from mbvi.state import State
 from mbvi.system import System
@@ -76,21 +77,45 @@ class Equilibrium:
         o = self.system.layout.offset[name]
         return self.q[o : o + 3].copy()
 
-    def constraint_force(self, joint: str, body: str | None = None) -> np.ndarray:
-        """Force (N, world frame, shape (3,)) that a joint exerts on one of its bodies (default: its child b)."""
+    def _joint_generalized_force(self, joint: str, body: str | None) -> tuple[np.ndarray, str]:
+        """−Gᵀλ restricted to one joint's rows, and the body it is read on."""
         sysm = self.system
         rows = [i for i, o in enumerate(sysm.rows.owner) if o.endswith(f"{joint!r}") and not o.startswith("RigidBody")]
         if not rows:
             raise ValueError(f"unknown joint {joint!r}")
         if body is None:
             body = self.scene.joint(joint).b if self.scene is not None else None
+        if body is None or body == "world":
+            raise ValueError("constraint forces are read on a body that is not the world")
         lam = np.zeros(sysm.nc)
         lam[rows] = self.multipliers[rows]
-        f = -(sysm.constraint_jacobian(self.q).T @ lam)
-        if body is None or body == "world":
-            raise ValueError("constraint_force needs a body that is not the world")
-        o = sysm.layout.offset[body]
+        return -(sysm.constraint_jacobian(self.q).T @ lam), body
+
+    def constraint_force(self, joint: str, body: str | None = None) -> np.ndarray:
+        """Force (N, world frame, shape (3,)) that a joint exerts on one of its bodies (default: its child b)."""
+        f, body = self._joint_generalized_force(joint, body)
+        o = self.system.layout.offset[body]
         return f[o : o + 3]
+
+    def constraint_torque(self, joint: str, body: str | None = None) -> np.ndarray:
+        """Moment (N m, world frame, shape (3,)) that a joint exerts on a rigid body, about the joint's anchor.
+
+        This is the couple the joint transmits (the "root moment" of a welded
+        cantilever); with :meth:`constraint_force` it is the joint's whole
+        reaction. Zero about a revolute axis, as a hinge transmits no moment there.
+        """
+        f, body = self._joint_generalized_force(joint, body)
+        layout = self.system.layout
+        if layout.kind(body) != "rigid":
+            raise ValueError(f"constraint_torque: body {body!r} is not a rigid body")
+        o = layout.offset[body]
+        r = self.q[o + 3 : o + 12].reshape(3, 3)  # rotation columns
+        fr = f[o + 3 : o + 12].reshape(3, 3)
+        torque_com = np.cross(r, fr).sum(axis=0)  # Σ rᵢ × fᵢ: the moment about the centre of mass
+        j = self.scene.joint(joint)
+        anchor = j.anchor_a if body == j.a else j.anchor_b
+        point = AffineMap.from_terms([layout.point(body, anchor)], layout.nq)(self.q)[0]
+        return torque_com - np.cross(point - self.q[o : o + 3], f[o : o + 3])
 
 
 def _null_space(G: np.ndarray, n: int) -> np.ndarray:

@@ -289,3 +289,28 @@ def test_equilibrium_accessors_reject_unknown_names() -> None:
         eq.position("nobody")
     with pytest.raises(ValueError, match="unknown joint"):
         eq.constraint_force("no-joint")
+
+
+@pytest.mark.parametrize("joint", ["fixed", "revolute"])
+def test_constraint_torque_is_the_root_moment_of_a_cantilevered_bar(joint: str) -> None:
+    """A horizontal bar held at one end: the joint carries m g up and the moment m g L/2 about y."""
+    length, mass, g = 2.0, 3.0, 9.81
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -g))
+    scene.add(mbvi.RigidBody("bar", mass=mass, shape=mbvi.Box((length, 0.1, 0.1)), position=(length / 2, 0, 0)))
+    if joint == "fixed":
+        scene.add(mbvi.Fixed("world", "bar", anchor=(0, 0, 0)))
+    else:  # a hinge about the vertical: it cannot turn about y, so it carries the bending moment too
+        scene.add(mbvi.Revolute("world", "bar", anchor=(0, 0, 0), axis=(0, 0, 1)))
+    eq = mbvi.equilibrium(scene)
+    np.testing.assert_allclose(eq.constraint_force("world-bar"), [0, 0, mass * g], atol=1e-9)
+    np.testing.assert_allclose(eq.constraint_torque("world-bar"), [0, -mass * g * length / 2, 0], atol=1e-9)
+
+
+def test_constraint_torque_vanishes_about_a_hinge_axis() -> None:
+    """A bar hanging from a horizontal hinge at rest: no moment about the hinge axis."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.RigidBody("bar", mass=1.0, shape=mbvi.Box((0.1, 0.1, 1.0)), position=(0.3, 0, -0.4)))
+    scene.add(mbvi.Revolute("world", "bar", anchor=(0, 0, 0), axis=(0, 1, 0)))
+    eq = mbvi.equilibrium(scene)
+    assert abs(eq.constraint_torque("world-bar")[1]) < 1e-9
+    np.testing.assert_allclose(eq.constraint_force("world-bar"), [0, 0, 9.81], atol=1e-9)
