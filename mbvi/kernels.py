@@ -178,6 +178,20 @@ class BilinearRows:
         #: pattern of the constraint Jacobian G (each (row, col) once)
         self.pattern = SparsePattern(ukey // max(nq, 1), ukey % max(nq, 1), (n, nq))
 
+    def roundoff(self, q: np.ndarray) -> np.ndarray:
+        """Size of the floating-point error in evaluating each row at q, shape (n,).
+
+        g = s (U·W) − k is computed from coordinates of magnitude |q|: its
+        round-off scales with Σ (|∂U| |q| + |c_U|)·|W| + |U|·(|∂W| |q| + |c_W|).
+        """
+        aq = np.abs(q)
+        mu = np.bincount(self._ur, weights=np.abs(self._uv) * aq[self._uc], minlength=self._m3) + np.abs(self._cu)
+        mw = np.bincount(self._wr, weights=np.abs(self._wv) * aq[self._wc], minlength=self._m3) + np.abs(self._cw)
+        u, w = self._affine(q)
+        return 16.0 * np.finfo(float).eps * np.abs(self.s) * self._dot3(mu, np.abs(w)) + self._dot3(np.abs(u), mw) * (
+            16.0 * np.finfo(float).eps * np.abs(self.s)
+        )
+
     def _affine(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """U and W, flat (3n,) for a single q."""
         m3 = self._m3

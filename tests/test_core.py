@@ -155,3 +155,24 @@ def test_initial_velocity_violating_a_rod_is_projected_with_a_warning(pendulum):
     # a tangent velocity is accepted silently (warnings are errors in this suite)
     traj = mbvi.simulate(pendulum.scene(velocity=0.7 * tangential), 0.1, 0.01)
     np.testing.assert_allclose(traj.velocity("bob")[0], 0.7 * tangential, atol=1e-14)
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e5, 1e7])
+def test_a_mechanism_far_from_the_origin_runs_at_round_off(offset: float) -> None:
+    """Coordinates of 1e7 m carry round-off of ~1e-9 m: the solvers must not ask for less."""
+    o = np.array([offset, offset, 0.0])
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("a", mass=1.0, position=o + (1, 0, 0)))
+    scene.add(mbvi.Particle("b", mass=1.0, position=o + (1, 0, -1), velocity=(1.0, 0.0, 0.0)))
+    scene.add(
+        mbvi.RigidBody(
+            "r", mass=1.0, inertia=(1, 1.5, 2), position=o + (0, 1, 0), velocity=(0, 1.5, 0), angular_velocity=(3, 0, 0)
+        )
+    )
+    scene.add(mbvi.Spherical("world", "a", anchor=o + (1, 0, 0)))
+    scene.add(mbvi.Rod("a", "b"))
+    scene.add(mbvi.Revolute("world", "r", anchor=o + (0, 1, 0.5), axis=(1, 0, 0)))
+    traj = mbvi.simulate(scene, t_end=0.5, dt=1e-3)
+    assert traj.constraint_error.max() <= 1e-12 + 1e-15 * offset
+    band = np.ptp(traj.energy[:, None] - traj.energy[0])
+    assert band < 1e-3 * np.abs(traj.kinetic).max()  # the motion is the same physics wherever it happens
