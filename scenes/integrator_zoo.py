@@ -37,6 +37,9 @@ INTEGRATOR = "verlet"
 
 #: the step sizes of the seed comparison, s
 DTS = tuple(2.0**-k for k in range(6, 12))
+#: the documentation gallery draws the comparison at the four largest steps (the full set takes minutes)
+GALLERY_FIGURE = {"dts": (2.0**-6, 2.0**-7, 2.0**-8, 2.0**-9)}
+
 #: explicit Euler, implicit Euler, and the variational integrators
 INTEGRATORS = ("explicit_euler", "implicit_euler", "symplectic_euler_a", "verlet", "midpoint")
 

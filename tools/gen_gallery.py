@@ -41,6 +41,7 @@ class Entry:
     image: str | None
     error: str | None
     seconds: float
+    figure: str | None = None
 
 
 def _doc_parts(module: object, name: str) -> tuple[str, str]:
@@ -78,10 +79,14 @@ def render_scene(path: Path, out_dir: Path, t_end_cap: float) -> Entry:
         options.update(getattr(module, "GALLERY_OPTIONS", {}))
         image = out_dir / "gallery" / f"{name}.png"
         mbvi.render.snapshot(traj, image, **options)
+        figure = None
+        if callable(getattr(module, "figure", None)):  # a scene's own comparison plot
+            module.figure(out_dir / "gallery" / f"{name}_figure.png", **getattr(module, "GALLERY_FIGURE", {}))
+            figure = f"gallery/{name}_figure.png"
     except Exception as exc:
         traceback.print_exc()
         return Entry(name, title, text, None, f"{type(exc).__name__}: {exc}", time.perf_counter() - start)
-    return Entry(name, title, text, f"gallery/{name}.png", None, time.perf_counter() - start)
+    return Entry(name, title, text, f"gallery/{name}.png", None, time.perf_counter() - start, figure)
 
 
 def write_page(entries: list[Entry], scenes_dir: Path, page: Path) -> None:
@@ -105,6 +110,8 @@ def write_page(entries: list[Entry], scenes_dir: Path, page: Path) -> None:
             out += [e.text, ""]
         if e.image:
             out += [f"![{e.title}]({e.image})", ""]
+        if e.figure:
+            out += [f"![{e.title}: comparison]({e.figure})", ""]
         else:
             out += ["!!! failure", f"    This scene failed to render: `{e.error}`", ""]
         out += ["```bash", f"mbvi run {rel}/{e.name}.py --render {e.name}.gif", "```", ""]
