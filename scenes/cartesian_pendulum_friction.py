@@ -24,10 +24,15 @@ prints the table::
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 
 import mbvi
+from mbvi.cli import load_scene_module
+
+#: the classic pendulum of scenes/pendulum.py, to which this scene adds friction
+_PENDULUM = load_scene_module(Path(__file__).with_name("pendulum.py"))
 
 T_END = 20.0
 DT = 1e-2
@@ -59,17 +64,7 @@ def build(
     omega0 : float, default: 0
         Initial angular velocity, rad/s.
     """
-    scene = mbvi.Scene(gravity=(0.0, 0.0, -g))
-    s, c = math.sin(theta0), math.cos(theta0)
-    scene.add(
-        mbvi.Particle(
-            "bob",
-            mass=mass,
-            position=(length * s, 0.0, -length * c),
-            velocity=(length * omega0 * c, 0.0, length * omega0 * s),
-        )
-    )
-    scene.add(mbvi.Rod("world", "bob", name="rod"))
+    scene = _PENDULUM.build(mass=mass, length=length, g=g, theta0=theta0, omega0=omega0)  # bob on rod "world-bob"
     scene.add(mbvi.Drag("bob", coefficient=friction, name="friction"))
     return scene
 

@@ -26,10 +26,12 @@ import math
 import os
 import sys
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 
 import mbvi
+from mbvi.cli import load_scene_module
 
 T_END = 20.0
 DT = 2.0**-6
@@ -37,6 +39,9 @@ INTEGRATOR = "verlet"
 
 #: the step sizes of the seed comparison, s
 DTS = tuple(2.0**-k for k in range(6, 12))
+#: the classic pendulum of scenes/pendulum.py (this comparison runs exactly that scene)
+_PENDULUM = load_scene_module(Path(__file__).with_name("pendulum.py"))
+
 #: the documentation gallery draws the comparison at the four largest steps (the full set takes minutes)
 GALLERY_FIGURE = {"dts": (2.0**-6, 2.0**-7, 2.0**-8, 2.0**-9)}
 
@@ -68,18 +73,7 @@ def build(
         One particle ``"bob"`` on a rod ``"world-bob"`` (exact period
         4 K(sin²(θ₀/2)) √(l/g) = 6.53434… s for the defaults).
     """
-    scene = mbvi.Scene(gravity=(0.0, 0.0, -g))
-    s, c = math.sin(theta0), math.cos(theta0)
-    scene.add(
-        mbvi.Particle(
-            "bob",
-            mass=mass,
-            position=(length * s, 0.0, -length * c),
-            velocity=(length * omega0 * c, 0.0, length * omega0 * s),
-        )
-    )
-    scene.add(mbvi.Rod("world", "bob"))
-    return scene
+    return _PENDULUM.build(mass=mass, length=length, g=g, theta0=theta0, omega0=omega0)
 
 
 def compare(
