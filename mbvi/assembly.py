@@ -42,7 +42,7 @@ def _orthonormality_rows(layout: Layout, body: RigidBody) -> list[Row]:
     return rows
 
 
-def _independent_rows(rows: BilinearRows, q: np.ndarray, nq: int, owners: list[str]) -> np.ndarray:
+def _independent_rows(rows: BilinearRows, q: np.ndarray, owners: list[str]) -> np.ndarray:
     """Indices of a maximal independent subset of constraint rows (rank-revealing QR)."""
     G = rows.pattern.tocsr(rows.jacobian_data(q)).toarray() / rows.scale[:, None]
     if G.shape[0] == 0:
@@ -132,7 +132,7 @@ def assemble(scene: Scene) -> System:
             raise ValueError(f"{brows.owner[worst]}: initial positions violate the joint (residual {g0[worst]:.3g})")
     active = np.arange(brows.n)
     if brows.n and scene.has_loops() and brows.n <= RANK_CHECK_MAX:
-        active = _independent_rows(brows, layout.q0, layout.nq, brows.owner)
+        active = _independent_rows(brows, layout.q0, brows.owner)
     elements = list(scene.forces)
     if np.any(scene.gravity != 0):
         elements.insert(0, Gravity(scene.gravity))

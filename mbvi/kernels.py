@@ -185,12 +185,10 @@ class BilinearRows:
         round-off scales with Σ (|∂U| |q| + |c_U|)·|W| + |U|·(|∂W| |q| + |c_W|).
         """
         aq = np.abs(q)
-        mu = np.bincount(self._ur, weights=np.abs(self._uv) * aq[self._uc], minlength=self._m3) + np.abs(self._cu)
-        mw = np.bincount(self._wr, weights=np.abs(self._wv) * aq[self._wc], minlength=self._m3) + np.abs(self._cw)
+        mu = abs(self._AU) @ aq + np.abs(self._cu)
+        mw = abs(self._AW) @ aq + np.abs(self._cw)
         u, w = self._affine(q)
-        return 16.0 * np.finfo(float).eps * np.abs(self.s) * self._dot3(mu, np.abs(w)) + self._dot3(np.abs(u), mw) * (
-            16.0 * np.finfo(float).eps * np.abs(self.s)
-        )
+        return 16.0 * np.finfo(float).eps * np.abs(self.s) * (self._dot3(mu, np.abs(w)) + self._dot3(np.abs(u), mw))
 
     def _affine(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """U and W, flat (3n,) for a single q."""

@@ -138,10 +138,10 @@ class ConstraintSolver:
         w = self._w if winv is None else winv[self.pattern.cols[self._pa]]
         return np.bincount(self._target, weights=gdata[self._pa] * gdata[self._pb] * w, minlength=self._size)
 
-    def dense(self, gdata: np.ndarray) -> np.ndarray:
-        """A as a dense array (for diagnostics and fallbacks)."""
+    def dense(self, gdata: np.ndarray, winv: np.ndarray | None = None) -> np.ndarray:
+        """A = G W Gᵀ as a dense array (for diagnostics and the least-squares fallback)."""
         G = self.pattern.tocsr(gdata)
-        return (G.multiply(self.winv) @ G.T).toarray()
+        return (G.multiply(self.winv if winv is None else winv) @ G.T).toarray()
 
     def factor(self, gdata: np.ndarray, winv: np.ndarray | None = None) -> Factor:
         """Factor A(G) for Jacobian values ``gdata`` on :attr:`pattern`."""
@@ -175,7 +175,4 @@ class ConstraintSolver:
                 stacklevel=4,
             )
             self._warned = True
-        G = self.pattern.tocsr(gdata)
-        w = self.winv if winv is None else winv
-        A = (G.multiply(w) @ G.T).toarray()
-        return Factor("lstsq", np.linalg.pinv(A, rcond=1e-12, hermitian=True))
+        return Factor("lstsq", np.linalg.pinv(self.dense(gdata, winv), rcond=1e-12, hermitian=True))
