@@ -1,17 +1,11 @@
-"""Many copies of one system stepped together: a batched RATTLE.
+"""Many states of one system stepped by the same compiled RATTLE, in parallel.
 
-For small mechanisms the cost of a step is Python and NumPy call overhead, not
-arithmetic: a double pendulum spends tens of microseconds per step on a few
-dozen array calls of length 6. Stepping B copies (different initial states —
-ensembles, parameter studies of initial conditions, Monte Carlo) with every
-array given a leading batch axis spends those same calls on B systems at
-once, so the cost per system-step falls roughly as 1/B until arithmetic
-dominates. The scheme is exactly :class:`mbvi.integrators.rattle.Verlet`
-(same quasi-Newton SHAKE, same tolerance), so each copy reproduces a serial
-run to round-off.
-
-Constraint matrices G M⁻¹ Gᵀ are inverted densely per copy, so this suits
-systems with up to a few hundred constraint rows.
+Ensembles, Monte Carlo studies and maps over initial conditions run B copies
+of one scene. :func:`simulate_batch` hands all of them to one compiled call
+(:func:`mbvi.engine.loop.run_batch`), which runs the very loop
+:func:`mbvi.simulate` runs for one system — same warm start, fallbacks and
+tolerances — for each member, spread over the machine's cores. Each member
+therefore reproduces its serial run.
 """
 
 from __future__ import annotations
@@ -23,155 +17,45 @@ import numpy as np
 from mbvi.assembly import assemble
 from mbvi.errors import SolverError
 from mbvi.scene import Scene
+from mbvi.simulate import resolve_integrator, step_count
 from mbvi.state import State
-from mbvi.system import System
 from mbvi.trajectory import Trajectory
 
-__all__ = ["BatchVerlet", "simulate_batch"]
-
-BATCH_MAX_ROWS = 400
+__all__ = ["simulate_batch"]
 
 
-class BatchVerlet:
-    """RATTLE for a batch of states of one system (arrays of shape (B, nq)).
-
-    Parameters
-    ----------
-    system : mbvi.System
-    dt : float
-        Step size, s.
-    tol : float, default: 1e-12
-        Relative constraint tolerance, as for ``verlet``.
-    maxiter : int, default: 60
-        SHAKE iterations per step.
-    """
-
-    name = "verlet"
-    order = 2
-
-    def __init__(self, system: System, dt: float, tol: float = 1e-12, maxiter: int = 60) -> None:
-        if not dt > 0:
-            raise ValueError(f"BatchVerlet: dt must be positive, got {dt!r}")
-        n = len(system.active)
-        if n > BATCH_MAX_ROWS:
-            raise ValueError(
-                f"BatchVerlet: {n} constraint rows is too many for dense batched solves "
-                f"(max {BATCH_MAX_ROWS}); use mbvi.simulate"
-            )
-        self.system, self.dt, self.tol, self.maxiter = system, float(dt), tol, maxiter
-        rows = system.rows
-        act = system.active
-        self.n = n
-        nq = system.nq
-        # affine maps restricted to active rows, as sparse matrices acting on (nq, B)
-        sel = (3 * act[:, None] + np.arange(3)).ravel()
-        self.AU = rows._AU[sel].tocsr()
-        self.AW = rows._AW[sel].tocsr()
-        self.cu = rows._cu[sel]
-        self.cw = rows._cw[sel]
-        self.s, self.k = rows.s[act], rows.k[act]
-        self.scale = system.active_scale
-        # G[r, :] = s_r Σ_j (W_rj AU[3r+j, :] + U_rj AW[3r+j, :]); dense copies for the einsums
-        self._AUd = self.AU.toarray().reshape(n, 3, nq)
-        self._AWd = self.AW.toarray().reshape(n, 3, nq)
-        self.W = system.inv_mass
-
-    # -- batched kernels ---------------------------------------------------------------------------
-    def _affine(self, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        QT = Q.T
-        U = (self.AU @ QT).T + self.cu
-        W = (self.AW @ QT).T + self.cw
-        return U, W
-
-    def _g(self, Q: np.ndarray) -> np.ndarray:
-        U, W = self._affine(Q)
-        return self.s * (U * W).reshape(len(Q), self.n, 3).sum(-1) - self.k
-
-    def _jacobian(self, Q: np.ndarray) -> np.ndarray:
-        """Dense G for each copy, shape (B, n, nq)."""
-        U, W = self._affine(Q)
-        B = len(Q)
-        AU, AW = self._AUd, self._AWd
-        Wr = W.reshape(B, self.n, 3)
-        Ur = U.reshape(B, self.n, 3)
-        G = np.einsum("brj,rjq->brq", Wr, AU) + np.einsum("brj,rjq->brq", Ur, AW)
-        return self.s[None, :, None] * G
-
-    def _factor(self, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        G = self._jacobian(Q)
-        A = np.einsum("brq,q,bsq->brs", G, self.W, G)
-        return G, np.linalg.inv(A)
-
-    def _gradient(self, Q: np.ndarray) -> np.ndarray:
-        grad = np.zeros_like(Q)
-        for law in self.system.potential_laws:
-            grad += law.gradient_batch(Q)
-        return grad
-
-    def _force(self, Q: np.ndarray, V: np.ndarray, t: float) -> np.ndarray:
-        F = np.zeros_like(Q)
-        for law in self.system.force_laws:
-            F += law.force_batch(Q, V, t)
-        return F
-
-    def _shake(self, Q0, Vfree, G0, Ainv0):
-        h, Wm = self.dt, self.W
-        Q = Q0 + h * Vfree
-        corr = np.zeros_like(Q)
-        for _ in range(self.maxiter):
-            g = self._g(Q)
-            r = np.abs(g / self.scale).max() if self.n else 0.0
-            if r <= self.tol:
-                return Q, Vfree - corr / h
-            if not np.isfinite(r):
-                break
-            lam = np.einsum("brs,bs->br", Ainv0, g)
-            dq = Wm * np.einsum("brq,br->bq", G0, lam)
-            Q = Q - dq
-            corr += dq
-        raise SolverError("batched SHAKE did not converge", suggested_dt=self.dt / 4)
-
-    def _project(self, G, Ainv, V):
-        mu = np.einsum("brs,bs->br", Ainv, np.einsum("brq,bq->br", G, V))
-        return V - self.W * np.einsum("brq,br->bq", G, mu)
-
-    def step(self, Q: np.ndarray, V: np.ndarray, t: float, cache: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """One RATTLE step for every copy: (Q, V) of shape (B, nq) → (Q₁, V₁)."""
-        sysm, h, Wm = self.system, self.dt, self.W
-        if cache and cache.get("Q") is Q:
-            G0, Ainv0, grad0 = cache["G"], cache["Ainv"], cache["grad"]
-        else:
-            G0, Ainv0 = self._factor(Q)
-            grad0 = self._gradient(Q)
-        if sysm.has_velocity_forces:
-            Vh = V
-            for _ in range(100):
-                kick = 0.5 * h * Wm * (self._force(Q, Vh, t) - grad0)
-                Q1, Vnew = self._shake(Q, V + kick, G0, Ainv0)
-                # SHAKE returns v½ only to ~ tol·L/h (as in Verlet): do not ask for more
-                floor = 10.0 * self.tol * max(1.0, sysm.length_scale) / h if self.n else 0.0
-                done = np.max(np.abs(Vnew - Vh)) <= 1e-13 * max(1.0, float(np.max(np.abs(Vnew)))) + floor
-                Vh = Vnew
-                if done:
-                    break
-            else:
-                raise SolverError("batched implicit drift did not converge", suggested_dt=self.dt / 4)
-        else:
-            f0 = -grad0 + (self._force(Q, V, t) if sysm.has_forces else 0.0)
-            Q1, Vh = self._shake(Q, V + 0.5 * h * Wm * f0, G0, Ainv0)
-        grad1 = self._gradient(Q1)
-        f1 = -grad1 + (self._force(Q1, Vh, t + h) if sysm.has_forces else 0.0)
-        G1, Ainv1 = self._factor(Q1)
-        V1 = self._project(G1, Ainv1, Vh + 0.5 * h * Wm * f1)
-        if cache is not None:
-            cache.update(Q=Q1, G=G1, Ainv=Ainv1, grad=grad1)
-        return Q1, V1
+def _states(initial_states: Any, nq: int) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(initial_states, tuple) and len(initial_states) == 2 and np.ndim(initial_states[0]) == 2:
+        Q, V = (np.array(a, dtype=float) for a in initial_states)
+    else:
+        try:
+            states = list(initial_states)
+        except TypeError:
+            states = []
+        if not states or not all(isinstance(s, State) for s in states):
+            raise ValueError("simulate_batch: initial_states must be a non-empty sequence of mbvi.State or (Q, V)")
+        Q = np.array([s.q for s in states], dtype=float)
+        V = np.array([s.v for s in states], dtype=float)
+    if Q.ndim != 2 or Q.shape != V.shape or Q.shape[1] != nq or len(Q) == 0:
+        raise ValueError(f"simulate_batch: states must have shape (B, {nq}) with B ≥ 1")
+    if not (np.all(np.isfinite(Q)) and np.all(np.isfinite(V))):
+        bad = int(np.argmin(np.isfinite(Q).all(axis=1) & np.isfinite(V).all(axis=1)))
+        raise ValueError(f"simulate_batch: initial state {bad} is not finite")
+    return Q, V
 
 
 def simulate_batch(
-    scene: Scene, t_end: float, dt: float, initial_states: Any, *, save_every: int = 1, tol: float = 1e-12
+    scene: Scene,
+    t_end: float,
+    dt: float,
+    initial_states: Any,
+    *,
+    save_every: int = 1,
+    integrator: str = "verlet",
+    t0: float = 0.0,
+    **options: Any,
 ) -> list[Trajectory]:
-    """Simulate many initial states of one scene together with batched RATTLE (``verlet``).
+    """Simulate many initial states of one scene together, in parallel, with a compiled integrator.
 
     Parameters
     ----------
@@ -179,18 +63,32 @@ def simulate_batch(
     t_end, dt : float
         End time and step size, s.
     initial_states : sequence of mbvi.State, or a tuple (Q, V) of arrays of shape (B, nq)
-        One state per copy (e.g. perturbations of ``assemble(scene).initial_state()``);
+        One state per member (e.g. perturbations of ``assemble(scene).initial_state()``);
         positions must satisfy the constraints, velocities are projected onto them.
     save_every : int, default: 1
         Keep every n-th state (the last one is always kept).
-    tol : float, default: 1e-12
-        Relative constraint tolerance.
+    integrator : str, default: "verlet"
+        ``verlet``, ``symplectic_euler_a``, ``symplectic_euler_b`` or ``yoshida4``.
+    t0 : float, default: 0
+        Start time, s.
+    **options
+        Integrator options (``tol``, ``maxiter``).
 
     Returns
     -------
     list of Trajectory
-        One per copy, identical (to round-off) to ``mbvi.simulate(..., integrator="verlet")``
-        from the same state.
+        One per member, equal to ``mbvi.simulate(scene, ..., initial_state=s)`` for that
+        member (the same compiled loop runs both).
+
+    Raises
+    ------
+    ValueError
+        Bad input: an unknown integrator or option, states of the wrong shape or
+        violating the constraints (naming the member).
+    SolverError
+        A member's step failed: the message names the member, the time and the
+        step; ``err.member`` is its index and ``err.trajectory`` the list of every
+        member's trajectory up to where it stopped.
 
     Examples
     --------
@@ -204,48 +102,72 @@ def simulate_batch(
     >>> len(trajs), trajs[0].q.shape
     (8, (101, 3))
     """
+    from mbvi.engine import loop, runner
+    from mbvi.integrators.rattle import _COMPILED
+
+    cls = resolve_integrator(integrator)
+    if cls not in _COMPILED:
+        raise ValueError(
+            f"simulate_batch: integrator {cls.name!r} has no batched path; use one of {', '.join(loop.METHODS)}"
+        )
+    nsteps = step_count(t_end, dt, t0, save_every, "simulate_batch")
     system = assemble(scene)
-    if isinstance(initial_states, tuple) and len(initial_states) == 2 and np.ndim(initial_states[0]) == 2:
-        Q, V = (np.array(a, dtype=float) for a in initial_states)
-    else:
-        states = list(initial_states)
-        if not states or not all(isinstance(s, State) for s in states):
-            raise ValueError("simulate_batch: initial_states must be a non-empty sequence of mbvi.State or (Q, V)")
-        Q = np.array([s.q for s in states], dtype=float)
-        V = np.array([s.v for s in states], dtype=float)
-    if Q.ndim != 2 or Q.shape != V.shape or Q.shape[1] != system.nq:
-        raise ValueError(f"simulate_batch: states must have shape (B, {system.nq})")
-    if not (np.all(np.isfinite(Q)) and np.all(np.isfinite(V))):
-        raise ValueError("simulate_batch: initial states must be finite")
-    stepper = BatchVerlet(system, dt, tol=tol)
-    if stepper.n:
-        bad = np.abs(stepper._g(Q) / stepper.scale).max(axis=1)
+    stepper = cls(system, dt, **options)
+    Q, V = _states(initial_states, system.nq)
+    if len(system.active):
+        bad = np.abs(system.rows.values(Q)[:, system.active] / system.active_scale).max(axis=1)
         worst = int(np.argmax(bad))
         if bad[worst] > 1e-8:
             raise ValueError(
                 f"simulate_batch: initial state {worst} violates the constraints (residual {bad[worst]:.3g})"
             )
-        G, Ainv = stepper._factor(Q)
-        V = stepper._project(G, Ainv, V)
-    if not (dt > 0 and t_end >= 0):
-        raise ValueError(f"simulate_batch: need dt > 0 and t_end >= 0, got dt={dt!r}, t_end={t_end!r}")
-    ratio = t_end / dt
-    nsteps = round(ratio) if abs(ratio - round(ratio)) < 1e-9 * max(1.0, ratio) else int(np.ceil(ratio))
-    keep = [k for k in range(nsteps + 1) if k % save_every == 0 or k == nsteps]
-    B = len(Q)
-    Qs = np.empty((len(keep), B, system.nq))
-    Vs = np.empty_like(Qs)
-    Qs[0], Vs[0] = Q, V
-    cache: dict = {}
-    j = 1
-    for k in range(nsteps):
-        try:
-            Q, V = stepper.step(Q, V, k * dt, cache)
-        except SolverError as exc:
-            raise SolverError(exc.reason, time=k * dt, step=k, suggested_dt=exc.suggested_dt) from exc
-        if j < len(keep) and keep[j] == k + 1:
-            Qs[j], Vs[j] = Q, V
-            j += 1
-    t = np.array(keep, dtype=float) * dt
-    info = {"integrator": "verlet", "dt": float(dt), "order": 2, "batch": B}
-    return [Trajectory.from_states(system, t, Qs[:, b], Vs[:, b], scene=scene, info=info) for b in range(B)]
+        V = np.array([system.project_velocity(q, v) for q, v in zip(Q, V, strict=True)])
+    model = system.engine_model()
+    info = {"integrator": cls.name, "dt": float(dt), "order": cls.order, "batch": len(Q)}
+    if model is None:  # a force law without compiled kernel: member by member on the NumPy path
+        return [_serial(stepper, system, scene, q, v, t0, nsteps, save_every, info, b) for b, (q, v) in
+                enumerate(zip(Q, V, strict=True))]  # fmt: skip
+    t, Qs, Vs, _, status = runner.integrate_batch(stepper, model, Q, V, t0, nsteps, save_every)
+    failed = [b for b in range(len(Q)) if status[b, 0] != loop.DONE]
+    trajs = []
+    for b in range(len(Q)):
+        j = int(status[b, 2])
+        if status[b, 0] == loop.NEEDS_NUMPY:  # finish this member on the NumPy path from its last saved state
+            k = min((j - 1) * save_every, nsteps)
+            rest = _serial(stepper, system, scene, Qs[b, j - 1], Vs[b, j - 1], t0 + k * dt, nsteps - k, save_every,
+                           info, b)  # fmt: skip
+            tb = np.concatenate([t[:j], rest.t[1:]])
+            qb = np.concatenate([Qs[b, :j], rest.q[1:]])
+            vb = np.concatenate([Vs[b, :j], rest.v[1:]])
+            trajs.append(Trajectory.from_states(system, tb, qb, vb, scene=scene, info=info))
+            continue
+        with np.errstate(over="ignore", invalid="ignore"):
+            trajs.append(Trajectory.from_states(system, t[:j], Qs[b, :j], Vs[b, :j], scene=scene, info=info))
+    failed = [b for b in failed if status[b, 0] != loop.NEEDS_NUMPY]
+    if failed:
+        b = failed[0]
+        k = int(status[b, 1])
+        j = int(status[b, 2])
+        cause = runner._failure(stepper, int(status[b, 0]), Qs[b, j - 1], Vs[b, j - 1], t0 + k * dt, k)
+        err = SolverError(
+            f"member {b} of {len(Q)}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")
+            + f": {cause.reason}",
+            time=cause.time, step=cause.step, culprit=cause.culprit, suggested_dt=cause.suggested_dt,
+            trajectory=trajs,
+        )  # fmt: skip
+        err.member = b
+        err.members = failed
+        raise err
+    return trajs
+
+
+def _serial(stepper, system, scene, q, v, t0, nsteps, save_every, info, member) -> Trajectory:
+    """One member on the NumPy path (a force law without a compiled kernel, or a fallback)."""
+    stepper._cache = {"q": None}
+    stepper._lam[:] = 0.0
+    try:
+        t, Qm, Vm = stepper.integrate(State(q.copy(), v.copy()), t0, nsteps, save_every)
+    except SolverError as exc:
+        raise SolverError(f"member {member}: {exc.reason}", time=exc.time, step=exc.step, culprit=exc.culprit,
+                          suggested_dt=exc.suggested_dt) from exc  # fmt: skip
+    return Trajectory.from_states(system, t, Qm, Vm, scene=scene, info=info)

@@ -15,7 +15,32 @@ from mbvi.scene import Scene
 from mbvi.state import State
 from mbvi.trajectory import Trajectory
 
-__all__ = ["resolve_integrator", "simulate"]
+__all__ = ["resolve_integrator", "simulate", "step_count"]
+
+#: a run whose energy left its balance by this many energy scales has blown up
+BLOW_UP = 1e3
+#: wall-clock budget for verifying a suggested step size by re-running, s
+VERIFY_BUDGET = 20.0
+
+
+def step_count(t_end: float, dt: float, t0: float = 0.0, save_every: int = 1, who: str = "simulate") -> int:
+    """Validated number of steps ``ceil((t_end − t0)/dt)`` (rounded when within 1e-9 of an integer)."""
+    for label, val in (("t_end", t_end), ("dt", dt), ("t0", t0)):
+        if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val):
+            raise ValueError(f"{who}: {label} must be a finite number, got {val!r}")
+    if dt <= 0:
+        raise ValueError(f"{who}: dt must be positive, got {dt!r}")
+    if t_end < t0:
+        raise ValueError(f"{who}: t_end ({t_end}) is before t0 ({t0})")
+    if isinstance(save_every, bool) or not isinstance(save_every, int) or save_every < 1:
+        raise ValueError(f"{who}: save_every must be a positive integer, got {save_every!r}")
+    ratio = (t_end - t0) / dt
+    nsteps = round(ratio) if abs(ratio - round(ratio)) < 1e-9 * max(1.0, ratio) else math.ceil(ratio)
+    if nsteps > 10**10:
+        raise ValueError(f"{who}: dt = {dt!r} over {t_end - t0!r} s is {nsteps:.3g} steps; that is too many")
+    if nsteps // save_every > 2 * 10**8:
+        raise ValueError(f"{who}: {nsteps // save_every:.3g} saved states would not fit in memory; raise save_every")
+    return nsteps
 
 
 def resolve_integrator(integrator: str | type[Integrator]) -> type[Integrator]:
@@ -37,6 +62,7 @@ def simulate(
     initial_state: State | None = None,
     save_every: int = 1,
     progress: bool = False,
+    _verify: bool = True,
     **options: Any,
 ) -> Trajectory:
     """Simulate a scene from ``t0`` to ``t_end`` with steps of ``dt``.
@@ -75,22 +101,11 @@ def simulate(
     """
     if not isinstance(scene, Scene):
         raise ValueError(f"simulate expects an mbvi.Scene, got {type(scene).__name__}")
-    for label, val in (("t_end", t_end), ("dt", dt), ("t0", t0)):
-        if not isinstance(val, (int, float)) or not math.isfinite(val):
-            raise ValueError(f"simulate: {label} must be a finite number, got {val!r}")
-    if dt <= 0:
-        raise ValueError(f"simulate: dt must be positive, got {dt!r}")
-    if t_end < t0:
-        raise ValueError(f"simulate: t_end ({t_end}) is before t0 ({t0})")
-    if not isinstance(save_every, int) or save_every < 1:
-        raise ValueError(f"simulate: save_every must be a positive integer, got {save_every!r}")
+    nsteps = step_count(t_end, dt, t0, save_every)
     cls = resolve_integrator(integrator)
     system = assemble(scene)
-    state = system.initial_state() if initial_state is None else State(initial_state.q.copy(), initial_state.v.copy())
-    if state.q.shape != (system.nq,) or state.v.shape != (system.nq,):
-        raise ValueError(f"simulate: initial_state must have q and v of shape ({system.nq},)")
-    ratio = (t_end - t0) / dt
-    nsteps = round(ratio) if abs(ratio - round(ratio)) < 1e-9 * max(1.0, ratio) else math.ceil(ratio)
+    _check_capabilities(cls, system)
+    state = system.initial_state() if initial_state is None else _given_state(system, initial_state)
     stepper = cls(system, dt, **options)
     info = {
         "integrator": cls.name,
@@ -118,8 +133,113 @@ def simulate(
         if len(pt):
             with np.errstate(over="ignore", invalid="ignore"):  # the last states of a blow-up are huge
                 err.trajectory = Trajectory.from_states(system, pt, pq, pv, scene=scene, info=info)
+        if _verify:
+            _verify_suggestion(err, scene, cls, dt, t_end, t0, initial_state, options)
         raise
     finally:
         if bar is not None:
             bar.close()
-    return Trajectory.from_states(system, t, q, v, scene=scene, info=info)
+    with np.errstate(over="ignore", invalid="ignore"):  # a blown-up run is judged below, not warned about
+        traj = Trajectory.from_states(system, t, q, v, scene=scene, info=info)
+    _check_energy_balance(traj, stepper, system)
+    return traj
+
+
+def _given_state(system, initial_state: State) -> State:
+    if not isinstance(initial_state, State):
+        raise ValueError(f"simulate: initial_state must be an mbvi.State, got {type(initial_state).__name__}")
+    q = np.array(initial_state.q, dtype=float)
+    v = np.array(initial_state.v, dtype=float)
+    if q.shape != (system.nq,) or v.shape != (system.nq,):
+        raise ValueError(f"simulate: initial_state must have q and v of shape ({system.nq},)")
+    if not (np.isfinite(q).all() and np.isfinite(v).all()):
+        raise ValueError("simulate: initial_state is not finite")
+    return State(q, v)
+
+
+def _check_capabilities(cls: type[Integrator], system) -> None:
+    """Refuse a system the integrator declares it cannot integrate (rather than dropping forces silently)."""
+    handles = cls.handles
+    if system.has_forces and "forces" not in handles:
+        names = sorted({type(law).__name__ for law in system.force_laws})
+        raise ValueError(
+            f"integrator {cls.name!r} does not declare that it handles non-conservative forces "
+            f"(handles = {sorted(handles)}), and this scene has some ({', '.join(names)}); use a built-in "
+            "integrator, or declare handles = frozenset({'constraints', 'forces'}) in the plugin if it applies "
+            "system.force(q, v, t)"
+        )
+    if len(system.active) and "constraints" not in handles:
+        raise ValueError(f"integrator {cls.name!r} does not handle constraints, and this scene has joints")
+
+
+def _energy_scale(traj: Trajectory, system) -> float:
+    """A size of the energies in play at the start: kinetic, potential and m g L of the bodies, J."""
+    e0 = abs(traj.kinetic[0]) + abs(traj.potential[0])
+    return max(e0, float(np.sum(system.mass[::3])) * 9.81 * system.length_scale, 1e-300)
+
+
+def _check_energy_balance(traj: Trajectory, stepper: Integrator, system) -> None:
+    """A blown-up run is never returned as a result: E − E₀ − W (W the work of the non-conservative forces)."""
+    e = traj.energy
+    if len(e) < 2:
+        return
+    if not np.isfinite(e).all():
+        drift = np.inf
+    else:
+        work = getattr(stepper, "work", None)
+        if work is None or len(work) != len(e):
+            work = np.zeros(len(e)) if not system.has_forces else None
+        drift = float(np.max(np.abs(e - e[0] - (work if work is not None else 0.0))))
+        if work is None:  # forces without a measured work: judge the growth only
+            drift = float(np.max(e - e[0]))
+    scale = _energy_scale(traj, system)
+    if not drift > BLOW_UP * scale:
+        return
+    k = int(np.argmax(~np.isfinite(e) | (np.abs(e - e[0]) > BLOW_UP * scale)))
+    err = stepper._instability(float(traj.t[k]), k)
+    reason = (
+        f"the energy balance broke: E − E₀ − W reached {drift:.3g} J against an energy scale of {scale:.3g} J "
+        f"by t = {traj.t[k]:.6g} s (the run blew up); {err.reason}"
+    )
+    if stepper.variational or stepper.symplectic:
+        bad = SolverError(reason, time=float(traj.t[k]), step=k, culprit=err.culprit, suggested_dt=err.suggested_dt)
+        bad.trajectory = traj
+        raise bad
+    import warnings
+
+    warnings.warn(f"integrator {stepper.name!r}: {reason}", RuntimeWarning, stacklevel=3)
+
+
+def _verify_suggestion(err: SolverError, scene: Scene, cls, dt: float, t_end: float, t0: float, state, options):
+    """Replace the solver's step-size hint by one that a re-run confirms (halving from it), within a budget."""
+    import time
+
+    from mbvi.integrators.rattle import _COMPILED
+
+    hint = err.suggested_dt
+    if hint is None or not hint < dt or err.time is None:
+        return
+    if cls not in _COMPILED or assemble(scene).engine_model() is None:
+        # a NumPy-path re-run may take long: give the hint a margin instead, and say it is not verified
+        err.suggested_dt = hint / 2
+        err.verified_dt = False
+        err.args = (err._compose() + " (not verified)",)
+        return
+    start = time.perf_counter()
+    candidate = float(hint)
+    for _ in range(6):
+        if time.perf_counter() - start > VERIFY_BUDGET:
+            break
+        try:
+            simulate(scene, t_end, candidate, cls, t0=t0, initial_state=state, save_every=max(1, int(1e9)),
+                     _verify=False, **options)  # fmt: skip
+        except SolverError:
+            candidate /= 2
+            continue
+        except ValueError:
+            return
+        err.suggested_dt = candidate
+        err.verified_dt = True
+        err.args = (err._compose() + " (verified: a run at that dt completes)",)
+        return
+    err.verified_dt = False

@@ -43,7 +43,8 @@ class System:
         Natural size of each constraint row (m for lengths, 1 for orthonormality);
         solvers converge on ``max |g / constraint_scale|``.
     tolerance : float
-        Relative constraint tolerance the built-in solvers reach (default 1e-12).
+        Default relative constraint tolerance of projections (1e-12); integrators
+        keep their own ``tol`` and never change this.
     layout : mbvi.layout.Layout
         Coordinate layout (body offsets, translation/rotation blocks).
     """
@@ -78,6 +79,7 @@ class System:
         tb = layout.translation_blocks
         self._trans_idx = (tb[:, None] + np.arange(3)).ravel()
         self._trans_mass = self.mass[self._trans_idx].reshape(-1, 3)
+        self._engine = False  # built on first use by engine_model()
 
     # -- energy ----------------------------------------------------------------------------------
     def kinetic(self, v: np.ndarray) -> np.ndarray | float:
@@ -195,6 +197,20 @@ class System:
                     best = (law.elements[i].name, float(omega[i]))
         return best
 
+    # -- compiled engine ---------------------------------------------------------------------------
+    def engine_model(self):
+        """The system flattened for the compiled engine (:mod:`mbvi.engine.model`), or None.
+
+        None when a force law has no compiled kernel or the constraint matrix
+        is too wide for the banded solver: the NumPy path then runs it. Built
+        once; the System is immutable, so is this.
+        """
+        if self._engine is False:
+            from mbvi.engine.model import build
+
+            self._engine = build(self)
+        return self._engine
+
     # -- tools for solvers -----------------------------------------------------------------------
     def active_values_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """g on the active rows and G's values on the active pattern (:attr:`solver`)."""
@@ -242,24 +258,41 @@ class System:
         mu = factor.solve(self.G_matvec(gdata, v))
         return v - self.inv_mass * self.G_rmatvec(gdata, mu)
 
-    def project_position(self, q: np.ndarray, maxiter: int = 50) -> np.ndarray:
+    def project_position(self, q: np.ndarray, maxiter: int = 50, tol: float | None = None) -> np.ndarray:
         """Mass-weighted Newton projection of q onto g(q) = 0 (nearest point in the M-metric).
+
+        Parameters
+        ----------
+        q : ndarray, shape (nq,)
+        maxiter : int, default: 50
+            Newton iterations (≥ 1).
+        tol : float, optional
+            Relative constraint tolerance (default :attr:`tolerance`, 1e-12).
 
         Raises
         ------
+        ValueError
+            For ``maxiter`` < 1 or a ``tol`` that is not a positive number.
         SolverError
             When Newton does not converge.
         """
+        tol = self.tolerance if tol is None else tol
+        if isinstance(maxiter, bool) or not isinstance(maxiter, int) or maxiter < 1:
+            raise ValueError(f"project_position: maxiter must be a positive integer, got {maxiter!r}")
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not (0 < tol < np.inf):
+            raise ValueError(f"project_position: tol must be a positive number, got {tol!r}")
         if len(self.active) == 0:
             return q
         q = q.copy()
+        r = np.inf
         for _ in range(maxiter):
             g, data = self.active_values_and_jacobian(q)
-            if self.residual(g) <= self.tolerance:
+            r = self.residual(g)
+            if r <= tol:
                 return q
             factor = self.solver.factor(data)
             q -= self.inv_mass * self.G_rmatvec(data, factor.solve(g))
-        raise SolverError(f"projection onto the constraints did not converge (residual {self.residual(g):.3g})")
+        raise SolverError(f"projection onto the constraints did not converge (residual {r:.3g})")
 
     def initial_state(self, warn: bool = True) -> State:
         """The scene's initial state: positions on the constraints, velocities projected onto them."""

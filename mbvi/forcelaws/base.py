@@ -129,6 +129,18 @@ class ForceLaw:
         """Indices of the coordinates this law depends on (default: all)."""
         return np.arange(self.nq)
 
+    # compiled path ---------------------------------------------------------------------------
+    def compiled(self) -> dict | None:
+        """This law's instances in the compiled engine's kernel families, or None (the default).
+
+        Return ``{family: arrays}`` with a family of :data:`mbvi.engine.model.FAMILIES`
+        (e.g. ``{"spring": ((idx, w, c), stiffness, rest_length)}`` for a law that is a
+        set of linear springs between affine points, or ``{"point_force": ((idx, w, c), f)}``
+        for constant world forces). A law that returns None runs on the NumPy path:
+        the whole system is then stepped in Python, with the same results, more slowly.
+        """
+        return None
+
 
 def _fd_jacobian(fun, x: np.ndarray, cols: np.ndarray, eps: float = 1e-6) -> sp.csr_matrix:
     n = len(x)

@@ -4,20 +4,29 @@ An integrator plugin subclasses :class:`Integrator` and
 
 1. sets the class attributes ``name`` (unique, registered) and ``order``
    (the global order of accuracy it promises; the test suite measures it),
-   and ``symplectic`` / ``variational`` where true;
+   ``symplectic`` / ``variational`` where true, and ``handles``: what it
+   integrates correctly — ``"constraints"`` (holonomic constraints, assumed
+   by default) and ``"forces"`` (non-conservative forces: dampers, drag,
+   loads — *not* assumed: :func:`mbvi.simulate` refuses a scene with such
+   forces for an integrator that does not declare it);
 2. takes ``(system, dt, **options)`` in ``__init__`` and raises ``ValueError``
    for an option it does not know (call ``super().__init__``, which stores
-   ``self.system`` and ``self.dt`` and checks ``dt``);
+   ``self.system`` and ``self.dt`` and checks ``dt`` and the options);
 3. implements ``step(state, t) -> State``: one step of size ``dt`` from time
    ``t``. The returned positions must satisfy the constraints to the solver
    tolerance when the method claims to (all built-in variational methods do),
-   and velocities should be tangent to them;
+   and velocities should be tangent to them. ``step`` is a template: the base
+   class checks the state going in and coming out (finite, the right shape)
+   around the implementation, so a direct call cannot skip those checks;
 4. raises :class:`mbvi.SolverError` when a nonlinear solve fails (``simulate``
    adds the time, step and partial trajectory);
-5. never keeps references to the Scene — it sees only the :class:`mbvi.System`.
+5. never keeps references to the Scene — it sees only the :class:`mbvi.System` —
+   and never writes to the System: everything that changes during a run
+   (tolerances, warm starts, factorizations) lives on the integrator instance.
 
 It may override :meth:`Integrator.integrate` to run many steps at once (the
-``csm`` baseline hands the whole interval to ``scipy.integrate.solve_ivp``).
+``csm`` baseline hands the whole interval to ``scipy.integrate.solve_ivp``;
+the built-in RATTLE family hands it to one compiled call, see :mod:`mbvi.engine`).
 """
 
 from __future__ import annotations
@@ -71,12 +80,24 @@ class Integrator:
     order: ClassVar[int] = 1
     symplectic: ClassVar[bool] = False
     variational: ClassVar[bool] = False
+    #: what the method integrates correctly: "constraints", "forces"
+    handles: ClassVar[frozenset[str]] = frozenset({"constraints"})
     #: options this class accepts, with defaults
     options: ClassVar[dict[str, Any]] = {}
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        impl = cls.__dict__.get("step")
+        if impl is not None and impl is not Integrator.step:
+            # a subclass written against the documented contract implements step() itself:
+            # keep it as the implementation and put the checking template in front of it
+            cls._step = impl
+            cls.step = Integrator.step
+
     def __init__(self, system: System, dt: float, **options: Any) -> None:
-        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
-            raise ValueError(f"{self.name or type(self).__name__}: dt must be a positive number, got {dt!r}")
+        label = self.name or type(self).__name__
+        if isinstance(dt, bool) or not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+            raise ValueError(f"{label}: dt must be a positive number, got {dt!r}")
         unknown = set(options) - set(self.options)
         if unknown:
             raise ValueError(
@@ -88,9 +109,39 @@ class Integrator:
         for key, default in self.options.items():
             setattr(self, key, options.get(key, default))
 
+    @staticmethod
+    def check_option(name: str, value: Any, *, integer: bool = False, minimum: float = 0.0) -> Any:
+        """Return ``value`` if it is a finite number > ``minimum`` (an int when ``integer``), else ValueError."""
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if integer:
+            ok = ok and float(value).is_integer()
+        if not ok or not value > minimum:
+            kind = "an integer" if integer else "a number"
+            raise ValueError(f"option {name!r} must be {kind} > {minimum:g}, got {value!r}")
+        return int(value) if integer else float(value)
+
     def step(self, state: State, t: float) -> State:
-        """Advance ``state`` from time ``t`` to ``t + dt``."""
-        raise NotImplementedError
+        """Advance ``state`` from time ``t`` to ``t + dt``.
+
+        Checks that ``state`` is finite and shaped (nq,), calls the method's
+        implementation, and checks the result: a non-finite result raises
+        :class:`mbvi.SolverError` (the step is unstable), never returns.
+        """
+        nq = self.system.nq
+        q, v = state.q, state.v
+        if np.shape(q) != (nq,) or np.shape(v) != (nq,):
+            raise ValueError(f"{self.name}: state must have q and v of shape ({nq},)")
+        if not (np.isfinite(q).all() and np.isfinite(v).all()):
+            raise ValueError(f"{self.name}: the state going into the step is not finite")
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            out = self._step(state, t)
+        if not (np.isfinite(out.q).all() and np.isfinite(out.v).all()):
+            raise self._instability(t, 0)
+        return out
+
+    def _step(self, state: State, t: float) -> State:
+        """The method's step (built-ins implement this; plugins may implement ``step`` instead)."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither step() nor _step()")
 
     def _instability(self, t: float, k: int) -> SolverError:
         """The error for a run that blew up, naming the stiffest element when there is one."""
@@ -131,7 +182,7 @@ class Integrator:
         """
         rec = Recorder(nsteps // save_every + 1 + (nsteps % save_every != 0), self.system.nq)
         rec.add(t0, state)
-        step = self.step
+        step = self._step
         # a step that overflows is reported below as a SolverError (checked every step), not as warnings
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             for k in range(nsteps):

@@ -20,6 +20,14 @@ from mbvi.state import State
 __all__ = ["CSM"]
 
 
+class _Stiff(Exception):
+    """The right-hand side was evaluated more often than the work budget allows."""
+
+    def __init__(self, t: float) -> None:
+        super().__init__(t)
+        self.t = t
+
+
 class CSM(Integrator):
     """Baumgarte-stabilized index-1 formulation integrated by ``solve_ivp``.
 
@@ -30,7 +38,12 @@ class CSM(Integrator):
     method : str, default: "RK45"
         Any ``solve_ivp`` method (RK45, DOP853, Radau, BDF, LSODA, ...).
     rtol, atol : float, default: 1e-8, 1e-10
-        Tolerances passed to ``solve_ivp``.
+        Relative and absolute tolerances passed to ``solve_ivp`` (per step local
+        error ≲ atol + rtol·|y|, y = (q, v)); they, not ``dt``, set the accuracy.
+    max_evaluations : int, optional
+        Cap on right-hand-side evaluations (default 2·10⁴ + 1000 per output
+        sample): beyond it the run stops with a :class:`mbvi.SolverError` that
+        says the system is stiff and what to use instead.
 
     Output is sampled every ``dt``; the ODE solver chooses its own steps, so
     the declared order is that of the time-step-independent sampling: exact
@@ -39,19 +52,57 @@ class CSM(Integrator):
 
     name = "csm"
     order = 4
-    options = {"alpha": 10.0, "method": "RK45", "rtol": 1e-8, "atol": 1e-10}
+    handles = frozenset({"constraints", "forces"})
+    options = {"alpha": 10.0, "method": "RK45", "rtol": 1e-8, "atol": 1e-10, "max_evaluations": None}
+
+    def __init__(self, system, dt, **options):
+        super().__init__(system, dt, **options)
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not self.alpha >= 0:
+            raise ValueError(f"option 'alpha' (Baumgarte rate, 1/s) must be a number >= 0, got {self.alpha!r}")
+        self.alpha = float(self.alpha)
+        self.rtol = self.check_option("rtol", self.rtol)
+        self.atol = self.check_option("atol", self.atol)
+        if self.max_evaluations is not None:
+            self.max_evaluations = self.check_option("max_evaluations", self.max_evaluations, integer=True)
+        if not isinstance(self.method, str) and not (isinstance(self.method, type)):
+            raise ValueError(f"option 'method' must be a solve_ivp method name, got {self.method!r}")
+        self._evaluations = 0
+        self._budget = None
 
     def _rhs(self, t, y):
+        self._evaluations += 1
+        if self._budget is not None and self._evaluations > self._budget:
+            raise _Stiff(t)
         n = self.system.nq
         q, v = y[:n], y[n:]
         return np.concatenate([v, constrained_acceleration(self.system, q, v, t, self.alpha)])
 
     def _solve(self, state: State, t0: float, times: np.ndarray):
+        """solve_ivp over ``times``, its work bounded: a stiff system is an error that says what to use."""
         y0 = np.concatenate([state.q, state.v])
-        sol = solve_ivp(
-            self._rhs, (t0, float(times[-1])), y0, method=self.method, t_eval=times, rtol=self.rtol, atol=self.atol
-        )
-        return sol
+        span = float(times[-1]) - t0
+        # a non-stiff problem needs a few evaluations per output sample; allow 1000× that
+        self._budget = self.max_evaluations or int(2e4 + 1000 * max(1.0, span / self.dt))
+        self._evaluations = 0
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                return solve_ivp(
+                    self._rhs, (t0, float(times[-1])), y0, method=self.method, t_eval=times, rtol=self.rtol,
+                    atol=self.atol,
+                )  # fmt: skip
+        except _Stiff as stiff:
+            hint = ""
+            el = self.system.stiffest_element()
+            if el is not None:
+                hint = f" (the stiffest element {el[0]!r} has ω ≈ {el[1]:.3g} rad/s)"
+            raise SolverError(
+                f"csm: {self._evaluations - 1} right-hand-side evaluations reached t = {stiff.t:.6g} s of "
+                f"{float(times[-1]):.6g} s — the system is stiff for method {self.method!r}{hint}; use "
+                "method='Radau' or 'BDF', or integrator='midpoint' or 'verlet' with a small dt "
+                "(raise the cap with option max_evaluations)",
+                time=float(stiff.t),
+                step=int((stiff.t - t0) / self.dt),
+            ) from None
 
     def step(self, state: State, t: float) -> State:
         sol = self._solve(state, t, np.array([t + self.dt]))

@@ -45,6 +45,7 @@ class ExplicitEuler(Integrator):
 
     name = "explicit_euler"
     order = 1
+    handles = frozenset({"constraints", "forces"})
     options = {"project": True}
 
     def step(self, state: State, t: float) -> State:

@@ -17,10 +17,12 @@ __all__ = ["ImplicitEuler", "Midpoint"]
 
 class _NewtonIntegrator(Integrator):
     options = {"tol": 1e-12, "maxiter": 40}
+    handles = frozenset({"constraints", "forces"})
 
     def __init__(self, system, dt, **options):
         super().__init__(system, dt, **options)
-        system.tolerance = float(self.tol)
+        self.tol = self.check_option("tol", self.tol)
+        self.maxiter = self.check_option("maxiter", self.maxiter, integer=True)
         self._M = sp.diags(system.mass)
         self._y = np.zeros(len(system.active))
 

@@ -17,6 +17,8 @@ iteration around SHAKE).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse.linalg as spla
@@ -62,6 +64,7 @@ def shake(
     gdata0: np.ndarray,
     maxiter: int = 60,
     multipliers: np.ndarray | None = None,
+    tol: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Constrained drift: find Λ with q₁ = q₀ + h (v_free − M⁻¹ G(q₀)ᵀ Λ), g(q₁) = 0.
 
@@ -81,6 +84,8 @@ def shake(
     multipliers : ndarray, shape (len(system.active),), optional
         Initial guess for Λ (e.g. the previous step's), updated in place with
         the converged Λ (units: kg m, the drift's impulse times h).
+    tol : float, optional
+        Relative constraint tolerance (default ``system.tolerance``, 1e-12).
 
     Returns
     -------
@@ -99,7 +104,7 @@ def shake(
     lam = np.zeros(len(system.active)) if multipliers is None else multipliers.copy()
     corr = W * system.G_rmatvec(gdata0, lam)
     q -= corr
-    tol = system.tolerance
+    tol = system.tolerance if tol is None else tol
     prev = np.inf
     slow = 0
     for _ in range(maxiter):
@@ -116,7 +121,7 @@ def shake(
         if slow >= 3:
             if multipliers is not None:
                 multipliers[:] = 0.0
-            return _shake_newton(system, q0, q, corr, v_free, h, gdata0, maxiter)
+            return _shake_newton(system, q0, q, corr, v_free, h, gdata0, maxiter, tol)
         dl = factor0.solve(g)
         lam += dl
         dq = W * system.G_rmatvec(gdata0, dl)
@@ -126,14 +131,14 @@ def shake(
     raise SolverError("SHAKE (constrained drift) did not converge", culprit=culprit, suggested_dt=dt_hint)
 
 
-def _shake_newton(system, q0, q, corr, v_free, h, gdata0, maxiter):
+def _shake_newton(system, q0, q, corr, v_free, h, gdata0, maxiter, tol):
     """Full Newton on Λ with the unsymmetric Jacobian G(q) M⁻¹ G(q₀)ᵀ."""
     W = system.inv_mass
     G0 = system.active_jacobian(gdata0)
     for _ in range(maxiter):
         g, data = system.active_values_and_jacobian(q)
         r = system.residual(g)
-        if r <= system.tolerance:
+        if r <= tol:
             return q, v_free - corr / h
         if not np.isfinite(r):
             break
@@ -155,6 +160,11 @@ def _shake_newton(system, q0, q, corr, v_free, h, gdata0, maxiter):
 class ShakeRattle(Integrator):
     """Shared machinery: a factorization cache and forced constrained drifts.
 
+    A built-in member of the family runs a whole simulation as one compiled
+    call (:mod:`mbvi.engine`) when every force law of the system has a compiled
+    kernel; otherwise, and for subclasses, it steps in NumPy with the same
+    algorithm (:meth:`step`).
+
     Options
     -------
     tol : float, default: 1e-12
@@ -165,14 +175,29 @@ class ShakeRattle(Integrator):
 
     variational = True
     symplectic = True
+    handles = frozenset({"constraints", "forces"})
     options = {"tol": 1e-12, "maxiter": 60}
+    #: (kick at the start, kick at the end) as fractions of the step
+    kicks: ClassVar[tuple[float, float]] = (0.5, 0.5)
 
     def __init__(self, system: System, dt: float, **options) -> None:
         super().__init__(system, dt, **options)
-        system.tolerance = float(self.tol)
+        self.tol = self.check_option("tol", self.tol)
+        self.maxiter = self.check_option("maxiter", self.maxiter, integer=True)
         self._cache: dict = {"q": None}
-        self._lam = np.zeros(len(system.active))  # warm start for SHAKE
+        self._lam = np.zeros((2, len(system.active)))  # warm starts for SHAKE (two step sizes for Yoshida)
 
+    # -- the whole run as one compiled call ------------------------------------------------------
+    def integrate(self, state, t0, nsteps, save_every=1, callback=None):
+        if type(self) in _COMPILED:
+            from mbvi.engine import runner
+
+            model = self.system.engine_model()
+            if model is not None:
+                return runner.integrate(self, model, state, t0, nsteps, save_every, callback)
+        return super().integrate(state, t0, nsteps, save_every, callback)
+
+    # -- NumPy path ------------------------------------------------------------------------------
     def _factor_at(self, q: np.ndarray) -> tuple[Factor, np.ndarray]:
         c = self._cache
         if c["q"] is q:
@@ -190,28 +215,25 @@ class ShakeRattle(Integrator):
             c["grad"] = grad
         return grad
 
-    def _remember(self, q: np.ndarray, factor: Factor, gdata: np.ndarray, grad: np.ndarray | None) -> None:
-        self._cache.update(q=q, factor=factor, gdata=gdata, grad=grad)
-
-    def _forced_drift(self, q0, v0, base_kick, c, h, t, factor0, gdata0):
+    def _forced_drift(self, q0, v0, base_kick, c, h, t, factor0, gdata0, lam):
         """Drift with a kick ``c`` M⁻¹ F(q₀, v½, t) evaluated at the (unknown) drift velocity v½."""
         sysm = self.system
         W = sysm.inv_mass
+        args = (self.maxiter, lam, self.tol)
         if not sysm.has_forces:
-            return shake(sysm, q0, v0 + base_kick, h, factor0, gdata0, self.maxiter, self._lam)
+            return shake(sysm, q0, v0 + base_kick, h, factor0, gdata0, *args)
         if not sysm.has_velocity_forces:
-            return shake(
-                sysm, q0, v0 + base_kick + c * W * sysm.force(q0, v0, t), h, factor0, gdata0, self.maxiter, self._lam
-            )
+            return shake(sysm, q0, v0 + base_kick + c * W * sysm.force(q0, v0, t), h, factor0, gdata0, *args)
         vh = v0
         # SHAKE returns v½ only to ~ tol·L/h: a stricter test can cycle forever on that noise
-        floor = 10.0 * sysm.tolerance * max(1.0, sysm.length_scale) / abs(h) if len(sysm.active) else 0.0
+        floor = 10.0 * self.tol * max(1.0, sysm.length_scale) / abs(h) if len(sysm.active) else 0.0
         prev = np.inf
         for it in range(100):
             try:
                 q1, vnew = shake(
-                    sysm, q0, v0 + base_kick + c * W * sysm.force(q0, vh, t), h, factor0, gdata0, self.maxiter
-                )
+                    sysm, q0, v0 + base_kick + c * W * sysm.force(q0, vh, t), h, factor0, gdata0, self.maxiter,
+                    tol=self.tol,
+                )  # fmt: skip
             except SolverError:
                 break  # the fixed point ran away before SHAKE could follow
             delta = float(np.max(np.abs(vnew - vh)))
@@ -221,27 +243,40 @@ class ShakeRattle(Integrator):
             if (it >= 1 and delta > prev) or (it >= 4 and delta > 0.5 * prev):
                 break  # stiff damping: the fixed point diverges or contracts too slowly
             prev = delta
-        raise SolverError(
-            "velocity-dependent forces: the implicit drift does not converge — the damping is too stiff for this "
-            "step relative to the masses it acts on (e.g. joint damping on a body with a tiny rotational inertia); "
-            "use a smaller dt, or integrator='midpoint' or 'implicit_euler', which solve it by Newton",
-            suggested_dt=self.dt / 4,
-        )
+        raise SolverError(DRIFT_FAILED, suggested_dt=self.dt / 4)
 
-    def _kick_and_project(self, q1: np.ndarray, vh: np.ndarray, c: float, t1: float) -> State:
-        """End of a step: v₁ = P(q₁)[v½ + c M⁻¹(−∇U(q₁) + F(q₁, v½, t₁))], caching the factorization at q₁."""
+    def _substep(self, state: State, t: float, h: float, lam: np.ndarray) -> State:
+        """Kick c₀h at q₀, constrained drift h, kick c₁h at q₁, velocity projection (the RATTLE family)."""
         sysm = self.system
-        grad1 = sysm.potential_gradient(q1) if c else None
+        W = sysm.inv_mass
+        c0, c1 = self.kicks[0] * h, self.kicks[1] * h
+        q0, v0 = state.q, state.v
+        factor0, gdata0 = self._factor_at(q0)
+        if c0:
+            q1, vh = self._forced_drift(q0, v0, -c0 * W * self._gradient_at(q0), c0, h, t, factor0, gdata0, lam)
+        else:
+            q1, vh = shake(sysm, q0, v0, h, factor0, gdata0, self.maxiter, lam, self.tol)
+        grad1 = sysm.potential_gradient(q1) if c1 else None
         v1 = vh
-        if c:
+        if c1:
             f1 = -grad1
             if sysm.has_forces:
-                f1 = f1 + sysm.force(q1, vh, t1)
-            v1 = vh + c * sysm.inv_mass * f1
+                f1 = f1 + sysm.force(q1, vh, t + h)
+            v1 = vh + c1 * W * f1
         factor1, gdata1 = sysm.factor(q1)
         v1 = sysm.project_velocity(q1, v1, factor1, gdata1)
-        self._remember(q1, factor1, gdata1, grad1)
+        self._cache.update(q=q1, factor=factor1, gdata=gdata1, grad=grad1)
         return State(q1, v1)
+
+    def step(self, state: State, t: float) -> State:
+        return self._substep(state, t, self.dt, self._lam[0])
+
+
+DRIFT_FAILED = (
+    "velocity-dependent forces: the implicit drift does not converge — the damping is too stiff for this "
+    "step relative to the masses it acts on (e.g. joint damping on a body with a tiny rotational inertia); "
+    "use a smaller dt, or integrator='midpoint' or 'implicit_euler', which solve it by Newton"
+)
 
 
 class Verlet(ShakeRattle):
@@ -254,15 +289,6 @@ class Verlet(ShakeRattle):
     name = "verlet"
     order = 2
 
-    def step(self, state: State, t: float) -> State:
-        sysm, h = self.system, self.dt
-        W = sysm.inv_mass
-        q0, v0 = state.q, state.v
-        factor0, gdata0 = self._factor_at(q0)
-        grad0 = self._gradient_at(q0)
-        q1, vh = self._forced_drift(q0, v0, -0.5 * h * W * grad0, 0.5 * h, h, t, factor0, gdata0)
-        return self._kick_and_project(q1, vh, 0.5 * h, t + h)
-
 
 class SymplecticEulerA(ShakeRattle):
     """Symplectic Euler A (kick, then constrained drift): rectangle rule with U at q_k.
@@ -274,15 +300,7 @@ class SymplecticEulerA(ShakeRattle):
 
     name = "symplectic_euler_a"
     order = 1
-
-    def step(self, state: State, t: float) -> State:
-        sysm, h = self.system, self.dt
-        W = sysm.inv_mass
-        q0, v0 = state.q, state.v
-        factor0, gdata0 = self._factor_at(q0)
-        grad0 = self._gradient_at(q0)
-        q1, vh = self._forced_drift(q0, v0, -h * W * grad0, h, h, t, factor0, gdata0)
-        return self._kick_and_project(q1, vh, 0.0, t + h)
+    kicks = (1.0, 0.0)
 
 
 class SymplecticEulerB(ShakeRattle):
@@ -293,44 +311,35 @@ class SymplecticEulerB(ShakeRattle):
 
     name = "symplectic_euler_b"
     order = 1
-
-    def step(self, state: State, t: float) -> State:
-        sysm, h = self.system, self.dt
-        q0, v0 = state.q, state.v
-        factor0, gdata0 = self._factor_at(q0)
-        q1, vh = shake(sysm, q0, v0, h, factor0, gdata0, self.maxiter, self._lam)
-        return self._kick_and_project(q1, vh, h, t + h)
+    kicks = (0.0, 1.0)
 
 
-class Yoshida4(Integrator):
+class Yoshida4(ShakeRattle):
     """Fourth-order variational integrator: Yoshida's triple-jump composition of RATTLE.
 
     Steps of γ₁h, γ₂h, γ₁h with γ₁ = 1/(2 − 2^{1/3}), γ₂ = 1 − 2γ₁ (< 0).
-    Symplectic and symmetric; one RATTLE solve per substep.
+    Symplectic and symmetric; one RATTLE solve per substep (the outer and the
+    inner substeps keep their own SHAKE warm starts).
     """
 
     name = "yoshida4"
     order = 4
-    symplectic = True
-    variational = True
-    options = {"tol": 1e-12, "maxiter": 60}
 
     def __init__(self, system: System, dt: float, **options) -> None:
         super().__init__(system, dt, **options)
         g1 = 1.0 / (2.0 - 2.0 ** (1.0 / 3.0))
         self.gammas = (g1, 1.0 - 2.0 * g1, g1)
-        inner = {k: getattr(self, k) for k in self.options}
-        self._steppers = [Verlet(system, abs(g) * dt, **inner) for g in self.gammas[:2]]
-        cache = self._steppers[0]._cache
-        self._steppers[1]._cache = cache
-        self._steppers[1].dt = self.gammas[1] * dt  # negative substep
 
     def step(self, state: State, t: float) -> State:
-        a, b = self._steppers
-        h1 = self.gammas[0] * self.dt
-        state = a.step(state, t)
-        state = b.step(state, t + h1)
-        return a.step(state, t + h1 + self.gammas[1] * self.dt)
+        h1, h2 = self.gammas[0] * self.dt, self.gammas[1] * self.dt
+        state = self._substep(state, t, h1, self._lam[0])
+        state = self._substep(state, t + h1, h2, self._lam[1])
+        return self._substep(state, t + h1 + h2, h1, self._lam[0])
+
+
+#: the classes whose runs the compiled loop reproduces (subclasses keep the NumPy path)
+_COMPILED = {Verlet: "verlet", SymplecticEulerA: "symplectic_euler_a", SymplecticEulerB: "symplectic_euler_b",
+             Yoshida4: "yoshida4"}  # fmt: skip
 
 
 @hookimpl

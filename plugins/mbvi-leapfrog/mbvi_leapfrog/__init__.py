@@ -77,12 +77,13 @@ class Leapfrog(mbvi.Integrator):
     name = "leapfrog"
     order = 2
     symplectic = False
+    #: it applies system.force(q, v, t) in its kicks, so mbvi may give it forced scenes
+    handles = frozenset({"constraints", "forces"})
     variational = False
     options = {"tol": 1e-12, "maxiter": 50}
 
     def __init__(self, system: mbvi.System, dt: float, **options: Any) -> None:
         super().__init__(system, dt, **options)
-        system.tolerance = float(self.tol)  # what project_position converges to
         self.constrained = len(system.active) > 0
         # ∇U at the last step's end point, reused by the next step's first kick
         self._cached_q: np.ndarray | None = None
@@ -140,7 +141,7 @@ class Leapfrog(mbvi.Integrator):
         sysm, h = self.system, self.dt
         q0, v0 = state.q, state.v
         v_half = v0 + 0.5 * h * self.acceleration(q0, v0, t, self._gradient(q0))
-        q1 = sysm.project_position(q0 + h * v_half, maxiter=self.maxiter)
+        q1 = sysm.project_position(q0 + h * v_half, maxiter=self.maxiter, tol=self.tol)
         grad1 = sysm.potential_gradient(q1)
         v1 = v_half + 0.5 * h * self.acceleration(q1, v_half, t + h, grad1)
         if self.constrained or sysm.has_velocity_forces:  # a depends on v: one corrector pass

@@ -1,0 +1,384 @@
+"""Compiled kernels on the engine model's flat arrays (numba, cached on disk).
+
+Every function takes the model as ``(I, F)`` (see :mod:`mbvi.engine.slots`),
+writes into buffers it is given and allocates nothing on the per-step path.
+Each constraint row type and each force family is evaluated for all its
+instances in one loop.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from mbvi.engine.slots import (
+    AW,
+    BAND,
+    CU,
+    CW,
+    DP_COEF,
+    DP_I,
+    DR_COEF,
+    DR_I,
+    GVEC,
+    HAS_F,
+    HD_CA,
+    HD_CB,
+    HD_COEF,
+    HD_I,
+    HD_RA,
+    HD_RB,
+    KK,
+    NNZ,
+    NPAIR,
+    NQ,
+    NU,
+    NW,
+    PA,
+    PB,
+    PCOL,
+    PERM,
+    PF_FORCE,
+    PF_I,
+    PINV,
+    PROW,
+    ROUND,
+    SAME,
+    SCALE,
+    SD_COEF,
+    SD_I,
+    SN_I,
+    SP_I,
+    SP_REST,
+    SP_STIFF,
+    SU,
+    SW,
+    T1_I,
+    T2_I,
+    TARGET,
+    TQ_COLS,
+    TQ_M,
+    TQ_TAU,
+    TS_REST,
+    TS_STIFF,
+    TW_I,
+    UC,
+    UPOS,
+    UR,
+    UV,
+    WC,
+    WPOS,
+    WR,
+    WV,
+    N,
+    S,
+)  # fmt: skip
+from mbvi.engine.slots import W as INV_MASS
+
+__all__ = [
+    "constraint_values",
+    "factor",
+    "gradient",
+    "jacobian_values",
+    "nonconservative_force",
+    "residual",
+    "solve",
+    "wgt",
+]
+
+jit = njit(cache=True, nogil=True, error_model="numpy")
+
+OK, PINV_KIND, TOO_BIG = 0, 2, 3
+
+
+# ------------------------------------------------------------------------------------- constraints
+@jit
+def affine_uw(I, F, q, u, w):
+    """U and W of every active row at q, flat (3n,) each (W untouched when the maps coincide)."""
+    n3 = 3 * I[N]
+    cu, cw, ur, uc, uv = I[CU], I[CW], I[UR], I[UC], I[UV]
+    for i in range(n3):
+        u[i] = F[cu + i]
+    for e in range(I[NU]):
+        u[I[ur + e]] += F[uv + e] * q[I[uc + e]]
+    if not I[SAME]:
+        wr, wc, wv = I[WR], I[WC], I[WV]
+        for i in range(n3):
+            w[i] = F[cw + i]
+        for e in range(I[NW]):
+            w[I[wr + e]] += F[wv + e] * q[I[wc + e]]
+
+
+@jit
+def constraint_values(I, F, q, u, w, g):
+    """g_r = s_r (U_r · W_r) − k_r on the active rows, at q."""
+    affine_uw(I, F, q, u, w)
+    if I[SAME]:
+        w = u
+    s, k = I[S], I[KK]
+    for r in range(I[N]):
+        i = 3 * r
+        g[r] = F[s + r] * (u[i] * w[i] + u[i + 1] * w[i + 1] + u[i + 2] * w[i + 2]) - F[k + r]
+
+
+@jit
+def jacobian_values(I, F, u, w, gd):
+    """Values of G on its pattern, s (∂U · W + U · ∂W), from U and W (:func:`constraint_values`)."""
+    gd[:] = 0.0
+    if I[SAME]:
+        w = u
+    ur, upos, su = I[UR], I[UPOS], I[SU]
+    for e in range(I[NU]):
+        gd[I[upos + e]] += F[su + e] * w[I[ur + e]]
+    if not I[SAME]:
+        wr, wpos, sw = I[WR], I[WPOS], I[SW]
+        for e in range(I[NW]):
+            gd[I[wpos + e]] += F[sw + e] * u[I[wr + e]]
+
+
+@jit
+def residual(I, F, g):
+    """max |g / scale| over active rows, not counting round-off (dimensionless)."""
+    r = 0.0
+    sc, ro = I[SCALE], I[ROUND]
+    for i in range(I[N]):
+        a = abs(g[i])
+        if not a < math.inf:
+            return math.inf
+        a = (a - F[ro + i]) / F[sc + i]
+        if a > r:
+            r = a
+    return r
+
+
+@jit
+def matvec(I, gd, x, out):
+    """out = G x."""
+    out[:] = 0.0
+    prow, pcol = I[PROW], I[PCOL]
+    for i in range(I[NNZ]):
+        out[I[prow + i]] += gd[i] * x[I[pcol + i]]
+
+
+@jit
+def wgt(I, F, gd, y, out):
+    """out = M⁻¹ Gᵀ y."""
+    out[:] = 0.0
+    prow, pcol, wo = I[PROW], I[PCOL], I[INV_MASS]
+    for i in range(I[NNZ]):
+        c = I[pcol + i]
+        out[c] += F[wo + c] * gd[i] * y[I[prow + i]]
+
+
+# ------------------------------------------------------------------------ A = G W Gᵀ, banded Cholesky
+@jit
+def _cholesky_band(ab, n, b):
+    """In-place lower Cholesky in band storage ab[(i − j) n + j], the diagonal stored as 1/L_jj.
+
+    Returns False when A is not positive definite.
+    """
+    for j in range(n):
+        d = ab[j]
+        for k in range(max(0, j - b), j):
+            lk = ab[(j - k) * n + k]
+            d -= lk * lk
+        if not d > 0.0 or not d < math.inf:
+            return False
+        inv = 1.0 / math.sqrt(d)
+        ab[j] = inv
+        for i in range(j + 1, min(n, j + b + 1)):
+            s = ab[(i - j) * n + j]
+            for k in range(max(0, i - b), j):
+                s -= ab[(i - k) * n + k] * ab[(j - k) * n + k]
+            ab[(i - j) * n + j] = s * inv
+    return True
+
+
+@jit
+def factor(I, F, gd, ab, pinv):
+    """Factor A(G) into ``ab`` (returns OK), else its pseudo-inverse into ``pinv`` (PINV_KIND) or TOO_BIG."""
+    n = I[N]
+    if n == 0:
+        return OK
+    pa, pb, tg, aw = I[PA], I[PB], I[TARGET], I[AW]
+    ab[:] = 0.0
+    for i in range(I[NPAIR]):
+        ab[I[tg + i]] += gd[I[pa + i]] * gd[I[pb + i]] * F[aw + i]
+    if _cholesky_band(ab, n, I[BAND]):
+        return OK
+    if not I[PINV]:
+        return TOO_BIG
+    A = np.zeros((n, n))
+    prow = I[PROW]
+    for i in range(I[NPAIR]):
+        r1, r2 = I[prow + I[pa + i]], I[prow + I[pb + i]]
+        val = gd[I[pa + i]] * gd[I[pb + i]] * F[aw + i]
+        A[r1, r2] += val
+        if r1 != r2:
+            A[r2, r1] += val
+    P = np.linalg.pinv(A, 1e-12)
+    for i in range(n):
+        for j in range(n):
+            pinv[i * n + j] = P[i, j]
+    return PINV_KIND
+
+
+@jit
+def solve(I, ab, pinv, kind, rhs, out, tmp):
+    """out = A⁻¹ rhs with the factorization from :func:`factor`."""
+    n, b = I[N], I[BAND]
+    if kind == PINV_KIND:
+        for i in range(n):
+            s = 0.0
+            for j in range(n):
+                s += pinv[i * n + j] * rhs[j]
+            out[i] = s
+        return
+    perm = I[PERM]
+    for i in range(n):
+        s = rhs[I[perm + i]]
+        for k in range(max(0, i - b), i):
+            s -= ab[(i - k) * n + k] * tmp[k]
+        tmp[i] = s * ab[i]
+    for i in range(n - 1, -1, -1):
+        s = tmp[i]
+        for k in range(i + 1, min(n, i + b + 1)):
+            s -= ab[(k - i) * n + i] * tmp[k]
+        tmp[i] = s * ab[i]
+    for i in range(n):
+        out[I[perm + i]] = tmp[i]
+
+
+# ----------------------------------------------------------------------------------- force families
+@jit
+def _point(I, F, base, i, q, constant):
+    """Affine map ``base`` (slots _I, _W, _C, _M, _K) of instance i at q (``constant``=False: linear part)."""
+    K = I[base + 4]
+    io, wo = I[base] + i * K, I[base + 1] + i * K
+    if constant:
+        co = I[base + 2] + 3 * i
+        x0, x1, x2 = F[co], F[co + 1], F[co + 2]
+    else:
+        x0 = x1 = x2 = 0.0
+    for k in range(K):
+        wt = F[wo + k]
+        if wt != 0.0:
+            j = I[io + k]
+            x0 += wt * q[j]
+            x1 += wt * q[j + 1]
+            x2 += wt * q[j + 2]
+    return x0, x1, x2
+
+
+@jit
+def _scatter(I, F, base, i, f0, f1, f2, out):
+    """out += (∂P_i/∂q)ᵀ f for affine map ``base``."""
+    K = I[base + 4]
+    io, wo = I[base] + i * K, I[base + 1] + i * K
+    for k in range(K):
+        wt = F[wo + k]
+        if wt != 0.0:
+            j = I[io + k]
+            out[j] += wt * f0
+            out[j + 1] += wt * f1
+            out[j + 2] += wt * f2
+
+
+@jit
+def _omega(I, cols, i, q, v):
+    """½ Σ_c r_c × ṙ_c for the rotation columns at I[cols + 9 i …]."""
+    o0 = o1 = o2 = 0.0
+    for c in range(3):
+        a = I[cols + 9 * i + 3 * c]
+        r0, r1, r2 = q[a], q[a + 1], q[a + 2]
+        d0, d1, d2 = v[a], v[a + 1], v[a + 2]
+        o0 += 0.5 * (r1 * d2 - r2 * d1)
+        o1 += 0.5 * (r2 * d0 - r0 * d2)
+        o2 += 0.5 * (r0 * d1 - r1 * d0)
+    return o0, o1, o2
+
+
+@jit
+def _torque_on_columns(I, cols, i, t0, t1, t2, scale, q, out):
+    """Generalized force ½ τ × r_c on each rotation column, times ``scale``."""
+    for c in range(3):
+        a = I[cols + 9 * i + 3 * c]
+        r0, r1, r2 = q[a], q[a + 1], q[a + 2]
+        out[a] += 0.5 * scale * (t1 * r2 - t2 * r1)
+        out[a + 1] += 0.5 * scale * (t2 * r0 - t0 * r2)
+        out[a + 2] += 0.5 * scale * (t0 * r1 - t1 * r0)
+
+
+@jit
+def gradient(I, F, q, out):
+    """∇U(q) of the compiled conservative families into ``out`` (nq,)."""
+    gv = I[GVEC]
+    for i in range(I[NQ]):
+        out[i] = -F[gv + i]
+    stiff, rest = I[SP_STIFF], I[SP_REST]
+    for i in range(I[SP_I + 3]):
+        d0, d1, d2 = _point(I, F, SP_I, i, q, True)
+        r = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        coef = F[stiff + i] * (r - F[rest + i]) / r if r > 0.0 else 0.0
+        _scatter(I, F, SP_I, i, coef * d0, coef * d1, coef * d2, out)
+    stiff, rest = I[TS_STIFF], I[TS_REST]
+    for i in range(I[T1_I + 3]):
+        a0, a1, a2 = _point(I, F, T1_I, i, q, True)
+        b0, b1, b2 = _point(I, F, T2_I, i, q, True)
+        w0, w1, w2 = _point(I, F, TW_I, i, q, True)
+        s = b0 * w0 + b1 * w1 + b2 * w2
+        c = a0 * w0 + a1 * w1 + a2 * w2
+        dev = (math.atan2(s, c) - F[rest + i] + math.pi) % (2.0 * math.pi) - math.pi
+        coef = F[stiff + i] * dev / (s * s + c * c)
+        ca, cb = coef * c, coef * s
+        _scatter(I, F, T2_I, i, ca * w0, ca * w1, ca * w2, out)
+        _scatter(I, F, T1_I, i, -cb * w0, -cb * w1, -cb * w2, out)
+        _scatter(I, F, TW_I, i, ca * b0 - cb * a0, ca * b1 - cb * a1, ca * b2 - cb * a2, out)
+
+
+@jit
+def nonconservative_force(I, F, q, v, out):
+    """F(q, v) of the compiled non-conservative families into ``out`` (nq,)."""
+    out[:] = 0.0
+    if not I[HAS_F]:
+        return
+    coef = I[DP_COEF]
+    for i in range(I[DP_I + 3]):
+        d0, d1, d2 = _point(I, F, DP_I, i, q, True)
+        r = max(math.sqrt(d0 * d0 + d1 * d1 + d2 * d2), 1e-300)
+        n0, n1, n2 = d0 / r, d1 / r, d2 / r
+        e0, e1, e2 = _point(I, F, DP_I, i, v, False)
+        f = -F[coef + i] * (n0 * e0 + n1 * e1 + n2 * e2)
+        _scatter(I, F, DP_I, i, f * n0, f * n1, f * n2, out)
+    coef = I[DR_COEF]
+    for i in range(I[DR_I + 3]):
+        e0, e1, e2 = _point(I, F, DR_I, i, v, False)
+        c = -F[coef + i]
+        _scatter(I, F, DR_I, i, c * e0, c * e1, c * e2, out)
+    fo = I[PF_FORCE]
+    for i in range(I[PF_I + 3]):
+        _scatter(I, F, PF_I, i, F[fo + 3 * i], F[fo + 3 * i + 1], F[fo + 3 * i + 2], out)
+    to = I[TQ_TAU]
+    for i in range(I[TQ_M]):
+        _torque_on_columns(I, I[TQ_COLS], i, F[to + 3 * i], F[to + 3 * i + 1], F[to + 3 * i + 2], 1.0, q, out)
+    coef, ra, rb, ca, cb = I[HD_COEF], I[HD_RA], I[HD_RB], I[HD_CA], I[HD_CB]
+    for i in range(I[HD_I + 3]):
+        n0, n1, n2 = _point(I, F, HD_I, i, q, True)
+        a0 = a1 = a2 = b0 = b1 = b2 = 0.0
+        if F[ra + i] != 0.0:
+            a0, a1, a2 = _omega(I, ca, i, q, v)
+        if F[rb + i] != 0.0:
+            b0, b1, b2 = _omega(I, cb, i, q, v)
+        f = -F[coef + i] * (n0 * (b0 - a0) + n1 * (b1 - a1) + n2 * (b2 - a2))
+        if F[rb + i] != 0.0:
+            _torque_on_columns(I, cb, i, f * n0, f * n1, f * n2, 1.0, q, out)
+        if F[ra + i] != 0.0:
+            _torque_on_columns(I, ca, i, f * n0, f * n1, f * n2, -1.0, q, out)
+    coef = I[SD_COEF]
+    for i in range(I[SN_I + 3]):
+        n0, n1, n2 = _point(I, F, SN_I, i, q, True)
+        e0, e1, e2 = _point(I, F, SD_I, i, v, False)
+        f = -F[coef + i] * (n0 * e0 + n1 * e1 + n2 * e2)
+        _scatter(I, F, SD_I, i, f * n0, f * n1, f * n2, out)

@@ -1,0 +1,393 @@
+"""The compiled RATTLE family and its time loop: one run is one call.
+
+A step of every method is a composition of three pieces (see
+:mod:`mbvi.integrators.rattle`, whose NumPy implementation this mirrors
+operation for operation):
+
+* a kick v ← v + c₀ M⁻¹(−∇U + F) at q₀ (c₀ = h/2 for ``verlet``, h for
+  ``symplectic_euler_a``, 0 for ``symplectic_euler_b``);
+* a constrained drift (SHAKE), quasi-Newton with A(q₀) = G M⁻¹ Gᵀ warm-started
+  from the last multipliers, full Newton when it contracts slowly; with
+  velocity-dependent forces a fixed point on the drift velocity around it;
+* a kick c₁ at q₁ and the velocity projection (RATTLE), whose factorization of
+  A(q₁) the next step's drift reuses.
+
+``yoshida4`` is three ``verlet`` substeps of γ₁h, γ₂h, γ₁h. The same
+:func:`run` serves one system (:func:`mbvi.simulate`) and each member of a
+batch (:func:`run_batch`, parallel over members).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from mbvi.engine import kernels as K
+from mbvi.engine.slots import (
+    BAND,
+    CUR,
+    HAS_F,
+    HAS_VF,
+    HAVE_FACTOR,
+    HAVE_GRAD,
+    KIND0,
+    NEWTON_USED,
+    NNZ,
+    NPINV,
+    NQ,
+    PCOL,
+    PINV,
+    PINV_USED,
+    PROW,
+    SIZE_AB,
+    X_AB,
+    X_CORR,
+    X_DL,
+    X_DQ,
+    X_F0,
+    X_F1,
+    X_G,
+    X_GD,
+    X_GRAD,
+    X_LAMV,
+    X_PINV,
+    X_Q1,
+    X_QB,
+    X_RHS,
+    X_TMP,
+    X_U,
+    X_VB,
+    X_VFREE,
+    X_VH,
+    X_VNEW,
+    X_W,
+    X_WORK,
+    XSLOTS,
+    N,
+)  # fmt: skip
+from mbvi.engine.slots import W as INV_MASS
+
+__all__ = ["METHODS", "run", "run_batch", "workspace"]
+
+jit = njit(cache=True, nogil=True, error_model="numpy")
+
+#: integrator name -> method code of the compiled loop
+METHODS = {"verlet": 0, "symplectic_euler_a": 1, "symplectic_euler_b": 2, "yoshida4": 3}
+
+# status codes of a run
+DONE, SHAKE_FAILED, NONFINITE, DRIFT_FAILED, NEEDS_NUMPY = 0, 1, 2, 3, 4
+DENSE_NEWTON_MAX = 300
+
+
+@jit
+def workspace(I):
+    """(WI, WS): the offsets and integer state, and every float buffer of one run."""
+    n, nq, nnz = I[N], I[NQ], I[NNZ]
+    size_ab = (I[BAND] + 1) * n
+    npinv = n * n if I[PINV] else 0
+    sizes = (3 * n, 3 * n, n, 2 * nnz, 2 * size_ab, 2 * npinv, n, n, n, n, nq, nq, nq, nq, 2 * nq, nq, nq, nq, nq,
+             1, nq, nq)  # fmt: skip
+    WI = np.zeros(XSLOTS, dtype=np.int64)
+    total = 0
+    for slot in range(len(sizes)):  # X_U … X_VB are slots 0 … 21, in this order
+        WI[slot] = total
+        total += sizes[slot]
+    WI[SIZE_AB] = size_ab
+    WI[NPINV] = npinv
+    return WI, np.zeros(total)
+
+
+@jit
+def _buf(WI, WS, slot, length):
+    o = WI[slot]
+    return WS[o : o + length]
+
+
+@jit
+def _factor_at(I, F, WI, WS, q, slot, fresh):
+    """G(q) values and the factorization of A(q) into buffer ``slot``; False when too big to pseudo-invert.
+
+    ``fresh``: U and W in the workspace are already those at q (the last SHAKE iterate).
+    """
+    n, nnz = I[N], I[NNZ]
+    u, w = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n)
+    gd = WS[WI[X_GD] + slot * nnz : WI[X_GD] + (slot + 1) * nnz]
+    if not fresh:
+        K.affine_uw(I, F, q, u, w)
+    K.jacobian_values(I, F, u, w, gd)
+    size, npinv = WI[SIZE_AB], WI[NPINV]
+    ab = WS[WI[X_AB] + slot * size : WI[X_AB] + (slot + 1) * size]
+    pinv = WS[WI[X_PINV] + slot * npinv : WI[X_PINV] + (slot + 1) * npinv]
+    kind = K.factor(I, F, gd, ab, pinv)
+    WI[KIND0 + slot] = kind
+    if kind == K.PINV_KIND:
+        WI[PINV_USED] += 1
+    return kind != K.TOO_BIG
+
+
+@jit
+def _solve(I, WI, WS, slot, rhs, out):
+    size, npinv = WI[SIZE_AB], WI[NPINV]
+    ab = WS[WI[X_AB] + slot * size : WI[X_AB] + (slot + 1) * size]
+    pinv = WS[WI[X_PINV] + slot * npinv : WI[X_PINV] + (slot + 1) * npinv]
+    K.solve(I, ab, pinv, WI[KIND0 + slot], rhs, out, _buf(WI, WS, X_TMP, I[N]))
+
+
+@jit
+def _shake_newton(I, F, WI, WS, gd0, q1, corr, vfree, h, tol, maxiter, vh):
+    """Full Newton on Λ with the unsymmetric Jacobian G(q) M⁻¹ G(q₀)ᵀ (dense least squares)."""
+    n, nq, nnz = I[N], I[NQ], I[NNZ]
+    if n > DENSE_NEWTON_MAX:
+        return NEEDS_NUMPY
+    WI[NEWTON_USED] += 1
+    prow, pcol, wo = I[PROW], I[PCOL], I[INV_MASS]
+    G0 = np.zeros((n, nq))
+    for i in range(nnz):
+        G0[I[prow + i], I[pcol + i]] += gd0[i]
+    gd = np.zeros(nnz)
+    GW = np.zeros((n, nq))
+    u, w, g, dq = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n), _buf(WI, WS, X_G, n), _buf(WI, WS, X_DQ, nq)
+    for _ in range(maxiter):
+        K.constraint_values(I, F, q1, u, w, g)
+        K.jacobian_values(I, F, u, w, gd)
+        r = K.residual(I, F, g)
+        if r <= tol:
+            for i in range(nq):
+                vh[i] = vfree[i] - corr[i] / h
+            return DONE
+        if not r < math.inf:
+            break
+        GW[:, :] = 0.0
+        for i in range(nnz):
+            c = I[pcol + i]
+            GW[I[prow + i], c] += gd[i] * F[wo + c]
+        dl = np.linalg.lstsq(GW @ G0.T, g.copy())[0]
+        K.wgt(I, F, gd0, dl, dq)
+        for i in range(nq):
+            q1[i] -= dq[i]
+            corr[i] += dq[i]
+    return SHAKE_FAILED
+
+
+@jit
+def _shake(I, F, WI, WS, slot0, q0, vfree, h, lam, warm, tol, maxiter, q1, vh):
+    """Constrained drift q₁ = q₀ + h (v_free − M⁻¹ G(q₀)ᵀ Λ), g(q₁) = 0; v½ = v_free − M⁻¹ G(q₀)ᵀ Λ."""
+    nq, n, nnz = I[NQ], I[N], I[NNZ]
+    for i in range(nq):
+        q1[i] = q0[i] + h * vfree[i]
+    if n == 0:
+        vh[:] = vfree
+        return DONE
+    lamv, dl = _buf(WI, WS, X_LAMV, n), _buf(WI, WS, X_DL, n)
+    corr, dq = _buf(WI, WS, X_CORR, nq), _buf(WI, WS, X_DQ, nq)
+    u, w, g = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n), _buf(WI, WS, X_G, n)
+    gd0 = WS[WI[X_GD] + slot0 * nnz : WI[X_GD] + (slot0 + 1) * nnz]
+    for i in range(n):
+        lamv[i] = lam[i] if warm else 0.0
+    K.wgt(I, F, gd0, lamv, corr)
+    for i in range(nq):
+        q1[i] -= corr[i]
+    prev = math.inf
+    slow = 0
+    for _ in range(maxiter):
+        K.constraint_values(I, F, q1, u, w, g)
+        r = K.residual(I, F, g)
+        if r <= tol:
+            if warm:
+                lam[:] = lamv
+            for i in range(nq):
+                vh[i] = vfree[i] - corr[i] / h
+            return DONE
+        if not r < math.inf:
+            break
+        slow = slow + 1 if r > 0.25 * prev else 0
+        prev = r
+        if slow >= 3:
+            if warm:
+                lam[:] = 0.0
+            return _shake_newton(I, F, WI, WS, gd0, q1, corr, vfree, h, tol, maxiter, vh)
+        _solve(I, WI, WS, slot0, g, dl)
+        for i in range(n):
+            lamv[i] += dl[i]
+        K.wgt(I, F, gd0, dl, dq)
+        for i in range(nq):
+            q1[i] -= dq[i]
+            corr[i] += dq[i]
+    return SHAKE_FAILED
+
+
+@jit
+def _kick(I, F, q, vF, v, c, grad, f, out):
+    """out = v + c M⁻¹(−∇U(q) + F(q, v_F)) with ∇U given; F written into f."""
+    wo = I[INV_MASS]
+    if I[HAS_F]:
+        K.nonconservative_force(I, F, q, vF, f)
+        for i in range(len(out)):
+            out[i] = v[i] + c * F[wo + i] * (f[i] - grad[i])
+    else:
+        for i in range(len(out)):
+            out[i] = v[i] - c * F[wo + i] * grad[i]
+
+
+@jit
+def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
+    """One RATTLE-family substep from (q, v) in place: kick c₀, constrained drift h, kick c₁, projection."""
+    nq, n, nnz = I[NQ], I[N], I[NNZ]
+    cur = WI[CUR]
+    nxt = 1 - cur
+    if not WI[HAVE_FACTOR]:
+        if not _factor_at(I, F, WI, WS, q, cur, False):
+            return NEEDS_NUMPY
+        WI[HAVE_FACTOR] = 1
+    go = WI[X_GRAD]
+    grad0 = WS[go + cur * nq : go + (cur + 1) * nq]
+    grad1 = WS[go + nxt * nq : go + (nxt + 1) * nq]
+    if c0 != 0.0 and not WI[HAVE_GRAD]:
+        K.gradient(I, F, q, grad0)
+    q1, vh, vfree = _buf(WI, WS, X_Q1, nq), _buf(WI, WS, X_VH, nq), _buf(WI, WS, X_VFREE, nq)
+    f0, f1 = _buf(WI, WS, X_F0, nq), _buf(WI, WS, X_F1, nq)
+    # --- kick c₀ and constrained drift
+    if c0 == 0.0:
+        st = _shake(I, F, WI, WS, cur, q, v, h, lam, True, tol, maxiter, q1, vh)
+        f0[:] = 0.0
+    elif not I[HAS_VF]:
+        _kick(I, F, q, v, v, c0, grad0, f0, vfree)
+        st = _shake(I, F, WI, WS, cur, q, vfree, h, lam, True, tol, maxiter, q1, vh)
+    else:
+        # fixed point on v½ (the force at the step's mean velocity), as the NumPy path does
+        floor = 10.0 * tol * max(1.0, length_scale) / abs(h) if n else 0.0
+        vnew = _buf(WI, WS, X_VNEW, nq)
+        vh[:] = v
+        prev = math.inf
+        st = DRIFT_FAILED
+        for it in range(100):
+            _kick(I, F, q, vh, v, c0, grad0, f0, vfree)  # v₀ + c₀ M⁻¹(F(q₀, v½) − ∇U(q₀))
+            s2 = _shake(I, F, WI, WS, cur, q, vfree, h, lam, False, tol, maxiter, q1, vnew)
+            if s2 == NEEDS_NUMPY:
+                return s2
+            if s2 != DONE:
+                break
+            delta = 0.0
+            big = 1.0
+            for i in range(nq):
+                delta = max(delta, abs(vnew[i] - vh[i]))
+                big = max(big, abs(vnew[i]))
+            vh[:] = vnew
+            if delta <= 1e-13 * big + floor:
+                st = DONE
+                break
+            if (it >= 1 and delta > prev) or (it >= 4 and delta > 0.5 * prev):
+                break
+            prev = delta
+        if st != DONE:
+            return DRIFT_FAILED
+    if st != DONE:
+        return st
+    # --- kick c₁ at q₁ and projection onto G(q₁) v = 0
+    f1[:] = 0.0
+    if c1 != 0.0:
+        K.gradient(I, F, q1, grad1)
+        _kick(I, F, q1, vh, vh, c1, grad1, f1, v)
+        WI[HAVE_GRAD] = 1
+    else:
+        v[:] = vh
+        WI[HAVE_GRAD] = 0
+    if I[HAS_F]:
+        acc = 0.0
+        for i in range(nq):
+            acc += (c0 * f0[i] + c1 * f1[i]) * (q1[i] - q[i])
+        WS[WI[X_WORK]] += acc / h
+    if not _factor_at(I, F, WI, WS, q1, nxt, True):
+        return NEEDS_NUMPY
+    q[:] = q1
+    if n:
+        gd1 = WS[WI[X_GD] + nxt * nnz : WI[X_GD] + (nxt + 1) * nnz]
+        rhs, dl = _buf(WI, WS, X_RHS, n), _buf(WI, WS, X_DL, n)
+        K.matvec(I, gd1, v, rhs)
+        _solve(I, WI, WS, nxt, rhs, dl)
+        dq = _buf(WI, WS, X_DQ, nq)
+        K.wgt(I, F, gd1, dl, dq)
+        for i in range(nq):
+            v[i] -= dq[i]
+    WI[CUR] = nxt
+    return DONE
+
+
+@jit
+def _step(I, F, WI, WS, method, q, v, t, h, lam, tol, maxiter, ls):
+    if method == 0:
+        return _substep(I, F, WI, WS, q, v, t, h, 0.5 * h, 0.5 * h, lam[0], tol, maxiter, ls)
+    if method == 1:
+        return _substep(I, F, WI, WS, q, v, t, h, h, 0.0, lam[0], tol, maxiter, ls)
+    if method == 2:
+        return _substep(I, F, WI, WS, q, v, t, h, 0.0, h, lam[0], tol, maxiter, ls)
+    g1 = 1.0 / (2.0 - 2.0 ** (1.0 / 3.0))
+    g2 = 1.0 - 2.0 * g1
+    h1, h2 = g1 * h, g2 * h
+    st = _substep(I, F, WI, WS, q, v, t, h1, 0.5 * h1, 0.5 * h1, lam[0], tol, maxiter, ls)
+    if st != DONE:
+        return st
+    st = _substep(I, F, WI, WS, q, v, t + h1, h2, 0.5 * h2, 0.5 * h2, lam[1], tol, maxiter, ls)
+    if st != DONE:
+        return st
+    return _substep(I, F, WI, WS, q, v, t + h1 + h2, h1, 0.5 * h1, 0.5 * h1, lam[0], tol, maxiter, ls)
+
+
+@jit
+def run(I, F, method, q, v, t0, h, k0, kstop, nsteps, save_every, tol, maxiter, ls, lam, Q, V, Wk, j0, info):
+    """Steps k0 … kstop−1 of nsteps from (q, v) (updated in place), saving every ``save_every``-th state.
+
+    Saved states go to Q[j], V[j] (and the accumulated work of the
+    non-conservative forces, J, to Wk[j]) from j = j0; Wk[j0 − 1] is the work
+    so far. ``info`` (int64, 5) receives: status, the step reached (the
+    failing one, or kstop), the next save slot, pseudo-inverse and full-Newton
+    uses (added). On failure (q, v) is the state at the start of the failing step.
+    """
+    WI, WS = workspace(I)
+    nq = I[NQ]
+    WS[WI[X_WORK]] = Wk[j0 - 1] if j0 > 0 else 0.0
+    qb, vb = _buf(WI, WS, X_QB, nq), _buf(WI, WS, X_VB, nq)
+    j = j0
+    status = DONE
+    k = k0
+    while k < kstop:
+        qb[:] = q
+        vb[:] = v
+        status = _step(I, F, WI, WS, method, q, v, t0 + k * h, h, lam, tol, maxiter, ls)
+        if status == DONE:
+            for i in range(nq):
+                if not (abs(q[i]) < math.inf and abs(v[i]) < math.inf):
+                    status = NONFINITE
+                    break
+        if status != DONE:
+            q[:] = qb  # leave the last good state
+            v[:] = vb
+            break
+        k += 1
+        if k % save_every == 0 or k == nsteps:
+            Q[j] = q
+            V[j] = v
+            Wk[j] = WS[WI[X_WORK]]
+            j += 1
+    info[0] = status
+    info[1] = k
+    info[2] = j
+    info[3] += WI[PINV_USED]
+    info[4] += WI[NEWTON_USED]
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def run_batch(I, F, method, Q0, V0, t0, h, nsteps, save_every, tol, maxiter, ls, Q, V, Wk, info):
+    """:func:`run` for every member b of (Q0[b], V0[b]), in parallel; outputs indexed [b, ...]."""
+    B = Q0.shape[0]
+    for b in prange(B):
+        lam = np.zeros((2, I[N]))
+        q = Q0[b].copy()
+        v = V0[b].copy()
+        Q[b, 0] = q
+        V[b, 0] = v
+        Wk[b, 0] = 0.0
+        run(I, F, method, q, v, t0, h, 0, nsteps, nsteps, save_every, tol, maxiter, ls, lam, Q[b], V[b], Wk[b], 1,
+            info[b])  # fmt: skip

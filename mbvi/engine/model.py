@@ -1,0 +1,347 @@
+"""The compiled engine's model: a :class:`mbvi.System` flattened into constant arrays.
+
+Nothing here changes during a run (MuJoCo's ``mjModel``): index and weight
+arrays of the constraint rows, of the factorization of A = G M⁻¹ Gᵀ and of
+every force law's kernel. Run state (multipliers, factorizations, buffers)
+lives in a per-run workspace inside the compiled loop.
+
+A force law takes part in the compiled path by expressing its instances in
+one of the engine's **kernel families** (see :data:`FAMILIES`): the built-in
+laws do so here; a plugin law does so by returning ``{family: arrays}`` from
+:meth:`mbvi.ForceLaw.compiled`. A law that returns ``None`` keeps the NumPy
+path for the whole system (correct, slower, and logged once).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+from mbvi.engine import slots as S
+from mbvi.forcelaws import builtin as B
+from mbvi.forcelaws.base import ForceLaw
+from mbvi.kernels import AffineMap
+
+__all__ = ["FAMILIES", "build", "family_terms"]
+
+log = logging.getLogger("mbvi")
+
+#: cost limit n·b² of the banded Cholesky (beyond it the NumPy path's sparse LU is used)
+BANDED_WORK_MAX = 4e7
+#: rows up to which a singular A is solved by a dense pseudo-inverse inside the compiled loop
+PINV_MAX = 400
+
+#: kernel families: name -> the arrays a contribution gives (maps are (idx, w, c) triples)
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "gravity": ("gvec",),
+    "spring": ("map", "stiffness", "rest_length"),
+    "torsion_spring": ("u1", "u2", "w1", "stiffness", "rest_angle"),
+    "damper": ("map", "damping"),
+    "drag": ("map", "coefficient"),
+    "point_force": ("map", "force"),
+    "torque": ("columns", "torque"),
+    "hinge_damping": ("axis", "columns_a", "rigid_a", "columns_b", "rigid_b", "coefficient"),
+    "slider_damping": ("axis", "map", "coefficient"),
+}
+
+
+def _map(m: AffineMap) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return m.idx, m.w, m.c
+
+
+def _constant(elements: list, attr: str) -> bool:
+    return not any(callable(getattr(e, attr)) for e in elements)
+
+
+def _columns(cols: np.ndarray) -> np.ndarray:
+    return np.asarray(cols, dtype=np.int64).reshape(len(cols), 9)
+
+
+def _gravity(law: B.GravityLaw) -> dict:
+    return {"gravity": (law.gvec,)}
+
+
+def _spring(law: B.SpringLaw) -> dict:
+    return {"spring": (_map(law.D), law.k, law.L0)}
+
+
+def _torsion(law: B.TorsionSpringLaw) -> dict:
+    return {"torsion_spring": (_map(law.U1), _map(law.U2), _map(law.W1), law.k, law.theta0)}
+
+
+def _damper(law: B.DamperLaw) -> dict:
+    return {"damper": (_map(law.D), law.c)}
+
+
+def _drag(law: B.DragLaw) -> dict:
+    return {"drag": (_map(law.P), law.c)}
+
+
+def _point_force(law: B.ExternalForceLaw) -> dict | None:
+    if not _constant(law.elements, "force"):
+        return None
+    f = np.array([np.asarray(e.force, dtype=float) for e in law.elements]).reshape(-1, 3)
+    return {"point_force": (_map(law.P), f)}
+
+
+def _torque(law: B.ExternalTorqueLaw) -> dict | None:
+    if not _constant(law.elements, "torque"):
+        return None
+    tau = np.array([np.asarray(e.torque, dtype=float) for e in law.elements]).reshape(-1, 3)
+    return {"torque": (_columns(law.cols), tau)}
+
+
+def _joint_damping(law: B.JointDampingLaw) -> dict:
+    out: dict = {}
+    if law.rev:
+        out["hinge_damping"] = (
+            _map(law.N),
+            _columns(law.cols_a),
+            law.rigid_a.astype(float),
+            _columns(law.cols_b),
+            law.rigid_b.astype(float),
+            law.b_rev,
+        )
+    if law.pri:
+        out["slider_damping"] = (_map(law.Np), _map(law.Dp), law.b_pri)
+    return out
+
+
+_BUILTIN: dict[type, Callable[[ForceLaw], dict | None]] = {
+    B.GravityLaw: _gravity,
+    B.SpringLaw: _spring,
+    B.TorsionSpringLaw: _torsion,
+    B.DamperLaw: _damper,
+    B.DragLaw: _drag,
+    B.ExternalForceLaw: _point_force,
+    B.ExternalTorqueLaw: _torque,
+    B.JointDampingLaw: _joint_damping,
+}
+
+
+def family_terms(law: ForceLaw) -> dict | None:
+    """A law's contribution to the compiled kernels, or None when it has none (NumPy path)."""
+    make = _BUILTIN.get(type(law))
+    return make(law) if make is not None else law.compiled()
+
+
+# ---------------------------------------------------------------------------------------- forces
+def _stack_maps(maps: list[tuple]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Concatenate affine maps (idx, w, c), padding the term axis with zero weights."""
+    K = max([1] + [m[0].shape[1] for m in maps])
+    idx, w, c = [np.zeros((0, K), np.int64)], [np.zeros((0, K))], [np.zeros((0, 3))]
+    for i, wi, ci in maps:
+        m = len(wi)
+        pad = K - wi.shape[1]
+        idx.append(np.pad(np.asarray(i, np.int64).reshape(m, -1), ((0, 0), (0, pad))))
+        w.append(np.pad(np.asarray(wi, float).reshape(m, -1), ((0, 0), (0, pad))))
+        c.append(np.asarray(ci, float).reshape(m, 3))
+    return np.concatenate(idx), np.concatenate(w), np.concatenate(c)
+
+
+def _cat(parts: list, shape: tuple, dtype=float) -> np.ndarray:
+    if not parts:
+        return np.zeros(shape, dtype)
+    return np.ascontiguousarray(np.concatenate([np.asarray(p, dtype).reshape((-1, *shape[1:])) for p in parts]))
+
+
+class _Packer:
+    """Collects the model's arrays into the flat ``I`` (int64) and ``F`` (float64) with a header of slots."""
+
+    def __init__(self) -> None:
+        self.head = np.zeros(S.NSLOTS, dtype=np.int64)
+        self.ints: list[np.ndarray] = []
+        self.floats: list[np.ndarray] = []
+        self.ni = S.NSLOTS
+        self.nf = 0
+
+    def set(self, slot: int, value: int) -> None:
+        self.head[slot] = int(value)
+
+    def int_array(self, slot: int, a) -> None:
+        a = np.ascontiguousarray(a, dtype=np.int64).ravel()
+        self.head[slot] = self.ni
+        self.ints.append(a)
+        self.ni += len(a)
+
+    def float_array(self, slot: int, a) -> None:
+        a = np.ascontiguousarray(a, dtype=float).ravel()
+        self.head[slot] = self.nf
+        self.floats.append(a)
+        self.nf += len(a)
+
+    def affine(self, prefix: str, m: tuple) -> None:
+        idx, w, c = m
+        base = getattr(S, prefix + "_I")  # slots _I, _W, _C, _M, _K are consecutive
+        self.int_array(base, idx)
+        self.float_array(base + 1, w)
+        self.float_array(base + 2, c)
+        self.set(base + 3, len(w))
+        self.set(base + 4, w.shape[1])
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        I = np.concatenate([self.head, *self.ints]) if self.ints else self.head.copy()
+        F = np.concatenate(self.floats) if self.floats else np.zeros(0)
+        return I, np.ascontiguousarray(F)
+
+
+def _pack_forces(pk: _Packer, nq: int, terms: list[dict], has_forces: bool, has_velocity_forces: bool) -> None:
+    got: dict[str, list[tuple]] = {name: [] for name in FAMILIES}
+    for contribution in terms:
+        for family, arrays in contribution.items():
+            if family not in FAMILIES:
+                raise ValueError(f"unknown compiled-kernel family {family!r}; known: {', '.join(FAMILIES)}")
+            got[family].append(arrays)
+    gvec = np.zeros(nq)
+    for (g,) in got["gravity"]:
+        gvec += np.asarray(g, float)
+
+    def maps(family: str, i: int) -> tuple:
+        return _stack_maps([a[i] for a in got[family]])
+
+    def col(family: str, i: int, shape: tuple = (0,), dtype=float) -> np.ndarray:
+        return _cat([a[i] for a in got[family]], shape, dtype)
+
+    pk.set(S.HAS_F, has_forces)
+    pk.set(S.HAS_VF, has_velocity_forces)
+    pk.float_array(S.GVEC, gvec)
+    pk.affine("SP", maps("spring", 0))
+    pk.float_array(S.SP_STIFF, col("spring", 1))
+    pk.float_array(S.SP_REST, col("spring", 2))
+    pk.affine("T1", maps("torsion_spring", 0))
+    pk.affine("T2", maps("torsion_spring", 1))
+    pk.affine("TW", maps("torsion_spring", 2))
+    pk.float_array(S.TS_STIFF, col("torsion_spring", 3))
+    pk.float_array(S.TS_REST, col("torsion_spring", 4))
+    pk.affine("DP", maps("damper", 0))
+    pk.float_array(S.DP_COEF, col("damper", 1))
+    pk.affine("DR", maps("drag", 0))
+    pk.float_array(S.DR_COEF, col("drag", 1))
+    pk.affine("PF", maps("point_force", 0))
+    pk.float_array(S.PF_FORCE, col("point_force", 1, (0, 3)))
+    tq = col("torque", 0, (0, 9), np.int64)
+    pk.set(S.TQ_M, len(tq))
+    pk.int_array(S.TQ_COLS, tq)
+    pk.float_array(S.TQ_TAU, col("torque", 1, (0, 3)))
+    pk.affine("HD", maps("hinge_damping", 0))
+    pk.int_array(S.HD_CA, col("hinge_damping", 1, (0, 9), np.int64))
+    pk.float_array(S.HD_RA, col("hinge_damping", 2))
+    pk.int_array(S.HD_CB, col("hinge_damping", 3, (0, 9), np.int64))
+    pk.float_array(S.HD_RB, col("hinge_damping", 4))
+    pk.float_array(S.HD_COEF, col("hinge_damping", 5))
+    pk.affine("SN", maps("slider_damping", 0))
+    pk.affine("SD", maps("slider_damping", 1))
+    pk.float_array(S.SD_COEF, col("slider_damping", 2))
+
+
+# ----------------------------------------------------------------------------------- constraints
+def _pack_constraints(pk: _Packer, system) -> bool:
+    rows = system.rows
+    act = system.active
+    n = len(act)
+    nq = system.nq
+    new = np.full(rows.n, -1, dtype=np.int64)
+    new[act] = np.arange(n)
+    # slot of each full-pattern entry in the active pattern (−1: a dropped row)
+    full_rows = rows.pattern.rows
+    keep = new[full_rows] >= 0
+    slot = np.full(len(full_rows), -1, dtype=np.int64)
+    slot[keep] = np.arange(int(keep.sum()))
+    raw_slot = slot[rows._dedup] if rows._needs_dedup else slot
+    nu = len(rows._ur)
+    s3 = np.repeat(rows.s, 3)
+
+    def part(r, c, v, offset):
+        sel = new[r // 3] >= 0
+        rr = 3 * new[r[sel] // 3] + r[sel] % 3
+        return rr, c[sel], v[sel], (s3[r] * v)[sel], raw_slot[offset : offset + len(r)][sel]
+
+    ur, uc, uv, su, upos = part(rows._ur, rows._uc, rows._uv, 0)
+    sel3 = (3 * act[:, None] + np.arange(3)).ravel()
+    same = bool(rows._same)
+    if same:
+        wr, wc, wv, sw, wpos = ur, uc, uv, su, upos
+        su = 2.0 * su
+    else:
+        wr, wc, wv, sw, wpos = part(rows._wr, rows._wc, rows._wv, nu)
+    pattern = system._active_pattern
+    prow, pcol = pattern.rows, pattern.cols
+    # A = G W Gᵀ: entry pairs sharing a column, lower triangle in band storage (the solver's ordering)
+    solver = system.solver
+    band, perm = n - 1 if n else 0, np.arange(n)
+    pa = pb = aw = target = np.zeros(0, np.int64)
+    if n:
+        pa, pb = solver._pa, solver._pb
+        if solver.kind == "banded":  # already lower-only with its own ordering
+            band = solver.band
+            perm = solver.perm if solver.perm is not None else np.arange(n)
+            aw = solver._w
+        else:
+            ri, rj = prow[pa], prow[pb]
+            ones = csr_matrix((np.ones(len(ri)), (ri, rj)), shape=(n, n))
+            p = reverse_cuthill_mckee(ones, symmetric_mode=True) if n > 1 else np.arange(n)
+            inv = np.empty(n, dtype=np.int64)
+            inv[p] = np.arange(n)
+            b_perm = int(np.max(np.abs(inv[ri] - inv[rj])))
+            b_nat = int(np.max(np.abs(ri - rj)))
+            if b_nat <= b_perm:
+                p, inv, b_perm = np.arange(n), np.arange(n), b_nat
+            if n * (b_perm + 1) ** 2 > BANDED_WORK_MAX:
+                return False
+            band, perm = b_perm, p
+            pi, pj = inv[ri], inv[rj]
+            lower = pi >= pj
+            pa, pb, aw = pa[lower], pb[lower], solver._w[lower]
+        inv = np.empty(n, dtype=np.int64)
+        inv[perm] = np.arange(n)
+        pi, pj = inv[prow[pa]], inv[prow[pb]]
+        target = (pi - pj) * n + pj
+    pk.set(S.NQ, nq)
+    pk.set(S.N, n)
+    pk.set(S.SAME, same)
+    pk.set(S.BAND, band)
+    pk.set(S.PINV, n <= PINV_MAX)
+    pk.set(S.NU, len(ur))
+    pk.set(S.NW, len(wr))
+    pk.set(S.NNZ, len(prow))
+    pk.set(S.NPAIR, len(pa))
+    for slot, arr in ((S.UR, ur), (S.UC, uc), (S.UPOS, upos), (S.WR, wr), (S.WC, wc), (S.WPOS, wpos),
+                      (S.PROW, prow), (S.PCOL, pcol), (S.PA, pa), (S.PB, pb), (S.TARGET, target), (S.PERM, perm)):
+        pk.int_array(slot, arr)
+    for slot, arr in ((S.W, system.inv_mass), (S.UV, uv), (S.SU, su), (S.WV, wv), (S.SW, sw),
+                      (S.CU, rows._cu[sel3]), (S.CW, rows._cw[sel3]), (S.S, rows.s[act]), (S.KK, rows.k[act]),
+                      (S.SCALE, system.active_scale), (S.ROUND, system.active_roundoff), (S.AW, aw)):
+        pk.float_array(slot, arr)
+    return True
+
+
+_logged: set = set()
+
+
+def build(system) -> tuple[np.ndarray, np.ndarray] | None:
+    """Flatten ``system`` into the engine's (I, F), or None when part of it has no compiled kernel."""
+    terms = []
+    for law in system.laws:
+        t = family_terms(law)
+        if t is None:
+            key = type(law).__name__
+            if key not in _logged:
+                _logged.add(key)
+                log.warning(
+                    "force law %r has no compiled kernel: systems with it run on the NumPy path (slower, same results)",
+                    getattr(law, "name", key) or key,
+                )
+            return None
+        terms.append(t)
+    pk = _Packer()
+    if not _pack_constraints(pk, system):
+        if "sparse" not in _logged:
+            _logged.add("sparse")
+            log.warning("constraint matrix too wide for the compiled banded solver: using the NumPy path (sparse LU)")
+        return None
+    _pack_forces(pk, system.nq, terms, system.has_forces, system.has_velocity_forces)
+    return pk.arrays()

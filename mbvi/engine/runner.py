@@ -1,0 +1,129 @@
+"""Python side of a compiled run: allocate outputs, call the loop, turn a status into an answer.
+
+A run is one call of :func:`mbvi.engine.loop.run` (or a few, when a progress
+bar asks for chunks). Two rare events leave the compiled loop for one step:
+a constraint solve too large for its dense fallbacks (the NumPy step, with
+sparse LU, takes it; the loop resumes after it), and a failure, which becomes
+a :class:`mbvi.SolverError` with the partial trajectory.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+
+from mbvi.engine import loop
+from mbvi.errors import RedundantConstraintWarning, SolverError
+from mbvi.state import State
+
+__all__ = ["integrate", "integrate_batch"]
+
+CHUNK = 2000  # steps per call when a progress callback wants updates
+
+
+def _nsave(nsteps: int, save_every: int) -> int:
+    return nsteps // save_every + 1 + (nsteps % save_every != 0)
+
+
+def _failure(integrator, status: int, q: np.ndarray, v: np.ndarray, t: float, k: int) -> SolverError:
+    """The SolverError for a failed compiled step, diagnosed like the NumPy path does."""
+    from mbvi.integrators.rattle import DRIFT_FAILED, _diagnose
+
+    system, h = integrator.system, integrator.dt
+    if status == loop.NONFINITE:
+        return integrator._instability(t, k)
+    if status == loop.DRIFT_FAILED:
+        return SolverError(DRIFT_FAILED, time=t, step=k, suggested_dt=h / 4)
+    with np.errstate(all="ignore"):
+        culprit, hint = _diagnose(system, q, v, h, system.active_constraints(q + h * v))
+    return SolverError("SHAKE (constrained drift) did not converge", time=t, step=k, culprit=culprit,
+                       suggested_dt=hint)  # fmt: skip
+
+
+def integrate(
+    integrator, model, state: State, t0: float, nsteps: int, save_every: int = 1, callback: Callable | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run ``integrator`` (a built-in of the RATTLE family) through the compiled loop.
+
+    Returns (t, q, v) like :meth:`mbvi.Integrator.integrate`; the work of the
+    non-conservative forces at each saved state is left on
+    ``integrator.work`` (J). Raises :class:`mbvi.SolverError` with ``partial``.
+    """
+    I, F = model
+    system, h = integrator.system, integrator.dt
+    method = loop.METHODS[integrator.name]
+    nsave = _nsave(nsteps, save_every)
+    Q = np.empty((nsave, system.nq))
+    V = np.empty((nsave, system.nq))
+    Wk = np.zeros(nsave)
+    q = np.array(state.q, dtype=float)
+    v = np.array(state.v, dtype=float)
+    Q[0], V[0] = q, v
+    lam = integrator._lam
+    info = np.zeros(5, dtype=np.int64)
+    k, j = 0, 1
+    args = (integrator.tol, integrator.maxiter, float(system.length_scale), lam)
+    while k < nsteps:
+        stop = nsteps if callback is None else min(nsteps, k + CHUNK)
+        loop.run(I, F, method, q, v, float(t0), h, k, stop, nsteps, save_every, *args, Q, V, Wk, j, info)
+        status, k, j = int(info[0]), int(info[1]), int(info[2])
+        if status == loop.NEEDS_NUMPY:
+            integrator._cache = {"q": None}
+            state = integrator._step(State(q.copy(), v.copy()), t0 + k * h)  # raises SolverError itself
+            q, v = state.q.copy(), state.v.copy()
+            k += 1
+            if k % save_every == 0 or k == nsteps:
+                Q[j], V[j], Wk[j] = q, v, Wk[j - 1]
+                j += 1
+        elif status != loop.DONE:
+            err = _failure(integrator, status, q, v, t0 + k * h, k)
+            err.partial = (t0 + _saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j])
+            raise err
+        if callback is not None:
+            callback(k)
+    if info[3]:
+        warnings.warn(
+            "the constraint matrix G M⁻¹ Gᵀ was singular on some steps (dependent constraints); "
+            "least-squares multipliers were used",
+            RedundantConstraintWarning,
+            stacklevel=4,
+        )
+    integrator.work = Wk[:j]
+    return t0 + _saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j]
+
+
+def _saved_steps(count: int, nsteps: int, save_every: int) -> np.ndarray:
+    """Step indices of the first ``count`` saved states."""
+    k = np.minimum(np.arange(count) * save_every, nsteps)
+    return k.astype(float)
+
+
+def integrate_batch(
+    integrator, model, Q0: np.ndarray, V0: np.ndarray, t0: float, nsteps: int, save_every: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every member of (Q0, V0) through the same compiled run, in parallel.
+
+    Returns
+    -------
+    t : ndarray, (nsave,)
+    Q, V : ndarray, (B, nsave, nq)
+    work : ndarray, (B, nsave)
+    info : ndarray of int, (B, 5)
+        Per member: status, step reached, states saved, pseudo-inverse and Newton uses.
+    """
+    I, F = model
+    system, h = integrator.system, integrator.dt
+    B = len(Q0)
+    nsave = _nsave(nsteps, save_every)
+    Q = np.empty((B, nsave, system.nq))
+    V = np.empty((B, nsave, system.nq))
+    Wk = np.zeros((B, nsave))
+    info = np.zeros((B, 5), dtype=np.int64)
+    loop.run_batch(
+        I, F, loop.METHODS[integrator.name], np.ascontiguousarray(Q0, float), np.ascontiguousarray(V0, float),
+        float(t0), h, nsteps, save_every, integrator.tol, integrator.maxiter, float(system.length_scale), Q, V, Wk,
+        info,
+    )  # fmt: skip
+    return t0 + _saved_steps(nsave, nsteps, save_every) * h, Q, V, Wk, info

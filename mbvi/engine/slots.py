@@ -1,0 +1,44 @@
+"""Slot numbers of the engine's flat arrays (MuJoCo's mjModel/mjData idea).
+
+The model is two arrays: ``I`` (int64) and ``F`` (float64). ``I[:NSLOTS]`` is
+a header: sizes, flags and the offsets of every constant array inside ``I``
+or ``F``. A kernel reads ``I[UR]`` to find where the U-map rows start.
+Passing two arrays instead of a structure of fifty keeps a compiled call
+cheap (numba passes a structure's arrays one by one).
+
+The run workspace is the same idea: ``WI`` (int64) holds offsets and the
+run's integer state, ``WS`` (float64) every buffer.
+"""
+
+# --- model header (I[slot]) -------------------------------------------------------------------------
+# sizes and flags
+(NQ, N, SAME, BAND, PINV, HAS_F, HAS_VF, NU, NW, NNZ, NPAIR,
+ # offsets of int arrays in I
+ UR, UC, UPOS, WR, WC, WPOS, PROW, PCOL, PA, PB, TARGET, PERM,
+ # offsets of float arrays in F
+ W, UV, SU, WV, SW, CU, CW, S, KK, SCALE, ROUND, AW, GVEC,
+ # affine maps: idx offset (I), weights and constants (F), count, terms
+ SP_I, SP_W, SP_C, SP_M, SP_K,
+ DP_I, DP_W, DP_C, DP_M, DP_K,
+ DR_I, DR_W, DR_C, DR_M, DR_K,
+ PF_I, PF_W, PF_C, PF_M, PF_K,
+ T1_I, T1_W, T1_C, T1_M, T1_K,
+ T2_I, T2_W, T2_C, T2_M, T2_K,
+ TW_I, TW_W, TW_C, TW_M, TW_K,
+ HD_I, HD_W, HD_C, HD_M, HD_K,
+ SN_I, SN_W, SN_C, SN_M, SN_K,
+ SD_I, SD_W, SD_C, SD_M, SD_K,
+ # per-instance arrays
+ SP_STIFF, SP_REST, TS_STIFF, TS_REST, DP_COEF, DR_COEF, PF_FORCE, TQ_M, TQ_COLS, TQ_TAU,
+ HD_CA, HD_CB, HD_RA, HD_RB, HD_COEF, SD_COEF,
+ NSLOTS) = range(102 + 1)  # fmt: skip
+
+#: the affine maps, by family prefix
+MAPS = ("SP", "DP", "DR", "PF", "T1", "T2", "TW", "HD", "SN", "SD")
+
+# --- workspace header (WI[slot]) ----------------------------------------------------------------------
+(X_U, X_W, X_G, X_GD, X_AB, X_PINV, X_LAMV, X_DL, X_TMP, X_RHS, X_Q1, X_VH, X_VFREE, X_VNEW, X_GRAD, X_F0, X_F1,
+ X_CORR, X_DQ, X_WORK, X_QB, X_VB,
+ SIZE_AB, NPINV,
+ CUR, HAVE_FACTOR, HAVE_GRAD, PINV_USED, NEWTON_USED, KIND0, KIND1,  # KIND0/1: factor kind per buffer
+ XSLOTS) = range(32)  # fmt: skip
