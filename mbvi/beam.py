@@ -205,6 +205,10 @@ class BeamBendingLaw(ForceLaw):
         H = Ja.T @ blocks(own(ua, na, la)) @ Ja + Jb.T @ blocks(own(ub, nb, lb)) @ Jb + cross + cross.T
         return sp.csr_matrix(H)
 
+    def compiled(self) -> dict:
+        """The bending energy in the engine's ``bending`` kernel family (edge maps and κ)."""
+        return {"bending": ((self.Ea.idx, self.Ea.w, self.Ea.c), (self.Eb.idx, self.Eb.w, self.Eb.c), self.kappa)}
+
     def support(self):
         return self._support
 

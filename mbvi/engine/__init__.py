@@ -13,3 +13,7 @@
 numba is imported only when a run first needs it, so ``import mbvi`` stays light.
 Compiled code is cached on disk (``cache=True``): a machine compiles once.
 """
+
+from mbvi.engine.cache import ensure_fresh
+
+ensure_fresh()

@@ -15,7 +15,10 @@ from numba import njit
 
 from mbvi.engine.slots import (
     AW,
+    BA_I,
     BAND,
+    BB_I,
+    BE_KAPPA,
     CU,
     CW,
     DP_COEF,
@@ -336,6 +339,18 @@ def gradient(I, F, q, out):
         _scatter(I, F, T2_I, i, ca * w0, ca * w1, ca * w2, out)
         _scatter(I, F, T1_I, i, -cb * w0, -cb * w1, -cb * w2, out)
         _scatter(I, F, TW_I, i, ca * b0 - cb * a0, ca * b1 - cb * a1, ca * b2 - cb * a2, out)
+    kappa = I[BE_KAPPA]
+    for i in range(I[BA_I + 3]):  # bending: U = κ (1 − êₐ·ê_b)
+        a0, a1, a2 = _point(I, F, BA_I, i, q, True)
+        b0, b1, b2 = _point(I, F, BB_I, i, q, True)
+        la = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
+        lb = math.sqrt(b0 * b0 + b1 * b1 + b2 * b2)
+        a0, a1, a2 = a0 / la, a1 / la, a2 / la
+        b0, b1, b2 = b0 / lb, b1 / lb, b2 / lb
+        c = a0 * b0 + a1 * b1 + a2 * b2
+        ka, kb = -F[kappa + i] / la, -F[kappa + i] / lb
+        _scatter(I, F, BA_I, i, ka * (b0 - c * a0), ka * (b1 - c * a1), ka * (b2 - c * a2), out)
+        _scatter(I, F, BB_I, i, kb * (a0 - c * b0), kb * (a1 - c * b1), kb * (a2 - c * b2), out)
 
 
 @jit

@@ -46,6 +46,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "torque": ("columns", "torque"),
     "hinge_damping": ("axis", "columns_a", "rigid_a", "columns_b", "rigid_b", "coefficient"),
     "slider_damping": ("axis", "map", "coefficient"),
+    "bending": ("edge_a", "edge_b", "stiffness"),
 }
 
 
@@ -236,6 +237,9 @@ def _pack_forces(pk: _Packer, nq: int, terms: list[dict], has_forces: bool, has_
     pk.affine("SN", maps("slider_damping", 0))
     pk.affine("SD", maps("slider_damping", 1))
     pk.float_array(S.SD_COEF, col("slider_damping", 2))
+    pk.affine("BA", maps("bending", 0))
+    pk.affine("BB", maps("bending", 1))
+    pk.float_array(S.BE_KAPPA, col("bending", 2))
 
 
 # ----------------------------------------------------------------------------------- constraints

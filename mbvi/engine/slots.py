@@ -28,13 +28,15 @@ run's integer state, ``WS`` (float64) every buffer.
  HD_I, HD_W, HD_C, HD_M, HD_K,
  SN_I, SN_W, SN_C, SN_M, SN_K,
  SD_I, SD_W, SD_C, SD_M, SD_K,
+ BA_I, BA_W, BA_C, BA_M, BA_K,
+ BB_I, BB_W, BB_C, BB_M, BB_K,
  # per-instance arrays
  SP_STIFF, SP_REST, TS_STIFF, TS_REST, DP_COEF, DR_COEF, PF_FORCE, TQ_M, TQ_COLS, TQ_TAU,
- HD_CA, HD_CB, HD_RA, HD_RB, HD_COEF, SD_COEF,
- NSLOTS) = range(102 + 1)  # fmt: skip
+ HD_CA, HD_CB, HD_RA, HD_RB, HD_COEF, SD_COEF, BE_KAPPA,
+ NSLOTS) = range(114)  # fmt: skip
 
 #: the affine maps, by family prefix
-MAPS = ("SP", "DP", "DR", "PF", "T1", "T2", "TW", "HD", "SN", "SD")
+MAPS = ("SP", "DP", "DR", "PF", "T1", "T2", "TW", "HD", "SN", "SD", "BA", "BB")
 
 # --- workspace header (WI[slot]) ----------------------------------------------------------------------
 (X_U, X_W, X_G, X_GD, X_AB, X_PINV, X_LAMV, X_DL, X_TMP, X_RHS, X_Q1, X_VH, X_VFREE, X_VNEW, X_GRAD, X_F0, X_F1,

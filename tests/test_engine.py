@@ -1,0 +1,258 @@
+"""The compiled engine against the NumPy path, batches against serial runs, and run state kept off the model."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scene_loader import SCENES, load_scene
+
+import mbvi
+
+mbvi.integrators()  # load the built-in plugins so their modules can be reached
+RATTLE = sys.modules["mbvi.integrators.rattle"]
+FAMILY = ("verlet", "symplectic_euler_a", "symplectic_euler_b", "yoshida4")
+SCENE_FILES = sorted(SCENES.glob("*.py"))
+
+
+def _scene(path: Path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mbvi.RedundantConstraintWarning)
+        built = load_scene(path).build()
+    return built
+
+
+def _numpy_path(scene, t_end, dt, integrator="verlet", **kw):
+    """The same run with the compiled loop switched off (the NumPy implementation of the algorithm)."""
+    saved = dict(RATTLE._COMPILED)
+    RATTLE._COMPILED.clear()
+    try:
+        return mbvi.simulate(scene, t_end, dt, integrator, **kw)
+    finally:
+        RATTLE._COMPILED.update(saved)
+
+
+def _quiet():
+    ctx = warnings.catch_warnings()
+    ctx.__enter__()
+    warnings.simplefilter("ignore", mbvi.RedundantConstraintWarning)
+    return ctx
+
+
+@pytest.mark.parametrize("path", SCENE_FILES, ids=[p.stem for p in SCENE_FILES])
+def test_compiled_and_numpy_paths_agree_on_every_scene(path: Path) -> None:
+    scene = _scene(path)
+    if not isinstance(scene, mbvi.Scene):
+        pytest.skip("not a scene of bodies and joints")
+    module = load_scene(path)
+    dt = float(getattr(module, "DT", 1e-3))
+    if getattr(module, "INTEGRATOR", "verlet") not in FAMILY:
+        dt /= 1000  # a scene meant for an A-stable integrator: a step verlet takes stably
+    ctx = _quiet()
+    try:
+        fast = mbvi.simulate(scene, 30 * dt, dt, "verlet")
+        slow = _numpy_path(scene, 30 * dt, dt, "verlet")
+    finally:
+        ctx.__exit__(None, None, None)
+    scale = max(1.0, float(np.abs(slow.q).max()))
+    assert np.max(np.abs(fast.q - slow.q)) <= 1e-9 * scale
+    vscale = max(1.0, float(np.abs(slow.v).max()))
+    assert np.max(np.abs(fast.v - slow.v)) <= 1e-7 * vscale
+
+
+def _members(scene, count: int, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    system = mbvi.assemble(scene)
+    s0 = system.initial_state()
+    rng = np.random.default_rng(seed)
+    V = [s0.v] + [system.project_velocity(s0.q, s0.v + 0.3 * rng.normal(size=system.nq)) for _ in range(count - 1)]
+    return np.repeat(s0.q[None], count, axis=0), np.array(V)
+
+
+@pytest.mark.parametrize("path", SCENE_FILES, ids=[p.stem for p in SCENE_FILES])
+def test_batch_reproduces_serial_runs_on_every_scene(path: Path) -> None:
+    scene = _scene(path)
+    if not isinstance(scene, mbvi.Scene):
+        pytest.skip("not a scene of bodies and joints")
+    module = load_scene(path)
+    dt = float(getattr(module, "DT", 1e-3))
+    if getattr(module, "INTEGRATOR", "verlet") not in FAMILY:
+        dt /= 1000
+    ctx = _quiet()
+    try:
+        Q, V = _members(scene, 3)
+        batch = mbvi.simulate_batch(scene, 20 * dt, dt, initial_states=(Q, V), save_every=5)
+        for b in (0, 2):
+            serial = mbvi.simulate(scene, 20 * dt, dt, initial_state=mbvi.State(Q[b], V[b]), save_every=5)
+            np.testing.assert_array_equal(batch[b].t, serial.t)
+            np.testing.assert_allclose(batch[b].q, serial.q, rtol=0, atol=1e-12 * max(1.0, np.abs(serial.q).max()))
+    finally:
+        ctx.__exit__(None, None, None)
+
+
+def _far_scene(offset: float, mass_ratio: float = 1.0) -> mbvi.Scene:
+    o = np.array([offset, offset, 0.0])
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("a", mass=1.0, position=o + (1, 0, 0)))
+    scene.add(mbvi.Particle("b", mass=mass_ratio, position=o + (1, 0, -1), velocity=(1.0, 0.0, 0.0)))
+    scene.add(mbvi.RigidBody("r", mass=1.0, inertia=(1, 1.5, 2), position=o + (0, 1, 0), velocity=(0, 1.5, 0),
+                             angular_velocity=(3, 0, 0)))  # fmt: skip
+    scene.add(mbvi.Spherical("world", "a", anchor=o + (1, 0, 0)))
+    scene.add(mbvi.Rod("a", "b"))
+    scene.add(mbvi.Revolute("world", "r", anchor=o + (0, 1, 0.5), axis=(1, 0, 0)))
+    scene.add(mbvi.Drag("a", coefficient=0.2))
+    return scene
+
+
+@pytest.mark.parametrize("integrator", FAMILY)
+@pytest.mark.parametrize(("offset", "ratio"), [(0.0, 1.0), (1e5, 1.0), (1e7, 1.0), (0.0, 1e9), (0.0, 1e-9)])
+def test_batch_reproduces_serial_far_away_and_ill_conditioned(integrator: str, offset: float, ratio: float) -> None:
+    scene = _far_scene(offset, ratio)
+    Q, V = _members(scene, 2, seed=5)
+    batch = mbvi.simulate_batch(scene, 0.05, 1e-3, initial_states=(Q, V), integrator=integrator)
+    for b in range(2):
+        serial = mbvi.simulate(scene, 0.05, 1e-3, integrator, initial_state=mbvi.State(Q[b], V[b]))
+        slow = _numpy_path(scene, 0.05, 1e-3, integrator, initial_state=mbvi.State(Q[b], V[b]))
+        # the batch projects its initial velocities once more: round-off, amplified by the mass ratio
+        assert np.max(np.abs(batch[b].q - serial.q)) <= 1e-13 * max(1.0, offset, ratio / 1e6)
+        assert np.max(np.abs(serial.q - slow.q)) <= 1e-12 * max(1.0, offset)
+        assert serial.constraint_error.max() <= 1e-12 + 1e-15 * offset
+
+
+def test_two_integrators_on_one_system_keep_their_own_tolerances() -> None:
+    scene = _far_scene(0.0)
+    system = mbvi.assemble(scene)
+    s0 = system.initial_state()
+    loose = RATTLE.Verlet(system, 1e-3, tol=1e-6)
+    alone = RATTLE.Verlet(mbvi.assemble(scene), 1e-3, tol=1e-6)
+    mbvi.get_integrator("midpoint")(system, 1e-3)  # built after it, on the same System
+    assert system.tolerance == 1e-12  # the model is unchanged
+    _, q1, _ = loose.integrate(s0, 0.0, 200)
+    _, q2, _ = alone.integrate(s0, 0.0, 200)
+    np.testing.assert_array_equal(q1, q2)
+    err = np.abs(system.constraints(q1[-1])).max()
+    assert 1e-12 < err < 1e-5  # it really ran at 1e-6, not at the midpoint's 1e-12
+
+
+@pytest.mark.parametrize("option", [{"tol": 0.0}, {"tol": float("nan")}, {"tol": -1.0}, {"maxiter": 0},
+                                    {"maxiter": 2.5}, {"tol": "1e-9"}])  # fmt: skip
+def test_bad_solver_options_name_the_option(option: dict) -> None:
+    scene = _far_scene(0.0)
+    for name in ("verlet", "midpoint", "yoshida4"):
+        with pytest.raises(ValueError, match=next(iter(option))):
+            mbvi.simulate(scene, 0.01, 1e-3, name, **option)
+
+
+def test_absurd_step_counts_are_refused() -> None:
+    scene = _far_scene(0.0)
+    with pytest.raises(ValueError, match="too many"):
+        mbvi.simulate(scene, 1.0, 1e-300)
+    with pytest.raises(ValueError, match="dt"):
+        mbvi.simulate(scene, 1.0, True)
+
+
+def test_direct_step_calls_are_checked() -> None:
+    system = mbvi.assemble(_far_scene(0.0))
+    s0 = system.initial_state()
+    stepper = RATTLE.Verlet(system, 1e-3)
+    with pytest.raises(ValueError, match="not finite"):
+        stepper.step(mbvi.State(s0.q * np.nan, s0.v), 0.0)
+    with pytest.raises(ValueError, match="shape"):
+        stepper.step(mbvi.State(s0.q[:3], s0.v[:3]), 0.0)
+
+    class Exploding(mbvi.Integrator):  # written against the documented contract: it implements step()
+        name = "exploding"
+
+        def step(self, state, t):
+            return mbvi.State(state.q * np.inf, state.v)
+
+    with pytest.raises(mbvi.SolverError):
+        Exploding(system, 1e-3).step(s0, 0.0)
+
+
+def test_a_plugin_integrator_that_ignores_forces_is_refused_on_a_damped_scene() -> None:
+    class Drifter(mbvi.Integrator):
+        name = "drifter"
+
+        def step(self, state, t):
+            q = state.q + self.dt * state.v
+            return mbvi.State(q, state.v - self.dt * self.system.inv_mass * self.system.potential_gradient(q))
+
+    free = mbvi.Scene(gravity=(0, 0, -9.81))
+    free.add(mbvi.Particle("p", mass=1.0, position=(0, 0, 0)))
+    assert mbvi.simulate(free, 0.1, 1e-2, Drifter).position("p")[-1, 2] < 0  # conservative: it runs
+    free.add(mbvi.Drag("p", coefficient=1.0))
+    with pytest.raises(ValueError, match="forces"):
+        mbvi.simulate(free, 0.1, 1e-2, Drifter)
+
+
+def test_a_numpy_only_force_law_runs_and_says_so_once(caplog) -> None:
+    """A plugin law written in NumPy (quadratic drag) takes the NumPy path, correctly, and is logged once."""
+    qd = pytest.importorskip("mbvi_quadratic_drag")
+    m, c, u0, T = 2.0, 0.5, 3.0, 1.0
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.Particle("p", mass=m, position=(0, 0, 0), velocity=(u0, 0, 0)))
+    scene.add(qd.QuadraticDrag("p", coefficient=c))
+    with caplog.at_level(logging.WARNING, logger="mbvi"):
+        traj = mbvi.simulate(scene, T, 1e-3)
+        mbvi.simulate(scene, T, 1e-3)
+        batch = mbvi.simulate_batch(scene, T, 1e-3, initial_states=[mbvi.assemble(scene).initial_state()])
+    exact = u0 / (1.0 + c * u0 * T / m)  # m u̇ = −c u²
+    assert abs(traj.velocity("p")[-1, 0] - exact) < 1e-5
+    np.testing.assert_allclose(batch[0].q, traj.q, rtol=0, atol=1e-15)
+    assert sum("no compiled kernel" in r.getMessage() for r in caplog.records) <= 1
+
+
+def test_a_blown_up_run_is_an_error_naming_the_stiffest_element() -> None:
+    """A steel bar stepped just past the explicit stability limit ℓ/c: never returned as a result."""
+    E, rho, L, n = 200e9, 7850.0, 1.0, 200
+    ell, c = L / n, (E / rho) ** 0.5
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.Beam("bar", start=(0, 0, 0), end=(L, 0, 0), segments=n, density=rho, area=1e-4,
+                        youngs_modulus=E, second_moment=None))  # fmt: skip
+    scene.add(mbvi.Spherical("world", "bar[0]", anchor=(0, 0, 0)))
+    scene.add(mbvi.ExternalForce("bar[200]", force=(1e3, 0, 0)))
+    dt = 1.01 * ell / c
+    with pytest.raises(mbvi.SolverError) as info:
+        mbvi.simulate(scene, 4000 * dt, dt)
+    err = info.value
+    assert err.culprit and "bar" in err.culprit
+    assert err.suggested_dt is not None and err.suggested_dt < ell / c
+    assert err.trajectory is not None
+
+
+def test_a_suggested_step_size_works_when_followed() -> None:
+    """A body spun far past h|ω| = 1: the error's dt has been verified by a run that completes."""
+    scene = mbvi.Scene(gravity=(0, 0, -9.81))
+    scene.add(mbvi.RigidBody("rotor", mass=1.0, inertia=(0.01, 0.015, 0.02), angular_velocity=(0, 0, 400.0),
+                             position=(0, 0, 0)))  # fmt: skip
+    scene.add(mbvi.Revolute("world", "rotor", anchor=(0, 0, 0), axis=(0, 0, 1)))
+    try:
+        mbvi.simulate(scene, 0.5, 1e-2)
+    except mbvi.SolverError as err:
+        assert err.suggested_dt is not None and err.suggested_dt < 1e-2
+        assert getattr(err, "verified_dt", False)
+        traj = mbvi.simulate(scene, 0.5, err.suggested_dt)
+        assert traj.constraint_error.max() <= 1e-10
+    else:  # a rotation update that steps past h|ω| = 1 needs no suggestion
+        pass
+
+
+def test_batch_failure_names_the_member_and_keeps_every_partial_trajectory() -> None:
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.RigidBody("rotor", mass=1.0, inertia=(0.01, 0.02, 0.025), angular_velocity=(0, 0, 1.0)))
+    scene.add(mbvi.Revolute("world", "rotor", anchor=(0, 0, 0), axis=(0, 0, 1)))
+    system = mbvi.assemble(scene)
+    s0 = system.initial_state()
+    fast = mbvi.State(s0.q, s0.v * 400.0)  # h|ω| = 4 at dt = 1e-2
+    try:
+        mbvi.simulate_batch(scene, 0.2, 1e-2, initial_states=[s0, fast, s0])
+    except mbvi.SolverError as err:
+        assert err.member == 1 and "member 1" in str(err)
+        assert err.time is not None and err.step is not None
+        assert len(err.trajectory) == 3 and len(err.trajectory[0].t) == 21
+    else:  # steps past h|ω| = 1 exist: then every member must have completed
+        pass
