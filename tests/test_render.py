@@ -281,3 +281,42 @@ def test_tube_sweep_is_twist_free_and_round() -> None:
     np.testing.assert_allclose(dist, 0.05)
     assert tube_faces(60, 8).shape == (5 * 59 * 8,)
     assert normals.shape == pts.shape
+
+
+# ---------------------------------------------------------------- documentation gallery
+def _gallery():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "gen_gallery.py"
+    spec = importlib.util.spec_from_file_location("gen_gallery", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gen_gallery"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gallery_marks_only_real_failures(tmp_path) -> None:
+    """A scene without a comparison figure is not a failure; a scene that raised is."""
+    gen = _gallery()
+    entries = [
+        gen.Entry("plain", "Plain", "", "gallery/plain.png", None, 0.1),
+        gen.Entry("zoo", "Zoo", "", "gallery/zoo.png", None, 0.1, figure="gallery/zoo_figure.png"),
+        gen.Entry("broken", "Broken", "", None, "ValueError: boom", 0.1),
+    ]
+    page = tmp_path / "gallery.md"
+    gen.write_page(entries, tmp_path, page)
+    text = page.read_text()
+    sections = {s.split("\n", 1)[0]: s for s in text.split("\n## ")[1:]}
+    assert "failed" not in sections["Plain"] and "![Plain](gallery/plain.png)" in sections["Plain"]
+    assert "failed" not in sections["Zoo"] and "zoo_figure.png" in sections["Zoo"]
+    assert "This scene failed to render: `ValueError: boom`" in sections["Broken"]
+    assert "None" not in text
+
+
+def test_gallery_renders_a_scene(tmp_path) -> None:
+    gen = _gallery()
+    assert gen.main(["--out", str(tmp_path), "--only", "pendulum", "--t-end", "0.2"]) == 0
+    text = (tmp_path / "gallery.md").read_text()
+    assert "failed" not in text and "![" in text
+    assert (tmp_path / "gallery" / "pendulum.png").stat().st_size > 1000

@@ -73,7 +73,7 @@ def render_scene(path: Path, out_dir: Path, t_end_cap: float) -> Entry:
         t_end = min(t_end, dt * MAX_STEPS)
         traj = mbvi.simulate(scene, t_end=t_end, dt=dt, integrator=integrator)
         options = {"window_size": (800, 600), "ground": True}
-        trail_bodies = [n for n in traj.geometry["bodies"] if "[" not in n["name"]]
+        trail_bodies = [n for n in traj.body_names if "[" not in n]
         if 0 < len(trail_bodies) <= 6:
             options["trail"] = True
         options.update(getattr(module, "GALLERY_OPTIONS", {}))
@@ -108,12 +108,12 @@ def write_page(entries: list[Entry], scenes_dir: Path, page: Path) -> None:
         out += [f"## {e.title}", "", f"`{rel}/{e.name}.py`", ""]
         if e.text:
             out += [e.text, ""]
+        if e.error is not None:
+            out += ["!!! failure", f"    This scene failed to render: `{e.error}`", ""]
         if e.image:
             out += [f"![{e.title}]({e.image})", ""]
-        if e.figure:
+        if e.figure:  # optional: only scenes with their own comparison plot have one
             out += [f"![{e.title}: comparison]({e.figure})", ""]
-        else:
-            out += ["!!! failure", f"    This scene failed to render: `{e.error}`", ""]
         out += ["```bash", f"mbvi run {rel}/{e.name}.py --render {e.name}.gif", "```", ""]
     page.parent.mkdir(parents=True, exist_ok=True)
     page.write_text("\n".join(out), encoding="utf-8")
