@@ -178,43 +178,45 @@ def wgt(I, F, gd, y, out):
 # ------------------------------------------------------------------------ A = G W Gᵀ, banded Cholesky
 @jit
 def _cholesky_band(ab, n, b):
-    """In-place lower Cholesky in band storage ab[(i − j) n + j], the diagonal stored as 1/L_jj.
+    """In-place lower Cholesky in row band storage ab[i (b + 1) + (j − i + b)], the diagonal stored as 1/L_ii.
 
-    Returns False when A is not positive definite.
+    Row i of L holds columns i − b … i contiguously, so the inner products run
+    over contiguous memory. Returns False when A is not positive definite.
     """
-    for j in range(n):
-        d = ab[j]
-        for k in range(max(0, j - b), j):
-            lk = ab[(j - k) * n + k]
-            d -= lk * lk
+    w = b + 1
+    for i in range(n):
+        row = i * w + b - i  # ab[row + j] is L[i, j]
+        j0 = max(0, i - b)
+        for j in range(j0, i):
+            rj = j * w + b - j
+            s = ab[row + j]
+            for k in range(max(j0, j - b), j):
+                s -= ab[row + k] * ab[rj + k]
+            ab[row + j] = s * ab[rj + j]
+        d = ab[row + i]
+        for k in range(j0, i):
+            d -= ab[row + k] * ab[row + k]
         if not d > 0.0 or not d < math.inf:
             return False
-        inv = 1.0 / math.sqrt(d)
-        ab[j] = inv
-        for i in range(j + 1, min(n, j + b + 1)):
-            s = ab[(i - j) * n + j]
-            for k in range(max(0, i - b), j):
-                s -= ab[(i - k) * n + k] * ab[(j - k) * n + k]
-            ab[(i - j) * n + j] = s * inv
+        ab[row + i] = 1.0 / math.sqrt(d)
     return True
 
 
 @jit
-def factor(I, F, gd, ab, pinv):
-    """Factor A(G) into ``ab`` (returns OK), else its pseudo-inverse into ``pinv`` (PINV_KIND) or TOO_BIG."""
-    n = I[N]
-    if n == 0:
-        return OK
+def _assemble(I, F, gd, ab):
+    """Values of A = G M⁻¹ Gᵀ into the band storage ``ab``."""
     pa, pb, tg, aw = I[PA], I[PB], I[TARGET], I[AW]
     ab[:] = 0.0
     for i in range(I[NPAIR]):
         ab[I[tg + i]] += gd[I[pa + i]] * gd[I[pb + i]] * F[aw + i]
-    if _cholesky_band(ab, n, I[BAND]):
-        return OK
-    if not I[PINV]:
-        return TOO_BIG
+
+
+@jit
+def _pseudo_inverse(I, F, gd, pinv):
+    """Dense pseudo-inverse of a singular A (the rare least-squares fallback)."""
+    n = I[N]
+    pa, pb, aw, prow = I[PA], I[PB], I[AW], I[PROW]
     A = np.zeros((n, n))
-    prow = I[PROW]
     for i in range(I[NPAIR]):
         r1, r2 = I[prow + I[pa + i]], I[prow + I[pb + i]]
         val = gd[I[pa + i]] * gd[I[pb + i]] * F[aw + i]
@@ -225,6 +227,20 @@ def factor(I, F, gd, ab, pinv):
     for i in range(n):
         for j in range(n):
             pinv[i * n + j] = P[i, j]
+
+
+@jit
+def factor(I, F, gd, ab, pinv):
+    """Factor A(G) into ``ab`` (returns OK), else its pseudo-inverse into ``pinv`` (PINV_KIND) or TOO_BIG."""
+    n = I[N]
+    if n == 0:
+        return OK
+    _assemble(I, F, gd, ab)
+    if _cholesky_band(ab, n, I[BAND]):
+        return OK
+    if not I[PINV]:
+        return TOO_BIG
+    _pseudo_inverse(I, F, gd, pinv)
     return PINV_KIND
 
 
@@ -240,16 +256,18 @@ def solve(I, ab, pinv, kind, rhs, out, tmp):
             out[i] = s
         return
     perm = I[PERM]
+    w = b + 1
     for i in range(n):
+        row = i * w + b - i
         s = rhs[I[perm + i]]
         for k in range(max(0, i - b), i):
-            s -= ab[(i - k) * n + k] * tmp[k]
-        tmp[i] = s * ab[i]
+            s -= ab[row + k] * tmp[k]
+        tmp[i] = s * ab[row + i]
     for i in range(n - 1, -1, -1):
-        s = tmp[i]
-        for k in range(i + 1, min(n, i + b + 1)):
-            s -= ab[(k - i) * n + i] * tmp[k]
-        tmp[i] = s * ab[i]
+        s = tmp[i] * ab[i * w + b]
+        tmp[i] = s
+        for k in range(max(0, i - b), i):  # column i of Lᵀ: subtract L[i, k] x_i from the rows above
+            tmp[k] -= ab[i * w + b - i + k] * s
     for i in range(n):
         out[I[perm + i]] = tmp[i]
 

@@ -303,7 +303,7 @@ def _pack_constraints(pk: _Packer, system) -> bool:
         inv = np.empty(n, dtype=np.int64)
         inv[perm] = np.arange(n)
         pi, pj = inv[prow[pa]], inv[prow[pb]]
-        target = (pi - pj) * n + pj
+        target = pi * (band + 1) + (pj - pi + band)  # row band storage (lower): L[i, j] at i (b + 1) + j − i + b
     pk.set(S.NQ, nq)
     pk.set(S.N, n)
     pk.set(S.SAME, same)
