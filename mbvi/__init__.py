@@ -44,6 +44,7 @@ if _typing.TYPE_CHECKING:  # for type checkers and the API docs; never executed
     from mbvi.simulate import simulate
     from mbvi.state import State
     from mbvi.statics import Equilibrium, equilibrium, modes
+    from mbvi.sweep import sweep
     from mbvi.system import System
     from mbvi.trajectory import Trajectory
 
@@ -97,6 +98,7 @@ _EXPORTS: dict[str, str] = {
     "Equilibrium": "mbvi.statics",
     "equilibrium": "mbvi.statics",
     "modes": "mbvi.statics",
+    "sweep": "mbvi.sweep",
     "System": "mbvi.system",
     "Trajectory": "mbvi.trajectory",
     # submodules (listed in _SUBMODULES too)
@@ -156,6 +158,7 @@ __all__ = [
     "render",
     "simulate",
     "simulate_batch",
+    "sweep",
 ]
 #: public names that are submodules; every other name of ``_EXPORTS`` is an object of its module
 _SUBMODULES = frozenset({"cli", "plot", "render"})

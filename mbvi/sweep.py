@@ -1,0 +1,591 @@
+"""Parameter sweeps on Dask, with the results as one labelled :class:`xarray.Dataset`.
+
+:func:`sweep` runs ``build(**params)`` for every point of a grid of parameters
+(the Cartesian product of ``grid``'s value lists), simulates each scene — a
+*member* of the sweep — with :func:`mbvi.simulate`, and gathers the
+trajectories into one dataset labelled by the grid::
+
+    ds = mbvi.sweep("scenes/pendulum.py", {"length": [0.5, 1, 2], "theta0": [0.1, 1.0]},
+                    t_end=10.0, dt=1e-3)
+    ds.energy.sel(length=1, theta0=0.1)           # (time,)
+    ds.position.sel(body="bob", xyz="x")          # (length, theta0, time)
+    ds.to_zarr("sweep.zarr", zarr_format=2)       # results larger than memory: xarray's own writers
+
+Members run on Dask: on the local machine by default (a temporary pool of
+worker processes, one per core), on any cluster when ``client`` is a
+:class:`dask.distributed.Client`. Each member's numbers come from its own
+:func:`mbvi.simulate` call, so they do not depend on where it ran or which
+members shared a task: the same grid gives bit-identical numbers locally and on
+a cluster.
+
+Dask and xarray are optional (``pip install "mbvi[sweep]"``) and imported only
+when :func:`sweep` runs, so ``import mbvi`` stays light.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import logging
+import math
+import os
+import sys
+import threading
+import time
+import types
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["sweep", "write"]
+
+log = logging.getLogger(__name__)
+
+#: dimension names the dataset uses itself; a grid may not use them
+RESERVED = ("time", "body", "xyz")
+#: members per task never exceed this (keeps the progress bar moving and the load balanced)
+MAX_CHUNK = 256
+#: tasks per worker thread the members are split into (small enough overhead, good balance)
+TASKS_PER_WORKER = 4
+
+_INSTALL = 'mbvi.sweep needs Dask and xarray; install them with: pip install "mbvi[sweep]"'
+
+
+# ---------------------------------------------------------------- what a worker returns
+@dataclass
+class MemberResult:
+    """One member's run, as shipped back from a worker (arrays only, no scene objects).
+
+    Attributes
+    ----------
+    index : int
+        Flat (C-order) index of the member in the grid.
+    error : str
+        ``""`` when the member ran to the end, else ``"ExceptionType: message"``.
+    wall_time : float
+        Seconds spent in ``build`` and :func:`mbvi.simulate`, s.
+    t : ndarray, shape (n,)
+        Saved times, s (shorter than the others' after a failure; empty when nothing ran).
+    energy, kinetic, potential, constraint_error : ndarray, shape (n,)
+        J, J, J, and max |g(q)| (m for rods and joints).
+    bodies : list of str
+        Body names, in the scene's order.
+    position, velocity : ndarray, shape (n, len(bodies), 3)
+        Body origins (a rigid body's centre of mass), m, and their velocities, m/s.
+    """
+
+    index: int
+    error: str
+    wall_time: float
+    t: np.ndarray
+    energy: np.ndarray
+    kinetic: np.ndarray
+    potential: np.ndarray
+    constraint_error: np.ndarray
+    bodies: list[str]
+    position: np.ndarray
+    velocity: np.ndarray
+
+    @classmethod
+    def from_trajectory(cls, index: int, traj: Any, error: str, wall_time: float) -> MemberResult:
+        """Extract the saved arrays of a :class:`mbvi.Trajectory` (``None``: nothing ran)."""
+        if traj is None:
+            empty = np.empty(0)
+            return cls(
+                index, error, wall_time, empty, empty, empty, empty, empty, [], np.empty((0, 0, 3)), np.empty((0, 0, 3))
+            )
+        n = len(traj.t)
+        bodies = list(traj.body_names)
+        if bodies:
+            position = np.stack([traj.position(b) for b in bodies], axis=1)
+            velocity = np.stack([traj.velocity(b) for b in bodies], axis=1)
+        else:
+            position = velocity = np.empty((n, 0, 3))
+        return cls(
+            index,
+            error,
+            wall_time,
+            np.asarray(traj.t, dtype=float),
+            np.asarray(traj.energy, dtype=float),
+            np.asarray(traj.kinetic, dtype=float),
+            np.asarray(traj.potential, dtype=float),
+            np.asarray(traj.constraint_error, dtype=float),
+            bodies,
+            np.asarray(position, dtype=float),
+            np.asarray(velocity, dtype=float),
+        )
+
+
+# ---------------------------------------------------------------- the worker side
+@dataclass(frozen=True)
+class SceneFile:
+    """A scene file shipped to workers: its absolute path and its source text.
+
+    A worker that sees the same file at the same path (the local machine, a
+    shared file system) imports it with :func:`mbvi.cli.load_scene_module`;
+    one that does not (a cloud worker) runs the shipped source instead.
+    """
+
+    path: str
+    source: str
+
+    @property
+    def key(self) -> str:
+        return self.path + ":" + hashlib.sha1(self.source.encode()).hexdigest()
+
+
+_BUILDS: dict[str, Callable[..., Any]] = {}
+_BUILDS_LOCK = threading.Lock()
+
+
+def _build_function(build: SceneFile | Callable[..., Any]) -> Callable[..., Any]:
+    """The ``build`` callable of a shipped scene file (imported once per process) or the callable itself."""
+    if not isinstance(build, SceneFile):
+        return build
+    with _BUILDS_LOCK:
+        fn = _BUILDS.get(build.key)
+        if fn is None:
+            fn = _BUILDS[build.key] = _import_scene(build)
+    return fn
+
+
+def _import_scene(spec: SceneFile) -> Callable[..., Any]:
+    from mbvi.cli import load_scene_module
+
+    file = Path(spec.path)
+    if file.is_file() and file.read_text(encoding="utf-8") == spec.source:
+        return load_scene_module(file).build
+    name = "_mbvi_scene_" + hashlib.sha1(spec.key.encode()).hexdigest()[:16]
+    module = types.ModuleType(name)
+    module.__file__ = spec.path
+    sys.modules[name] = module
+    exec(compile(spec.source, spec.path, "exec"), module.__dict__)
+    return module.build
+
+
+def run_members(
+    build: SceneFile | Callable[..., Any], members: Sequence[tuple[int, dict[str, Any]]], settings: dict[str, Any]
+) -> list[MemberResult]:
+    """Run some members of a sweep one after another (one Dask task).
+
+    Parameters
+    ----------
+    build : SceneFile or callable
+        What makes a scene from the parameters.
+    members : sequence of (int, dict)
+        Flat grid index and ``build`` keywords of each member.
+    settings : dict
+        ``t_end`` (s), ``dt`` (s), ``integrator``, ``save_every`` and ``options`` for :func:`mbvi.simulate`.
+
+    Returns
+    -------
+    list of MemberResult
+        In the order of ``members``. An invalid scene (``ValueError``) or a
+        failed solve (:class:`mbvi.SolverError`, with its partial trajectory)
+        is recorded, not raised; any other exception propagates with the
+        member's parameters added as a note.
+    """
+    from mbvi.errors import SolverError
+    from mbvi.simulate import simulate
+
+    fn = _build_function(build)
+    results = []
+    for index, params in members:
+        start = time.perf_counter()
+        traj, error = None, ""
+        try:
+            scene = fn(**params)
+            traj = simulate(
+                scene,
+                t_end=settings["t_end"],
+                dt=settings["dt"],
+                integrator=settings["integrator"],
+                save_every=settings["save_every"],
+                **settings["options"],
+            )
+        except SolverError as err:
+            traj, error = err.trajectory, _message(err)
+        except (ValueError, ArithmeticError) as err:
+            error = _message(err)
+        except Exception as err:
+            err.add_note(f"in sweep member {index} with parameters {params!r}")
+            raise
+        results.append(MemberResult.from_trajectory(index, traj, error, time.perf_counter() - start))
+    return results
+
+
+def _message(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+# ---------------------------------------------------------------- the public function
+def sweep(
+    build: Callable[..., Any] | str | os.PathLike,
+    grid: Mapping[str, Sequence[Any]],
+    t_end: float,
+    dt: float,
+    integrator: Any = "verlet",
+    save_every: int = 1,
+    client: Any = None,
+    *,
+    progress: bool = False,
+    scheduler: str | None = None,
+    **options: Any,
+) -> Any:
+    """Simulate a scene over a grid of parameters, on Dask; results as an :class:`xarray.Dataset`.
+
+    Every point of the Cartesian product of ``grid`` is a *member*: the scene
+    ``build(**params)`` simulated by :func:`mbvi.simulate` from 0 to ``t_end``.
+
+    Parameters
+    ----------
+    build : callable or str or path
+        ``build(**params) -> mbvi.Scene``, or the path of a scene file (a
+        module defining ``build``, as for ``mbvi run``). A path is the most
+        portable choice: it runs in worker processes and on remote clusters
+        (the file's source is shipped along).
+    grid : dict of str to sequence
+        Parameter name → values; keywords of ``build``. The dataset's
+        dimensions follow the dict's order. Values that do not form a 1-D
+        array of numbers, booleans or strings (tuples, objects) are labelled
+        by their ``repr`` in the coordinate; ``build`` still receives the
+        values themselves.
+    t_end : float
+        End time of every member, s.
+    dt : float
+        Step size, s.
+    integrator : str or Integrator subclass, default: "verlet"
+        A name from :func:`mbvi.integrators` or a class.
+    save_every : int, default: 1
+        Keep every n-th state (the last one is always kept).
+    client : dask.distributed.Client, optional
+        Run the members on this client's cluster (a ``LocalCluster``, a
+        ``dask-jobqueue`` cluster, a scheduler address, a cloud deployment).
+        Default: the local machine, one worker process per core.
+    progress : bool, default: False
+        Show a progress bar over members (tqdm).
+    scheduler : {"processes", "threads", "synchronous"}, optional
+        Local runs only: Dask's local scheduler. Default ``"processes"`` (a
+        temporary pool of ``os.cpu_count()`` worker processes), or
+        ``"threads"`` when ``build`` cannot be pickled (cloudpickle
+        serializes scene-file paths, module functions, lambdas and closures;
+        a callable holding a lock or an open file it cannot). ``"synchronous"``
+        runs in this process, for debugging.
+    **options
+        Passed to the integrator (e.g. ``alpha`` and ``method`` for ``csm``).
+
+    Returns
+    -------
+    xarray.Dataset
+        Dimensions: one per grid name (a coordinate holding its values), then
+        ``time`` (s), ``body`` (body names) and ``xyz`` (``"x"``, ``"y"``,
+        ``"z"``). With ``G`` the grid's shape:
+
+        * ``energy``, ``kinetic``, ``potential`` — (*G, time), J;
+        * ``constraint_error`` — (*G, time), max |g(q)|;
+        * ``position`` — (*G, time, body, xyz), m (a rigid body's centre of mass);
+        * ``velocity`` — (*G, time, body, xyz), m/s;
+        * ``error`` — (*G), ``""`` where the member ran to ``t_end``, else
+          ``"ExceptionType: message"``; its arrays hold the partial
+          trajectory up to the failure (a :class:`mbvi.SolverError`'s
+          ``err.trajectory``) and NaN after it;
+        * ``wall_time`` — (*G), s spent on the member (build and simulate).
+
+        ``attrs`` record the run settings (``t_end``, ``dt``,
+        ``integrator``, ``save_every``, ``options`` as JSON, ``build``,
+        ``mbvi_version``). Members whose scenes have different bodies share
+        one ``body`` axis, the union of all names in order of appearance,
+        with NaN where a member has no such body. Strings are fixed-width
+        unicode, so ``ds.to_netcdf`` and ``ds.to_zarr(..., zarr_format=2)``
+        write the dataset as it is.
+
+    Raises
+    ------
+    ImportError
+        Dask or xarray is not installed.
+    ValueError
+        A bad grid (empty, a reserved name, an empty value list), bad time
+        settings or an unknown integrator — before anything runs.
+    FileNotFoundError
+        ``build`` is a path that does not exist.
+
+    Notes
+    -----
+    Members are split into about ``4 × workers`` tasks (at most 256 members
+    each) of consecutive grid points, so that the scheduling overhead stays
+    small against the members' own cost; each member is still its own
+    :func:`mbvi.simulate` run, so its numbers do not depend on the split.
+    Local worker processes are started with ``spawn``: a script that calls
+    ``sweep`` must guard its top level with ``if __name__ == "__main__":``.
+
+    Examples
+    --------
+    >>> ds = mbvi.sweep("scenes/pendulum.py", {"theta0": [0.1, 0.5, 1.0]},
+    ...                 t_end=20.0, dt=1e-3, g=9.81)  # doctest: +SKIP
+    >>> ds.position.sel(body="bob", xyz="x").plot.line(x="time")  # doctest: +SKIP
+
+    On a cluster, the same call with a client::
+
+        from dask.distributed import Client, LocalCluster
+        with LocalCluster(n_workers=4, threads_per_worker=1) as cluster, Client(cluster) as client:
+            ds = mbvi.sweep("scenes/pendulum.py", grid, t_end=20.0, dt=1e-3, client=client)
+    """
+    try:
+        import dask  # noqa: F401
+        import xarray  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(_INSTALL) from exc
+    from mbvi.simulate import resolve_integrator, step_count
+
+    names, values = _check_grid(grid)
+    step_count(t_end, dt, 0.0, save_every, who="sweep")
+    cls = resolve_integrator(integrator)
+    settings = {
+        "t_end": float(t_end),
+        "dt": float(dt),
+        "integrator": integrator,
+        "save_every": int(save_every),
+        "options": dict(options),
+    }
+    spec, label = _build_spec(build)
+    shape = tuple(len(v) for v in values)
+    members = [(i, dict(zip(names, combo, strict=True))) for i, combo in enumerate(itertools.product(*values))]
+
+    if client is not None:
+        results = _run_on_client(client, spec, members, settings, progress)
+    else:
+        results = _run_locally(spec, members, settings, progress, scheduler)
+    results.sort(key=lambda r: r.index)
+    return _dataset(names, values, shape, results, settings, cls.name, label)
+
+
+def _check_grid(grid: Mapping[str, Sequence[Any]]) -> tuple[list[str], list[list[Any]]]:
+    if not isinstance(grid, Mapping) or not grid:
+        raise ValueError(f"sweep: grid must be a non-empty dict of name → list of values, got {grid!r}")
+    names, values = [], []
+    for name, vals in grid.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"sweep: grid name {name!r} is not a Python identifier (a keyword of build)")
+        if name in RESERVED:
+            raise ValueError(f"sweep: grid name {name!r} is reserved for the dataset's own dimensions {RESERVED}")
+        if isinstance(vals, (str, bytes)) or not isinstance(vals, (Sequence, np.ndarray, range)):
+            raise ValueError(f"sweep: grid[{name!r}] must be a list of values, got {vals!r}")
+        vals = list(vals)
+        if not vals:
+            raise ValueError(f"sweep: grid[{name!r}] has no values")
+        names.append(name)
+        values.append(vals)
+    return names, values
+
+
+def _build_spec(build: Any) -> tuple[SceneFile | Callable[..., Any], str]:
+    """What to ship to workers, and a label for the dataset's attributes."""
+    if isinstance(build, (str, os.PathLike)):
+        from mbvi.cli import load_scene_module
+
+        file = Path(build).resolve()
+        load_scene_module(file)  # fail here, once, on a missing or broken file
+        return SceneFile(str(file), file.read_text(encoding="utf-8")), str(build)
+    if not callable(build):
+        raise ValueError(f"sweep: build must be a callable or a scene file's path, got {build!r}")
+    module = sys.modules.get(getattr(build, "__module__", None) or "")
+    file = getattr(module, "__file__", None)
+    if module is not None and module.__name__.startswith("_mbvi_scene_") and file and module.build is build:
+        # a scene file's build loaded with load_scene_module: workers cannot import that module by name
+        return _build_spec(file)[0], str(file)
+    return build, f"{getattr(build, '__module__', '?')}.{getattr(build, '__qualname__', repr(build))}"
+
+
+def _picklable(obj: Any) -> bool:
+    import cloudpickle
+
+    try:
+        cloudpickle.dumps(obj)
+    except Exception:
+        return False
+    return True
+
+
+def _chunks(members: list, workers: int) -> list[list]:
+    size = max(1, min(MAX_CHUNK, math.ceil(len(members) / (TASKS_PER_WORKER * max(1, workers)))))
+    return [members[i : i + size] for i in range(0, len(members), size)]
+
+
+def _bar(total: int, progress: bool) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="member", desc="sweep", disable=not progress, leave=False)
+
+
+def _run_locally(spec, members, settings, progress: bool, scheduler: str | None) -> list[MemberResult]:
+    import dask
+    from dask.callbacks import Callback
+
+    if scheduler is None:
+        scheduler = "processes" if _picklable(spec) else "threads"
+    if scheduler not in ("processes", "threads", "synchronous"):
+        raise ValueError(f"sweep: scheduler must be 'processes', 'threads' or 'synchronous', got {scheduler!r}")
+    cores = os.cpu_count() or 1
+    workers = 1 if scheduler == "synchronous" else cores
+    chunks = _chunks(members, workers)
+    log.info("sweep: %d members in %d tasks on the local %s scheduler", len(members), len(chunks), scheduler)
+    tasks = [dask.delayed(run_members, pure=False)(spec, chunk, settings) for chunk in chunks]
+    bar = _bar(len(members), progress)
+
+    class _Progress(Callback):
+        def _posttask(self, key, result, dsk, state, worker_id):
+            if isinstance(result, list):
+                bar.update(len(result))
+
+    kwargs = {} if scheduler == "synchronous" else {"num_workers": min(workers, len(chunks))}
+    try:
+        with _Progress():
+            done = dask.compute(*tasks, scheduler=scheduler, **kwargs)
+    finally:
+        bar.close()
+    return [r for chunk in done for r in chunk]
+
+
+def _run_on_client(client, spec, members, settings, progress: bool) -> list[MemberResult]:
+    try:
+        from distributed import Client, as_completed
+    except ImportError as exc:
+        raise ImportError(_INSTALL) from exc
+    if not isinstance(client, Client):
+        raise ValueError(f"sweep: client must be a dask.distributed.Client, got {type(client).__name__}")
+    if not _picklable(spec):
+        raise ValueError(
+            "sweep: build cannot be pickled, so it cannot be sent to a cluster; pass a scene file's path "
+            "or a module-level function"
+        )
+    workers = sum(client.nthreads().values()) or 1
+    chunks = _chunks(members, workers)
+    log.info("sweep: %d members in %d tasks on %s", len(members), len(chunks), client)
+    [spec_future] = client.scatter([spec], broadcast=True, hash=False)
+    futures = [client.submit(run_members, spec_future, chunk, settings, pure=False) for chunk in chunks]
+    bar = _bar(len(members), progress)
+    results: list[MemberResult] = []
+    try:
+        for future in as_completed(futures):
+            part = future.result()
+            results.extend(part)
+            bar.update(len(part))
+    finally:
+        bar.close()
+        client.cancel([*futures, spec_future])
+    return results
+
+
+# ---------------------------------------------------------------- assembling the dataset
+def _coordinate(values: list[Any]) -> np.ndarray:
+    """A 1-D coordinate array for grid values (``repr`` strings when they are not scalars)."""
+    try:
+        arr = np.asarray(values)
+    except ValueError:  # ragged
+        arr = np.empty(0, dtype=object)
+    if arr.ndim == 1 and len(arr) == len(values) and arr.dtype.kind in "biufUS":
+        return arr
+    return np.array([repr(v) for v in values])
+
+
+def _dataset(names, values, shape, results: list[MemberResult], settings, integrator_name: str, label: str) -> Any:
+    import xarray as xr
+
+    from mbvi import __version__
+
+    ran = [r for r in results if len(r.t)]
+    reference = max(ran, key=lambda r: (not r.error, len(r.t)), default=None)
+    t = reference.t if reference is not None else np.empty(0)
+    nt = len(t)
+    bodies: list[str] = []
+    seen: set[str] = set()
+    for r in results:
+        for b in r.bodies:
+            if b not in seen:
+                seen.add(b)
+                bodies.append(b)
+    column = {b: j for j, b in enumerate(bodies)}
+    nb = len(bodies)
+    size = int(np.prod(shape))
+
+    def scalars() -> np.ndarray:
+        return np.full((size, nt), np.nan)
+
+    energy, kinetic, potential, cerr = scalars(), scalars(), scalars(), scalars()
+    position = np.full((size, nt, nb, 3), np.nan)
+    velocity = np.full((size, nt, nb, 3), np.nan)
+    wall = np.full(size, np.nan)
+    errors = [""] * size
+    for r in results:
+        i, n = r.index, min(len(r.t), nt)
+        errors[i] = r.error
+        wall[i] = r.wall_time
+        if n == 0:
+            continue
+        energy[i, :n], kinetic[i, :n], potential[i, :n] = r.energy[:n], r.kinetic[:n], r.potential[:n]
+        cerr[i, :n] = r.constraint_error[:n]
+        cols = [column[b] for b in r.bodies]
+        position[i, :n][:, cols] = r.position[:n]
+        velocity[i, :n][:, cols] = r.velocity[:n]
+
+    grid_dims = tuple(names)
+    per_time = (*grid_dims, "time")
+    per_body = (*grid_dims, "time", "body", "xyz")
+    coords = {name: (name, _coordinate(vals)) for name, vals in zip(names, values, strict=True)}
+    coords["time"] = ("time", np.asarray(t, dtype=float), {"units": "s", "long_name": "time"})
+    coords["body"] = ("body", np.array(bodies, dtype=str))
+    coords["xyz"] = ("xyz", np.array(["x", "y", "z"]))
+    data = {
+        "energy": (per_time, energy.reshape(*shape, nt), {"units": "J", "long_name": "total energy"}),
+        "kinetic": (per_time, kinetic.reshape(*shape, nt), {"units": "J", "long_name": "kinetic energy"}),
+        "potential": (per_time, potential.reshape(*shape, nt), {"units": "J", "long_name": "potential energy"}),
+        "constraint_error": (per_time, cerr.reshape(*shape, nt), {"long_name": "max |g(q)| over constraint rows"}),
+        "position": (per_body, position.reshape(*shape, nt, nb, 3), {"units": "m", "long_name": "body position"}),
+        "velocity": (per_body, velocity.reshape(*shape, nt, nb, 3), {"units": "m/s", "long_name": "body velocity"}),
+        "error": (grid_dims, np.array(errors, dtype=str).reshape(shape), {"long_name": "error ('' = ran)"}),
+        "wall_time": (grid_dims, wall.reshape(shape), {"units": "s", "long_name": "wall time of the member"}),
+    }
+    attrs = {
+        "t_end": settings["t_end"],
+        "dt": settings["dt"],
+        "integrator": integrator_name,
+        "save_every": settings["save_every"],
+        "options": json.dumps({k: repr(v) for k, v in settings["options"].items()}, sort_keys=True),
+        "build": label,
+        "mbvi_version": __version__,
+    }
+    return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def write(ds: Any, path: str | os.PathLike) -> None:
+    """Write a sweep's dataset to a Zarr store (``.zarr``) or a netCDF file (``.nc``).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A dataset returned by :func:`sweep`.
+    path : str or path
+        ``NAME.zarr`` writes Zarr format 2 with consolidated metadata (read by
+        every Zarr library, ``xarray.open_zarr`` among them; format 3 has no
+        specification yet for fixed-width strings), replacing an existing
+        store; ``NAME.nc`` writes netCDF.
+
+    Raises
+    ------
+    ValueError
+        For another suffix.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".zarr", ".nc"):
+        raise ValueError(f"sweep output {str(path)!r}: unsupported file type; use .zarr or .nc")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".zarr":
+        ds.to_zarr(path, mode="w", zarr_format=2, consolidated=True)
+    else:
+        ds.to_netcdf(path)
