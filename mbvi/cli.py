@@ -3,16 +3,18 @@
 ::
 
     mbvi run SCENE.py [--integrator NAME] [--dt DT] [--t-end T] [--param key=value ...]
-                      [--out RUN.npz] [--render RUN.gif|RUN.mp4|RUN.png] [--plot PLOT.png]
+                      [--option key=value ...] [--out RUN.npz] [--render RUN.gif|RUN.mp4|RUN.png]
+                      [--plot PLOT.png]
                       [--fps FPS] [--speed S] [--size WxH] [--progress | --no-progress]
     mbvi render RUN.npz --out PATH [--fps FPS] [--speed S] [--frame I] [--size WxH]
     mbvi integrators
     mbvi force-laws
 
-A scene file is a Python module with ``build(**params) -> mbvi.Scene``; it
-may set ``T_END``, ``DT`` and ``INTEGRATOR`` to change the defaults (10 s,
-1e-3 s, ``verlet``). Errors are reported as one line ``mbvi: error: …`` on
-stderr with exit status 1 (2 for malformed command lines, as argparse does).
+A scene file is a Python module with ``build(**params) -> mbvi.Scene``; it is
+run as Python code, so only run scene files you trust. It may set ``T_END``,
+``DT`` and ``INTEGRATOR`` to change the defaults (10 s, 1e-3 s, ``verlet``).
+Errors are reported as one line ``mbvi: error: …`` on stderr with exit status 1
+(2 for malformed command lines, as argparse does).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib.util
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -32,6 +35,7 @@ __all__ = ["CLIError", "load_scene_module", "main", "parse_params"]
 PROG = "mbvi"
 _VIDEO = (".gif", ".mp4")
 _IMAGE = (".png",)
+_PLOT = (".png", ".pdf", ".svg")
 _DEFAULTS = {"T_END": 10.0, "DT": 1e-3, "INTEGRATOR": "verlet"}
 
 
@@ -40,13 +44,15 @@ class CLIError(Exception):
 
 
 # ---------------------------------------------------------------- helpers
-def parse_params(items: Sequence[str]) -> dict[str, Any]:
+def parse_params(items: Sequence[str], option: str = "--param") -> dict[str, Any]:
     """Parse ``key=value`` strings; values are Python literals, else strings.
 
     Parameters
     ----------
     items : sequence of str
         E.g. ``["n=5", "stiffness=1e3", "name=chain", "axis=(0, 0, 1)"]``.
+    option : str, default: "--param"
+        The command-line option the items came from (named in errors).
 
     Returns
     -------
@@ -63,7 +69,9 @@ def parse_params(items: Sequence[str]) -> dict[str, Any]:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key.isidentifier():
-            raise CLIError(f"bad --param {item!r}: expected key=value with a Python identifier as key")
+            raise CLIError(f"bad {option} {item!r}: expected key=value with a Python identifier as key")
+        if key in params:
+            raise CLIError(f"{option} {key!r} given twice")
         try:
             params[key] = ast.literal_eval(raw.strip())
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -131,8 +139,30 @@ def _positive_float(text: str) -> float:
 
 
 def _check_output(path: str | None, allowed: tuple[str, ...], option: str) -> None:
-    if path is not None and Path(path).suffix.lower() not in allowed:
+    """Check an output path before any work: its suffix, and that it can be written.
+
+    Raises
+    ------
+    CLIError
+        Naming ``option``: an unsupported suffix, a directory, or a parent that
+        is not a writable directory (missing parents are created later).
+    """
+    if path is None:
+        return
+    out = Path(path)
+    if out.suffix.lower() not in allowed:
         raise CLIError(f"{option} {path!r}: unsupported file type; use {', '.join(allowed)}")
+    if out.is_dir():
+        raise CLIError(f"{option} {path!r} is a directory")
+    if out.exists() and not os.access(out, os.W_OK):
+        raise CLIError(f"{option} {path!r}: file is not writable")
+    parent = out.resolve().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise CLIError(f"{option} {path!r}: {str(parent)!r} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CLIError(f"{option} {path!r}: directory {str(parent)!r} is not writable")
 
 
 def _render(traj: Any, path: str, args: argparse.Namespace, progress: bool) -> None:
@@ -172,7 +202,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     _check_output(args.render, _VIDEO + _IMAGE, "--render")
     _check_output(args.out, (".npz",), "--out")
+    _check_output(args.plot, _PLOT, "--plot")
     params = parse_params(args.param or [])
+    options = parse_params(args.option or [], "--option")
+    save_every = options.pop("save_every", 1)
+    if isinstance(save_every, bool) or not isinstance(save_every, int) or save_every < 1:
+        raise CLIError(f"--option save_every={save_every!r}: expected a positive integer")
     module = load_scene_module(args.scene)
     t_end = args.t_end if args.t_end is not None else float(getattr(module, "T_END", _DEFAULTS["T_END"]))
     dt = args.dt if args.dt is not None else float(getattr(module, "DT", _DEFAULTS["DT"]))
@@ -188,7 +223,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     start = time.perf_counter()
     try:
-        traj = mbvi.simulate(scene, t_end=t_end, dt=dt, integrator=integrator, progress=progress)
+        traj = mbvi.simulate(
+            scene, t_end=t_end, dt=dt, integrator=integrator, progress=progress, save_every=save_every, **options
+        )
     except mbvi.SolverError as err:
         if args.out and err.trajectory is not None:
             _save(err.trajectory, args.out)
@@ -289,9 +326,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="keyword for build(); VALUE is a Python literal or a string (repeatable)",
     )
+    run.add_argument(
+        "--option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="integrator option (alpha, rtol, tol, save_every, a plugin's own), read like --param (repeatable)",
+    )
     run.add_argument("--out", metavar="RUN.npz", help="save the trajectory")
     run.add_argument("--render", metavar="FILE", help="render to .gif, .mp4 or .png (last frame)")
-    run.add_argument("--plot", metavar="FILE.png", help="write an energy/constraint summary plot")
+    run.add_argument("--plot", metavar="FILE.png", help="write an energy/constraint summary plot (.png, .pdf, .svg)")
     _add_render_options(run)
     run.set_defaults(func=_cmd_run, frame=-1)
 

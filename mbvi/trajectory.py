@@ -220,9 +220,29 @@ class Trajectory:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Trajectory:
-        """Load a trajectory written by :meth:`save`."""
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(str(data["meta"]))
-            arrays = {k: data[k] for k in _ARRAYS}
-        t, q, v = arrays.pop("t"), arrays.pop("q"), arrays.pop("v")
-        return cls(t, q, v, geometry=meta["geometry"], info=meta.get("info"), **arrays)
+        """Load a trajectory written by :meth:`save`.
+
+        Raises
+        ------
+        FileNotFoundError
+            If ``path`` does not exist.
+        ValueError
+            If the file is not a trajectory saved by mbvi (one line saying so).
+        """
+        import zipfile
+
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"trajectory file not found: {str(path)!r}")
+        not_ours = f"{str(path)!r} is not an mbvi trajectory (expected a .npz file written by Trajectory.save)"
+        try:
+            with open(path, "rb") as fh:  # our handle: closed even when numpy cannot parse the file
+                data = np.load(fh, allow_pickle=False)
+                if not isinstance(data, np.lib.npyio.NpzFile) or "meta" not in data.files:
+                    raise ValueError(not_ours)
+                with data:
+                    meta = json.loads(str(data["meta"]))
+                    arrays = {k: data[k] for k in _ARRAYS}
+            t, q, v = arrays.pop("t"), arrays.pop("q"), arrays.pop("v")
+            return cls(t, q, v, geometry=meta["geometry"], info=meta.get("info"), **arrays)
+        except (OSError, EOFError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as exc:
+            raise ValueError(not_ours) from exc  # not numpy's advice to allow pickles

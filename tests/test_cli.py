@@ -210,3 +210,93 @@ def test_malformed_command_line_exits_2(capsys) -> None:
 def test_parse_params_reads_literals_and_strings() -> None:
     params = parse_params(["n=5", "k=1e3", "axis=(0, 0, 1)", "name=chain", "flag=True", "s='x y'", "empty="])
     assert params == {"n": 5, "k": 1000.0, "axis": (0, 0, 1), "name": "chain", "flag": True, "s": "x y", "empty": ""}
+
+
+# -- issue 11: integrator options, output paths checked first, files that are not runs --------------
+def test_option_reaches_the_integrator(scene_file: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "run.npz"
+    args = ["run", str(scene_file), "--integrator", "csm", "--option", "alpha=20", "--option", "rtol=1e-6"]
+    assert main([*args, "--out", str(out)]) == 0
+    assert mbvi.Trajectory.load(out).info.get("integrator") == "csm"
+
+
+def test_option_save_every_thins_the_output(scene_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run.npz"
+    assert main(["run", str(scene_file), "--option", "save_every=5", "--out", str(out)]) == 0
+    assert len(mbvi.Trajectory.load(out).t) == 20 // 5 + 1
+
+
+@pytest.mark.parametrize(
+    ("option", "needle"),
+    [
+        ("tol=-1", "'tol'"),
+        ("bogus=1", "bogus"),
+        ("save_every=0", "save_every"),
+        ("save_every=1.5", "save_every"),
+        ("=3", "--option"),
+        ("noequals", "--option"),
+    ],
+)
+def test_bad_option_is_named(scene_file: Path, option: str, needle: str, capsys) -> None:
+    assert main(["run", str(scene_file), "--option", option]) == 1
+    assert needle in _error_line(capsys)
+
+
+@pytest.mark.parametrize(
+    ("flag", "name", "needle"),
+    [
+        ("--out", "run.txt", "unsupported file type"),
+        ("--plot", "plot.gif", "unsupported file type"),
+        ("--out", "file_not_dir/run.npz", "not a directory"),
+        ("--render", "sub", "unsupported file type"),
+    ],
+)
+def test_output_paths_are_checked_before_simulating(
+    scene_file: Path, tmp_path: Path, flag: str, name: str, needle: str, capsys, monkeypatch
+) -> None:
+    (tmp_path / "file_not_dir").write_text("a file, not a directory")
+
+    def fail(*args, **kwargs):
+        raise AssertionError("simulated before checking the output paths")
+
+    monkeypatch.setattr(mbvi, "simulate", fail)
+    assert main(["run", str(scene_file), flag, str(tmp_path / name)]) == 1
+    line = _error_line(capsys)
+    assert flag in line and needle in line
+
+
+def test_unwritable_output_directory_fails_before_simulating(scene_file: Path, tmp_path: Path, capsys) -> None:
+    import os
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as a user who can write anywhere (root)")
+        assert main(["run", str(scene_file), "--out", str(locked / "run.npz")]) == 1
+        line = _error_line(capsys)
+        assert "--out" in line and "not writable" in line
+    finally:
+        locked.chmod(0o700)
+
+
+@pytest.mark.parametrize("content", [b"hello", b"PK\x03\x04garbage"])
+def test_render_of_a_file_that_is_not_a_trajectory(tmp_path: Path, content: bytes, capsys) -> None:
+    bad = tmp_path / "notes.npz"
+    bad.write_bytes(content)
+    assert main(["render", str(bad), "--out", str(tmp_path / "x.png")]) == 1
+    line = _error_line(capsys)
+    assert "is not an mbvi trajectory" in line and "allow_pickle" not in line
+
+
+def test_render_of_an_npz_that_is_not_a_trajectory(tmp_path: Path, capsys) -> None:
+    other = tmp_path / "arrays.npz"
+    np.savez(other, x=np.arange(3), y=np.array([{}], dtype=object))
+    assert main(["render", str(other), "--out", str(tmp_path / "x.png")]) == 1
+    assert "is not an mbvi trajectory" in _error_line(capsys)
+
+
+def test_cli_docs_say_scene_files_run_as_code() -> None:
+    text = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    assert "run as Python code" in text and "--option" in text
