@@ -118,7 +118,7 @@ def test_batch_reproduces_serial_far_away_and_ill_conditioned(integrator: str, o
         slow = _numpy_path(scene, 0.05, 1e-3, integrator, initial_state=mbvi.State(Q[b], V[b]))
         # the batch projects its initial velocities once more: round-off, amplified by the mass ratio
         assert np.max(np.abs(batch[b].q - serial.q)) <= 1e-13 * max(1.0, offset, ratio / 1e6)
-        assert np.max(np.abs(serial.q - slow.q)) <= 1e-12 * max(1.0, offset)
+        assert np.max(np.abs(serial.q - slow.q)) <= 1e-11 * max(1.0, offset)  # summation order differs
         assert serial.constraint_error.max() <= 1e-12 + 1e-15 * offset
 
 
