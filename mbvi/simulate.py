@@ -69,7 +69,10 @@ def simulate(
 
     Parameters
     ----------
-    scene : mbvi.Scene
+    scene : mbvi.Scene or mbvi.LagrangianSystem
+        A scene, or a system in its own coordinates (run by the integrators of
+        :mod:`mbvi.lagrangian.integrators`, same names; ``initial_state``
+        defaults to the system's own).
     t_end : float
         End time, s. The number of steps is ``ceil((t_end − t0)/dt)`` (rounded
         when within 1e-9 of an integer).
@@ -99,6 +102,13 @@ def simulate(
     SolverError
         A step failed; ``err.trajectory`` holds everything computed before it.
     """
+    from mbvi.lagrangian import LagrangianSystem
+
+    if isinstance(scene, LagrangianSystem):  # a system in the user's own coordinates: its own integrators
+        from mbvi.lagrangian.run import simulate_lagrangian
+
+        return simulate_lagrangian(scene, t_end, dt, integrator, t0=t0, initial_state=initial_state,
+                                   save_every=save_every, progress=progress, **options)  # fmt: skip
     if not isinstance(scene, Scene):
         raise ValueError(f"simulate expects an mbvi.Scene, got {type(scene).__name__}")
     nsteps = step_count(t_end, dt, t0, save_every)

@@ -140,7 +140,7 @@ def equilibrium(
 
     Parameters
     ----------
-    scene : mbvi.Scene
+    scene : mbvi.Scene or mbvi.LagrangianSystem
     t : float, default: 0
         Time at which time-dependent loads are evaluated, s.
     initial_state : mbvi.State, optional
@@ -157,7 +157,21 @@ def equilibrium(
     ------
     SolverError
         When the iteration does not converge.
+
+    Notes
+    -----
+    For an :class:`mbvi.LagrangianSystem` this is the minimum of
+    −L(q, 0) − W under its constraints, searched from q = 0 unless
+    ``initial_state`` (a State or the coordinates) gives a start; it returns a
+    :class:`mbvi.lagrangian.statics.LagrangianEquilibrium` (same ``q``,
+    ``multipliers``, ``potential``, ``stable``, ``state``).
     """
+    from mbvi.lagrangian import LagrangianSystem
+
+    if isinstance(scene, LagrangianSystem):
+        from mbvi.lagrangian.statics import lagrangian_equilibrium
+
+        return lagrangian_equilibrium(scene, t=t, initial=initial_state, tol=min(tol, 1e-12), maxiter=maxiter)
     sysm = assemble(scene)
     q = sysm.project_position(sysm.layout.q0 if initial_state is None else initial_state.q)
     zeros = np.zeros(sysm.nq)

@@ -1,0 +1,149 @@
+"""Symbolic derivation: everything the integrators need from L, g and Q, derived once and lambdified.
+
+The functions built here take NumPy arrays ``q``, ``v`` (shape (n,)) and a
+float ``t`` and return floats or arrays; they know nothing of integrators.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Derived", "derive"]
+
+
+@dataclass(frozen=True)
+class Derived:
+    """Numerical functions derived from a Lagrangian (built by :func:`derive`).
+
+    Attributes
+    ----------
+    point : callable (q, v, t) -> tuple
+        ``(L, L_q, L_v, L_qq, L_qv, L_vv)`` at one point: the Lagrangian, its
+        gradients (n,) and Hessians (n, n); ``L_qv[i, j] = ∂²L/∂q_i∂v_j``.
+    force : callable (q, v, t) -> tuple or None
+        ``(Q, Q_q, Q_v)``: the generalized force (n,) and its Jacobians (n, n);
+        None without a force.
+    constraint : callable (q, lam) -> tuple or None
+        ``(g, G, H)``: values (m,), Jacobian (m, n) and ``H = Σ_k λ_k ∇²g_k`` (n, n).
+    curvature : callable (q, v) -> ndarray or None
+        ``γ = (∂(G v)/∂q) v``, shape (m,): the velocity part of g̈ = G a + γ.
+    scalar : dict of str -> callable (q, v, t) -> ndarray
+        ``"lagrangian"``, ``"energy"``, ``"potential"`` (−L(q, 0)), vectorized:
+        ``q``, ``v`` of shape (n, k) (one column per state) give shape (k,).
+    momentum : list of callable (q, v, t) -> ndarray
+        Components of p = ∂L/∂v, vectorized like ``scalar``.
+    explicit_time : callable (q, v, t) -> ndarray or None
+        ∂²L/∂v∂t, shape (n,) (None when L does not depend on t explicitly).
+    mass_exprs : tuple of sympy.Expr
+        Entries of ∂²L/∂v² (row-major).
+    """
+
+    point: Callable[..., tuple]
+    force: Callable[..., tuple] | None
+    constraint: Callable[..., tuple] | None
+    curvature: Callable[..., np.ndarray] | None
+    scalar: dict[str, Callable[..., Any]]
+    momentum: list[Callable[..., Any]]
+    explicit_time: Callable[..., tuple] | None = None
+    mass_exprs: tuple = ()
+
+
+def _arrays(args: list[Any], exprs: Sequence[Any], shapes: Sequence[tuple[int, ...]]) -> Callable[..., tuple]:
+    """Lambdify several (matrix) expressions into one function returning a tuple of float arrays.
+
+    All entries are computed in one flat list (scalar ``math`` functions, one
+    common-subexpression pass) and split into views of the given shapes: a
+    call costs a few microseconds for the small systems written by hand.
+    """
+    import sympy as sp
+
+    flat: list[Any] = []
+    for e in exprs:
+        flat.extend(list(e) if isinstance(e, sp.MatrixBase) else [e])
+    func = sp.lambdify(args, flat, modules=["math", "numpy"], cse=True)
+    sizes = [int(np.prod(s)) for s in shapes]
+    bounds = np.cumsum([0, *sizes])
+    pieces = [(int(a), int(b), s) for a, b, s in zip(bounds[:-1], bounds[1:], shapes, strict=True)]
+
+    def wrapped(*a: Any) -> tuple:
+        out = np.array(func(*a), dtype=float)
+        return tuple(out[i] if s == () else out[i:j].reshape(s) for i, j, s in pieces)
+
+    return wrapped
+
+
+def derive(
+    L: Any, q: Sequence[Any], v: Sequence[Any], t: Any, constraints: Sequence[Any], force: Sequence[Any] | None
+) -> Derived:
+    """Differentiate and lambdify (NumPy, with common-subexpression elimination).
+
+    Parameters
+    ----------
+    L : sympy.Expr
+        The Lagrangian (parameters already substituted), J.
+    q, v : sequence of sympy.Symbol
+        Coordinates and velocities, n each.
+    t : sympy.Symbol
+        Time.
+    constraints : sequence of sympy.Expr
+        Holonomic constraints g(q) = 0, m of them.
+    force : sequence of sympy.Expr or None
+        Generalized force Q(q, v, t), n of them.
+
+    Returns
+    -------
+    Derived
+    """
+    import sympy as sp
+
+    n = len(q)
+    qv, vv = sp.Matrix(q), sp.Matrix(v)
+    Lq = sp.Matrix([L]).jacobian(qv).T
+    Lv = sp.Matrix([L]).jacobian(vv).T
+    Lqq = Lq.jacobian(qv)
+    Lqv = Lq.jacobian(vv)
+    Lvv = Lv.jacobian(vv)
+    args = [list(q), list(v), t]
+    lam = dict(modules="numpy", cse=True)
+    point = _arrays(args, [L, Lq, Lv, Lqq, Lqv, Lvv], [(), (n,), (n,), (n, n), (n, n), (n, n)])
+    force_f = None
+    if force is not None:
+        Q = sp.Matrix(force)
+        force_f = _arrays(args, [Q, Q.jacobian(qv), Q.jacobian(vv)], [(n,), (n, n), (n, n)])
+    constraint_f = curvature_f = None
+    m = len(constraints)
+    if m:
+        g = sp.Matrix(constraints)
+        G = g.jacobian(qv)
+        mu = sp.symbols(f"_lambda0:{m}", real=True)
+        H = (G.T * sp.Matrix(mu)).jacobian(qv)
+        constraint_f = _arrays([list(q), list(mu)], [g, G, H], [(m,), (m, n), (n, n)])
+        gamma = (G * vv).jacobian(qv) * vv
+        curvature_f = _arrays([list(q), list(v)], [gamma], [(m,)])
+    zero_v = {s: 0 for s in v}
+    energy = (Lv.T * vv)[0, 0] - L
+    scalar = {
+        "lagrangian": _vectorized(sp.lambdify(args, L, **lam)),
+        "energy": _vectorized(sp.lambdify(args, energy, **lam)),
+        "potential": _vectorized(sp.lambdify(args, -L.subs(zero_v), **lam)),
+    }
+    momentum = [_vectorized(sp.lambdify(args, Lv[i], **lam)) for i in range(n)]
+    Lvt = Lv.diff(t)
+    time_f = None if all(e == 0 for e in Lvt) else _arrays(args, [Lvt], [(n,)])
+    return Derived(point, force_f, constraint_f, curvature_f, scalar, momentum, time_f, tuple(Lvv))
+
+
+def _vectorized(func: Callable[..., Any]) -> Callable[..., np.ndarray]:
+    """A scalar lambdified function of (q, v, t) evaluated on columns: q, v of shape (n, k) → (k,)."""
+
+    def wrapped(q: np.ndarray, v: np.ndarray, t: Any) -> np.ndarray:
+        k = np.shape(q)[1]
+        with np.errstate(all="ignore"):
+            out = func(list(q), list(v), t)
+        return np.broadcast_to(np.asarray(out, dtype=float), (k,)).copy()
+
+    return wrapped

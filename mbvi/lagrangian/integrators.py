@@ -1,0 +1,456 @@
+"""Integrators for a :class:`~mbvi.lagrangian.LagrangianSystem` (configuration-dependent mass).
+
+Variational methods come from one family of discrete Lagrangians, quadrature
+rules of the action over a step::
+
+    L_d(q₀, q₁) = h Σᵢ wᵢ L(q₀ + cᵢ (q₁ − q₀), (q₁ − q₀)/h, t + cᵢ h)
+
+=================== ============== ============ ===================================
+name                nodes cᵢ       weights wᵢ   scheme
+=================== ============== ============ ===================================
+symplectic_euler_a  1              1            q₁ = q + h H_p(q₁, p), p₁ = p − h H_q(q₁, p)
+symplectic_euler_b  0              1            p₁ = p − h H_q(q, p₁), q₁ = q + h H_p(q, p₁)
+verlet              0, 1           ½, ½         Störmer–Verlet/RATTLE for constant mass
+midpoint            ½              1            trep's MidpointVI; implicit midpoint for constant mass
+=================== ============== ============ ===================================
+
+Each step solves the forced, constrained discrete Euler–Lagrange equations in
+position–momentum form by Newton's method with the analytic Jacobian (from
+the symbolic Hessians of L, g and Q)::
+
+    p_k + D₁L_d(q_k, q_{k+1}) + f⁻ + G(q_k)ᵀλ = 0,    g(q_{k+1}) = 0
+    p_{k+1} = D₂L_d(q_k, q_{k+1}) + f⁺
+
+with the discrete Lagrange–d'Alembert forces f⁻ = h Σ wᵢ(1 − cᵢ) Q(xᵢ, v, tᵢ),
+f⁺ = h Σ wᵢ cᵢ Q(xᵢ, v, tᵢ) (the virtual work of Q over the step, split
+between its ends by the same quadrature). The velocity at a knot is the
+discrete Legendre transform: the v with ∂L/∂v(q_{k+1}, v) = p_{k+1} − G(q_{k+1})ᵀμ
+and G(q_{k+1}) v = 0 (the momentum projected onto the constraints; the
+projection does not change the positions, whose multiplier absorbs it).
+
+The baselines ``explicit_euler``, ``implicit_euler`` (backward Euler in
+(q, p)) and ``csm`` (Baumgarte index-1 with :func:`scipy.integrate.solve_ivp`)
+are not variational. :data:`INTEGRATORS` maps each name to its class.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from mbvi.errors import SolverError
+
+__all__ = ["INTEGRATORS", "LagrangianIntegrator", "constrained_acceleration"]
+
+
+def _solve(K: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Dense solve with a least-squares fallback for singular (redundant-constraint) systems."""
+    try:
+        x = np.linalg.solve(K, rhs)
+        if np.all(np.isfinite(x)):
+            return x
+    except np.linalg.LinAlgError:
+        pass
+    return np.linalg.lstsq(K, rhs, rcond=None)[0]
+
+
+class LagrangianIntegrator:
+    """Abstract base class of the integrators of a LagrangianSystem.
+
+    A subclass sets ``name``, ``order``, ``variational``/``symplectic`` and
+    ``options`` (name → default), and implements :meth:`step` on the triple
+    (q, v, p) with p = ∂L/∂v(q, v) (projected onto the constraints).
+
+    Parameters
+    ----------
+    system : mbvi.LagrangianSystem
+    dt : float
+        Step size, s.
+    **options
+        Method options (see each class); unknown ones raise ``ValueError``.
+    """
+
+    name: ClassVar[str] = ""
+    order: ClassVar[int] = 1
+    variational: ClassVar[bool] = False
+    symplectic: ClassVar[bool] = False
+    options: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, system: Any, dt: float, **options: Any) -> None:
+        if isinstance(dt, bool) or not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+            raise ValueError(f"{self.name}: dt must be a positive number, got {dt!r}")
+        unknown = set(options) - set(self.options)
+        if unknown:
+            raise ValueError(
+                f"integrator {self.name!r} (for Lagrangian systems) does not take option(s) "
+                f"{', '.join(sorted(unknown))}; it takes: {', '.join(sorted(self.options)) or 'none'}"
+            )
+        self.system = system
+        self.dt = float(dt)
+        for key, default in self.options.items():
+            setattr(self, key, options.get(key, default))
+
+    def step(
+        self, q: np.ndarray, v: np.ndarray, p: np.ndarray, t: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One step of size ``dt`` from time ``t``: (q, v, p) → (q₁, v₁, p₁)."""
+        raise NotImplementedError
+
+    def integrate(
+        self, q: np.ndarray, v: np.ndarray, t0: float, nsteps: int, save_every: int = 1, callback: Any = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Take ``nsteps`` steps, saving every ``save_every``-th state (the last one always).
+
+        Returns
+        -------
+        t : ndarray, shape (k,)
+        q, v, p : ndarray, shape (k, n)
+
+        Raises
+        ------
+        SolverError
+            With ``time``/``step`` set and ``partial`` = (t, q, v, p) saved so far.
+        """
+        n = self.system.nq
+        nsave = nsteps // save_every + 1 + (nsteps % save_every != 0)
+        T, Q, V, P = np.empty(nsave), np.empty((nsave, n)), np.empty((nsave, n)), np.empty((nsave, n))
+        p = self.system.momentum(q, v, t0)
+        T[0], Q[0], V[0], P[0] = t0, q, v, p
+        k_save = 1
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            for k in range(nsteps):
+                t = t0 + k * self.dt
+                try:
+                    q, v, p = self.step(q, v, p, t)
+                    if not (np.isfinite(q).all() and np.isfinite(v).all() and np.isfinite(p).all()):
+                        raise SolverError(
+                            f"integrator {self.name!r} produced non-finite values (unstable; reduce dt)",
+                            suggested_dt=self.dt / 4,
+                        )
+                except SolverError as exc:
+                    err = exc.located(t, k)
+                    err.partial = (T[:k_save], Q[:k_save], V[:k_save], P[:k_save])
+                    raise err from exc
+                except np.linalg.LinAlgError as exc:
+                    err = SolverError(f"integrator {self.name!r}: singular Newton matrix ({exc})", time=t, step=k)
+                    err.partial = (T[:k_save], Q[:k_save], V[:k_save], P[:k_save])
+                    raise err from exc
+                if (k + 1) % save_every == 0 or k + 1 == nsteps:
+                    T[k_save], Q[k_save], V[k_save], P[k_save] = t0 + (k + 1) * self.dt, q, v, p
+                    k_save += 1
+                if callback is not None:
+                    callback(k + 1)
+        return T[:k_save], Q[:k_save], V[:k_save], P[:k_save]
+
+    # -- shared pieces -----------------------------------------------------------------------
+    def _legendre(
+        self, q: np.ndarray, p: np.ndarray, t: float, v: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """v with ∂L/∂v(q, v) + Gᵀμ = p, G v = 0; returns (v, p − Gᵀμ). Newton from ``v``."""
+        sysm, n, m = self.system, self.system.nq, self.system.nc
+        G = sysm.constraint_jacobian(q) if m else None
+        mu = np.zeros(m)
+        for _ in range(1 if sysm.quadratic else 30):
+            _, _, Lv, _, _, Lvv = sysm.point(q, v, t)
+            r = Lv - p
+            if m:
+                r = r + G.T @ mu
+                K = np.block([[Lvv, G.T], [G, np.zeros((m, m))]])
+                dz = _solve(K, -np.concatenate([r, G @ v]))
+            else:
+                dz = np.linalg.solve(Lvv, -r)
+            v = v + dz[:n]
+            mu = mu + dz[n:]
+            if sysm.quadratic or np.max(np.abs(dz[:n])) <= 1e-14 * (1.0 + np.max(np.abs(v))):
+                break
+        else:
+            raise SolverError(f"integrator {self.name!r}: the discrete Legendre transform did not converge")
+        return v, (p - G.T @ mu if m else p)
+
+
+class _DiscreteLagrangian(LagrangianIntegrator):
+    """Variational integrator of the quadrature discrete Lagrangian with nodes ``c`` and weights ``w``."""
+
+    variational = True
+    symplectic = True
+    nodes: ClassVar[tuple[float, ...]] = ()
+    weights: ClassVar[tuple[float, ...]] = ()
+    options = {"tol": 1e-12, "maxiter": 50}
+
+    def _ends(
+        self, q0: np.ndarray, q1: np.ndarray, t: float, jacobian: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(D₁L_d + f⁻, D₂L_d + f⁺, ∂(D₁L_d + f⁻)/∂q₁)."""
+        sysm, h = self.system, self.dt
+        dq = q1 - q0
+        vel = dq / h
+        a = b = J = 0.0
+        point = sysm.derived.point
+        for c, w in zip(self.nodes, self.weights, strict=True):
+            ti = t + c * h
+            _, Lq, Lv, Lqq, Lqv, Lvv = point(q0 + c * dq if c else q0, vel, ti)
+            a = a + (w * h * (1.0 - c)) * Lq - w * Lv if c != 1.0 else a - w * Lv
+            b = b + (w * h * c) * Lq + w * Lv if c else b + w * Lv
+            if jacobian:
+                Jc = (-w / h) * Lvv
+                if c == 0.0:
+                    Jc += w * Lqv
+                elif c == 1.0:
+                    Jc -= w * Lqv.T
+                else:
+                    Jc += (w * h * c * (1.0 - c)) * Lqq + (w * (1.0 - c)) * Lqv - (w * c) * Lqv.T
+                J = J + Jc
+            if sysm.has_forces:
+                Q, Qq, Qv = sysm.derived.force(x, vel, ti)
+                a += (h * w * (1.0 - c)) * Q
+                b += (h * w * c) * Q
+                if jacobian:
+                    J += (h * w * (1.0 - c)) * (c * Qq + Qv / h)
+        return a, b, J
+
+    def step(self, q0, v0, p0, t):
+        sysm, h, n, m = self.system, self.dt, self.system.nq, self.system.nc
+        q1 = q0 + h * v0
+        lam = np.zeros(m)
+        G0 = sysm.constraint_jacobian(q0) if m else None
+        zeros = np.zeros(m)
+        K = np.zeros((n + m, n + m))
+        if m:
+            K[:n, n:] = G0.T
+        prev = np.inf
+        for _ in range(int(self.maxiter)):
+            a, _, J = self._ends(q0, q1, t, True)
+            r = p0 + a
+            if m:
+                r += G0.T @ lam
+                g1, G1, _ = sysm.derived.constraint(q1, zeros)
+                K[:n, :n] = J
+                K[n:, :n] = G1
+                dz = _solve(K, -np.concatenate([r, g1]))
+            else:
+                dz = np.linalg.solve(J, -r)
+            q1 = q1 + dz[:n]
+            lam = lam + dz[n:]
+            size = float(np.max(np.abs(dz[:n])))
+            if not size < np.inf:
+                break
+            # converged when this correction, or the next one Newton's quadratic rate predicts, is below tol
+            bound = self.tol * (1.0 + float(np.max(np.abs(q1))))
+            if size <= bound or (size < 1e-3 * prev and size**3 <= 1e-2 * bound * prev**2):
+                break
+            prev = size
+        else:
+            raise SolverError(
+                f"integrator {self.name!r}: Newton did not converge in {self.maxiter} iterations "
+                f"(last correction {np.max(np.abs(dz[:n])):.3g})",
+                suggested_dt=h / 2,
+            )
+        _, p1, _ = self._ends(q0, q1, t, False)
+        v1, p1 = self._legendre(q1, p1, t + h, (q1 - q0) / h)
+        return q1, v1, p1
+
+
+class SymplecticEulerA(_DiscreteLagrangian):
+    """Symplectic Euler A: L_d = h L(q₁, (q₁ − q₀)/h); q₁ = q + h H_p(q₁, p), p₁ = p − h H_q(q₁, p)."""
+
+    name = "symplectic_euler_a"
+    order = 1
+    nodes = (1.0,)
+    weights = (1.0,)
+
+
+class SymplecticEulerB(_DiscreteLagrangian):
+    """Symplectic Euler B: L_d = h L(q₀, (q₁ − q₀)/h); p₁ = p − h H_q(q, p₁), q₁ = q + h H_p(q, p₁)."""
+
+    name = "symplectic_euler_b"
+    order = 1
+    nodes = (0.0,)
+    weights = (1.0,)
+
+
+class Verlet(_DiscreteLagrangian):
+    """Trapezoid discrete Lagrangian; Störmer–Verlet (RATTLE with constraints) for a constant mass."""
+
+    name = "verlet"
+    order = 2
+    nodes = (0.0, 1.0)
+    weights = (0.5, 0.5)
+
+
+class Midpoint(_DiscreteLagrangian):
+    """Midpoint discrete Lagrangian L_d = h L((q₀ + q₁)/2, (q₁ − q₀)/h) (trep's MidpointVI)."""
+
+    name = "midpoint"
+    order = 2
+    nodes = (0.5,)
+    weights = (1.0,)
+
+
+def constrained_acceleration(system: Any, q: np.ndarray, v: np.ndarray, t: float, alpha: float = 0.0) -> np.ndarray:
+    """q̈ of the index-1 equations, with Baumgarte stabilization rate ``alpha`` (1/s).
+
+    Solves M a + Gᵀλ = L_q + Q − (∂²L/∂v∂q) v − ∂²L/∂v∂t and
+    G a = −γ − 2α G v − α² g (γ from :meth:`LagrangianSystem.constraint_curvature`).
+
+    Returns
+    -------
+    a : ndarray, shape (n,)
+    """
+    n, m = system.nq, system.nc
+    _, Lq, _, _, Lqv, Lvv = system.point(q, v, t)
+    rhs = Lq - Lqv.T @ v
+    if system.has_forces:
+        rhs = rhs + system.force(q, v, t)
+    if system.derived.explicit_time is not None:
+        rhs = rhs - system.derived.explicit_time(q, v, t)[0]
+    if not m:
+        return np.linalg.solve(Lvv, rhs)
+    g, G, _ = system.derived.constraint(q, np.zeros(m))
+    c = -system.constraint_curvature(q, v)
+    if alpha:
+        c = c - 2.0 * alpha * (G @ v) - alpha * alpha * g
+    K = np.block([[Lvv, G.T], [G, np.zeros((m, m))]])
+    return _solve(K, np.concatenate([rhs, c]))[:n]
+
+
+def _project_position(system: Any, q: np.ndarray, v: np.ndarray, t: float) -> np.ndarray:
+    """Closest point on g = 0 in the mass-weighted norm (Newton on the minimum-norm correction)."""
+    M = system.mass_matrix(q, v, t)
+    for _ in range(50):
+        g, G, _ = system.derived.constraint(q, np.zeros(system.nc))
+        if np.max(np.abs(g)) <= 1e-13 * (1.0 + np.max(np.abs(q))):
+            return q
+        Minv_Gt = np.linalg.solve(M, G.T)
+        q = q - Minv_Gt @ np.linalg.lstsq(G @ Minv_Gt, g, rcond=None)[0]
+    raise SolverError("projection onto the constraints did not converge")
+
+
+class ExplicitEuler(LagrangianIntegrator):
+    """Explicit Euler: q₁ = q + h v, v₁ = v + h a(q, v, t) (not symplectic: energy grows).
+
+    With ``project=True`` (default) q₁ and v₁ are projected back onto the
+    constraints (mass-weighted).
+    """
+
+    name = "explicit_euler"
+    order = 1
+    options = {"project": True}
+
+    def step(self, q, v, p, t):
+        sysm, h = self.system, self.dt
+        a = constrained_acceleration(sysm, q, v, t)
+        q1 = q + h * v
+        v1 = v + h * a
+        if sysm.nc and self.project:
+            q1 = _project_position(sysm, q1, v1, t + h)
+            v1 = sysm.project_velocity(q1, v1, t + h)
+        return q1, v1, sysm.momentum(q1, v1, t + h)
+
+
+class ImplicitEuler(LagrangianIntegrator):
+    """Backward Euler in (q, p): q₁ = q + h v₁, p₁ = p + h (L_q + Q)(q₁, v₁) − Gᵀλ, g(q₁) = 0.
+
+    Not symplectic: energy decays at a rate set by the step. Newton on (v₁, λ);
+    v₁ is then projected onto G(q₁) v = 0.
+    """
+
+    name = "implicit_euler"
+    order = 1
+    options = {"tol": 1e-12, "maxiter": 50}
+
+    def step(self, q0, v0, p0, t):
+        sysm, h, n, m = self.system, self.dt, self.system.nq, self.system.nc
+        t1 = t + h
+        v1 = v0.copy()
+        lam = np.zeros(m)
+        for _ in range(int(self.maxiter)):
+            q1 = q0 + h * v1
+            _, Lq, Lv, Lqq, Lqv, Lvv = sysm.point(q1, v1, t1)
+            r = Lv - p0 - h * Lq
+            J = h * Lqv.T + Lvv - h * (h * Lqq + Lqv)
+            if sysm.has_forces:
+                Q, Qq, Qv = sysm.derived.force(q1, v1, t1)
+                r = r - h * Q
+                J = J - h * (h * Qq + Qv)
+            if m:
+                g1, G1, H1 = sysm.derived.constraint(q1, lam)
+                r = r + G1.T @ lam
+                J = J + h * H1
+                K = np.block([[J, G1.T], [h * G1, np.zeros((m, m))]])
+                dz = _solve(K, -np.concatenate([r, g1]))
+            else:
+                dz = np.linalg.solve(J, -r)
+            v1 = v1 + dz[:n]
+            lam = lam + dz[n:]
+            if np.max(np.abs(h * dz[:n])) <= self.tol * (1.0 + np.max(np.abs(q1))):
+                break
+        else:
+            raise SolverError(f"integrator {self.name!r}: Newton did not converge", suggested_dt=h / 2)
+        q1 = q0 + h * v1
+        if m:
+            v1 = sysm.project_velocity(q1, v1, t1)
+        return q1, v1, sysm.momentum(q1, v1, t1)
+
+
+class CSM(LagrangianIntegrator):
+    """Constraint stabilization (Baumgarte): g̈ + 2αġ + α²g = 0 with :func:`scipy.integrate.solve_ivp`.
+
+    The whole interval is handed to ``solve_ivp``; ``dt`` only sets the output
+    times, ``rtol``/``atol`` set the accuracy. Options: ``alpha`` (1/s,
+    default 10), ``method`` (default ``"RK45"``), ``rtol`` (1e-8), ``atol`` (1e-10).
+    """
+
+    name = "csm"
+    order = 4
+    options = {"alpha": 10.0, "method": "RK45", "rtol": 1e-8, "atol": 1e-10}
+
+    def __init__(self, system: Any, dt: float, **options: Any) -> None:
+        super().__init__(system, dt, **options)
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not self.alpha >= 0:
+            raise ValueError(f"option 'alpha' (Baumgarte rate, 1/s) must be a number >= 0, got {self.alpha!r}")
+        for key in ("rtol", "atol"):
+            val = getattr(self, key)
+            if isinstance(val, bool) or not isinstance(val, (int, float)) or not val > 0:
+                raise ValueError(f"option {key!r} must be a positive number, got {val!r}")
+
+    def integrate(self, q, v, t0, nsteps, save_every=1, callback=None):
+        from scipy.integrate import solve_ivp
+
+        sysm, n = self.system, self.system.nq
+        idx = list(range(0, nsteps + 1, save_every))
+        if idx[-1] != nsteps:
+            idx.append(nsteps)
+        t_eval = t0 + np.asarray(idx, float) * self.dt
+        t_eval[-1] = min(t_eval[-1], t0 + nsteps * self.dt)
+
+        def rhs(t: float, y: np.ndarray) -> np.ndarray:
+            return np.concatenate([y[n:], constrained_acceleration(sysm, y[:n], y[n:], t, self.alpha)])
+
+        sol = solve_ivp(
+            rhs,
+            (t0, t_eval[-1]),
+            np.concatenate([q, v]),
+            method=self.method,
+            t_eval=t_eval,
+            rtol=self.rtol,
+            atol=self.atol,
+        )
+        if callback is not None:
+            callback(nsteps)
+        Y = sol.y.T
+        T = sol.t
+        Q, V = Y[:, :n], Y[:, n:]
+        P = sysm.momentum(Q, V, T) if len(T) else np.zeros((0, n))
+        if not sol.success:
+            err = SolverError(f"csm: solve_ivp failed ({sol.message})", time=float(T[-1]) if len(T) else t0, step=0)
+            err.partial = (T, Q, V, P)
+            raise err
+        return T, Q, V, P
+
+
+#: integrator name → class, for Lagrangian systems (the same names as for scenes)
+INTEGRATORS: dict[str, type[LagrangianIntegrator]] = {
+    cls.name: cls for cls in (ExplicitEuler, ImplicitEuler, SymplecticEulerA, SymplecticEulerB, Verlet, Midpoint, CSM)
+}

@@ -1,0 +1,144 @@
+"""simulate() for a LagrangianSystem: pick a stepper, run it, and return a Trajectory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mbvi.errors import SolverError
+from mbvi.lagrangian.integrators import INTEGRATORS, LagrangianIntegrator
+from mbvi.lagrangian.system import LagrangianSystem
+from mbvi.state import State
+from mbvi.trajectory import Trajectory
+
+__all__ = ["geometry", "resolve", "simulate_lagrangian", "trajectory"]
+
+
+def resolve(integrator: Any) -> type[LagrangianIntegrator]:
+    """A registered name (or a :class:`LagrangianIntegrator` subclass) → the class that handles Lagrangian systems.
+
+    Raises
+    ------
+    ValueError
+        For a name (or scene integrator class) that does not handle Lagrangian systems.
+    """
+    if isinstance(integrator, type) and issubclass(integrator, LagrangianIntegrator):
+        return integrator
+    name = integrator if isinstance(integrator, str) else getattr(integrator, "name", repr(integrator))
+    if isinstance(integrator, str) and integrator in INTEGRATORS:
+        return INTEGRATORS[integrator]
+    raise ValueError(
+        f"integrator {name!r} does not handle Lagrangian systems (mbvi.LagrangianSystem); "
+        f"the integrators that do are: {', '.join(sorted(INTEGRATORS))}"
+    )
+
+
+def geometry(system: LagrangianSystem) -> dict:
+    """The trajectory's JSON description of a Lagrangian system (no bodies: only coordinate names)."""
+    return {
+        "kind": "lagrangian",
+        "name": system.name,
+        "bodies": [],
+        "links": [],
+        "beams": [],
+        "coordinates": system.coordinate_names,
+        "velocities": [str(s) for s in system.velocities],
+        "constraints": [str(e) for e in system.constraint_exprs],
+        "length_scale": 1.0,
+    }
+
+
+def trajectory(
+    system: LagrangianSystem, t: Any, q: Any, v: Any, p: Any = None, info: dict | None = None
+) -> Trajectory:
+    """A :class:`mbvi.Trajectory` of saved states of a Lagrangian system.
+
+    ``momentum`` is the generalized momentum p = ∂L/∂v, shape (n, nq);
+    ``angular_momentum`` is empty, shape (n, 0); ``energy`` is v·∂L/∂v − L,
+    ``potential`` is −L(q, 0) and ``kinetic`` their difference.
+    """
+    t = np.asarray(t, float)
+    q = np.atleast_2d(np.asarray(q, float))
+    v = np.atleast_2d(np.asarray(v, float))
+    with np.errstate(all="ignore"):
+        energy = system.energy(q, v, t)
+        potential = system.potential(q, t)
+        p = system.momentum(q, v, t) if p is None else np.asarray(p, float)
+    return Trajectory(
+        t,
+        q,
+        v,
+        energy=energy,
+        kinetic=energy - potential,
+        potential=potential,
+        momentum=p,
+        angular_momentum=np.zeros((len(t), 0)),
+        constraint_error=system.constraint_error(q),
+        geometry=geometry(system),
+        scene=None,
+        info=info,
+    )
+
+
+def simulate_lagrangian(
+    system: LagrangianSystem,
+    t_end: float,
+    dt: float,
+    integrator: Any = "verlet",
+    *,
+    t0: float = 0.0,
+    initial_state: State | None = None,
+    save_every: int = 1,
+    progress: bool = False,
+    **options: Any,
+) -> Trajectory:
+    """:func:`mbvi.simulate` for a :class:`mbvi.LagrangianSystem` (it dispatches here).
+
+    Parameters are those of :func:`mbvi.simulate`; ``initial_state`` defaults
+    to the system's own. Velocities are generalized velocities.
+
+    Raises
+    ------
+    ValueError
+        Bad input, an integrator that does not handle Lagrangian systems, or
+        no initial state anywhere.
+    SolverError
+        A step failed; ``err.trajectory`` holds everything computed before it.
+    """
+    from mbvi.simulate import step_count
+
+    nsteps = step_count(t_end, dt, t0, save_every)
+    cls = resolve(integrator)
+    state = system.initial_state(initial_state)
+    stepper = cls(system, dt, **options)
+    info = {
+        "integrator": cls.name,
+        "dt": float(dt),
+        "order": cls.order,
+        "options": {k: repr(val) for k, val in options.items()},
+        "system": "lagrangian",
+    }
+    bar = callback = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=nsteps, unit="step", desc=cls.name, leave=False)
+        last = [0]
+
+        def callback(k: int) -> None:
+            if k - last[0] >= 100 or k == nsteps:
+                bar.update(k - last[0])
+                last[0] = k
+
+    try:
+        t, q, v, p = stepper.integrate(state.q, state.v, float(t0), nsteps, save_every, callback)
+    except SolverError as err:
+        pt, pq, pv, pp = getattr(err, "partial", ([], [], [], []))
+        if len(pt):
+            err.trajectory = trajectory(system, pt, pq, pv, pp, info=info)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    return trajectory(system, t, q, v, p, info=info)

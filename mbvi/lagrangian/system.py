@@ -1,0 +1,442 @@
+"""LagrangianSystem: mechanics in the user's own generalized coordinates, from a sympy Lagrangian."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from mbvi.errors import ConstraintWarning
+from mbvi.state import State
+
+__all__ = ["LagrangianSystem"]
+
+#: relative size of a velocity correction onto the constraints that is reported
+_WARN_CORRECTION = 1e-9
+
+
+def _symbols(items: Any, what: str) -> list[Any]:
+    import sympy as sp
+
+    if isinstance(items, (sp.Basic, str)) or not isinstance(items, Sequence | np.ndarray):
+        items = [items]
+    out = []
+    for s in items:
+        s = sp.Symbol(s) if isinstance(s, str) else s
+        if not isinstance(s, sp.Symbol):
+            raise ValueError(f"LagrangianSystem: every one of the {what} must be a sympy Symbol, got {s!r}")
+        out.append(s)
+    return out
+
+
+def _expressions(items: Any, what: str) -> list[Any]:
+    import sympy as sp
+
+    if items is None:
+        return []
+    if isinstance(items, sp.MatrixBase):
+        items = list(items)
+    elif isinstance(items, (sp.Basic, str, int, float)):
+        items = [items]
+    out = []
+    for e in items:
+        try:
+            out.append(sp.sympify(e))
+        except (sp.SympifyError, TypeError) as exc:
+            raise ValueError(f"LagrangianSystem: {what} {e!r} is not a sympy expression") from exc
+    return out
+
+
+class LagrangianSystem:
+    """A mechanical system written as a Lagrangian in the user's own coordinates.
+
+    Everything the integrators need is derived once, symbolically, at
+    construction: ∂L/∂q, the momentum p = ∂L/∂v, the mass matrix
+    M(q, v) = ∂²L/∂v², the mixed and position Hessians, the constraint
+    Jacobian G = ∂g/∂q and its second derivatives, the energy
+    E = v·∂L/∂v − L, and the generalized force Q(q, v, t) with its Jacobians;
+    they are turned into NumPy code by ``sympy.lambdify`` (with common
+    subexpression elimination). Simulate it with :func:`mbvi.simulate` and the
+    integrator names used for scenes; find its statics with
+    :func:`mbvi.equilibrium`.
+
+    Parameters
+    ----------
+    L : sympy.Expr
+        The Lagrangian L(q, v, t) = T − U, J.
+    coordinates : sequence of sympy.Symbol
+        Generalized coordinates q (n of them), in whatever units they have
+        (rad for angles, m for lengths).
+    velocities : sequence of sympy.Symbol
+        Their time derivatives v = q̇ (n of them, in the same order).
+    constraints : sequence of sympy.Expr, optional
+        Holonomic constraints g(q) = 0 (m of them; functions of q and
+        parameters only). Enforced by Lagrange multipliers.
+    force : sequence of sympy.Expr, optional
+        Non-conservative generalized force Q(q, v, t) (n components: N for
+        length coordinates, N·m for angles), applied by the Lagrange–d'Alembert
+        principle (viscous friction, a driving torque F(t), …).
+    parameters : mapping of sympy.Symbol or str to float, optional
+        Values of the other symbols (masses, lengths, g, …); substituted
+        before differentiation.
+    time : sympy.Symbol, optional
+        The time symbol (default ``sympy.Symbol("t")``).
+    initial_state : mbvi.State or (q0, v0), optional
+        Where :func:`mbvi.simulate` starts when it is given no
+        ``initial_state`` (the command line always starts here). Also the
+        state at which the mass matrix is checked to be positive definite.
+    name : str, optional
+        A label for plots and the saved trajectory.
+
+    Raises
+    ------
+    ValueError
+        Coordinates and velocities of different lengths, a symbol given twice,
+        a symbol that is neither a coordinate, a velocity, time nor a given
+        parameter (named), constraints that depend on velocities or time, a
+        force with the wrong number of components, or a mass matrix that is not
+        positive definite at the initial state (or at q = 0, v = 0 without one).
+
+    Examples
+    --------
+    A pendulum in its angle (m = l = g = 1):
+
+    >>> import sympy as sp, mbvi
+    >>> th, w = sp.symbols("theta omega")
+    >>> pend = mbvi.LagrangianSystem(w**2 / 2 + sp.cos(th), [th], [w],
+    ...                              initial_state=mbvi.State([0.5], [0.0]))
+    >>> traj = mbvi.simulate(pend, t_end=1.0, dt=0.01, integrator="midpoint")
+    >>> traj.q.shape
+    (101, 1)
+    """
+
+    def __init__(
+        self,
+        L: Any,
+        coordinates: Sequence[Any],
+        velocities: Sequence[Any],
+        constraints: Sequence[Any] | None = None,
+        force: Sequence[Any] | None = None,
+        parameters: Mapping[Any, float] | None = None,
+        time: Any = None,
+        initial_state: State | tuple[Any, Any] | None = None,
+        name: str | None = None,
+    ) -> None:
+        import sympy as sp
+
+        from mbvi.lagrangian.derive import derive
+
+        q = _symbols(coordinates, "coordinates")
+        v = _symbols(velocities, "velocities")
+        if len(q) != len(v):
+            raise ValueError(
+                f"LagrangianSystem: {len(q)} coordinates {[str(s) for s in q]} but {len(v)} velocities "
+                f"{[str(s) for s in v]}; give one velocity per coordinate"
+            )
+        if not q:
+            raise ValueError("LagrangianSystem: no coordinates given")
+        t = sp.Symbol("t") if time is None else _symbols(time, "time")[0]
+        params: dict[Any, float] = {}
+        for key, val in dict(parameters or {}).items():
+            sym = sp.Symbol(key) if isinstance(key, str) else key
+            if not isinstance(sym, sp.Symbol):
+                raise ValueError(f"LagrangianSystem: parameter {key!r} is not a sympy Symbol or a name")
+            try:
+                fval = float(val)
+            except (TypeError, ValueError):
+                raise ValueError(f"LagrangianSystem: parameter {sym} = {val!r} is not a number") from None
+            if not np.isfinite(fval):
+                raise ValueError(f"LagrangianSystem: parameter {sym} = {val!r} is not finite")
+            params[sym] = fval
+        seen: dict[Any, str] = {}
+        for role, syms in (("coordinate", q), ("velocity", v), ("time", [t]), ("parameter", list(params))):
+            for s in syms:
+                if s in seen:
+                    raise ValueError(f"LagrangianSystem: symbol {s} is given twice (as a {seen[s]} and as a {role})")
+                seen[s] = role
+        subs = {k: sp.Float(val) for k, val in params.items()}
+        Lx = _expressions(L, "Lagrangian")
+        if len(Lx) != 1:
+            raise ValueError("LagrangianSystem: L must be one scalar sympy expression")
+        Lx = Lx[0].subs(subs)
+        gx = [e.subs(subs) for e in _expressions(constraints, "constraint")]
+        fx = None if force is None else [e.subs(subs) for e in _expressions(force, "force component")]
+        known = set(q) | set(v) | {t}
+        self._check_symbols(Lx, known, "the Lagrangian")
+        for i, e in enumerate(gx):
+            self._check_symbols(e, set(q), f"constraint {i} ({e})", hint="constraints depend on coordinates only")
+        if fx is not None:
+            if len(fx) != len(q):
+                raise ValueError(
+                    f"LagrangianSystem: force has {len(fx)} components but there are {len(q)} coordinates"
+                )
+            for i, e in enumerate(fx):
+                self._check_symbols(e, known, f"force component {i} ({e})")
+            if all(e == 0 for e in fx):
+                fx = None
+        self.name = name or "LagrangianSystem"
+        self.lagrangian_expr = Lx
+        self.coordinates = tuple(q)
+        self.velocities = tuple(v)
+        self.time = t
+        self.parameters = dict(params)
+        self.constraint_exprs = tuple(gx)
+        self.force_exprs = None if fx is None else tuple(fx)
+        self._d = derive(Lx, q, v, t, gx, fx)
+        #: True when L is quadratic in v (M independent of v): the Legendre transform is one linear solve
+        self.quadratic = all(sp.diff(e, s) == 0 for e in self._d.mass_exprs for s in v)
+        self._initial = None if initial_state is None else self._as_state(initial_state, "initial_state")
+        ref = self._initial or State(np.zeros(self.nq), np.zeros(self.nq))
+        self._check_mass(ref.q, ref.v, "the initial state" if self._initial else "q = 0, v = 0")
+
+    # -- validation ------------------------------------------------------------------------------
+    @staticmethod
+    def _check_symbols(expr: Any, allowed: set[Any], where: str, hint: str = "") -> None:
+        unknown = sorted(expr.free_symbols - allowed, key=str)
+        if unknown:
+            names = ", ".join(str(s) for s in unknown)
+            extra = f" ({hint})" if hint else ""
+            raise ValueError(
+                f"LagrangianSystem: {where} contains symbol(s) {names} that are neither coordinates, velocities, "
+                f"time nor given parameters{extra}; pass parameters={{{unknown[0]}: value}} or list it"
+            )
+
+    def _check_mass(self, q: np.ndarray, v: np.ndarray, where: str) -> None:
+        M = self.mass_matrix(q, v)
+        if not np.all(np.isfinite(M)):
+            raise ValueError(f"LagrangianSystem {self.name!r}: the mass matrix ∂²L/∂v² is not finite at {where}")
+        sym = 0.5 * (M + M.T)
+        w = np.linalg.eigvalsh(sym)
+        scale = max(float(np.max(np.abs(w))), 1e-300)
+        if not (np.allclose(M, M.T, atol=1e-12 * scale) and w[0] > 1e-12 * scale):
+            raise ValueError(
+                f"LagrangianSystem {self.name!r}: the mass matrix ∂²L/∂v² is not positive definite at {where} "
+                f"(eigenvalues {np.array2string(w, precision=4)}); is L = T − U with T > 0 for every motion?"
+            )
+
+    def _as_state(self, state: Any, what: str) -> State:
+        if isinstance(state, State):
+            q, v = state.q, state.v
+        else:
+            try:
+                q, v = state
+            except (TypeError, ValueError):
+                raise ValueError(f"{what} must be an mbvi.State or a pair (q0, v0)") from None
+        q = np.array(q, dtype=float).reshape(-1)
+        v = np.array(v, dtype=float).reshape(-1)
+        if q.shape != (self.nq,) or v.shape != (self.nq,):
+            raise ValueError(f"{what}: q and v must have shape ({self.nq},), got {q.shape} and {v.shape}")
+        if not (np.isfinite(q).all() and np.isfinite(v).all()):
+            raise ValueError(f"{what} is not finite")
+        return State(q, v)
+
+    # -- sizes and names -------------------------------------------------------------------------
+    @property
+    def nq(self) -> int:
+        """Number of generalized coordinates n."""
+        return len(self.coordinates)
+
+    @property
+    def nc(self) -> int:
+        """Number of holonomic constraints m."""
+        return len(self.constraint_exprs)
+
+    @property
+    def has_forces(self) -> bool:
+        """True when a non-conservative generalized force is given."""
+        return self.force_exprs is not None
+
+    @property
+    def coordinate_names(self) -> list[str]:
+        """Names of the coordinates, in order."""
+        return [str(s) for s in self.coordinates]
+
+    @property
+    def derived(self) -> Any:
+        """The lambdified functions (:class:`mbvi.lagrangian.derive.Derived`), for integrator authors."""
+        return self._d
+
+    def __repr__(self) -> str:
+        extra = f", {self.nc} constraints" if self.nc else ""
+        extra += ", forced" if self.has_forces else ""
+        return f"LagrangianSystem({self.name!r}, coordinates={self.coordinate_names}{extra})"
+
+    # -- the Lagrangian and its derivatives ------------------------------------------------------
+    def point(self, q: Any, v: Any, t: float = 0.0) -> tuple:
+        """``(L, L_q, L_v, L_qq, L_qv, L_vv)`` at one state (``L_qv[i, j] = ∂²L/∂q_i∂v_j``).
+
+        Parameters
+        ----------
+        q, v : array_like, shape (n,)
+        t : float, default: 0
+            Time, s.
+        """
+        return self._d.point(np.asarray(q, float), np.asarray(v, float), float(t))
+
+    def lagrangian(self, q: Any, v: Any, t: Any = 0.0) -> Any:
+        """L(q, v, t), J. ``q``, ``v`` of shape (n,) give a float; (k, n) give shape (k,)."""
+        return self._scalar("lagrangian", q, v, t)
+
+    def energy(self, q: Any, v: Any, t: Any = 0.0) -> Any:
+        """Energy E = v·∂L/∂v − L, J (shapes as in :meth:`lagrangian`)."""
+        return self._scalar("energy", q, v, t)
+
+    def potential(self, q: Any, t: Any = 0.0) -> Any:
+        """Potential energy U(q) = −L(q, 0), J (q of shape (n,) or (k, n))."""
+        q = np.asarray(q, float)
+        return self._scalar("potential", q, np.zeros_like(q), t)
+
+    def kinetic(self, q: Any, v: Any, t: Any = 0.0) -> Any:
+        """Kinetic energy E − U, J (for L = ½vᵀM(q)v − U(q): ½vᵀM(q)v)."""
+        return self.energy(q, v, t) - self.potential(q, t)
+
+    def _scalar(self, key: str, q: Any, v: Any, t: Any) -> Any:
+        q = np.asarray(q, float)
+        v = np.asarray(v, float)
+        if q.ndim == 1:
+            return float(self._d.scalar[key](q[:, None], v[:, None], t)[0])
+        return self._d.scalar[key](q.T, v.T, np.asarray(t, float))
+
+    def momentum(self, q: Any, v: Any, t: Any = 0.0) -> np.ndarray:
+        """Generalized momentum p = ∂L/∂v, shape (n,) (or (k, n) for k states)."""
+        q = np.asarray(q, float)
+        v = np.asarray(v, float)
+        if q.ndim == 1:
+            return self.point(q, v, t)[2]
+        tt = np.asarray(t, float)
+        return np.stack([f(q.T, v.T, tt) for f in self._d.momentum], axis=1)
+
+    def mass_matrix(self, q: Any, v: Any = None, t: float = 0.0) -> np.ndarray:
+        """Mass matrix M = ∂²L/∂v², shape (n, n) (``v`` defaults to 0)."""
+        q = np.asarray(q, float)
+        v = np.zeros_like(q) if v is None else np.asarray(v, float)
+        return self.point(q, v, t)[5]
+
+    def force(self, q: Any, v: Any, t: float = 0.0) -> np.ndarray:
+        """Non-conservative generalized force Q(q, v, t), shape (n,) (zeros without one)."""
+        if self._d.force is None:
+            return np.zeros(self.nq)
+        return self._d.force(np.asarray(q, float), np.asarray(v, float), float(t))[0]
+
+    def force_jacobians(self, q: Any, v: Any, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """(∂Q/∂q, ∂Q/∂v), each (n, n) (zeros without a force)."""
+        if self._d.force is None:
+            z = np.zeros((self.nq, self.nq))
+            return z, z.copy()
+        _, dq, dv = self._d.force(np.asarray(q, float), np.asarray(v, float), float(t))
+        return dq, dv
+
+    # -- constraints -----------------------------------------------------------------------------
+    def constraints(self, q: Any) -> np.ndarray:
+        """Constraint values g(q), shape (m,)."""
+        if not self.nc:
+            return np.zeros(0)
+        return self._d.constraint(np.asarray(q, float), np.zeros(self.nc))[0]
+
+    def constraint_jacobian(self, q: Any) -> np.ndarray:
+        """G = ∂g/∂q, dense, shape (m, n)."""
+        if not self.nc:
+            return np.zeros((0, self.nq))
+        return self._d.constraint(np.asarray(q, float), np.zeros(self.nc))[1]
+
+    def constraint_hessian(self, q: Any, lam: Any) -> np.ndarray:
+        """Σ_k λ_k ∇²g_k(q), shape (n, n): the derivative of Gᵀλ with respect to q."""
+        if not self.nc:
+            return np.zeros((self.nq, self.nq))
+        return self._d.constraint(np.asarray(q, float), np.asarray(lam, float))[2]
+
+    def constraint_curvature(self, q: Any, v: Any) -> np.ndarray:
+        """γ = (∂(G v)/∂q) v, shape (m,), so that g̈ = G q̈ + γ."""
+        if not self.nc:
+            return np.zeros(0)
+        return self._d.curvature(np.asarray(q, float), np.asarray(v, float))[0]
+
+    def constraint_error(self, q: Any) -> np.ndarray:
+        """max |g(q)| for each of k states (q of shape (k, n)), shape (k,)."""
+        q = np.atleast_2d(np.asarray(q, float))
+        if not self.nc:
+            return np.zeros(len(q))
+        return np.array([np.max(np.abs(self.constraints(x))) for x in q])
+
+    # -- states ----------------------------------------------------------------------------------
+    def velocity(self, q: Any, p: Any, t: float = 0.0, v_guess: Any = None) -> np.ndarray:
+        """Inverse Legendre transform: the v with ∂L/∂v(q, v, t) = p, shape (n,) (Newton; one step for quadratic L)."""
+        q = np.asarray(q, float)
+        p = np.asarray(p, float)
+        v = np.zeros_like(q) if v_guess is None else np.array(v_guess, float)
+        for _ in range(50):
+            _, _, Lv, _, _, Lvv = self.point(q, v, t)
+            dv = np.linalg.solve(Lvv, p - Lv)
+            v = v + dv
+            if np.max(np.abs(dv)) <= 1e-14 * (1.0 + np.max(np.abs(v))):
+                return v
+        from mbvi.errors import SolverError
+
+        raise SolverError(f"{self.name}: the Legendre transform p = ∂L/∂v(q, v) did not converge")
+
+    def project_velocity(self, q: Any, v: Any, t: float = 0.0) -> np.ndarray:
+        """The velocity closest to ``v`` in the mass-weighted norm with G(q) v = 0, shape (n,)."""
+        v = np.asarray(v, float)
+        if not self.nc:
+            return v.copy()
+        M = self.mass_matrix(q, v, t)
+        G = self.constraint_jacobian(q)
+        K = np.block([[M, G.T], [G, np.zeros((self.nc, self.nc))]])
+        rhs = np.concatenate([M @ v, np.zeros(self.nc)])
+        sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
+        return sol[: self.nq]
+
+    def initial_state(self, state: Any = None, warn: bool = True) -> State:
+        """A checked start: ``state`` (or the constructor's ``initial_state``) on the constraints.
+
+        Positions must satisfy g(q) = 0 (to 1e-9 of the coordinates' scale);
+        velocities are projected onto G(q) v = 0 (mass-weighted), with an
+        :class:`mbvi.ConstraintWarning` when the correction is not negligible.
+
+        Raises
+        ------
+        ValueError
+            No state anywhere, a state of the wrong shape or not finite, or
+            positions that violate a constraint (named).
+        """
+        if state is None:
+            if self._initial is None:
+                raise ValueError(
+                    f"LagrangianSystem {self.name!r} has no initial state: pass initial_state=mbvi.State(q0, v0) "
+                    "to mbvi.simulate or to the LagrangianSystem constructor"
+                )
+            state = self._initial
+        s = self._as_state(state, "initial_state")
+        if not self.nc:
+            return s
+        g = self.constraints(s.q)
+        tol = 1e-9 * max(1.0, float(np.max(np.abs(s.q))))
+        bad = np.flatnonzero(np.abs(g) > tol)
+        if len(bad):
+            k = int(bad[np.argmax(np.abs(g[bad]))])
+            raise ValueError(
+                f"initial positions violate constraint {k} ({self.constraint_exprs[k]} = 0): its value is {g[k]:.3g}"
+            )
+        v = self.project_velocity(s.q, s.v)
+        corr = float(np.max(np.abs(v - s.v)))
+        if warn and corr > _WARN_CORRECTION * max(float(np.max(np.abs(s.v))), 1e-300) and corr > 1e-12:
+            warnings.warn(
+                f"initial velocities violate the constraints of {self.name!r}; projected onto them "
+                f"(largest change {corr:.3g})",
+                ConstraintWarning,
+                stacklevel=3,
+            )
+        return State(s.q.copy(), v)
+
+    # -- other constructions ---------------------------------------------------------------------
+    @classmethod
+    def from_scene(cls, scene: Any, name: str | None = None) -> LagrangianSystem:
+        """The joint-coordinate (minimal) Lagrangian of a tree scene.
+
+        See :func:`mbvi.lagrangian.scene.from_scene` for what is supported.
+        """
+        from mbvi.lagrangian.scene import from_scene
+
+        return from_scene(scene, name=name)
