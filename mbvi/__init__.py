@@ -38,6 +38,7 @@ if _typing.TYPE_CHECKING:  # for type checkers and the API docs; never executed
     from mbvi.hookspecs import hookimpl, hookspec
     from mbvi.integrators.base import Integrator
     from mbvi.joints import Fixed, Joint, Prismatic, Revolute, Rod, Spherical
+    from mbvi.lagrangian import LagrangianSystem
     from mbvi.plugins import PluginError, force_laws, get_force_law, get_integrator, integrators
     from mbvi.scene import Scene
     from mbvi.shapes import Box, Capsule, Cylinder, Shape, Sphere
@@ -82,6 +83,7 @@ _EXPORTS: dict[str, str] = {
     "Revolute": "mbvi.joints",
     "Rod": "mbvi.joints",
     "Spherical": "mbvi.joints",
+    "LagrangianSystem": "mbvi.lagrangian",
     "PluginError": "mbvi.plugins",
     "force_laws": "mbvi.plugins",
     "get_force_law": "mbvi.plugins",
@@ -124,6 +126,7 @@ __all__ = [
     "Integrator",
     "Joint",
     "JointDamping",
+    "LagrangianSystem",
     "Particle",
     "PluginError",
     "Prismatic",
