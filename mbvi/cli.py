@@ -9,6 +9,9 @@
     mbvi render RUN.npz --out PATH [--fps FPS] [--speed S] [--frame I] [--size WxH]
     mbvi integrators
     mbvi force-laws
+    mbvi sweep SCENE.py --grid key=v1,v2,... [--grid ...] [--t-end T] [--dt DT] [--integrator NAME]
+                        [--save-every N] [--option key=value ...] [--out SWEEP.zarr|SWEEP.nc]
+                        [--scheduler processes|threads|synchronous|ADDRESS] [--progress | --no-progress]
 
 A scene file is a Python module with ``build(**params) -> mbvi.Scene``; it is
 run as Python code, so only run scene files you trust. It may set ``T_END``,
@@ -285,6 +288,65 @@ def _cmd_force_laws(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
+    """``["length=0.5,1,2", "name=a,b"]`` → ``{"length": [0.5, 1, 2], "name": ["a", "b"]}`` (literals, else strings)."""
+    grid: dict[str, list[Any]] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier() or not raw.strip():
+            raise CLIError(f"bad --grid {item!r}: expected name=value1,value2,... with a Python identifier as name")
+        if key in grid:
+            raise CLIError(f"--grid {key!r} given twice")
+        try:
+            values = list(ast.literal_eval(f"[{raw}]"))  # numbers, strings, tuples: (0, 0, 1),(1, 0, 0)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            values = [parse_params([f"v={v.strip()}"], "--grid")["v"] for v in raw.split(",")]  # bare strings
+        grid[key] = values
+    return grid
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from mbvi.sweep import sweep, write
+
+    if args.out is not None and Path(args.out).suffix.lower() not in (".zarr", ".nc"):
+        raise CLIError(f"--out {args.out!r}: unsupported file type; use .zarr or .nc")
+    if not args.grid:
+        raise CLIError("give at least one --grid name=value1,value2,...")
+    grid = _parse_grid(args.grid)
+    options = parse_params(args.option or [], "--option")
+    module = load_scene_module(args.scene)
+    t_end = args.t_end if args.t_end is not None else float(getattr(module, "T_END", _DEFAULTS["T_END"]))
+    dt = args.dt if args.dt is not None else float(getattr(module, "DT", _DEFAULTS["DT"]))
+    integrator = args.integrator or str(getattr(module, "INTEGRATOR", _DEFAULTS["INTEGRATOR"]))
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    local = args.scheduler in (None, "processes", "threads", "synchronous")
+    run = {"t_end": t_end, "dt": dt, "integrator": integrator, "save_every": args.save_every, "progress": progress}
+    start = time.perf_counter()
+    if local:
+        ds = sweep(args.scene, grid, scheduler=args.scheduler, **run, **options)
+    else:
+        from distributed import Client
+
+        with Client(args.scheduler) as client:
+            ds = sweep(args.scene, grid, client=client, **run, **options)
+    elapsed = time.perf_counter() - start
+    failed = [str(e) for e in ds.error.values.ravel() if e]
+    shape = " × ".join(f"{name} ({len(values)})" for name, values in grid.items())
+    _say(
+        f"swept {ds.error.size} members over {shape} to t = {t_end:g} s with {integrator} in {elapsed:.2f} s "
+        f"({len(failed)} failed)"
+    )
+    if failed:
+        _say(f"first failure: {failed[0]}")
+    if args.out:
+        write(ds, args.out)
+        _say(f"wrote {args.out}")
+    else:
+        _say(str(ds))
+    return 0
+
+
 # ---------------------------------------------------------------- parser
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (``mbvi: error: …``), exit status 2."""
@@ -349,6 +411,35 @@ def build_parser() -> argparse.ArgumentParser:
     ints.set_defaults(func=_cmd_integrators)
     laws = sub.add_parser("force-laws", help="list registered force laws")
     laws.set_defaults(func=_cmd_force_laws)
+
+    swp = sub.add_parser(
+        "sweep", help="simulate a scene file over a grid of parameters", description="Run a parameter sweep on Dask."
+    )
+    swp.add_argument("scene", metavar="SCENE.py", help="Python file defining build(**params) -> mbvi.Scene")
+    swp.add_argument(
+        "--grid",
+        action="append",
+        metavar="NAME=V1,V2,...",
+        help="values of a keyword of build(), read as Python literals; one dimension per --grid (repeatable)",
+    )
+    swp.add_argument("--integrator", metavar="NAME", help="integrator name (default: scene's INTEGRATOR or verlet)")
+    swp.add_argument("--dt", type=_positive_float, help="time step, s (default: scene's DT or 1e-3)")
+    swp.add_argument("--t-end", type=_positive_float, help="end time, s (default: scene's T_END or 10)")
+    swp.add_argument("--save-every", type=int, default=1, metavar="N", help="keep every N-th state (default: 1)")
+    swp.add_argument("--option", action="append", metavar="KEY=VALUE", help="integrator option (repeatable)")
+    swp.add_argument("--out", metavar="SWEEP.zarr|SWEEP.nc", help="write the dataset (Zarr store or netCDF file)")
+    swp.add_argument(
+        "--scheduler",
+        metavar="WHERE",
+        help="processes (default), threads or synchronous on this machine, or a Dask scheduler address",
+    )
+    swp.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show a progress bar over members (default: when stderr is a terminal)",
+    )
+    swp.set_defaults(func=_cmd_sweep)
     return parser
 
 

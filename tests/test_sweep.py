@@ -1,0 +1,186 @@
+"""mbvi.sweep: physics of a pendulum sweep, the same numbers on a Dask cluster, failing members, the CLI's store.
+
+The periods of a pendulum sweep over lengths × amplitudes are checked against
+the exact period 4√(l/g)·K(sin²(θ₀/2)) (scipy's complete elliptic integral of
+the first kind, parameter m); the same sweep on a two-process ``LocalCluster``
+must give the local numbers bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+xr = pytest.importorskip("xarray")
+pytest.importorskip("dask")
+distributed = pytest.importorskip("distributed")
+from scipy.special import ellipk  # noqa: E402
+
+import mbvi  # noqa: E402
+from mbvi.cli import main  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PENDULUM = ROOT / "scenes" / "pendulum.py"  # m = 1, g = 1 by default; build(length, theta0, ...)
+DOUBLE = ROOT / "scenes" / "double_pendulum.py"
+GRID = {"length": [0.5, 1.0, 2.0], "theta0": [0.1, 1.0, 2.5]}
+#: verlet's period error is ≈ (ω dt)²/24·…: at dt = 1e-2 s and g = 1 it stays below 4e-5 on this grid
+DT = 1e-2
+T_END = 40.0  # ≥ 2 periods of the slowest member (l = 2, θ₀ = 2.5: 12.9 s)
+G = 1.0
+
+
+def exact_period(length: float, theta0: float, g: float = G) -> float:
+    """Period of the pendulum released from rest at θ₀, s: 4√(l/g)·K(m), m = sin²(θ₀/2)."""
+    return 4.0 * math.sqrt(length / g) * float(ellipk(math.sin(theta0 / 2.0) ** 2))
+
+
+def measured_period(t: np.ndarray, x: np.ndarray) -> float:
+    """Mean period from the downward zero crossings of x(t), each located by linear interpolation, s."""
+    k = np.nonzero((x[:-1] > 0.0) & (x[1:] <= 0.0))[0]
+    crossings = t[k] + (t[k + 1] - t[k]) * x[k] / (x[k] - x[k + 1])
+    assert len(crossings) >= 3, "run longer: fewer than two periods"
+    return float((crossings[-1] - crossings[0]) / (len(crossings) - 1))
+
+
+@pytest.fixture(scope="module")
+def local() -> xr.Dataset:
+    """The pendulum sweep on the local default (a temporary pool of worker processes)."""
+    return mbvi.sweep(str(PENDULUM), GRID, t_end=T_END, dt=DT)
+
+
+def test_dataset_is_labelled_by_the_grid(local: xr.Dataset) -> None:
+    assert list(local.energy.dims) == ["length", "theta0", "time"]
+    assert list(local.position.dims) == ["length", "theta0", "time", "body", "xyz"]
+    assert list(local.error.dims) == ["length", "theta0"]
+    assert local.length.values.tolist() == GRID["length"]
+    assert local.theta0.values.tolist() == GRID["theta0"]
+    assert local.body.values.tolist() == ["bob"]
+    assert local.xyz.values.tolist() == ["x", "y", "z"]
+    n = round(T_END / DT) + 1
+    np.testing.assert_allclose(local.time.values, np.arange(n) * DT, rtol=0, atol=1e-9)
+    assert (local.error == "").all()
+    assert local.attrs["integrator"] == "verlet" and local.attrs["dt"] == DT and local.attrs["t_end"] == T_END
+    assert (local.wall_time > 0).all()
+
+
+def test_member_equals_its_own_simulate_run(local: xr.Dataset) -> None:
+    from mbvi.cli import load_scene_module
+
+    traj = mbvi.simulate(load_scene_module(PENDULUM).build(length=2.0, theta0=1.0), t_end=T_END, dt=DT)
+    member = local.sel(length=2.0, theta0=1.0)
+    np.testing.assert_array_equal(member.energy.values, traj.energy)
+    np.testing.assert_array_equal(member.position.sel(body="bob").values, traj.position("bob"))
+    np.testing.assert_array_equal(member.velocity.sel(body="bob").values, traj.velocity("bob"))
+
+
+def test_periods_match_the_elliptic_integral(local: xr.Dataset) -> None:
+    t = local.time.values
+    worst = 0.0
+    for length in GRID["length"]:
+        for theta0 in GRID["theta0"]:
+            x = local.position.sel(length=length, theta0=theta0, body="bob", xyz="x").values
+            error = abs(measured_period(t, x) / exact_period(length, theta0) - 1.0)
+            worst = max(worst, error)
+            assert error < 2e-4, (length, theta0, error)
+    assert worst > 0.0  # not trivially equal
+    # control: the small-angle period 2π√(l/g) misses the large amplitudes by far more than the tolerance
+    x = local.position.sel(length=1.0, theta0=2.5, body="bob", xyz="x").values
+    assert abs(measured_period(t, x) / (2 * math.pi) - 1.0) > 100 * 2e-4
+
+
+def test_two_worker_cluster_gives_the_local_numbers_bit_for_bit(local: xr.Dataset) -> None:
+    with warnings.catch_warnings():
+        # distributed may warn about ports or slow closes when it starts and stops workers on a busy machine
+        warnings.filterwarnings("ignore", module=r"distributed\..*")
+        warnings.filterwarnings("ignore", category=ResourceWarning)
+        with (
+            distributed.LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            ) as cluster,
+            distributed.Client(cluster) as client,
+        ):
+            remote = mbvi.sweep(str(PENDULUM), GRID, t_end=T_END, dt=DT, client=client)
+    for name in ("energy", "kinetic", "potential", "constraint_error", "position", "velocity", "error"):
+        np.testing.assert_array_equal(remote[name].values, local[name].values, err_msg=name)
+    xr.testing.assert_identical(remote.drop_vars("wall_time"), local.drop_vars("wall_time"))
+
+
+def test_a_zero_length_rod_is_that_members_error_and_the_others_run() -> None:
+    grid = {"length": [1.0, 0.0, 0.5], "theta0": [0.3]}
+    ds = mbvi.sweep(str(PENDULUM), grid, t_end=2.0, dt=DT, scheduler="synchronous")
+    errors = ds.error.sel(theta0=0.3)
+    assert errors.sel(length=1.0) == "" and errors.sel(length=0.5) == ""
+    message = str(errors.sel(length=0.0).values)
+    assert message.startswith("ValueError:") and "zero length" in message and "world-bob" in message
+    assert np.isnan(ds.energy.sel(length=0.0)).all() and np.isnan(ds.position.sel(length=0.0)).all()
+    good = ds.sel(length=[1.0, 0.5])
+    assert np.isfinite(good.energy).all() and np.isfinite(good.position).all()
+    x = good.position.sel(body="bob", xyz="x", time=0.0).values[:, 0]
+    np.testing.assert_allclose(x, [math.sin(0.3), 0.5 * math.sin(0.3)], rtol=1e-12)
+
+
+def test_a_solver_failure_keeps_the_partial_trajectory() -> None:
+    # the double pendulum at dt = 0.3 s: SHAKE fails after a few steps, whatever the release angle
+    ds = mbvi.sweep(str(DOUBLE), {"theta1": [0.5, 1.5]}, t_end=3.0, dt=0.3, scheduler="synchronous")
+    for theta1 in (0.5, 1.5):
+        member = ds.sel(theta1=theta1)
+        assert str(member.error.values).startswith("SolverError:")
+        energy = member.energy.values
+        ran = np.isfinite(energy)
+        assert 0 < ran.sum() < len(energy) and ran[: ran.sum()].all()  # the partial run, then NaN
+        assert np.isfinite(member.position.values[ran]).all()
+
+
+def test_bodies_that_differ_between_members_share_one_axis_with_nan() -> None:
+    def build(links: int) -> mbvi.Scene:
+        scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+        parent = "world"
+        for i in range(links):
+            scene.add(mbvi.Particle(f"p{i}", mass=1.0, position=(0.5 * (i + 1), 0.0, 0.0)))
+            scene.add(mbvi.Rod(parent, f"p{i}"))
+            parent = f"p{i}"
+        return scene
+
+    ds = mbvi.sweep(build, {"links": [1, 3, 2]}, t_end=0.1, dt=1e-2)  # a local closure: threads
+    assert ds.body.values.tolist() == ["p0", "p1", "p2"]
+    assert np.isnan(ds.position.sel(links=1, body=["p1", "p2"])).all()
+    assert np.isnan(ds.position.sel(links=2, body="p2")).all()
+    assert np.isfinite(ds.position.sel(links=3)).all()
+
+
+def test_bad_arguments_fail_before_anything_runs() -> None:
+    with pytest.raises(ValueError, match="reserved"):
+        mbvi.sweep(str(PENDULUM), {"time": [1.0]}, t_end=1.0, dt=DT)
+    with pytest.raises(ValueError, match="no values"):
+        mbvi.sweep(str(PENDULUM), {"length": []}, t_end=1.0, dt=DT)
+    with pytest.raises(ValueError, match="dt"):
+        mbvi.sweep(str(PENDULUM), {"length": [1.0]}, t_end=1.0, dt=-1.0)
+    with pytest.raises(FileNotFoundError):
+        mbvi.sweep("no/such/scene.py", {"length": [1.0]}, t_end=1.0, dt=DT)
+
+
+def test_cli_writes_a_zarr_store_that_reads_back_as_the_same_dataset(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "sweep.zarr"
+    argv = ["sweep", str(PENDULUM), "--grid", "length=0.5,1", "--grid", "theta0=0.1,0.2,0.3"]
+    argv += ["--t-end", "2", "--dt", "1e-2", "--out", str(out), "--scheduler", "threads"]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "6 members" in capsys.readouterr().out
+    stored = xr.open_zarr(out).load()
+    direct = mbvi.sweep(
+        str(PENDULUM), {"length": [0.5, 1], "theta0": [0.1, 0.2, 0.3]}, t_end=2.0, dt=1e-2, scheduler="synchronous"
+    )
+    assert stored.error.dtype.kind == "U"
+    xr.testing.assert_identical(stored.drop_vars("wall_time"), direct.drop_vars("wall_time"))
+    assert stored.wall_time.dims == ("length", "theta0")
+
+
+def test_cli_errors_are_one_line(tmp_path: Path, capsys) -> None:
+    assert main(["sweep", str(PENDULUM), "--grid", "length", "--t-end", "1"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mbvi: error: ") and err.count("\n") == 1 and "--grid" in err
+    assert main(["sweep", str(PENDULUM), "--grid", "length=1", "--out", str(tmp_path / "x.csv")]) == 1
+    assert "unsupported" in capsys.readouterr().err
