@@ -493,14 +493,43 @@ def _coordinate(values: list[Any]) -> np.ndarray:
     return np.array([repr(v) for v in values])
 
 
+def _time_axis(settings: dict[str, Any]) -> np.ndarray:
+    """The saved times of a complete run, s: every ``save_every``-th step and the last one."""
+    from mbvi.simulate import step_count
+
+    nsteps = step_count(settings["t_end"], settings["dt"], 0.0, settings["save_every"], who="sweep")
+    steps = np.arange(0, nsteps + 1, settings["save_every"])
+    if steps[-1] != nsteps:
+        steps = np.append(steps, nsteps)
+    return steps * settings["dt"]
+
+
+def _align(t: np.ndarray, tm: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of the time axis ``t`` that a member's saved times ``tm`` fall on, and which of ``tm`` do.
+
+    A member's times are normally a prefix of the axis (a partial run stops
+    early); a solver with its own output times (``csm`` after a failure) keeps
+    only the times that are on the axis.
+    """
+    n = len(tm)
+    if n <= len(t) and np.array_equal(tm, t[:n]):
+        return np.arange(n), np.arange(n)
+    if not len(t) or not n:
+        return np.empty(0, dtype=int), np.empty(0, dtype=int)
+    hi = np.clip(np.searchsorted(t, tm), 0, len(t) - 1)
+    lo = np.clip(hi - 1, 0, len(t) - 1)
+    rows = np.where(np.abs(t[lo] - tm) < np.abs(t[hi] - tm), lo, hi)
+    keep = np.nonzero(np.abs(t[rows] - tm) <= 1e-6 * dt)[0]
+    return rows[keep], keep
+
+
 def _dataset(names, values, shape, results: list[MemberResult], settings, integrator_name: str, label: str) -> Any:
     import xarray as xr
 
     from mbvi import __version__
 
-    ran = [r for r in results if len(r.t)]
-    reference = max(ran, key=lambda r: (not r.error, len(r.t)), default=None)
-    t = reference.t if reference is not None else np.empty(0)
+    complete = [r for r in results if not r.error and len(r.t)]
+    t = complete[0].t if complete else _time_axis(settings)
     nt = len(t)
     bodies: list[str] = []
     seen: set[str] = set()
@@ -522,16 +551,17 @@ def _dataset(names, values, shape, results: list[MemberResult], settings, integr
     wall = np.full(size, np.nan)
     errors = [""] * size
     for r in results:
-        i, n = r.index, min(len(r.t), nt)
+        i = r.index
         errors[i] = r.error
         wall[i] = r.wall_time
-        if n == 0:
+        rows, keep = _align(t, r.t, settings["dt"])
+        if not len(rows):
             continue
-        energy[i, :n], kinetic[i, :n], potential[i, :n] = r.energy[:n], r.kinetic[:n], r.potential[:n]
-        cerr[i, :n] = r.constraint_error[:n]
+        energy[i, rows], kinetic[i, rows], potential[i, rows] = r.energy[keep], r.kinetic[keep], r.potential[keep]
+        cerr[i, rows] = r.constraint_error[keep]
         cols = [column[b] for b in r.bodies]
-        position[i, :n][:, cols] = r.position[:n]
-        velocity[i, :n][:, cols] = r.velocity[:n]
+        position[i, rows[:, None], cols] = r.position[keep]
+        velocity[i, rows[:, None], cols] = r.velocity[keep]
 
     grid_dims = tuple(names)
     per_time = (*grid_dims, "time")
