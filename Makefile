@@ -47,6 +47,7 @@ docs: setup
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 bench: setup
+	$(PY) benchmarks/bench_engine.py
 	$(PY) benchmarks/bench_chain.py
 	$(PY) benchmarks/bench_batch.py
 	$(PY) benchmarks/bench_render.py
