@@ -44,12 +44,14 @@ test: lint
 
 docs: setup
 	$(PY) tools/gen_gallery.py
+	$(PY) tools/gen_sweep_figures.py
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 bench: setup
 	$(PY) benchmarks/bench_engine.py
 	$(PY) benchmarks/bench_chain.py
 	$(PY) benchmarks/bench_batch.py
+	$(PY) benchmarks/bench_sweep.py
 	$(PY) benchmarks/bench_render.py
 
 clean:
