@@ -323,13 +323,16 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     local = args.scheduler in (None, "processes", "threads", "synchronous")
     run = {"t_end": t_end, "dt": dt, "integrator": integrator, "save_every": args.save_every, "progress": progress}
     start = time.perf_counter()
-    if local:
-        ds = sweep(args.scene, grid, scheduler=args.scheduler, **run, **options)
-    else:
-        from distributed import Client
+    try:
+        if local:
+            ds = sweep(args.scene, grid, scheduler=args.scheduler, **run, **options)
+        else:
+            from distributed import Client
 
-        with Client(args.scheduler) as client:
-            ds = sweep(args.scene, grid, client=client, **run, **options)
+            with Client(args.scheduler) as client:
+                ds = sweep(args.scene, grid, client=client, **run, **options)
+    except TypeError as exc:
+        raise CLIError(f"build() of {args.scene!r} rejected the grid parameters {list(grid)}: {exc}") from exc
     elapsed = time.perf_counter() - start
     failed = [str(e) for e in ds.error.values.ravel() if e]
     shape = " × ".join(f"{name} ({len(values)})" for name, values in grid.items())
