@@ -190,7 +190,8 @@ class _DiscreteLagrangian(LagrangianIntegrator):
         point = sysm.derived.point
         for c, w in zip(self.nodes, self.weights, strict=True):
             ti = t + c * h
-            _, Lq, Lv, Lqq, Lqv, Lvv = point(q0 + c * dq if c else q0, vel, ti)
+            x = q0 + c * dq if c else q0
+            _, Lq, Lv, Lqq, Lqv, Lvv = point(x, vel, ti)
             a = a + (w * h * (1.0 - c)) * Lq - w * Lv if c != 1.0 else a - w * Lv
             b = b + (w * h * c) * Lq + w * Lv if c else b + w * Lv
             if jacobian:
@@ -238,7 +239,7 @@ class _DiscreteLagrangian(LagrangianIntegrator):
                 break
             # converged when this correction, or the next one Newton's quadratic rate predicts, is below tol
             bound = self.tol * (1.0 + float(np.max(np.abs(q1))))
-            if size <= bound or (size < 1e-3 * prev and size**3 <= 1e-2 * bound * prev**2):
+            if size <= bound or (prev < np.inf and size < 1e-3 * prev and size**3 <= 1e-2 * bound * prev**2):
                 break
             prev = size
         else:

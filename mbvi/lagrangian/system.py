@@ -188,6 +188,9 @@ class LagrangianSystem:
         #: True when L is quadratic in v (M independent of v): the Legendre transform is one linear solve
         self.quadratic = all(sp.diff(e, s) == 0 for e in self._d.mass_exprs for s in v)
         self._initial = None if initial_state is None else self._as_state(initial_state, "initial_state")
+        #: body name → (x(q), R(q)) sympy matrices, for systems built by :meth:`from_scene`
+        self._kinematics: dict[str, tuple[Any, Any]] = {}
+        self._position_funcs: dict[str, Any] = {}
         ref = self._initial or State(np.zeros(self.nq), np.zeros(self.nq))
         self._check_mass(ref.q, ref.v, "the initial state" if self._initial else "q = 0, v = 0")
 
@@ -429,6 +432,31 @@ class LagrangianSystem:
                 stacklevel=3,
             )
         return State(s.q.copy(), v)
+
+    # -- bodies of a scene ---------------------------------------------------------------------
+    @property
+    def body_names(self) -> list[str]:
+        """Names of the scene's bodies (systems built by :meth:`from_scene`; else empty)."""
+        return list(self._kinematics)
+
+    def body_position(self, name: str, q: Any) -> np.ndarray:
+        """World position of a scene body's origin, m: shape (3,) for q (n,), (k, 3) for q (k, n).
+
+        Only for systems built by :meth:`from_scene`.
+        """
+        if name not in self._kinematics:
+            raise ValueError(
+                f"unknown body {name!r}" + ("" if self._kinematics else f": {self.name!r} was not built from a scene")
+            )
+        if name not in self._position_funcs:
+            import sympy as sp
+
+            x = list(self._kinematics[name][0])
+            self._position_funcs[name] = [sp.lambdify([list(self.coordinates)], e, modules="numpy") for e in x]
+        q = np.asarray(q, float)
+        cols = q.T if q.ndim == 2 else q
+        out = [np.broadcast_to(np.asarray(f(list(cols)), float), cols.shape[1:]) for f in self._position_funcs[name]]
+        return np.stack(out, axis=-1)
 
     # -- other constructions ---------------------------------------------------------------------
     @classmethod

@@ -1,0 +1,308 @@
+"""One scene, two coordinate choices: a tree scene's Lagrangian in joint (minimal) coordinates.
+
+Every body's position x(q) and rotation R(q) are written symbolically along
+the tree from the world; the kinetic energy is Σ ½m|ẋ|² + ½tr(Ṙ D Ṙᵀ)
+(D = ½tr(J)·1 − J in the body frame, the same rotation-column masses as
+the maximal-coordinate assembly), the potential is that of gravity and
+springs, and dampers, drag and joint damping become a generalized force.
+
+Supported: particles on :class:`~mbvi.Rod` joints (one angle per rod when the
+whole motion lies in one plane that contains gravity, two angles per rod
+otherwise), rigid bodies on :class:`~mbvi.Revolute` (the joint angle),
+:class:`~mbvi.Prismatic` (the displacement) and :class:`~mbvi.Fixed`
+joints, free particles (x, y, z); gravity, springs, dampers, drag and joint
+damping. Anything else (closed loops, spherical joints, beams, free rigid
+bodies, torsion springs, external loads) is a ``ValueError`` naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from typing import Any
+
+import numpy as np
+
+from mbvi.state import State
+
+__all__ = ["from_scene"]
+
+WORLD = "world"
+
+
+def _ident(name: str) -> str:
+    return re.sub(r"\W", "_", name)
+
+
+def _rodrigues(sp: Any, n: np.ndarray, th: Any) -> Any:
+    """Rotation by angle ``th`` about unit axis ``n`` (sympy 3×3)."""
+    K = sp.Matrix([[0, -n[2], n[1]], [n[2], 0, -n[0]], [-n[1], n[0], 0]])
+    return sp.eye(3) + sp.sin(th) * K + (1 - sp.cos(th)) * K * K
+
+
+def _plane(scene: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(e_down, e_side, normal) when every particle, anchor, velocity and gravity lies in one plane, else None."""
+    pts, dirs = [], []
+    for j in scene.joints:
+        if type(j).__name__ != "Rod":
+            return None
+        for body, anchor in ((j.a, j.anchor_a), (j.b, j.anchor_b)):
+            pts.append(anchor if body == WORLD else scene.body(body).position + anchor)
+    for b in scene.bodies:
+        pts.append(b.position)
+        dirs.append(b.velocity)
+    g = np.asarray(scene.gravity, float)
+    dirs.append(g)
+    P = np.array(pts)
+    rows = np.vstack([P - P[0], np.array(dirs)])
+    scale = max(1.0, float(np.max(np.abs(rows))))
+    _, s, Vt = np.linalg.svd(rows)
+    if len(s) == 3 and s[2] > 1e-9 * scale:
+        return None
+    normal = Vt[2] if np.linalg.norm(g) == 0 or abs(Vt[2] @ g) < 1e-9 * np.linalg.norm(g) else None
+    if normal is None:
+        return None
+    normal = normal * np.sign(normal[np.argmax(np.abs(normal))])
+    if np.linalg.norm(g) > 0:
+        down = g / np.linalg.norm(g)
+    else:  # no gravity: angles from the initial direction of the first rod
+        down = P[1] - P[0] if len(P) > 1 else np.cross(normal, [1.0, 0.0, 0.0])
+        down = down - (down @ normal) * normal
+        down /= np.linalg.norm(down)
+    side = np.cross(down, normal)
+    return down, side, normal
+
+
+def from_scene(scene: Any, name: str | None = None) -> Any:
+    """The joint-coordinate :class:`mbvi.LagrangianSystem` of a tree scene.
+
+    Coordinates are named after their joints: ``theta_<joint>`` (a rod in a
+    plane, from the direction of gravity, counter-clockwise about the plane's
+    normal; a revolute joint, from its initial configuration),
+    ``alpha_<joint>``/``beta_<joint>`` (a rod in 3D: azimuth and elevation
+    from its initial direction), ``s_<joint>`` (a prismatic joint, m from the
+    initial configuration), ``x_<body>``, ``y_<body>``, ``z_<body>`` (a free
+    particle). The system's initial state is the scene's (velocities fitted
+    in the mass-weighted least-squares sense), and
+    :meth:`LagrangianSystem.body_position` maps coordinates back to the
+    world positions of the bodies.
+
+    Parameters
+    ----------
+    scene : mbvi.Scene
+    name : str, optional
+        Name of the system (default ``"scene in joint coordinates"``).
+
+    Returns
+    -------
+    mbvi.LagrangianSystem
+
+    Raises
+    ------
+    ValueError
+        For a scene with closed loops, or an element it does not support (named).
+    """
+    import sympy as sp
+
+    from mbvi.lagrangian.system import LagrangianSystem
+
+    if getattr(scene, "beams", None):
+        raise ValueError(f"from_scene: beams ({', '.join(scene.beams)}) are not supported in joint coordinates")
+    if scene.has_loops():
+        raise ValueError("from_scene: the scene has closed loops; joint coordinates need a tree (use maximal ones)")
+    bodies = {b.name: b for b in scene.bodies}
+    adj: dict[str, list[Any]] = {WORLD: [], **{n: [] for n in bodies}}
+    for j in scene.joints:
+        adj[j.a].append(j)
+        adj[j.b].append(j)
+    plane = _plane(scene) if all(type(b).__name__ == "Particle" for b in bodies.values()) else None
+
+    q: list[Any] = []
+    v: list[Any] = []
+    X: dict[str, Any] = {WORLD: sp.zeros(3, 1)}
+    R: dict[str, Any] = {WORLD: sp.eye(3)}
+    R0: dict[str, np.ndarray] = {WORLD: np.eye(3)}
+    q0: list[float] = []
+    joint_coord: dict[str, Any] = {}
+
+    def new(label: str, value: float) -> Any:
+        s, w = sp.Symbol(label), sp.Symbol("d" + label)
+        q.append(s)
+        v.append(w)
+        q0.append(value)
+        return s
+
+    def init_rot(body: Any) -> np.ndarray:
+        return np.asarray(body.orientation, float) if type(body).__name__ == "RigidBody" else np.eye(3)
+
+    def world_point(name: str, anchor: np.ndarray) -> Any:
+        return X[name] + R[name] * sp.Matrix(anchor)
+
+    def x0(name: str) -> np.ndarray:
+        return np.zeros(3) if name == WORLD else np.asarray(bodies[name].position, float)
+
+    seen = {WORLD}
+    roots = [WORLD] + [n for n in bodies if not adj[n]]
+    for n in roots[1:]:
+        b = bodies[n]
+        if type(b).__name__ != "Particle":
+            raise ValueError(f"from_scene: rigid body {n!r} has no joint (free rigid bodies are not supported)")
+        X[n] = sp.Matrix([new(f"{c}_{_ident(n)}", float(b.position[i])) for i, c in enumerate("xyz")])
+        R[n], R0[n] = sp.eye(3), np.eye(3)
+        seen.add(n)
+    queue = deque([WORLD])
+    while queue:
+        parent = queue.popleft()
+        for j in adj[parent]:
+            child = j.b if j.a == parent else j.a
+            if child in seen:
+                continue
+            if child == WORLD:
+                continue
+            seen.add(child)
+            queue.append(child)
+            kind = type(j).__name__
+            cb = bodies[child]
+            label = _ident(j.name)
+            R0[child] = init_rot(cb)
+            if kind == "Rod":
+                flipped = j.a != parent
+                a_anchor = np.asarray(j.anchor_b if flipped else j.anchor_a, float)
+                b_anchor = np.asarray(j.anchor_a if flipped else j.anchor_b, float)
+                if type(cb).__name__ != "Particle":
+                    raise ValueError(
+                        f"from_scene: rod {j.name!r} carries rigid body {child!r}; only particles hang on rods"
+                    )
+                pa0 = (a_anchor if parent == WORLD else x0(parent) + R0[parent] @ a_anchor)
+                d0 = x0(child) + b_anchor - pa0
+                length = float(np.linalg.norm(d0))
+                pa = world_point(parent, a_anchor)
+                if plane is not None:
+                    down, side, _ = plane
+                    th = new(f"theta_{label}", float(np.arctan2(d0 @ side, d0 @ down)))
+                    u = sp.Matrix(side) * sp.sin(th) + sp.Matrix(down) * sp.cos(th)
+                else:
+                    e1 = d0 / length
+                    e2 = np.cross(e1, [1.0, 0.0, 0.0])
+                    if np.linalg.norm(e2) < 0.5:
+                        e2 = np.cross(e1, [0.0, 1.0, 0.0])
+                    e2 /= np.linalg.norm(e2)
+                    e3 = np.cross(e1, e2)
+                    al = new(f"alpha_{label}", 0.0)
+                    be = new(f"beta_{label}", 0.0)
+                    u = (sp.Matrix(e1) * sp.cos(al) + sp.Matrix(e2) * sp.sin(al)) * sp.cos(be) + sp.Matrix(
+                        e3
+                    ) * sp.sin(be)
+                X[child] = pa + length * u - sp.Matrix(b_anchor)
+                R[child] = sp.eye(3)
+            elif kind in ("Revolute", "Prismatic", "Fixed"):
+                if type(cb).__name__ != "RigidBody":
+                    raise ValueError(f"from_scene: joint {j.name!r} needs rigid bodies, {child!r} is a particle")
+                Ra0 = R0[parent]
+                xa0 = x0(parent)
+                rel = sp.Matrix(Ra0.T @ R0[child])  # child's initial rotation in the parent's frame
+                off = sp.Matrix(Ra0.T @ (x0(child) - xa0))
+                if kind == "Revolute":
+                    P0 = np.asarray(j.anchor if j.anchor is not None else x0(j.b), float)
+                    n_a = Ra0.T @ np.asarray(j.axis, float)
+                    th = new(f"theta_{label}", 0.0)
+                    Rot = _rodrigues(sp, n_a, th)
+                    Pa = sp.Matrix(Ra0.T @ (P0 - xa0))
+                    R[child] = R[parent] * Rot * rel
+                    X[child] = X[parent] + R[parent] * (Pa + Rot * (off - Pa))
+                    joint_coord[j.name] = th
+                elif kind == "Prismatic":
+                    n_a = sp.Matrix(Ra0.T @ np.asarray(j.axis, float))
+                    s = new(f"s_{label}", 0.0)
+                    R[child] = R[parent] * rel
+                    X[child] = X[parent] + R[parent] * (off + s * n_a)
+                    joint_coord[j.name] = s
+                else:
+                    R[child] = R[parent] * rel
+                    X[child] = X[parent] + R[parent] * off
+            else:
+                raise ValueError(f"from_scene: joint {j.name!r} of type {kind} is not supported in joint coordinates")
+    for j in scene.joints:
+        if j.a not in seen or j.b not in seen:
+            raise ValueError(f"from_scene: joint {j.name!r} is not connected to the world")
+    if not q:
+        raise ValueError("from_scene: the scene has no degrees of freedom")
+
+    qv, vv = sp.Matrix(q), sp.Matrix(v)
+
+    def rate(expr: Any) -> Any:
+        return expr.jacobian(qv) * vv
+
+    T = 0
+    U = 0
+    g = sp.Matrix(np.asarray(scene.gravity, float))
+    for n, b in bodies.items():
+        xd = rate(X[n])
+        T += sp.Rational(1, 2) * b.mass * (xd.T * xd)[0, 0]
+        U -= b.mass * (g.T * X[n])[0, 0]
+        if type(b).__name__ == "RigidBody":
+            D = 0.5 * np.trace(b.inertia) * np.eye(3) - b.inertia
+            Rd = rate(R[n].reshape(9, 1)).reshape(3, 3)
+            T += sp.Rational(1, 2) * (Rd * sp.Matrix(D) * Rd.T).trace()
+    Qf = sp.zeros(len(q), 1)
+    for f in scene.forces:
+        kind = type(f).__name__
+        if kind == "Gravity":
+            if f.g is not scene.gravity and not np.array_equal(f.g, scene.gravity):
+                for n, b in bodies.items():
+                    U -= b.mass * (sp.Matrix(f.g).T * X[n])[0, 0]
+        elif kind in ("Spring", "Damper"):
+            d = world_point(f.b, f.anchor_b) - world_point(f.a, f.anchor_a)
+            dist = sp.sqrt((d.T * d)[0, 0])
+            if kind == "Spring":
+                pa0 = np.asarray(_num(world_point(f.a, f.anchor_a), q, q0), float)
+                pb0 = np.asarray(_num(world_point(f.b, f.anchor_b), q, q0), float)
+                L0 = float(np.linalg.norm(pb0 - pa0)) if f.rest_length is None else float(f.rest_length)
+                U += sp.Rational(1, 2) * f.stiffness * (dist - L0) ** 2
+            else:
+                grad = sp.Matrix([dist]).jacobian(qv)
+                Qf -= f.damping * grad.T * (grad * vv)
+        elif kind == "Drag":
+            J = world_point(f.body, f.anchor).jacobian(qv)
+            Qf -= f.coefficient * J.T * (J * vv)
+        elif kind == "JointDamping":
+            if f.joint not in joint_coord:
+                raise ValueError(f"from_scene: joint damping {f.name!r} needs a revolute or prismatic joint")
+            i = q.index(joint_coord[f.joint])
+            Qf[i] -= f.coefficient * v[i]
+        else:
+            raise ValueError(f"from_scene: force {f.name!r} of type {kind} is not supported in joint coordinates")
+
+    # initial velocities: fit the scene's body velocities (and rotation-column rates) by least squares
+    qa = np.array(q0)
+    rows, target = [], []
+    for n, b in bodies.items():
+        Jx = np.asarray(_num(X[n].jacobian(qv), q, qa), float)
+        w = np.sqrt(b.mass)
+        rows.append(w * Jx)
+        target.append(w * np.asarray(b.velocity, float))
+        if type(b).__name__ == "RigidBody":
+            Jr = np.asarray(_num(R[n].reshape(9, 1).jacobian(qv), q, qa), float)
+            om = np.asarray(b.angular_velocity, float)
+            W = np.array([[0, -om[2], om[1]], [om[2], 0, -om[0]], [-om[1], om[0], 0]])
+            wr = np.sqrt(np.trace(b.inertia))
+            rows.append(wr * Jr)
+            target.append(wr * (W @ R0[n]).reshape(9))
+    A, y = np.vstack(rows), np.concatenate(target)
+    v0 = np.linalg.lstsq(A, y, rcond=None)[0]
+    system = LagrangianSystem(
+        T - U,
+        q,
+        v,
+        force=None if all(e == 0 for e in Qf) else list(Qf),
+        initial_state=State(qa, v0),
+        name=name or "scene in joint coordinates",
+    )
+    system._kinematics = {n: (X[n], R[n]) for n in bodies}
+    return system
+
+
+def _num(expr: Any, q: list[Any], values: Any) -> Any:
+    import sympy as sp
+
+    return sp.lambdify([q], expr, modules="numpy")(list(values))
