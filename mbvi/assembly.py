@@ -9,7 +9,8 @@ import scipy.linalg as sla
 
 from mbvi.bodies import RigidBody
 from mbvi.errors import RedundantConstraintWarning
-from mbvi.forces import Gravity
+from mbvi.forces import Damper, Gravity, Spring
+from mbvi.geometry import BeamGeometry, BodyGeometry, LinkGeometry, SceneGeometry, vec3
 from mbvi.joints import Row
 from mbvi.kernels import BilinearRows
 from mbvi.layout import Layout
@@ -65,46 +66,37 @@ def _independent_rows(rows: BilinearRows, q: np.ndarray, owners: list[str]) -> n
     return keep
 
 
-def geometry(scene: Scene, layout: Layout) -> dict:
-    """The JSON-serializable description that trajectories and rendering use."""
+def geometry(scene: Scene, layout: Layout) -> SceneGeometry:
+    """The typed, read-only description of the assembled scene (what trajectories store and rendering draws).
+
+    Reads the scene and the layout; writes nothing onto either.
+    """
     bodies = []
     for b in scene.bodies:
-        entry = {
-            "name": b.name,
-            "kind": layout.kind(b.name),
-            "mass": float(b.mass),
-            "offset": int(layout.offset[b.name]),
-            "shape": None,
-        }
         if isinstance(b, RigidBody):
-            entry["shape"] = b.shape.describe() if b.shape is not None else None
-            entry["principal_axes"] = b.principal_axes.tolist()
-            entry["inertia"] = b.principal_inertia.tolist()
-        bodies.append(entry)
-    links = [j.describe(layout) for j in scene.joints]
-    from mbvi.forces import Damper, Spring
-
-    for f in scene.forces:
-        if isinstance(f, (Spring, Damper)) and not getattr(f, "internal", False):
-            links.append(
-                {
-                    "type": "spring" if isinstance(f, Spring) else "damper",
-                    "name": f.name,
-                    "a": f.a,
-                    "b": f.b,
-                    "anchor_a": f.anchor_a.tolist(),
-                    "anchor_b": f.anchor_b.tolist(),
-                    "axis": None,
-                }
+            bodies.append(
+                BodyGeometry(
+                    b.name,
+                    "rigid",
+                    float(b.mass),
+                    int(layout.offset[b.name]),
+                    shape=b.shape.describe() if b.shape is not None else None,
+                    principal_axes=tuple(vec3(row) for row in b.principal_axes),  # type: ignore[arg-type]
+                    inertia=vec3(b.principal_inertia),
+                )
             )
-    beams = [beam.describe() for beam in scene.beams.values()]
-    return {
-        "bodies": bodies,
-        "links": links,
-        "beams": beams,
-        "length_scale": float(layout.length_scale),
-        "gravity": scene.gravity.tolist(),
-    }
+        else:
+            bodies.append(BodyGeometry(b.name, layout.kind(b.name), float(b.mass), int(layout.offset[b.name])))
+    links = [layout.joint_frames[j.name] for j in scene.joints]
+    for f in scene.forces:
+        if isinstance(f, Damper) or (isinstance(f, Spring) and not f.internal):
+            kind = "spring" if isinstance(f, Spring) else "damper"
+            links.append(LinkGeometry(kind, f.name, f.a, f.b, vec3(f.anchor_a), vec3(f.anchor_b)))
+    beams = [
+        BeamGeometry(beam.name, tuple(beam.nodes), (float(beam.segment_length),) * beam.segments)
+        for beam in scene.beams.values()
+    ]
+    return SceneGeometry.of(bodies, links, beams, layout.length_scale, scene.gravity)
 
 
 def assemble(scene: Scene) -> System:
@@ -120,9 +112,10 @@ def assemble(scene: Scene) -> System:
     for b in scene.bodies:
         if isinstance(b, RigidBody):
             rows += _orthonormality_rows(layout, b)
+    layout.joints = {j.name: j for j in scene.joints}
+    layout.joint_frames = {j.name: j.describe(layout) for j in scene.joints}
     for j in scene.joints:
         rows += j.constraint_rows(layout)
-    layout.joints = {j.name: j for j in scene.joints}
     brows = BilinearRows(rows, layout.nq)
     if brows.n:
         g0 = brows.values(layout.q0)

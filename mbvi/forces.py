@@ -86,6 +86,9 @@ class Spring(Force):
     name : str, optional
     """
 
+    #: True for the axial springs a :class:`mbvi.Beam` adds (drawn as the beam, not as springs)
+    internal: bool = False
+
     def __init__(
         self,
         a: str,

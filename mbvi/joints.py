@@ -13,13 +13,14 @@ the same term structure and evaluates each group in one vectorized call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mbvi._validate import name as check_name
 from mbvi._validate import perpendicular_pair, positive, unit, vector3
+from mbvi.geometry import LinkGeometry, vec3
 
 if TYPE_CHECKING:
     from mbvi.layout import Layout
@@ -88,11 +89,19 @@ class Joint:
         return f"{type(self).__name__} {self.name!r}"
 
     def constraint_rows(self, layout: Layout) -> list[Row]:
-        """The constraint rows of this joint at the initial configuration of ``layout``."""
+        """The constraint rows of this joint at the initial configuration of ``layout``.
+
+        Reads the joint and the layout only; writes nothing (the body-frame
+        anchors and axes it uses are :meth:`describe`'s).
+        """
         raise NotImplementedError
 
-    def describe(self, layout: Layout) -> dict:
-        """Geometry for rendering (anchors in the user body frames)."""
+    def describe(self, layout: Layout) -> LinkGeometry:
+        """Anchors and axes in the body frames at the initial configuration of ``layout``.
+
+        A pure function of the joint and the layout: assembly collects these
+        into :class:`mbvi.geometry.SceneGeometry` and ``layout.joint_frames``.
+        """
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -132,12 +141,15 @@ class Rod(Joint):
         self.anchor_b = np.zeros(3) if anchor_b is None else vector3(anchor_b, "anchor_b", self.owner)
         self.length = None if length is None else positive(length, "length", self.owner)
 
+    def _distance(self, layout: Layout) -> float:
+        return float(
+            np.linalg.norm(layout.world_point(self.a, self.anchor_a) - layout.world_point(self.b, self.anchor_b))
+        )
+
     def constraint_rows(self, layout: Layout) -> list[Row]:
         pa = layout.point(self.a, self.anchor_a)
         pb = layout.point(self.b, self.anchor_b)
-        actual = float(
-            np.linalg.norm(layout.world_point(self.a, self.anchor_a) - layout.world_point(self.b, self.anchor_b))
-        )
+        actual = self._distance(layout)
         L = actual if self.length is None else self.length
         if actual <= 1e-12 * max(1.0, layout.length_scale):
             raise ValueError(f"{self.owner}: its anchors coincide (zero length); use a Spherical joint")
@@ -145,20 +157,12 @@ class Rod(Joint):
             raise ValueError(
                 f"{self.owner}: initial positions violate the joint (distance {actual:.6g} m, length {L:.6g} m)"
             )
-        self.rest = L
         t, c = _diff(pa, pb)
         return [Row(t, c, t, c, 1.0 / (2 * L), L / 2, L, self.owner)]
 
-    def describe(self, layout: Layout) -> dict:
-        return {
-            "type": self.kind,
-            "name": self.name,
-            "a": self.a,
-            "b": self.b,
-            "anchor_a": self.anchor_a.tolist(),
-            "anchor_b": self.anchor_b.tolist(),
-            "axis": None,
-        }
+    def describe(self, layout: Layout) -> LinkGeometry:
+        L = self._distance(layout) if self.length is None else self.length
+        return LinkGeometry(self.kind, self.name, self.a, self.b, vec3(self.anchor_a), vec3(self.anchor_b), length=L)
 
 
 class _AnchoredJoint(Joint):
@@ -169,7 +173,7 @@ class _AnchoredJoint(Joint):
             return self.anchor
         return layout.world_point(self.b, np.zeros(3))
 
-    def _anchor_rows(self, layout: Layout) -> list[Row]:
+    def _anchor_rows(self, layout: Layout, frame: LinkGeometry) -> list[Row]:
         p = self._anchor(layout)
         for body in (self.a, self.b):
             if layout.kind(body) == "particle" and np.linalg.norm(
@@ -179,10 +183,8 @@ class _AnchoredJoint(Joint):
                     f"{self.owner}: initial positions violate the joint "
                     f"(particle {body!r} is not at the anchor {p.tolist()})"
                 )
-        self.anchor_a = layout.to_body_point(self.a, p)
-        self.anchor_b = layout.to_body_point(self.b, p)
         return coincidence_rows(
-            layout.point(self.a, self.anchor_a), layout.point(self.b, self.anchor_b), layout.length_scale, self.owner
+            layout.point(self.a, frame.anchor_a), layout.point(self.b, frame.anchor_b), layout.length_scale, self.owner
         )
 
     def _require_orientation(self, layout: Layout) -> None:
@@ -193,16 +195,16 @@ class _AnchoredJoint(Joint):
                     "use Spherical or Rod for particles"
                 )
 
-    def describe(self, layout: Layout) -> dict:
-        return {
-            "type": self.kind,
-            "name": self.name,
-            "a": self.a,
-            "b": self.b,
-            "anchor_a": np.asarray(getattr(self, "anchor_a", np.zeros(3))).tolist(),
-            "anchor_b": np.asarray(getattr(self, "anchor_b", np.zeros(3))).tolist(),
-            "axis": None if getattr(self, "axis", None) is None else np.asarray(self.axis).tolist(),
-        }
+    def describe(self, layout: Layout) -> LinkGeometry:
+        p = self._anchor(layout)
+        return LinkGeometry(
+            self.kind,
+            self.name,
+            self.a,
+            self.b,
+            vec3(layout.to_body_point(self.a, p)),
+            vec3(layout.to_body_point(self.b, p)),
+        )
 
 
 class Spherical(_AnchoredJoint):
@@ -226,7 +228,7 @@ class Spherical(_AnchoredJoint):
         self.axis = None
 
     def constraint_rows(self, layout: Layout) -> list[Row]:
-        return self._anchor_rows(layout)
+        return self._anchor_rows(layout, self.describe(layout))
 
 
 class Revolute(_AnchoredJoint):
@@ -265,19 +267,19 @@ class Revolute(_AnchoredJoint):
 
     def constraint_rows(self, layout: Layout) -> list[Row]:
         self._require_orientation(layout)
-        rows = self._anchor_rows(layout)
+        rows = self._anchor_rows(layout, self.describe(layout))
         rows += orientation_rows(layout, self.a, self.b, self.frame(), [(2, 0), (2, 1)], self.owner)
-        F = self.frame()
-        self.axis_a = layout.to_body_direction(self.a, F[:, 2])
-        self.u1_a = layout.to_body_direction(self.a, F[:, 0])
-        self.u2_a = layout.to_body_direction(self.a, F[:, 1])
-        self.u1_b = layout.to_body_direction(self.b, F[:, 0])
         return rows
 
-    def describe(self, layout: Layout) -> dict:
-        d = super().describe(layout)
-        d.update(axis_a=self.axis_a.tolist(), u1_a=self.u1_a.tolist(), u2_a=self.u2_a.tolist(), u1_b=self.u1_b.tolist())
-        return d
+    def describe(self, layout: Layout) -> LinkGeometry:
+        F = self.frame()
+        return replace(
+            super().describe(layout),
+            axis_a=vec3(layout.to_body_direction(self.a, F[:, 2])),
+            u1_a=vec3(layout.to_body_direction(self.a, F[:, 0])),
+            u2_a=vec3(layout.to_body_direction(self.a, F[:, 1])),
+            u1_b=vec3(layout.to_body_direction(self.b, F[:, 0])),
+        )
 
 
 class Prismatic(_AnchoredJoint):
@@ -318,11 +320,9 @@ class Prismatic(_AnchoredJoint):
             raise ValueError(
                 f"{self.owner}: initial positions violate the joint (particle {self.b!r} is not at the anchor)"
             )
-        self.anchor_a = layout.to_body_point(self.a, p)
-        self.anchor_b = layout.to_body_point(self.b, p)
-        self.axis_a = layout.to_body_direction(self.a, self.axis)
-        pa = layout.point(self.a, self.anchor_a)
-        pb = layout.point(self.b, self.anchor_b)
+        frame = self.describe(layout)
+        pa = layout.point(self.a, frame.anchor_a)
+        pb = layout.point(self.b, frame.anchor_b)
         t, c = _diff(pb, pa)
         rows = []
         for u in (u1, u2):
@@ -334,10 +334,8 @@ class Prismatic(_AnchoredJoint):
             rows += orientation_rows(layout, self.a, self.b, F, [(0, 1), (1, 2), (2, 0)], self.owner)
         return rows
 
-    def describe(self, layout: Layout) -> dict:
-        d = super().describe(layout)
-        d.update(axis_a=self.axis_a.tolist())
-        return d
+    def describe(self, layout: Layout) -> LinkGeometry:
+        return replace(super().describe(layout), axis_a=vec3(layout.to_body_direction(self.a, self.axis)))
 
 
 class Fixed(_AnchoredJoint):
@@ -361,6 +359,6 @@ class Fixed(_AnchoredJoint):
 
     def constraint_rows(self, layout: Layout) -> list[Row]:
         self._require_orientation(layout)
-        rows = self._anchor_rows(layout)
+        rows = self._anchor_rows(layout, self.describe(layout))
         rows += orientation_rows(layout, self.a, self.b, np.eye(3), [(0, 1), (1, 2), (2, 0)], self.owner)
         return rows

@@ -11,9 +11,15 @@ at once.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from mbvi.bodies import WORLD, Body, Particle, RigidBody
+
+if TYPE_CHECKING:
+    from mbvi.geometry import LinkGeometry
+    from mbvi.joints import Joint
 
 __all__ = ["Layout"]
 
@@ -71,6 +77,10 @@ class Layout:
         extent = float(np.max(np.ptp(pts, axis=0))) if len(pts) > 1 else 0.0
         #: characteristic length of the scene, m
         self.length_scale = max(extent, 1e-3) if extent > 0 else 1.0
+        #: the scene's joints by name (set by assembly; the model, read-only)
+        self.joints: dict[str, Joint] = {}
+        #: each joint's anchors and axes in the body frames (set by assembly, from ``Joint.describe``)
+        self.joint_frames: dict[str, LinkGeometry] = {}
 
     # -- queries ---------------------------------------------------------------------------------
     def kind(self, name: str) -> str:

@@ -112,7 +112,7 @@ class Equilibrium:
         r = self.q[o + 3 : o + 12].reshape(3, 3)  # rotation columns
         fr = f[o + 3 : o + 12].reshape(3, 3)
         torque_com = np.cross(r, fr).sum(axis=0)  # Σ rᵢ × fᵢ: the moment about the centre of mass
-        j = self.scene.joint(joint)
+        j = layout.joint_frames[self.scene.joint(joint).name]  # body-frame anchors (mbvi.geometry.LinkGeometry)
         anchor = j.anchor_a if body == j.a else j.anchor_b
         point = AffineMap.from_terms([layout.point(body, anchor)], layout.nq)(self.q)[0]
         return torque_com - np.cross(point - self.q[o : o + 3], f[o : o + 3])

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from mbvi.bodies import WORLD
+from mbvi.geometry import BodyGeometry, LinkGeometry, SceneGeometry
 
 __all__ = ["Trajectory"]
 
@@ -28,10 +29,14 @@ class Trajectory:
         Total, kinetic and potential energy, J.
     momentum, angular_momentum : ndarray, shape (n, 3)
         Linear momentum (kg m/s) and angular momentum about the origin (kg m²/s).
+        For a :class:`mbvi.LagrangianSystem` run, ``momentum`` is the
+        generalized momentum p = ∂L/∂v, shape (n, nq), and
+        ``angular_momentum`` is empty, shape (n, 0).
     constraint_error : ndarray, shape (n,)
         max |g(q)| over all constraint rows.
-    geometry : dict
-        Bodies, links and beams (JSON-serializable); what rendering reads.
+    geometry : mbvi.geometry.SceneGeometry
+        Bodies, links (joint anchors and axes in the body frames) and beams,
+        fixed at assembly; what rendering reads.
     scene : mbvi.Scene or None
         The simulated scene (None after :meth:`load`).
     info : dict
@@ -50,7 +55,7 @@ class Trajectory:
         momentum,
         angular_momentum,
         constraint_error,
-        geometry: dict,
+        geometry: SceneGeometry | dict,
         scene: Any = None,
         info: dict | None = None,
     ) -> None:
@@ -63,11 +68,11 @@ class Trajectory:
         self.momentum = np.asarray(momentum, dtype=float)
         self.angular_momentum = np.asarray(angular_momentum, dtype=float)
         self.constraint_error = np.asarray(constraint_error, dtype=float)
-        self.geometry = geometry
+        self.geometry = SceneGeometry.coerce(geometry)
         self.scene = scene
         self.info = dict(info or {})
-        self._bodies = {b["name"]: b for b in geometry.get("bodies", [])}
-        self._links = {link["name"]: link for link in geometry.get("links", [])}
+        self._bodies = {b.name: b for b in self.geometry.bodies}
+        self._links = {link.name: link for link in self.geometry.links}
 
     # -- construction ------------------------------------------------------------------------------
     @classmethod
@@ -116,13 +121,26 @@ class Trajectory:
             self.t[sl], self.q[sl], self.v[sl], geometry=self.geometry, scene=self.scene, info=self.info, **kw
         )
 
+    # -- generalized coordinates (LagrangianSystem runs) ---------------------------------------------
+    @property
+    def coordinate_names(self) -> list[str]:
+        """Names of the generalized coordinates of a LagrangianSystem run (empty for scenes)."""
+        return list(self.geometry.extra.get("coordinates", ()))
+
+    def coordinate(self, name: str) -> np.ndarray:
+        """One generalized coordinate of a LagrangianSystem run, by name, shape (n,)."""
+        names = self.coordinate_names
+        if name not in names:
+            raise ValueError(f"unknown coordinate {name!r}; the coordinates are {names}")
+        return self.q[:, names.index(name)].copy()
+
     # -- per-body views ------------------------------------------------------------------------------
     @property
     def body_names(self) -> list[str]:
         """Names of all bodies (beam nodes included)."""
         return list(self._bodies)
 
-    def _body(self, name: str) -> dict:
+    def _body(self, name: str) -> BodyGeometry:
         try:
             return self._bodies[name]
         except KeyError:
@@ -132,14 +150,14 @@ class Trajectory:
         """Position of a body's origin (centre of mass), m, shape (n, 3)."""
         if name == WORLD:
             return np.zeros((len(self.t), 3))
-        o = self._body(name)["offset"]
+        o = self._body(name).offset
         return self.q[:, o : o + 3].copy()
 
     def velocity(self, name: str) -> np.ndarray:
         """Velocity of a body's origin, m/s, shape (n, 3)."""
         if name == WORLD:
             return np.zeros((len(self.t), 3))
-        o = self._body(name)["offset"]
+        o = self._body(name).offset
         return self.v[:, o : o + 3].copy()
 
     def _columns(self, arr: np.ndarray, o: int) -> np.ndarray:
@@ -151,18 +169,18 @@ class Trajectory:
         Identity for particles and the world.
         """
         n = len(self.t)
-        if name == WORLD or self._body(name)["kind"] != "rigid":
+        if name == WORLD or self._body(name).kind != "rigid":
             return np.broadcast_to(np.eye(3), (n, 3, 3)).copy()
         b = self._body(name)
-        Rp = self._columns(self.q, b["offset"])
-        return Rp @ np.asarray(b["principal_axes"]).T
+        Rp = self._columns(self.q, b.offset)
+        return Rp @ b.axes_matrix.T
 
     def angular_velocity(self, name: str) -> np.ndarray:
         """Angular velocity in the world frame, rad/s, shape (n, 3) (ω = ½ Σᵢ rᵢ × ṙᵢ)."""
         n = len(self.t)
-        if name == WORLD or self._body(name)["kind"] != "rigid":
+        if name == WORLD or self._body(name).kind != "rigid":
             return np.zeros((n, 3))
-        o = self._body(name)["offset"]
+        o = self._body(name).offset
         R, Rd = self._columns(self.q, o), self._columns(self.v, o)
         return 0.5 * np.cross(R.transpose(0, 2, 1), Rd.transpose(0, 2, 1)).sum(axis=1)
 
@@ -172,17 +190,17 @@ class Trajectory:
         return self.position(name) + self.rotation(name) @ a
 
     # -- joints ----------------------------------------------------------------------------------
-    def _link(self, name: str, kind: str) -> dict:
+    def _link(self, name: str, kind: str) -> LinkGeometry:
         link = self._links.get(name)
-        if link is None or link["type"] != kind:
+        if link is None or link.kind != kind:
             raise ValueError(f"unknown {kind} joint {name!r}")
         return link
 
     def joint_angle(self, name: str) -> np.ndarray:
         """Angle of a revolute joint (b relative to a, about its axis), rad, unwrapped, shape (n,)."""
         j = self._link(name, "revolute")
-        Ra, Rb = self.rotation(j["a"]), self.rotation(j["b"])
-        u1a, u2a, u1b = (np.asarray(j[k]) for k in ("u1_a", "u2_a", "u1_b"))
+        Ra, Rb = self.rotation(j.a), self.rotation(j.b)
+        u1a, u2a, u1b = (np.asarray(x, dtype=float) for x in (j.u1_a, j.u2_a, j.u1_b))
         w = Rb @ u1b
         s = np.einsum("ij,ij->i", Ra @ u2a, w)
         c = np.einsum("ij,ij->i", Ra @ u1a, w)
@@ -191,30 +209,34 @@ class Trajectory:
     def joint_rate(self, name: str) -> np.ndarray:
         """Rate of a revolute joint angle, rad/s, shape (n,)."""
         j = self._link(name, "revolute")
-        n = self.rotation(j["a"]) @ np.asarray(j["axis_a"])
-        return np.einsum("ij,ij->i", n, self.angular_velocity(j["b"]) - self.angular_velocity(j["a"]))
+        n = self.rotation(j.a) @ np.asarray(j.axis_a, dtype=float)
+        return np.einsum("ij,ij->i", n, self.angular_velocity(j.b) - self.angular_velocity(j.a))
 
     def joint_displacement(self, name: str) -> np.ndarray:
         """Displacement of a prismatic joint along its axis from the initial configuration, m, shape (n,)."""
         j = self._link(name, "prismatic")
-        d = self.point(j["b"], j["anchor_b"]) - self.point(j["a"], j["anchor_a"])
-        n = self.rotation(j["a"]) @ np.asarray(j["axis_a"])
+        d = self.point(j.b, j.anchor_b) - self.point(j.a, j.anchor_a)
+        n = self.rotation(j.a) @ np.asarray(j.axis_a, dtype=float)
         return np.einsum("ij,ij->i", d, n)
 
     def strain(self, beam: str) -> np.ndarray:
         """Axial strain of each beam segment, shape (n, segments)."""
-        for b in self.geometry.get("beams", []):
-            if b["name"] == beam:
-                x = np.stack([self.position(node) for node in b["nodes"]], axis=1)
+        for b in self.geometry.beams:
+            if b.name == beam:
+                x = np.stack([self.position(node) for node in b.nodes], axis=1)
                 lengths = np.linalg.norm(np.diff(x, axis=1), axis=-1)
-                return lengths / np.asarray(b["rest_lengths"]) - 1.0
+                return lengths / np.asarray(b.rest_lengths) - 1.0
         raise ValueError(f"unknown beam {beam!r}")
 
     # -- persistence -----------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
-        """Save to a ``.npz`` file (arrays bit-exact, geometry and info as JSON)."""
+        """Save to a ``.npz`` file (arrays bit-exact, geometry and info as JSON).
+
+        Format 2: the geometry is :meth:`mbvi.geometry.SceneGeometry.to_dict`
+        (:meth:`load` reads format 1 files too).
+        """
         arrays = {k: getattr(self, k) for k in _ARRAYS}
-        meta = json.dumps({"geometry": self.geometry, "info": self.info, "format": 1})
+        meta = json.dumps({"geometry": self.geometry.to_dict(), "info": self.info, "format": 2})
         with open(path, "wb") as fh:
             np.savez_compressed(fh, meta=np.array(meta), **arrays)
 
@@ -243,6 +265,7 @@ class Trajectory:
                     meta = json.loads(str(data["meta"]))
                     arrays = {k: data[k] for k in _ARRAYS}
             t, q, v = arrays.pop("t"), arrays.pop("q"), arrays.pop("v")
-            return cls(t, q, v, geometry=meta["geometry"], info=meta.get("info"), **arrays)
+            geometry = SceneGeometry.from_dict(meta["geometry"])
+            return cls(t, q, v, geometry=geometry, info=meta.get("info"), **arrays)
         except (OSError, EOFError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as exc:
             raise ValueError(not_ours) from exc  # not numpy's advice to allow pickles

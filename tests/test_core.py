@@ -63,7 +63,7 @@ def test_free_chain_conserves_momentum(free_chain):
     with pytest.warns(mbvi.ConstraintWarning):
         traj = mbvi.simulate(free_chain.scene(), 5.0, 1e-3)
     assert len(traj) == 5001
-    m = np.array([b["mass"] for b in traj.geometry["bodies"]])
+    m = np.array([b.mass for b in traj.geometry.bodies])
     x = np.stack([traj.position(b) for b in traj.body_names], axis=1)
     v = np.stack([traj.velocity(b) for b in traj.body_names], axis=1)
     p_scale = np.sum(m * np.linalg.norm(v[0], axis=1))
@@ -102,7 +102,7 @@ def test_particle_views_are_consistent_with_the_physics(double_pendulum):
     # velocities are the time derivatives of positions (central differences, O(dt²))
     np.testing.assert_allclose((xa[2:] - xa[:-2]) / (2 * dt), va[1:-1], atol=1e-4)
     np.testing.assert_allclose((xb[2:] - xb[:-2]) / (2 * dt), vb[1:-1], atol=1e-4)
-    m = {b["name"]: b["mass"] for b in traj.geometry["bodies"]}
+    m = {b.name: b.mass for b in traj.geometry.bodies}
     np.testing.assert_allclose(traj.momentum, m["a"] * va + m["b"] * vb, rtol=1e-13, atol=1e-13)
     kinetic = 0.5 * (m["a"] * np.sum(va**2, axis=1) + m["b"] * np.sum(vb**2, axis=1))
     potential = 9.81 * (m["a"] * xa[:, 2] + m["b"] * xb[:, 2])  # −m g·x with g = (0, 0, −9.81)

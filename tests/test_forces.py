@@ -275,7 +275,8 @@ def _relative_angle(traj: mbvi.Trajectory, joint: mbvi.Joint) -> np.ndarray:
     start = mbvi.Trajectory.from_scene(traj.scene)
     rel0 = start.rotation(joint.a)[0].T @ start.rotation(joint.b)[0]
     rel = np.swapaxes(traj.rotation(joint.a), 1, 2) @ traj.rotation(joint.b)
-    return Rotation.from_matrix(rel @ rel0.T).as_rotvec() @ np.asarray(joint.axis_a)  # axis in a's body frame
+    axis_a = traj.geometry.link(joint.name).axis_a  # axis in a's body frame
+    return Rotation.from_matrix(rel @ rel0.T).as_rotvec() @ np.asarray(axis_a)
 
 
 def test_potentials_match_the_geometry():

@@ -110,7 +110,7 @@ def test_snapshot_of_every_shape_and_link(tmp_path) -> None:
     image = render.snapshot(scene, tmp_path / "shapes.png", window_size=(200, 150), ground=True)
     assert 0.05 < foreground_fraction(image) < 0.95
     data = FrameData.from_trajectory(mbvi.Trajectory.from_scene(scene), [0])
-    assert [b["shape"]["type"] for b in data.rigid] == ["sphere", "box", "cylinder", "capsule"]
+    assert [b.shape["type"] for b in data.rigid] == ["sphere", "box", "cylinder", "capsule"]
     assert len(data.segments["spring"]) == 1 and len(data.segments["damper"]) == 1
     assert [j.kind for j in data.joints] == ["revolute"]
     np.testing.assert_allclose(data.segments["spring"].start[0, 0], (0.6, 0.0, 0.0))
@@ -320,3 +320,77 @@ def test_gallery_renders_a_scene(tmp_path) -> None:
     text = (tmp_path / "gallery.md").read_text()
     assert "failed" not in text and "![" in text
     assert (tmp_path / "gallery" / "pendulum.png").stat().st_size > 1000
+
+
+# ---------------------------------------------------------------- joints drawn where physics has them
+def _hinged_pair() -> mbvi.Scene:
+    """Two bars released horizontal; the second hinge's axis lies along the first bar (world x)."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.RigidBody("l1", shape=mbvi.Box((1.0, 0.1, 0.1)), density=100.0, position=(0.5, 0.0, 0.0)))
+    scene.add(mbvi.RigidBody("l2", shape=mbvi.Box((0.1, 0.1, 1.0)), density=100.0, position=(1.0, 0.0, -0.5)))
+    scene.add(mbvi.Revolute("world", "l1", anchor=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0), name="shoulder"))
+    scene.add(mbvi.Revolute("l1", "l2", anchor=(1.0, 0.0, 0.0), axis=(1.0, 0.0, 0.0), name="elbow"))
+    return scene
+
+
+def test_hinge_axis_is_drawn_from_the_body_frame_axis_at_a_non_assembly_start() -> None:
+    """Issue 11: a trajectory starting at the equilibrium (l1 hanging down), not at the assembly pose
+    (l1 horizontal), draws the elbow's axis along l1 — where physics has it — not along world x."""
+    scene = _hinged_pair()
+    eq = mbvi.equilibrium(scene)
+    traj = mbvi.simulate(scene, t_end=0.02, dt=0.01, initial_state=eq.state)
+    data = FrameData.from_trajectory(traj, [0, -1])
+    (markers,) = [j for j in data.joints if j.kind == "revolute"]
+    names = [link.name for link in traj.geometry.links if link.kind == "revolute"]
+    elbow = names.index("elbow")
+    link = traj.geometry.link("elbow")
+    expected = np.einsum("fij,j->fi", traj.rotation("l1")[[0, -1]], np.asarray(link.axis_a))
+    np.testing.assert_allclose(markers.axis[:, elbow], expected, atol=1e-9)
+    # l1 hangs (nearly) down at equilibrium: the elbow axis follows l1, far from its assembly direction x.
+    bar = traj.position("l1")[0] / np.linalg.norm(traj.position("l1")[0])
+    assert abs(markers.axis[0, elbow] @ bar) > 1 - 1e-6
+    assert abs(markers.axis[0, elbow] @ (1.0, 0.0, 0.0)) < 0.5
+    # the axis physics uses: perpendicular to the hinge's two orientation rows at every frame
+    (shoulder,) = [i for i, n in enumerate(names) if n == "shoulder"]
+    np.testing.assert_allclose(markers.axis[:, shoulder], [[0.0, 1.0, 0.0]] * 2, atol=1e-9)
+
+
+def test_assembly_writes_nothing_onto_the_joints() -> None:
+    scene = _hinged_pair()
+    before = {j.name: dict(vars(j)) for j in scene.joints}
+    before_np = {n: {k: np.array(v, copy=True) for k, v in d.items()} for n, d in before.items()}
+    mbvi.assemble(scene)
+    mbvi.simulate(scene, t_end=0.01, dt=0.01)
+    for j in scene.joints:
+        assert set(vars(j)) == set(before[j.name]), f"assembly added {set(vars(j)) - set(before[j.name])}"
+        for k, v in vars(j).items():
+            np.testing.assert_array_equal(np.asarray(v), before_np[j.name][k])
+
+
+def test_geometry_is_typed_and_round_trips(tmp_path) -> None:
+    from mbvi.geometry import LinkGeometry, SceneGeometry
+
+    traj = mbvi.simulate(_hinged_pair(), t_end=0.01, dt=0.01)
+    assert isinstance(traj.geometry, SceneGeometry)
+    assert isinstance(traj.geometry.link("elbow"), LinkGeometry)
+    assert SceneGeometry.from_dict(traj.geometry.to_dict()) == traj.geometry
+    traj.save(tmp_path / "run.npz")
+    assert mbvi.Trajectory.load(tmp_path / "run.npz").geometry == traj.geometry
+
+
+def test_trajectory_files_of_format_1_still_load(tmp_path) -> None:
+    """The untyped geometry dict of older files (with its extra ``axis`` key) loads and renders."""
+    import json
+
+    traj = mbvi.simulate(_hinged_pair(), t_end=0.02, dt=0.01)
+    old = traj.geometry.to_dict()
+    for link in old["links"]:
+        link["axis"] = link.get("axis_a")
+        link.pop("length", None)
+    meta = json.dumps({"geometry": old, "info": traj.info, "format": 1})
+    arrays = {k: getattr(traj, k) for k in ("t", "q", "v", "energy", "kinetic", "potential")}
+    arrays |= {k: getattr(traj, k) for k in ("momentum", "angular_momentum", "constraint_error")}
+    np.savez_compressed(tmp_path / "old.npz", meta=np.array(meta), **arrays)
+    back = mbvi.Trajectory.load(tmp_path / "old.npz")
+    np.testing.assert_allclose(back.joint_angle("elbow"), traj.joint_angle("elbow"))
+    assert FrameData.from_trajectory(back, [-1]).joints

@@ -45,7 +45,7 @@ def test_scene_builds_and_simulates(path: Path) -> None:
     assert len(traj.t) == round(t_end / dt) + 1
     assert np.all(np.isfinite(traj.q)) and np.all(np.isfinite(traj.energy))
     if mbvi.get_integrator(integrator).variational and traj.q.shape[1]:
-        scale = traj.geometry["length_scale"]
+        scale = traj.geometry.length_scale
         assert traj.constraint_error.max() <= 1e-9 * max(1.0, scale)
 
 

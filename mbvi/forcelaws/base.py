@@ -57,7 +57,9 @@ class ForceLaw:
     layout : mbvi.layout.Layout
         Coordinate layout: ``layout.point(body, anchor)`` and
         ``layout.direction(body, d)`` give affine maps of q
-        (see :class:`mbvi.kernels.AffineMap`), ``layout.joints`` the assembled joints.
+        (see :class:`mbvi.kernels.AffineMap`), ``layout.joint_frames[name]`` a
+        joint's anchors and axes in the body frames
+        (:class:`mbvi.geometry.LinkGeometry`), ``layout.joints`` the joints themselves.
     """
 
     name: ClassVar[str] = ""

@@ -334,8 +334,8 @@ class JointDampingLaw(ForceLaw):
         super().__init__(elements, layout)
         self.rev, self.pri = [], []
         for e in elements:
-            joint = layout.joints.get(e.joint)
-            kind = getattr(joint, "kind", None)
+            joint = layout.joint_frames.get(e.joint)  # body-frame axes and anchors (mbvi.geometry.LinkGeometry)
+            kind = None if joint is None else joint.kind
             if kind == "revolute":
                 self.rev.append((e, joint))
             elif kind == "prismatic":
@@ -464,8 +464,8 @@ class TorsionSpringLaw(ForceLaw):
         super().__init__(elements, layout)
         joints = []
         for e in elements:
-            j = layout.joints.get(e.joint)
-            if getattr(j, "kind", None) != "revolute":
+            j = layout.joint_frames.get(e.joint)  # body-frame axes (mbvi.geometry.LinkGeometry)
+            if j is None or j.kind != "revolute":
                 raise ValueError(f"{e.owner}: joint {e.joint!r} is not a revolute joint")
             joints.append(j)
         n = self.nq

@@ -45,7 +45,7 @@ def _trail_names(data: FrameData, trail: bool | str | Iterable[str] | None) -> l
     if trail is None or trail is False:
         return []
     if trail is True:
-        return data.particles + [b["name"] for b in data.rigid]
+        return data.particles + [b.name for b in data.rigid]
     if isinstance(trail, str):
         return [trail]
     return list(trail)

@@ -3,17 +3,22 @@
 :class:`FrameData` reads a :class:`mbvi.Trajectory` once — positions,
 rotations and attachment points of every drawable element at the sampled
 time indices — so that drawing frame ``j`` is pure array indexing. It uses
-only the trajectory's public views and its ``geometry`` description, so a
-trajectory loaded from disk (without its scene) renders the same.
+only the trajectory's public views and its typed ``geometry``
+(:class:`mbvi.geometry.SceneGeometry`: anchors and axes in the body frames),
+so a trajectory loaded from disk (without its scene) renders the same, and a
+trajectory that does not start at the assembly pose draws its joints where
+the physics has them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from mbvi.geometry import JOINT_KINDS, SEGMENT_KINDS, BodyGeometry, SceneGeometry
 
 __all__ = [
     "BeamData",
@@ -26,8 +31,6 @@ __all__ = [
 ]
 
 WORLD = "world"
-_SEGMENT_LINKS = ("rod", "spring", "damper")
-_JOINT_LINKS = ("spherical", "revolute", "prismatic", "fixed")
 
 
 class TrajectoryLike(Protocol):
@@ -36,7 +39,7 @@ class TrajectoryLike(Protocol):
     t: NDArray[np.float64]
 
     @property
-    def geometry(self) -> dict[str, Any]: ...
+    def geometry(self) -> SceneGeometry: ...
 
     def position(self, name: str) -> NDArray[np.float64]: ...
 
@@ -199,8 +202,8 @@ class FrameData:
         Their masses, kg.
     particle_pos : ndarray, shape (frames, p, 3)
         Their positions, m.
-    rigid : list of dict
-        Geometry entries of the rigid bodies.
+    rigid : list of BodyGeometry
+        The rigid bodies.
     rigid_pos : ndarray, shape (frames, r, 3)
         Rigid body origins, m.
     rigid_rot : ndarray, shape (frames, r, 3, 3)
@@ -224,7 +227,7 @@ class FrameData:
     particles: list[str]
     particle_mass: NDArray[np.float64]
     particle_pos: NDArray[np.float64]
-    rigid: list[dict[str, Any]]
+    rigid: list[BodyGeometry]
     rigid_pos: NDArray[np.float64]
     rigid_rot: NDArray[np.float64]
     segments: dict[str, SegmentSet]
@@ -257,10 +260,8 @@ class FrameData:
         """
         t = np.asarray(traj.t, dtype=float)
         idx = np.asarray(indices, dtype=np.intp) % len(t)
-        geo = traj.geometry
-        bodies = list(geo.get("bodies", []))
-        beams_geo = list(geo.get("beams", []))
-        beam_nodes = {n for b in beams_geo for n in b["nodes"]}
+        geo = SceneGeometry.coerce(traj.geometry)
+        beam_nodes = {n for b in geo.beams for n in b.nodes}
         frames = len(idx)
 
         cache: dict[str, NDArray[np.float64]] = {}
@@ -271,7 +272,7 @@ class FrameData:
             return cache[name]
 
         rot_cache: dict[str, NDArray[np.float64]] = {}
-        kinds = {b["name"]: b.get("kind", "particle") for b in bodies}
+        kinds = {b.name: b.kind for b in geo.bodies}
 
         def rot(name: str) -> NDArray[np.float64]:
             if name not in rot_cache:
@@ -281,59 +282,51 @@ class FrameData:
                     rot_cache[name] = np.asarray(traj.rotation(name), float)[idx]
             return rot_cache[name]
 
-        def point(name: str, anchor: ArrayLike | None) -> NDArray[np.float64]:
-            a = np.zeros(3) if anchor is None else np.asarray(anchor, dtype=float)
+        def point(name: str, anchor: ArrayLike) -> NDArray[np.float64]:
+            a = np.asarray(anchor, dtype=float)
             if name == WORLD:
                 return np.broadcast_to(a, (frames, 3)).copy()
             if not np.any(a):
                 return pos(name)
             return np.asarray(traj.point(name, a), dtype=float)[idx]
 
-        particles = [b for b in bodies if b.get("kind", "particle") == "particle" and b["name"] not in beam_nodes]
-        rigid = [b for b in bodies if b.get("kind") == "rigid"]
-        particle_pos = _stack([pos(b["name"]) for b in particles], frames)
-        rigid_pos = _stack([pos(b["name"]) for b in rigid], frames)
-        rigid_rot = np.stack([rot(b["name"]) for b in rigid], axis=1) if rigid else np.zeros((frames, 0, 3, 3))
+        particles = [b for b in geo.bodies if b.kind == "particle" and b.name not in beam_nodes]
+        rigid = [b for b in geo.bodies if b.kind == "rigid"]
+        particle_pos = _stack([pos(b.name) for b in particles], frames)
+        rigid_pos = _stack([pos(b.name) for b in rigid], frames)
+        rigid_rot = np.stack([rot(b.name) for b in rigid], axis=1) if rigid else np.zeros((frames, 0, 3, 3))
 
         seg_lists: dict[str, tuple[list[str], list[NDArray], list[NDArray]]] = {
-            k: ([], [], []) for k in (*_SEGMENT_LINKS, "bone")
+            k: ([], [], []) for k in (*SEGMENT_KINDS, "bone")
         }
         joint_lists: dict[str, tuple[list[NDArray], list[NDArray]]] = {}
         anchors: list[tuple[float, float, float]] = []
-        for link in geo.get("links", []):
-            kind = link["type"]
-            a, b = link["a"], link["b"]
-            anchor_a, anchor_b = link.get("anchor_a"), link.get("anchor_b")
-            for body, anchor in ((a, anchor_a), (b, anchor_b)):
+        for link in geo.links:
+            a, b = link.a, link.b
+            for body, anchor in ((a, link.anchor_a), (b, link.anchor_b)):
                 if body == WORLD:
-                    anchors.append(tuple(float(x) for x in (anchor if anchor is not None else (0, 0, 0))))
-            if kind in _SEGMENT_LINKS:
-                names, s, e = seg_lists[kind]
-                names.append(link.get("name", f"{a}-{b}"))
-                s.append(point(a, anchor_a))
-                e.append(point(b, anchor_b))
+                    anchors.append(anchor)
+            if link.kind in SEGMENT_KINDS:
+                names, s, e = seg_lists[link.kind]
+                names.append(link.name)
+                s.append(point(a, link.anchor_a))
+                e.append(point(b, link.anchor_b))
                 continue
-            if kind not in _JOINT_LINKS:
+            if link.kind not in JOINT_KINDS:
                 continue
-            where = point(b, anchor_b) if b != WORLD else point(a, anchor_a)
-            axis0 = link.get("axis")
-            if axis0 is None:
+            where = point(b, link.anchor_b) if b != WORLD else point(a, link.anchor_a)
+            if link.axis_a is None:
                 axis = np.broadcast_to([0.0, 0.0, 1.0], (frames, 3))
-            else:
-                axis0 = np.asarray(axis0, dtype=float)
-                axis0 = axis0 / max(np.linalg.norm(axis0), 1e-12)
-                carrier = a if a != WORLD else b
-                r = rot(carrier)
-                r0 = np.asarray(traj.rotation(carrier), float)[0] if kinds.get(carrier) == "rigid" else np.eye(3)
-                axis = np.einsum("fij,j->fi", r, r0.T @ axis0)
-            plist, alist = joint_lists.setdefault(kind, ([], []))
+            else:  # the axis physics knows: fixed in a's frame, carried by a's rotation
+                axis = np.einsum("fij,j->fi", rot(a), np.asarray(link.axis_a, dtype=float))
+            plist, alist = joint_lists.setdefault(link.kind, ([], []))
             plist.append(where)
             alist.append(axis)
             # Bones from rigid bodies' origins to the joint point.
-            for body, anchor in ((a, anchor_a), (b, anchor_b)):
-                if body != WORLD and kinds.get(body) == "rigid" and anchor is not None and np.any(anchor):
+            for body, anchor in ((a, link.anchor_a), (b, link.anchor_b)):
+                if body != WORLD and kinds.get(body) == "rigid" and np.any(anchor):
                     names, s, e = seg_lists["bone"]
-                    names.append(f"{link.get('name', a + '-' + b)}:{body}")
+                    names.append(f"{link.name}:{body}")
                     s.append(pos(body))
                     e.append(point(body, anchor))
 
@@ -344,19 +337,15 @@ class FrameData:
             JointMarkers(kind, np.stack(p, axis=1), np.stack(ax, axis=1)) for kind, (p, ax) in joint_lists.items()
         ]
         beams = [
-            BeamData(
-                b["name"],
-                np.stack([pos(n) for n in b["nodes"]], axis=1),
-                np.asarray(b["rest_lengths"], dtype=float),
-            )
-            for b in beams_geo
+            BeamData(b.name, np.stack([pos(n) for n in b.nodes], axis=1), np.asarray(b.rest_lengths, dtype=float))
+            for b in geo.beams
         ]
         world_anchors = np.unique(np.asarray(anchors, dtype=float).reshape(-1, 3).round(12), axis=0)
         return cls(
             indices=idx,
             times=t[idx],
-            particles=[b["name"] for b in particles],
-            particle_mass=np.asarray([float(b.get("mass", 1.0)) for b in particles]),
+            particles=[b.name for b in particles],
+            particle_mass=np.asarray([b.mass for b in particles], dtype=float),
             particle_pos=particle_pos,
             rigid=rigid,
             rigid_pos=rigid_pos,
@@ -365,8 +354,8 @@ class FrameData:
             joints=joints,
             beams=beams,
             world_anchors=world_anchors,
-            length_scale=float(geo.get("length_scale", 1.0) or 1.0),
-            gravity=np.asarray(geo.get("gravity", (0.0, 0.0, -9.81)), dtype=float),
+            length_scale=float(geo.length_scale or 1.0),
+            gravity=np.asarray(geo.gravity, dtype=float),
             _positions=cache,
         )
 

@@ -16,6 +16,7 @@ import numpy as np
 import pyvista as pv
 from numpy.typing import NDArray
 
+from mbvi.geometry import BodyGeometry
 from mbvi.render import templates
 from mbvi.render.frames import FrameData
 from mbvi.render.layers import BeamTube, InstancedLayer, LineLayer
@@ -182,16 +183,15 @@ class SceneView:
             )
             del key
 
-    def _rigid_template(self, body: dict[str, Any]) -> templates.Template:
-        shape = body.get("shape")
-        if shape:
-            return templates.body_shape(shape)
+    def _rigid_template(self, body: BodyGeometry) -> templates.Template:
+        if body.shape:
+            return templates.body_shape(dict(body.shape))
         # No shape: the box with the same mass and inertia, when the geometry says it.
-        inertia = body.get("inertia")
-        mass = float(body.get("mass", 1.0))
+        inertia = body.inertia
+        mass = body.mass
         if inertia is not None and mass > 0:
             moments = np.asarray(inertia, dtype=float)
-            axes = np.asarray(body.get("principal_axes", np.eye(3)), dtype=float)
+            axes = body.axes_matrix
             if moments.ndim == 2:
                 moments, axes = np.linalg.eigh(0.5 * (moments + moments.T))
             ext = np.sqrt(np.clip(6.0 / mass * (moments.sum() - 2.0 * moments), 0.0, None))
@@ -280,7 +280,7 @@ class SceneView:
         assert tr is not None
         samples, count = tr.points.shape[0], tr.points.shape[1]
         pcol, rcol = self._body_colors()
-        names = self.data.particles + [b["name"] for b in self.data.rigid]
+        names = self.data.particles + [b.name for b in self.data.rigid]
         allcol = np.concatenate([pcol, rcol]) if len(names) else np.zeros((0, 3), np.uint8)
         lookup = {n: allcol[i] for i, n in enumerate(names)}
         colors = np.asarray([lookup.get(n, palette_rgb(1)[0]) for n in tr.names], dtype=np.uint8)
@@ -391,11 +391,11 @@ class SceneView:
             cam.zoom(zoom)
 
 
-def _shape_key(body: dict[str, Any]) -> str:
+def _shape_key(body: BodyGeometry) -> str:
     """Bodies with equal keys share one template (and one actor)."""
-    if body.get("shape"):
-        return json.dumps({"shape": body["shape"]}, sort_keys=True)
-    return json.dumps({"inertia": body.get("inertia"), "mass": body.get("mass")}, sort_keys=True)
+    if body.shape:
+        return json.dumps({"shape": dict(body.shape)}, sort_keys=True)
+    return json.dumps({"inertia": body.inertia, "mass": body.mass, "axes": body.principal_axes}, sort_keys=True)
 
 
 def _time_format(times: NDArray[np.float64]) -> str:
