@@ -7,6 +7,9 @@
   amplitude, measured from the zero crossings of every member, against the
   exact 4√(l/g)·K(sin²(θ₀/2)).
 
+Both also get a section at the end of the generated ``docs/gallery.md`` (run
+``tools/gen_gallery.py`` first, as ``make docs`` does).
+
 Grids are coarse so the script takes well under a minute on two cores::
 
     python tools/gen_sweep_figures.py [--out docs] [--n 40] [--t-end 10]
@@ -103,7 +106,8 @@ def period_curve(path: Path) -> str:
 
     amplitudes = np.linspace(0.1, 3.0, 30)
     start = time.perf_counter()
-    ds = mbvi.sweep(str(PENDULUM), {"theta0": amplitudes.tolist()}, t_end=50.0, dt=1e-2)
+    # 30 members of a few ms each: threads skip the seconds a process pool takes to start
+    ds = mbvi.sweep(str(PENDULUM), {"theta0": amplitudes.tolist()}, t_end=50.0, dt=1e-2, scheduler="threads")
     seconds = time.perf_counter() - start
     t = ds.time.values
     x = ds.position.sel(body="bob", xyz="x").values
@@ -126,8 +130,43 @@ def period_curve(path: Path) -> str:
     return f"{ds.error.size} members in {seconds:.1f} s, max relative error {np.nanmax(error):.1e}"
 
 
+BEGIN, END = "<!-- sweep figures: begin -->", "<!-- sweep figures: end -->"
+SECTION = f"""{BEGIN}
+## Sweeps: what only many runs can show
+
+Made by `mbvi.sweep` in `tools/gen_sweep_figures.py` (see [Sweeps on Dask](sweeps.md)).
+
+The double pendulum released from rest at (θ₁, θ₂): the time until either arm
+first goes over the top. Inside the grey curve 3 cos θ₁ + cos θ₂ = 2 (around the origin) it never
+can: it lacks the energy.
+
+![Flip time of the double pendulum over initial angles](gallery/sweep_flip_time.png)
+
+The pendulum's period against its amplitude, measured from the zero crossings
+of every member, against the exact 4√(l/g)·K(sin²(θ₀/2)).
+
+![Pendulum period against amplitude](gallery/sweep_period.png)
+
+```bash
+mbvi sweep scenes/double_pendulum.py --grid theta1=-3,-2,-1,0,1,2,3 --grid theta2=-3,-2,-1,0,1,2,3 \\
+    --t-end 10 --dt 1e-2 --out flips.zarr
+```
+{END}
+"""
+
+
+def add_to_gallery_page(page: Path) -> None:
+    """Append (or replace) the sweep section of the generated gallery page, if there is one."""
+    if not page.is_file():
+        return
+    text = page.read_text(encoding="utf-8")
+    if BEGIN in text and END in text:
+        text = text[: text.index(BEGIN)] + text[text.index(END) + len(END) :].lstrip("\n")
+    page.write_text(text.rstrip("\n") + "\n\n" + SECTION, encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Write both figures into ``OUT/gallery``."""
+    """Write both figures into ``OUT/gallery`` and their section into ``OUT/gallery.md`` (when it exists)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs", help="docs directory")
     parser.add_argument("--n", type=int, default=40, help="flip map: initial angles per axis")
@@ -137,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     gallery.mkdir(parents=True, exist_ok=True)
     print("sweep figures: period curve:", period_curve(gallery / "sweep_period.png"), flush=True)
     print("sweep figures: flip map:", flip_time_map(gallery / "sweep_flip_time.png", args.n, args.t_end), flush=True)
+    add_to_gallery_page(args.out / "gallery.md")
     return 0
 
 
