@@ -394,3 +394,37 @@ def test_trajectory_files_of_format_1_still_load(tmp_path) -> None:
     back = mbvi.Trajectory.load(tmp_path / "old.npz")
     np.testing.assert_allclose(back.joint_angle("elbow"), traj.joint_angle("elbow"))
     assert FrameData.from_trajectory(back, [-1]).joints
+
+
+# ---------------------------------------------------------------- camera
+def _straight_chain(direction, links: int = 20) -> mbvi.Scene:
+    d = np.asarray(direction, dtype=float) / np.linalg.norm(direction)
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    prev = "world"
+    for i in range(1, links + 1):
+        scene.add(mbvi.Particle(f"p{i}", mass=0.1, position=tuple(0.1 * i * d)))
+        scene.add(mbvi.Rod(prev, f"p{i}"))
+        prev = f"p{i}"
+    return scene
+
+
+@pytest.mark.parametrize("direction", [(1, 0, 0), (0, 1, 0), (1, 1, 0), (1, -0.3, 0), (1, 1, -0.5)])
+def test_snapshot_of_a_straight_chain_sees_it_from_the_side(direction) -> None:
+    """Issue 11: the default camera is far from the chain's axis (it was nearly end-on for diagonal chains)."""
+    from mbvi.render.api import _plotter
+    from mbvi.render.view import SceneView
+
+    scene = _straight_chain(direction)
+    data = FrameData.from_trajectory(mbvi.Trajectory.from_scene(scene), [0])
+    plotter = _plotter(SMALL, True, False)
+    try:
+        SceneView(plotter, data)
+        cam = plotter.camera
+        view = np.asarray(cam.position) - np.asarray(cam.focal_point)
+    finally:
+        plotter.close()
+    axis = np.asarray(direction, dtype=float) / np.linalg.norm(direction)
+    angle = np.degrees(np.arccos(abs(view @ axis) / np.linalg.norm(view)))
+    assert angle > 30.0, f"camera {angle:.1f}° from the chain's axis"
+    image = render.snapshot(scene, window_size=SMALL)
+    assert foreground_fraction(image) > 0.01

@@ -23,7 +23,7 @@ from mbvi.render.layers import BeamTube, InstancedLayer, LineLayer
 from mbvi.render.style import PALETTE, Sizes, Style, palette_rgb
 from mbvi.render.transforms import segment_frames
 
-__all__ = ["CameraSpec", "SceneView", "TrailSpec"]
+__all__ = ["CameraSpec", "SceneView", "TrailSpec", "default_view_direction"]
 
 #: ``None`` (automatic), ``"iso"``, ``"xy"``, ``"xz"``, ``"yz"`` or a PyVista
 #: camera position ``[(position), (focal point), (view up)]``.
@@ -347,18 +347,8 @@ class SceneView:
             direction = np.eye(3)[normal] * (1.0 if camera == "xy" else -1.0)
             view_up = np.eye(3)[{"xy": 1, "xz": 2, "yz": 2}[camera]]
         elif camera in (None, "iso"):
-            # Look across the thinnest horizontal extent: a pendulum swinging
-            # in the x-z plane is seen face-on, slightly from the side and above.
             lo, hi = self._extent_points()
-            ext = hi - lo
-            horizontal = [i for i in range(3) if abs(up[i]) < 0.5]
-            front = min(horizontal, key=lambda i: ext[i]) if horizontal else 1
-            base = -np.eye(3)[front]
-            base = base - (base @ up) * up
-            base /= np.linalg.norm(base)
-            az, el = (np.radians(40.0), np.radians(30.0)) if camera == "iso" else (np.radians(22.0), np.radians(14.0))
-            side = np.cross(up, base)
-            direction = np.cos(el) * (np.cos(az) * base + np.sin(az) * side) + np.sin(el) * up
+            direction = default_view_direction(self._scene_points(), up, hi - lo, iso=camera == "iso")
             view_up = up
         else:
             raise ValueError(f"camera must be None, 'iso', 'xy', 'xz', 'yz' or a camera position, got {camera!r}")
@@ -389,6 +379,58 @@ class SceneView:
         self.plotter.reset_camera_clipping_range()
         if zoom != 1.0:
             cam.zoom(zoom)
+
+
+def default_view_direction(
+    points: NDArray[np.float64], up: NDArray[np.float64], extent: NDArray[np.float64], *, iso: bool = False
+) -> NDArray[np.float64]:
+    """Unit direction from the scene towards the default camera.
+
+    The camera looks across the scene's main horizontal spread — the
+    horizontal principal axis of its points (a straight chain is seen from
+    the side, whatever its direction; a pendulum swinging in the x–z plane
+    face-on) — turned a little sideways and raised (22°/14°, or 40°/30° for
+    ``iso``). When the horizontal spread has no clear main direction, it
+    looks across the thinnest horizontal extent of the bounding box.
+
+    Parameters
+    ----------
+    points : ndarray, shape (N, 3)
+        Every point to keep in view, m.
+    up : ndarray, shape (3,)
+        Unit up direction (against gravity).
+    extent : ndarray, shape (3,)
+        Size of the padded bounding box, m.
+    iso : bool, default: False
+        The steeper "iso" view.
+
+    Returns
+    -------
+    ndarray, shape (3,)
+    """
+    up = np.asarray(up, dtype=float)
+    pts = np.asarray(points, dtype=float).reshape(-1, 3)
+    flat = pts - np.outer(pts @ up, up)  # horizontal components
+    flat = flat - flat.mean(axis=0) if len(flat) else flat
+    base = None
+    if len(flat) > 1:
+        w, v = np.linalg.eigh(flat.T @ flat)
+        # eigenvalues ascending; the one ~0 is `up` itself, the other two span the horizontal plane
+        horizontal = [i for i in range(3) if abs(v[:, i] @ up) < 0.5]
+        if len(horizontal) == 2:
+            small, large = sorted(horizontal, key=lambda i: w[i])
+            if w[large] > 2.0 * max(w[small], 0.0) and w[large] > 0:
+                base = v[:, small]
+                base = base if base[np.argmax(np.abs(base))] < 0 else -base  # like -e_i for axis-aligned scenes
+    if base is None:
+        horizontal_axes = [i for i in range(3) if abs(up[i]) < 0.5]
+        front = min(horizontal_axes, key=lambda i: extent[i]) if horizontal_axes else 1
+        base = -np.eye(3)[front]
+    base = base - (base @ up) * up
+    base = base / np.linalg.norm(base)
+    az, el = (np.radians(40.0), np.radians(30.0)) if iso else (np.radians(22.0), np.radians(14.0))
+    side = np.cross(up, base)
+    return np.cos(el) * (np.cos(az) * base + np.sin(az) * side) + np.sin(el) * up
 
 
 def _shape_key(body: BodyGeometry) -> str:
