@@ -221,8 +221,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if params:
             raise CLIError(f"build() of {args.scene!r} rejected the parameters {sorted(params)}: {exc}") from exc
         raise
-    if not isinstance(scene, mbvi.Scene):
-        raise CLIError(f"build() of {args.scene!r} returned {type(scene).__name__}, not an mbvi.Scene")
+    if not isinstance(scene, (mbvi.Scene, mbvi.LagrangianSystem)):  # a LagrangianSystem starts at its initial_state
+        raise CLIError(
+            f"build() of {args.scene!r} returned {type(scene).__name__}, not an mbvi.Scene or mbvi.LagrangianSystem"
+        )
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     start = time.perf_counter()
     try:
@@ -250,7 +252,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         plot.summary(traj, args.plot)
         _say(f"wrote {args.plot}")
     if args.render:
-        _render(traj, args.render, args, progress)
+        if isinstance(scene, mbvi.LagrangianSystem):  # no bodies: its state-space picture (.png only)
+            from mbvi.lagrangian.picture import picture
+
+            picture(traj, args.render, window_size=args.size)
+        else:
+            _render(traj, args.render, args, progress)
         _say(f"wrote {args.render}")
     return 0
 

@@ -294,7 +294,7 @@ def test_every_integrator_name_runs_a_lagrangian_system(double) -> None:
 
 def test_errors_are_value_errors_naming_the_culprit() -> None:
     th, w, k, zeta = sp.symbols("theta omega k zeta")
-    with pytest.raises(ValueError, match="1 coordinates .* 2 velocities"):
+    with pytest.raises(ValueError, match=r"1 coordinates .* 2 velocities"):
         mbvi.LagrangianSystem(w**2 / 2, [th], [w, k])
     with pytest.raises(ValueError, match="zeta"):
         mbvi.LagrangianSystem(w**2 / 2 - zeta * th**2, [th], [w])

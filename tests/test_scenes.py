@@ -40,7 +40,7 @@ def test_scene_builds_and_simulates(path: Path) -> None:
     integrator = getattr(module, "INTEGRATOR", "verlet")
     with _expected_warnings():
         scene = module.build()
-        assert isinstance(scene, mbvi.Scene)
+        assert isinstance(scene, (mbvi.Scene, mbvi.LagrangianSystem))
         traj = mbvi.simulate(scene, t_end=t_end, dt=dt, integrator=integrator)
     assert len(traj.t) == round(t_end / dt) + 1
     assert np.all(np.isfinite(traj.q)) and np.all(np.isfinite(traj.energy))

@@ -72,6 +72,11 @@ def render_scene(path: Path, out_dir: Path, t_end_cap: float) -> Entry:
         t_end = float(getattr(module, "GALLERY_T_END", min(float(getattr(module, "T_END", 10.0)), t_end_cap)))
         t_end = min(t_end, dt * MAX_STEPS)
         traj = mbvi.simulate(scene, t_end=t_end, dt=dt, integrator=integrator)
+        if isinstance(scene, mbvi.LagrangianSystem):  # no bodies to draw: its state-space picture
+            from mbvi.lagrangian.picture import picture
+
+            picture(traj, out_dir / "gallery" / f"{name}.png")
+            return Entry(name, title, text, f"gallery/{name}.png", None, time.perf_counter() - start)
         options = {"window_size": (800, 600), "ground": True}
         trail_bodies = [n for n in traj.body_names if "[" not in n]
         if 0 < len(trail_bodies) <= 6:

@@ -92,9 +92,7 @@ class LagrangianIntegrator:
         for key, default in self.options.items():
             setattr(self, key, options.get(key, default))
 
-    def step(
-        self, q: np.ndarray, v: np.ndarray, p: np.ndarray, t: float
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def step(self, q: np.ndarray, v: np.ndarray, p: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One step of size ``dt`` from time ``t``: (q, v, p) → (q₁, v₁, p₁)."""
         raise NotImplementedError
 
@@ -145,9 +143,7 @@ class LagrangianIntegrator:
         return T[:k_save], Q[:k_save], V[:k_save], P[:k_save]
 
     # -- shared pieces -----------------------------------------------------------------------
-    def _legendre(
-        self, q: np.ndarray, p: np.ndarray, t: float, v: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def _legendre(self, q: np.ndarray, p: np.ndarray, t: float, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """v with ∂L/∂v(q, v) + Gᵀμ = p, G v = 0; returns (v, p − Gᵀμ). Newton from ``v``."""
         sysm, n, m = self.system, self.system.nq, self.system.nc
         G = sysm.constraint_jacobian(q) if m else None

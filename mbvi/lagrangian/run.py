@@ -49,9 +49,7 @@ def geometry(system: LagrangianSystem) -> dict:
     }
 
 
-def trajectory(
-    system: LagrangianSystem, t: Any, q: Any, v: Any, p: Any = None, info: dict | None = None
-) -> Trajectory:
+def trajectory(system: LagrangianSystem, t: Any, q: Any, v: Any, p: Any = None, info: dict | None = None) -> Trajectory:
     """A :class:`mbvi.Trajectory` of saved states of a Lagrangian system.
 
     ``momentum`` is the generalized momentum p = ∂L/∂v, shape (n, nq);
@@ -118,6 +116,8 @@ def simulate_lagrangian(
         "order": cls.order,
         "options": {k: repr(val) for k, val in options.items()},
         "system": "lagrangian",
+        "coordinates": system.coordinate_names,
+        "constraints": system.nc,
     }
     bar = callback = None
     if progress:

@@ -173,7 +173,7 @@ def from_scene(scene: Any, name: str | None = None) -> Any:
                     raise ValueError(
                         f"from_scene: rod {j.name!r} carries rigid body {child!r}; only particles hang on rods"
                     )
-                pa0 = (a_anchor if parent == WORLD else x0(parent) + R0[parent] @ a_anchor)
+                pa0 = a_anchor if parent == WORLD else x0(parent) + R0[parent] @ a_anchor
                 d0 = x0(child) + b_anchor - pa0
                 length = float(np.linalg.norm(d0))
                 pa = world_point(parent, a_anchor)
@@ -190,9 +190,9 @@ def from_scene(scene: Any, name: str | None = None) -> Any:
                     e3 = np.cross(e1, e2)
                     al = new(f"alpha_{label}", 0.0)
                     be = new(f"beta_{label}", 0.0)
-                    u = (sp.Matrix(e1) * sp.cos(al) + sp.Matrix(e2) * sp.sin(al)) * sp.cos(be) + sp.Matrix(
-                        e3
-                    ) * sp.sin(be)
+                    u = (sp.Matrix(e1) * sp.cos(al) + sp.Matrix(e2) * sp.sin(al)) * sp.cos(be) + sp.Matrix(e3) * sp.sin(
+                        be
+                    )
                 X[child] = pa + length * u - sp.Matrix(b_anchor)
                 R[child] = sp.eye(3)
             elif kind in ("Revolute", "Prismatic", "Fixed"):

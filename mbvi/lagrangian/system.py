@@ -169,9 +169,7 @@ class LagrangianSystem:
             self._check_symbols(e, set(q), f"constraint {i} ({e})", hint="constraints depend on coordinates only")
         if fx is not None:
             if len(fx) != len(q):
-                raise ValueError(
-                    f"LagrangianSystem: force has {len(fx)} components but there are {len(q)} coordinates"
-                )
+                raise ValueError(f"LagrangianSystem: force has {len(fx)} components but there are {len(q)} coordinates")
             for i, e in enumerate(fx):
                 self._check_symbols(e, known, f"force component {i} ({e})")
             if all(e == 0 for e in fx):
