@@ -121,16 +121,18 @@ def simulate_batch(
             raise ValueError(
                 f"simulate_batch: initial state {worst} violates the constraints (residual {bad[worst]:.3g})"
             )
-        V = np.array([system.project_velocity(q, v) for q, v in zip(Q, V, strict=True)])
     model = system.engine_model()
     info = {"integrator": cls.name, "dt": float(dt), "order": cls.order, "batch": len(Q)}
     if model is None:  # a force law without compiled kernel: member by member on the NumPy path
+        if len(system.active):
+            V = np.array([system.project_velocity(q, v) for q, v in zip(Q, V, strict=True)])
         return [_serial(stepper, system, scene, q, v, t0, nsteps, save_every, info, b) for b, (q, v) in
                 enumerate(zip(Q, V, strict=True))]  # fmt: skip
     t, Qs, Vs, _, status = runner.integrate_batch(stepper, model, Q, V, t0, nsteps, save_every)
     failed = [b for b in range(len(Q)) if status[b, 0] != loop.DONE]
-    trajs = []
-    for b in range(len(Q)):
+    with np.errstate(over="ignore", invalid="ignore"):
+        trajs = Trajectory.many_from_states(system, t, Qs, Vs, status[:, 2], scene=scene, info=info)
+    for b in failed:
         j = int(status[b, 2])
         if status[b, 0] == loop.NEEDS_NUMPY:  # finish this member on the NumPy path from its last saved state
             k = min((j - 1) * save_every, nsteps)
@@ -139,10 +141,7 @@ def simulate_batch(
             tb = np.concatenate([t[:j], rest.t[1:]])
             qb = np.concatenate([Qs[b, :j], rest.q[1:]])
             vb = np.concatenate([Vs[b, :j], rest.v[1:]])
-            trajs.append(Trajectory.from_states(system, tb, qb, vb, scene=scene, info=info))
-            continue
-        with np.errstate(over="ignore", invalid="ignore"):
-            trajs.append(Trajectory.from_states(system, t[:j], Qs[b, :j], Vs[b, :j], scene=scene, info=info))
+            trajs[b] = Trajectory.from_states(system, tb, qb, vb, scene=scene, info=info)
     failed = [b for b in failed if status[b, 0] != loop.NEEDS_NUMPY]
     if failed:
         b = failed[0]

@@ -98,6 +98,31 @@ class Trajectory:
         )
 
     @classmethod
+    def many_from_states(cls, system, t, Q, V, counts, *, scene=None, info=None) -> list[Trajectory]:
+        """One trajectory per member of a batch, derived quantities computed for all members at once.
+
+        Parameters
+        ----------
+        t : ndarray, shape (nsave,)
+        Q, V : ndarray, shape (B, nsave, nq)
+        counts : sequence of int, length B
+            How many saved states of each member are valid (a failed member stops early).
+        """
+        kin = system.kinetic(V)
+        pot = system.potential(Q)
+        mom = system.momentum(V)
+        ang = system.angular_momentum(Q, V)
+        err = system.constraint_error(Q)
+        out = []
+        for b, n in enumerate(counts):
+            out.append(
+                cls(t[:n], Q[b, :n], V[b, :n], energy=kin[b, :n] + pot[b, :n], kinetic=kin[b, :n],
+                    potential=pot[b, :n], momentum=mom[b, :n], angular_momentum=ang[b, :n],
+                    constraint_error=err[b, :n], geometry=system.geometry, scene=scene, info=info)
+            )  # fmt: skip
+        return out
+
+    @classmethod
     def from_scene(cls, scene) -> Trajectory:
         """A one-frame trajectory of the scene's initial state (for snapshots)."""
         from mbvi.assembly import assemble

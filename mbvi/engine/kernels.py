@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from numba import njit
 
 from mbvi.engine.slots import (
@@ -45,7 +44,6 @@ from mbvi.engine.slots import (
     PERM,
     PF_FORCE,
     PF_I,
-    PINV,
     PROW,
     ROUND,
     SAME,
@@ -93,7 +91,7 @@ __all__ = [
 
 jit = njit(cache=True, nogil=True, error_model="numpy")
 
-OK, PINV_KIND, TOO_BIG = 0, 2, 3
+OK, SHIFTED, FAILED = 0, 1, 2
 
 
 # ------------------------------------------------------------------------------------- constraints
@@ -212,49 +210,37 @@ def _assemble(I, F, gd, ab):
 
 
 @jit
-def _pseudo_inverse(I, F, gd, pinv):
-    """Dense pseudo-inverse of a singular A (the rare least-squares fallback)."""
-    n = I[N]
-    pa, pb, aw, prow = I[PA], I[PB], I[AW], I[PROW]
-    A = np.zeros((n, n))
-    for i in range(I[NPAIR]):
-        r1, r2 = I[prow + I[pa + i]], I[prow + I[pb + i]]
-        val = gd[I[pa + i]] * gd[I[pb + i]] * F[aw + i]
-        A[r1, r2] += val
-        if r1 != r2:
-            A[r2, r1] += val
-    P = np.linalg.pinv(A, 1e-12)
-    for i in range(n):
-        for j in range(n):
-            pinv[i * n + j] = P[i, j]
+def factor(I, F, gd, ab):
+    """Factor A(G) = G M⁻¹ Gᵀ into ``ab``: OK, or SHIFTED when A is singular, or FAILED.
 
-
-@jit
-def factor(I, F, gd, ab, pinv):
-    """Factor A(G) into ``ab`` (returns OK), else its pseudo-inverse into ``pinv`` (PINV_KIND) or TOO_BIG."""
+    A singular A (constraint rows that became dependent at this configuration)
+    is factored as A + εI, ε = 1e-12 max diag(A): its solves give the
+    least-squares multipliers of the consistent rows up to a relative 1e-12.
+    """
     n = I[N]
     if n == 0:
         return OK
     _assemble(I, F, gd, ab)
     if _cholesky_band(ab, n, I[BAND]):
         return OK
-    if not I[PINV]:
-        return TOO_BIG
-    _pseudo_inverse(I, F, gd, pinv)
-    return PINV_KIND
+    _assemble(I, F, gd, ab)
+    b = I[BAND]
+    w = b + 1
+    big = 0.0
+    for i in range(n):
+        big = max(big, abs(ab[i * w + b]))
+    shift = 1e-12 * big if big > 0.0 else 1e-300
+    for i in range(n):
+        ab[i * w + b] += shift
+    if _cholesky_band(ab, n, b):
+        return SHIFTED
+    return FAILED
 
 
 @jit
-def solve(I, ab, pinv, kind, rhs, out, tmp):
+def solve(I, ab, rhs, out, tmp):
     """out = A⁻¹ rhs with the factorization from :func:`factor`."""
     n, b = I[N], I[BAND]
-    if kind == PINV_KIND:
-        for i in range(n):
-            s = 0.0
-            for j in range(n):
-                s += pinv[i * n + j] * rhs[j]
-            out[i] = s
-        return
     perm = I[PERM]
     w = b + 1
     for i in range(n):

@@ -28,19 +28,17 @@ from mbvi.engine import kernels as K
 from mbvi.engine.slots import (
     BAND,
     CUR,
+    DENSE_OK,
     HAS_F,
     HAS_VF,
     HAVE_FACTOR,
     HAVE_GRAD,
-    KIND0,
     NEWTON_USED,
     NNZ,
-    NPINV,
     NQ,
     PCOL,
-    PINV,
-    PINV_USED,
     PROW,
+    SHIFT_USED,
     SIZE_AB,
     X_AB,
     X_CORR,
@@ -52,7 +50,6 @@ from mbvi.engine.slots import (
     X_GD,
     X_GRAD,
     X_LAMV,
-    X_PINV,
     X_Q1,
     X_QB,
     X_RHS,
@@ -78,7 +75,6 @@ METHODS = {"verlet": 0, "symplectic_euler_a": 1, "symplectic_euler_b": 2, "yoshi
 
 # status codes of a run
 DONE, SHAKE_FAILED, NONFINITE, DRIFT_FAILED, NEEDS_NUMPY = 0, 1, 2, 3, 4
-DENSE_NEWTON_MAX = 300
 
 
 @jit
@@ -86,16 +82,13 @@ def workspace(I):
     """(WI, WS): the offsets and integer state, and every float buffer of one run."""
     n, nq, nnz = I[N], I[NQ], I[NNZ]
     size_ab = (I[BAND] + 1) * n
-    npinv = n * n if I[PINV] else 0
-    sizes = (3 * n, 3 * n, n, 2 * nnz, 2 * size_ab, 2 * npinv, n, n, n, n, nq, nq, nq, nq, 2 * nq, nq, nq, nq, nq,
-             1, nq, nq)  # fmt: skip
+    sizes = (3 * n, 3 * n, n, 2 * nnz, 2 * size_ab, n, n, n, n, nq, nq, nq, nq, 2 * nq, nq, nq, nq, nq, 1, nq, nq)
     WI = np.zeros(XSLOTS, dtype=np.int64)
     total = 0
-    for slot in range(len(sizes)):  # X_U … X_VB are slots 0 … 21, in this order
+    for slot in range(len(sizes)):  # X_U … X_VB are slots 0 … 20, in this order
         WI[slot] = total
         total += sizes[slot]
     WI[SIZE_AB] = size_ab
-    WI[NPINV] = npinv
     return WI, np.zeros(total)
 
 
@@ -117,29 +110,24 @@ def _factor_at(I, F, WI, WS, q, slot, fresh):
     if not fresh:
         K.affine_uw(I, F, q, u, w)
     K.jacobian_values(I, F, u, w, gd)
-    size, npinv = WI[SIZE_AB], WI[NPINV]
-    ab = WS[WI[X_AB] + slot * size : WI[X_AB] + (slot + 1) * size]
-    pinv = WS[WI[X_PINV] + slot * npinv : WI[X_PINV] + (slot + 1) * npinv]
-    kind = K.factor(I, F, gd, ab, pinv)
-    WI[KIND0 + slot] = kind
-    if kind == K.PINV_KIND:
-        WI[PINV_USED] += 1
-    return kind != K.TOO_BIG
+    size = WI[SIZE_AB]
+    kind = K.factor(I, F, gd, WS[WI[X_AB] + slot * size : WI[X_AB] + (slot + 1) * size])
+    if kind == K.SHIFTED:
+        WI[SHIFT_USED] += 1
+    return kind != K.FAILED
 
 
 @jit
 def _solve(I, WI, WS, slot, rhs, out):
-    size, npinv = WI[SIZE_AB], WI[NPINV]
-    ab = WS[WI[X_AB] + slot * size : WI[X_AB] + (slot + 1) * size]
-    pinv = WS[WI[X_PINV] + slot * npinv : WI[X_PINV] + (slot + 1) * npinv]
-    K.solve(I, ab, pinv, WI[KIND0 + slot], rhs, out, _buf(WI, WS, X_TMP, I[N]))
+    size = WI[SIZE_AB]
+    K.solve(I, WS[WI[X_AB] + slot * size : WI[X_AB] + (slot + 1) * size], rhs, out, _buf(WI, WS, X_TMP, I[N]))
 
 
 @jit
 def _shake_newton(I, F, WI, WS, gd0, q1, corr, vfree, h, tol, maxiter, vh):
     """Full Newton on Λ with the unsymmetric Jacobian G(q) M⁻¹ G(q₀)ᵀ (dense least squares)."""
     n, nq, nnz = I[N], I[NQ], I[NNZ]
-    if n > DENSE_NEWTON_MAX:
+    if not I[DENSE_OK]:
         return NEEDS_NUMPY
     WI[NEWTON_USED] += 1
     prow, pcol, wo = I[PROW], I[PCOL], I[INV_MASS]
@@ -316,6 +304,25 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
 
 
 @jit
+def _project(I, F, WI, WS, q, v):
+    """v ← v − M⁻¹ G(q)ᵀ A(q)⁻¹ G(q) v (mass-weighted projection onto G v = 0); keeps the factor at q."""
+    n, nq, nnz = I[N], I[NQ], I[NNZ]
+    cur = WI[CUR]
+    if not _factor_at(I, F, WI, WS, q, cur, False):
+        return False
+    WI[HAVE_FACTOR] = 1
+    if n:
+        gd = WS[WI[X_GD] + cur * nnz : WI[X_GD] + (cur + 1) * nnz]
+        rhs, dl, dq = _buf(WI, WS, X_RHS, n), _buf(WI, WS, X_DL, n), _buf(WI, WS, X_DQ, nq)
+        K.matvec(I, gd, v, rhs)
+        _solve(I, WI, WS, cur, rhs, dl)
+        K.wgt(I, F, gd, dl, dq)
+        for i in range(nq):
+            v[i] -= dq[i]
+    return True
+
+
+@jit
 def _step(I, F, WI, WS, method, q, v, t, h, lam, tol, maxiter, ls):
     if method == 0:
         return _substep(I, F, WI, WS, q, v, t, h, 0.5 * h, 0.5 * h, lam[0], tol, maxiter, ls)
@@ -336,7 +343,8 @@ def _step(I, F, WI, WS, method, q, v, t, h, lam, tol, maxiter, ls):
 
 
 @jit
-def run(I, F, method, q, v, t0, h, k0, kstop, nsteps, save_every, tol, maxiter, ls, lam, Q, V, Wk, j0, info):
+def run(I, F, method, q, v, t0, h, k0, kstop, nsteps, save_every, tol, maxiter, ls, lam, Q, V, Wk, j0, info,
+        project=False):  # fmt: skip
     """Steps k0 … kstop−1 of nsteps from (q, v) (updated in place), saving every ``save_every``-th state.
 
     Saved states go to Q[j], V[j] (and the accumulated work of the
@@ -344,9 +352,17 @@ def run(I, F, method, q, v, t0, h, k0, kstop, nsteps, save_every, tol, maxiter, 
     so far. ``info`` (int64, 5) receives: status, the step reached (the
     failing one, or kstop), the next save slot, pseudo-inverse and full-Newton
     uses (added). On failure (q, v) is the state at the start of the failing step.
+    With ``project``, v is first projected onto the constraints at q (and saved as Q[j0 − 1], V[j0 − 1]).
     """
     WI, WS = workspace(I)
     nq = I[NQ]
+    if project and j0 > 0:
+        if not _project(I, F, WI, WS, q, v):
+            info[0] = NEEDS_NUMPY
+            info[1] = k0
+            info[2] = j0
+            return
+        V[j0 - 1] = v
     WS[WI[X_WORK]] = Wk[j0 - 1] if j0 > 0 else 0.0
     qb, vb = _buf(WI, WS, X_QB, nq), _buf(WI, WS, X_VB, nq)
     j = j0
@@ -374,13 +390,16 @@ def run(I, F, method, q, v, t0, h, k0, kstop, nsteps, save_every, tol, maxiter, 
     info[0] = status
     info[1] = k
     info[2] = j
-    info[3] += WI[PINV_USED]
+    info[3] += WI[SHIFT_USED]
     info[4] += WI[NEWTON_USED]
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def run_batch(I, F, method, Q0, V0, t0, h, nsteps, save_every, tol, maxiter, ls, Q, V, Wk, info):
-    """:func:`run` for every member b of (Q0[b], V0[b]), in parallel; outputs indexed [b, ...]."""
+    """:func:`run` for every member b of (Q0[b], V0[b]), in parallel; outputs indexed [b, ...].
+
+    Each member's velocity is first projected onto the constraints at its positions.
+    """
     B = Q0.shape[0]
     for b in prange(B):
         lam = np.zeros((2, I[N]))
@@ -390,4 +409,4 @@ def run_batch(I, F, method, Q0, V0, t0, h, nsteps, save_every, tol, maxiter, ls,
         V[b, 0] = v
         Wk[b, 0] = 0.0
         run(I, F, method, q, v, t0, h, 0, nsteps, nsteps, save_every, tol, maxiter, ls, lam, Q[b], V[b], Wk[b], 1,
-            info[b])  # fmt: skip
+            info[b], True)  # fmt: skip

@@ -32,8 +32,8 @@ log = logging.getLogger("mbvi")
 
 #: cost limit n·b² of the banded Cholesky (beyond it the NumPy path's sparse LU is used)
 BANDED_WORK_MAX = 4e7
-#: rows up to which a singular A is solved by a dense pseudo-inverse inside the compiled loop
-PINV_MAX = 400
+#: rows up to which SHAKE's full-Newton fallback runs densely inside the compiled loop
+DENSE_NEWTON_MAX = 300
 
 #: kernel families: name -> the arrays a contribution gives (maps are (idx, w, c) triples)
 FAMILIES: dict[str, tuple[str, ...]] = {
@@ -308,7 +308,7 @@ def _pack_constraints(pk: _Packer, system) -> bool:
     pk.set(S.N, n)
     pk.set(S.SAME, same)
     pk.set(S.BAND, band)
-    pk.set(S.PINV, n <= PINV_MAX)
+    pk.set(S.DENSE_OK, n <= DENSE_NEWTON_MAX)
     pk.set(S.NU, len(ur))
     pk.set(S.NW, len(wr))
     pk.set(S.NNZ, len(prow))

@@ -85,8 +85,8 @@ def integrate(
             callback(k)
     if info[3]:
         warnings.warn(
-            "the constraint matrix G M⁻¹ Gᵀ was singular on some steps (dependent constraints); "
-            "least-squares multipliers were used",
+            "the constraint matrix G M⁻¹ Gᵀ was singular on some steps (dependent constraints); it was "
+            "factored with a 1e-12 relative regularization (least-squares multipliers)",
             RedundantConstraintWarning,
             stacklevel=4,
         )
@@ -117,8 +117,8 @@ def integrate_batch(
     system, h = integrator.system, integrator.dt
     B = len(Q0)
     nsave = _nsave(nsteps, save_every)
-    Q = np.empty((B, nsave, system.nq))
-    V = np.empty((B, nsave, system.nq))
+    Q = np.zeros((B, nsave, system.nq))
+    V = np.zeros((B, nsave, system.nq))
     Wk = np.zeros((B, nsave))
     info = np.zeros((B, 5), dtype=np.int64)
     loop.run_batch(

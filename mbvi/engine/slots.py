@@ -12,7 +12,7 @@ run's integer state, ``WS`` (float64) every buffer.
 
 # --- model header (I[slot]) -------------------------------------------------------------------------
 # sizes and flags
-(NQ, N, SAME, BAND, PINV, HAS_F, HAS_VF, NU, NW, NNZ, NPAIR,
+(NQ, N, SAME, BAND, DENSE_OK, HAS_F, HAS_VF, NU, NW, NNZ, NPAIR,
  # offsets of int arrays in I
  UR, UC, UPOS, WR, WC, WPOS, PROW, PCOL, PA, PB, TARGET, PERM,
  # offsets of float arrays in F
@@ -39,8 +39,8 @@ run's integer state, ``WS`` (float64) every buffer.
 MAPS = ("SP", "DP", "DR", "PF", "T1", "T2", "TW", "HD", "SN", "SD", "BA", "BB")
 
 # --- workspace header (WI[slot]) ----------------------------------------------------------------------
-(X_U, X_W, X_G, X_GD, X_AB, X_PINV, X_LAMV, X_DL, X_TMP, X_RHS, X_Q1, X_VH, X_VFREE, X_VNEW, X_GRAD, X_F0, X_F1,
+(X_U, X_W, X_G, X_GD, X_AB, X_LAMV, X_DL, X_TMP, X_RHS, X_Q1, X_VH, X_VFREE, X_VNEW, X_GRAD, X_F0, X_F1,
  X_CORR, X_DQ, X_WORK, X_QB, X_VB,
- SIZE_AB, NPINV,
- CUR, HAVE_FACTOR, HAVE_GRAD, PINV_USED, NEWTON_USED, KIND0, KIND1,  # KIND0/1: factor kind per buffer
- XSLOTS) = range(32)  # fmt: skip
+ SIZE_AB,
+ CUR, HAVE_FACTOR, HAVE_GRAD, SHIFT_USED, NEWTON_USED,
+ XSLOTS) = range(28)  # fmt: skip
