@@ -256,3 +256,30 @@ def test_batch_failure_names_the_member_and_keeps_every_partial_trajectory() -> 
         assert len(err.trajectory) == 3 and len(err.trajectory[0].t) == 21
     else:  # steps past h|ω| = 1 exist: then every member must have completed
         pass
+
+
+def test_csm_on_a_stiff_spring_stops_quickly_and_says_what_to_use() -> None:
+    """k = 1e12 on 1 kg: an explicit solve_ivp method would grind for minutes; its work is bounded."""
+    import time
+
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("p", mass=1.0, position=(0.0, 0.0, -1.0)))
+    scene.add(mbvi.Spring("world", "p", stiffness=1e12, rest_length=0.9))
+    start = time.perf_counter()
+    with pytest.raises(mbvi.SolverError, match="stiff") as info:
+        mbvi.simulate(scene, 0.05, 1e-3, "csm")
+    assert time.perf_counter() - start < 30.0
+    assert "Radau" in str(info.value) and info.value.time is not None
+
+
+def test_csm_rejects_a_negative_baumgarte_rate() -> None:
+    with pytest.raises(ValueError, match="alpha"):
+        mbvi.simulate(_far_scene(0.0), 0.01, 1e-3, "csm", alpha=-1.0)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [({"maxiter": 0}, "maxiter"), ({"tol": 0.0}, "tol"),
+                                                ({"tol": float("nan")}, "tol")])  # fmt: skip
+def test_project_position_validates_its_options(kwargs: dict, match: str) -> None:
+    system = mbvi.assemble(_far_scene(0.0))
+    with pytest.raises(ValueError, match=match):
+        system.project_position(system.layout.q0, **kwargs)
