@@ -8,11 +8,23 @@ from typing import Any
 import numpy as np
 
 
+def _is_number(value: Any) -> bool:
+    """A real number, not a bool or a string that looks like one."""
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        return False
+    if isinstance(value, np.ndarray):
+        return value.ndim == 0 and value.dtype.kind in "iuf"
+    return isinstance(value, (int, float, np.integer, np.floating))
+
+
 def vector3(value: Any, what: str, owner: str) -> np.ndarray:
-    """Return ``value`` as a finite float array of shape (3,)."""
+    """Return ``value`` as a finite float array of shape (3,) (numbers only: no strings, no bools)."""
     try:
-        arr = np.asarray(value, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
+        raw = np.asarray(value)
+        if raw.dtype.kind not in "iuf" and not (raw.dtype.kind == "O" and all(_is_number(x) for x in raw.flat)):
+            raise TypeError
+        arr = raw.astype(float).reshape(-1)
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{owner}: {what} must be 3 numbers, got {value!r}") from None
     if arr.shape != (3,):
         raise ValueError(f"{owner}: {what} must be 3 numbers, got {value!r}")
@@ -22,11 +34,13 @@ def vector3(value: Any, what: str, owner: str) -> np.ndarray:
 
 
 def positive(value: Any, what: str, owner: str, *, allow_zero: bool = False) -> float:
-    """Return ``value`` as a finite float that is positive (or non-negative)."""
+    """Return ``value`` as a finite float that is positive (or non-negative); strings and bools are refused."""
+    if not _is_number(value):
+        raise ValueError(f"{owner}: {what} must be a number, got {value!r}")
     try:
         x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{owner}: {what} must be a number, got {value!r}") from None
+    except OverflowError:
+        raise ValueError(f"{owner}: {what} must be finite, got {value!r}") from None
     if not math.isfinite(x):
         raise ValueError(f"{owner}: {what} must be finite, got {value!r}")
     if x < 0 or (x == 0 and not allow_zero):
@@ -36,11 +50,13 @@ def positive(value: Any, what: str, owner: str, *, allow_zero: bool = False) -> 
 
 
 def finite(value: Any, what: str, owner: str) -> float:
-    """Return ``value`` as a finite float."""
+    """Return ``value`` as a finite float; strings and bools are refused."""
+    if not _is_number(value):
+        raise ValueError(f"{owner}: {what} must be a number, got {value!r}")
     try:
         x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{owner}: {what} must be a number, got {value!r}") from None
+    except OverflowError:
+        raise ValueError(f"{owner}: {what} must be finite, got {value!r}") from None
     if not math.isfinite(x):
         raise ValueError(f"{owner}: {what} must be finite, got {value!r}")
     return x

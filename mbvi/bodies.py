@@ -74,6 +74,7 @@ class Particle(Body):
         self.mass = positive(mass, "mass", owner)
         self.position = vector3(position, "position", owner)
         self.velocity = vector3(velocity, "velocity", owner)
+        _check_representable(owner, self.mass, self.position, self.velocity)
 
     def __repr__(self) -> str:
         return f"Particle({self.name!r}, mass={self.mass:g}, position={self.position.tolist()})"
@@ -155,13 +156,24 @@ class RigidBody(Body):
         if mass is None:
             if shape is None or density is None:
                 raise ValueError(f"{owner}: give a mass, or a shape and a density")
-            mass = shape.mass_properties(positive(density, "density", owner))[0]
+            try:
+                mass = shape.mass_properties(positive(density, "density", owner))[0]
+            except ValueError as exc:
+                raise ValueError(f"{owner}: {exc}") from None
         self.mass = positive(mass, "mass", owner)
         if inertia is None:
             if shape is None:
                 raise ValueError(f"{owner}: give an inertia or a shape")
             inertia = self.mass * shape.unit_inertia()
-        J = np.asarray(inertia, dtype=float)
+        try:
+            J = np.asarray(inertia)
+            if J.dtype.kind not in "iuf":
+                J = np.asarray([[_float(x) for x in row] for row in J] if J.ndim == 2 else [_float(x) for x in J.flat])
+            J = J.astype(float)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(
+                f"{owner}: inertia must be 3 principal moments or a 3x3 tensor of numbers (kg m²), got {inertia!r}"
+            ) from None
         if J.shape == (3,):
             J = np.diag(J)
         if J.shape != (3, 3) or not np.all(np.isfinite(J)):
@@ -189,6 +201,9 @@ class RigidBody(Body):
         self.orientation = _orientation_matrix(orientation, owner)
         self.velocity = vector3(velocity, "velocity", owner)
         self.angular_velocity = vector3(angular_velocity, "angular_velocity", owner)
+        _check_representable(
+            owner, self.mass, self.position, self.velocity, self.principal_inertia, self.angular_velocity
+        )
 
     @property
     def inertia(self) -> np.ndarray:
@@ -198,3 +213,39 @@ class RigidBody(Body):
 
     def __repr__(self) -> str:
         return f"RigidBody({self.name!r}, mass={self.mass:g}, position={self.position.tolist()})"
+
+
+def _float(x: Any) -> float:
+    """A number as a float; strings and bools are refused (TypeError)."""
+    if isinstance(x, (bool, np.bool_, str, bytes)):
+        raise TypeError(x)
+    return float(x)
+
+
+#: largest coordinate accepted, m: squares of differences (distances, energies) stay finite
+MAX_POSITION = 1e150
+
+
+def _check_representable(
+    owner: str,
+    mass: float,
+    position: np.ndarray,
+    velocity: np.ndarray,
+    inertia: np.ndarray | None = None,
+    angular_velocity: np.ndarray | None = None,
+) -> None:
+    """Refuse initial states whose energy or geometry overflows double precision (naming the body)."""
+    if np.max(np.abs(position)) > MAX_POSITION:
+        raise ValueError(
+            f"{owner}: position {position.tolist()} is beyond ±{MAX_POSITION:g} m, where distances and energies "
+            "overflow; use a unit system in which the scene is smaller"
+        )
+    with np.errstate(over="ignore"):
+        energy = 0.5 * mass * float(velocity @ velocity)
+        if inertia is not None and angular_velocity is not None:
+            energy += 0.5 * float(inertia.max() * (angular_velocity @ angular_velocity))
+    if not np.isfinite(energy):
+        raise ValueError(
+            f"{owner}: the initial kinetic energy overflows (velocity {velocity.tolist()} m/s with mass {mass:g} kg); "
+            "such a state cannot be represented in double precision"
+        )

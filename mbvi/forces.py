@@ -49,6 +49,18 @@ class Force:
     def owner(self) -> str:
         return f"{type(self).__name__} {self.name!r}"
 
+    def _check_pair(self) -> None:
+        """A two-body element must join two different bodies (the world–world pair included)."""
+        a, b = self.bodies
+        if a == b:
+            raise ValueError(f"{self.owner}: joins body {a!r} to itself")
+
+    def _check_not_world(self) -> None:
+        """A one-body element cannot act on the fixed world."""
+        (body,) = self.bodies
+        if body == "world":
+            raise ValueError(f"{self.owner}: cannot act on 'world' (the world is fixed); name a body")
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
 
@@ -102,6 +114,7 @@ class Spring(Force):
         self._init_name(name, f"spring:{a}-{b}")
         self.bodies = (a, b)
         self.a, self.b = a, b
+        self._check_pair()
         self.stiffness = positive(stiffness, "stiffness", self.owner, allow_zero=True)
         self.rest_length = (
             None if rest_length is None else positive(rest_length, "rest_length", self.owner, allow_zero=True)
@@ -129,6 +142,7 @@ class Damper(Force):
         self._init_name(name, f"damper:{a}-{b}")
         self.bodies = (a, b)
         self.a, self.b = a, b
+        self._check_pair()
         self.damping = positive(damping, "damping", self.owner, allow_zero=True)
         self.anchor_a = np.zeros(3) if anchor_a is None else vector3(anchor_a, "anchor_a", self.owner)
         self.anchor_b = np.zeros(3) if anchor_b is None else vector3(anchor_b, "anchor_b", self.owner)
@@ -151,6 +165,7 @@ class Drag(Force):
         self._init_name(name, f"drag:{body}")
         self.bodies = (body,)
         self.body = body
+        self._check_not_world()
         self.coefficient = positive(coefficient, "coefficient", self.owner, allow_zero=True)
         self.anchor = np.zeros(3) if anchor is None else vector3(anchor, "anchor", self.owner)
 
@@ -213,6 +228,7 @@ class ExternalForce(Force):
         self._init_name(name, f"force:{body}")
         self.bodies = (body,)
         self.body = body
+        self._check_not_world()
         self.force = _vector_or_callable(force, "force", self.owner)
         self.anchor = np.zeros(3) if anchor is None else vector3(anchor, "anchor", self.owner)
 
@@ -233,4 +249,5 @@ class ExternalTorque(Force):
         self._init_name(name, f"torque:{body}")
         self.bodies = (body,)
         self.body = body
+        self._check_not_world()
         self.torque = _vector_or_callable(torque, "torque", self.owner)

@@ -28,9 +28,27 @@ class Shape:
         raise NotImplementedError
 
     def mass_properties(self, density: float) -> tuple[float, np.ndarray]:
-        """Mass (kg) and principal inertia (kg m², shape (3,)) for a uniform density (kg/m³)."""
-        m = density * self.volume()
-        return m, m * self.unit_inertia()
+        """Mass (kg) and principal inertia (kg m², shape (3,)) for a uniform density (kg/m³).
+
+        Raises
+        ------
+        ValueError
+            If the mass or the inertia is not a representable positive number
+            (e.g. ``Sphere(1e308)``, whose volume overflows).
+        """
+        with np.errstate(over="ignore", under="ignore"):
+            try:
+                m = density * self.volume()
+                inertia = m * self.unit_inertia()
+            except OverflowError:
+                m, inertia = math.inf, np.full(3, math.inf)
+        if not (math.isfinite(m) and m > 0 and np.all(np.isfinite(inertia)) and np.all(inertia > 0)):
+            raise ValueError(
+                f"{self!r} with density {density:g} kg/m³: mass {m:g} kg, inertia {np.asarray(inertia).tolist()} "
+                "kg m² are not representable (overflow or underflow); use a smaller size or a unit system in which "
+                "they are"
+            )
+        return m, inertia
 
     def describe(self) -> dict:
         """JSON-serializable description used by rendering."""
@@ -50,7 +68,7 @@ class Sphere(Shape):
     radius: float
 
     def __post_init__(self) -> None:
-        positive(self.radius, "radius", "Sphere")
+        object.__setattr__(self, "radius", positive(self.radius, "radius", "Sphere"))
 
     def volume(self) -> float:
         return 4.0 / 3.0 * math.pi * self.radius**3
@@ -107,8 +125,8 @@ class Cylinder(Shape):
     length: float
 
     def __post_init__(self) -> None:
-        positive(self.radius, "radius", "Cylinder")
-        positive(self.length, "length", "Cylinder")
+        object.__setattr__(self, "radius", positive(self.radius, "radius", "Cylinder"))
+        object.__setattr__(self, "length", positive(self.length, "length", "Cylinder"))
 
     def volume(self) -> float:
         return math.pi * self.radius**2 * self.length
@@ -138,8 +156,8 @@ class Capsule(Shape):
     length: float
 
     def __post_init__(self) -> None:
-        positive(self.radius, "radius", "Capsule")
-        positive(self.length, "length", "Capsule", allow_zero=True)
+        object.__setattr__(self, "radius", positive(self.radius, "radius", "Capsule"))
+        object.__setattr__(self, "length", positive(self.length, "length", "Capsule", allow_zero=True))
 
     def volume(self) -> float:
         r, h = self.radius, self.length

@@ -287,15 +287,24 @@ def modes(scene_or_eq: Scene | Equilibrium, count: int | None = None) -> tuple[n
     shapes : ndarray, shape (nq, k)
         Mode shapes in generalized coordinates (mass-normalized).
     """
+    if count is not None and (isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0):
+        raise ValueError(f"modes: count must be a non-negative integer or None, got {count!r}")
     eq = scene_or_eq if isinstance(scene_or_eq, Equilibrium) else equilibrium(scene_or_eq)
     sysm = eq.system
-    G = sysm.constraint_jacobian(eq.q).toarray()[sysm.active]
-    H = _lagrangian_hessian(sysm, eq.q, eq.multipliers, 0.0)
+    # Mass-normalized coordinates y = M^½ q: a standard symmetric eigenproblem, well scaled whatever the
+    # bodies' sizes (kg and kg m² of very different magnitudes made the generalized one fail).
+    root = np.sqrt(sysm.mass)
+    G = sysm.constraint_jacobian(eq.q).toarray()[sysm.active] / root[None, :]
+    G = G / np.maximum(np.abs(G).max(axis=1, initial=0.0), np.finfo(float).tiny)[:, None] if len(G) else G
+    H = _lagrangian_hessian(sysm, eq.q, eq.multipliers, 0.0) / np.outer(root, root)
     Z = _null_space(G, sysm.nq)
-    Mr = Z.T @ (sysm.mass[:, None] * Z)
     Hr = Z.T @ H @ Z
-    w2, phi = sla.eigh(0.5 * (Hr + Hr.T), 0.5 * (Mr + Mr.T))
+    try:
+        w2, phi = sla.eigh(0.5 * (Hr + Hr.T))
+    except (sla.LinAlgError, ValueError) as exc:
+        raise ValueError(f"modes: the eigenproblem could not be solved ({exc}); check masses and stiffnesses") from exc
+    phi = Z @ phi / root[:, None]  # back to q, mass-normalized: φᵀ M φ = I
     if count is not None:
         w2, phi = w2[:count], phi[:, :count]
     omega = np.sign(w2) * np.sqrt(np.abs(w2))
-    return omega, Z @ phi
+    return omega, phi

@@ -61,3 +61,73 @@ def test_first_use_does_not_import_rendering_or_plotting() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "[]"
+
+
+# -- input validation: ValueError naming the element ------------------------------------------------
+def _two_particles() -> mbvi.Scene:
+    scene = mbvi.Scene()
+    scene.add(mbvi.Particle("a", mass=1.0, position=(1.0, 0.0, 0.0)))
+    scene.add(mbvi.Particle("b", mass=1.0, position=(2.0, 0.0, 0.0)))
+    return scene
+
+
+@pytest.mark.parametrize(
+    ("make", "needles"),
+    [
+        (lambda: mbvi.RigidBody("r", mass=1.0, inertia="diag"), ["RigidBody 'r'", "inertia"]),
+        (lambda: mbvi.Particle("p", mass="1.0"), ["Particle 'p'", "mass"]),
+        (lambda: mbvi.Particle("p", mass=True), ["Particle 'p'", "mass"]),
+        (lambda: mbvi.RigidBody("r", mass=True, inertia=(1, 1, 1)), ["RigidBody 'r'", "mass"]),
+        (lambda: mbvi.Sphere("0.1"), ["Sphere", "radius"]),
+        (lambda: mbvi.Cylinder(0.1, "1.0"), ["Cylinder", "length"]),
+        (lambda: mbvi.Box(("1", 1, 1)), ["Box", "size"]),
+        (lambda: mbvi.RigidBody("r", shape=mbvi.Sphere(1e308), density=1.0), ["RigidBody 'r'", "representable"]),
+        (lambda: mbvi.Particle("p", mass=1.0, position=(1, 0, 0), velocity=(1e300, 0, 0)), ["Particle 'p'", "energy"]),
+        (lambda: mbvi.Particle("p", mass=1.0, position=(1e200, 0, 0)), ["Particle 'p'", "position"]),
+        (
+            lambda: mbvi.RigidBody("r", mass=1.0, inertia=(1, 1, 1), angular_velocity=(1e200, 0, 0)),
+            ["RigidBody 'r'", "energy"],
+        ),
+        (lambda: _two_particles().add(mbvi.Spring("a", "a", stiffness=1.0)), ["Spring", "itself"]),
+        (lambda: _two_particles().add(mbvi.Spring("world", "world", stiffness=1.0)), ["Spring", "itself"]),
+        (lambda: _two_particles().add(mbvi.Damper("b", "b", damping=1.0)), ["Damper", "itself"]),
+        (lambda: _two_particles().add(mbvi.Drag("world", coefficient=1.0)), ["Drag", "world"]),
+        (lambda: _two_particles().add(mbvi.ExternalForce("world", force=(1, 0, 0))), ["ExternalForce", "world"]),
+        (lambda: _two_particles().add(mbvi.ExternalTorque("world", torque=(1, 0, 0))), ["ExternalTorque", "world"]),
+    ],
+)
+def test_bad_input_is_a_value_error_naming_the_element(make, needles) -> None:
+    with pytest.raises(ValueError) as info:
+        make()
+    for needle in needles:
+        assert needle in str(info.value)
+
+
+def test_numbers_from_numpy_are_accepted() -> None:
+    p = mbvi.Particle("p", mass=np.float32(2.0), position=np.array([1, 0, 0]), velocity=[np.int64(1), 0.0, 0])
+    assert p.mass == 2.0
+    assert mbvi.Sphere(np.float64(0.5)).radius == 0.5
+    assert isinstance(mbvi.Cylinder(1, 2).length, float)
+
+
+def _hanging_sphere(radius: float, density: float) -> mbvi.Scene:
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.RigidBody("r", shape=mbvi.Sphere(radius), density=density, position=(0.0, 0.0, -2 * radius)))
+    scene.add(mbvi.Spherical("world", "r", anchor=(0.0, 0.0, 0.0)))
+    return scene
+
+
+def test_modes_count_is_checked() -> None:
+    with pytest.raises(ValueError, match="count"):
+        mbvi.modes(_hanging_sphere(0.1, 1000.0), count=-1)
+
+
+@pytest.mark.parametrize("radius", [0.1, 1e6])
+def test_modes_of_large_bodies_are_scale_free(radius: float) -> None:
+    """A sphere of radius R on a ball joint at 2R above its centre: two pendulum modes with
+    ω² = m g d / (J + m d²), d = 2R, J = 0.4 m R² (scipy failed for R = 1e6, density 1e-6)."""
+    omega, shapes = mbvi.modes(_hanging_sphere(radius, 1e-6 if radius > 1 else 1000.0))
+    d = 2 * radius
+    expected = np.sqrt(9.81 * d / (0.4 * radius**2 + d**2))
+    np.testing.assert_allclose(np.sort(np.abs(omega))[-2:], [expected, expected], rtol=1e-6)
+    assert np.all(np.isfinite(shapes))
