@@ -10,6 +10,7 @@ therefore reproduces its serial run.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -102,7 +103,8 @@ def simulate_batch(
     >>> len(trajs), trajs[0].q.shape
     (8, (101, 3))
     """
-    from mbvi.engine import loop, runner
+    loop = importlib.import_module("mbvi.engine.loop")  # safe when threads import it at once
+    runner = importlib.import_module("mbvi.engine.runner")
     from mbvi.integrators.rattle import _COMPILED
 
     cls = resolve_integrator(integrator)

@@ -15,7 +15,6 @@ from numba import njit
 from mbvi.engine.slots import (
     AW,
     BA_I,
-    BAND,
     BB_I,
     BE_KAPPA,
     CU,
@@ -24,6 +23,7 @@ from mbvi.engine.slots import (
     DP_I,
     DR_COEF,
     DR_I,
+    FIRST,
     GVEC,
     HAS_F,
     HD_CA,
@@ -46,6 +46,7 @@ from mbvi.engine.slots import (
     PF_I,
     PROW,
     ROUND,
+    ROWSTART,
     SAME,
     SCALE,
     SD_COEF,
@@ -173,36 +174,37 @@ def wgt(I, F, gd, y, out):
         out[c] += F[wo + c] * gd[i] * y[I[prow + i]]
 
 
-# ------------------------------------------------------------------------ A = G W Gᵀ, banded Cholesky
+# ----------------------------------------------------------------- A = G W Gᵀ, profile (skyline) Cholesky
+# Row i of the lower factor L is stored densely from its first nonzero column f_i to the diagonal:
+# L[i, j] is ab[R_i − f_i + j] (R_i = I[I[ROWSTART] + i]). Cholesky creates no fill outside this
+# envelope, and a Cuthill–McKee ordering keeps it narrow: a chain's envelope is its band, a chain of
+# rigid bodies' is about a third of its band. The diagonal holds 1/L_ii.
 @jit
-def _cholesky_band(ab, n, b):
-    """In-place lower Cholesky in row band storage ab[i (b + 1) + (j − i + b)], the diagonal stored as 1/L_ii.
-
-    Row i of L holds columns i − b … i contiguously, so the inner products run
-    over contiguous memory. Returns False when A is not positive definite.
-    """
-    w = b + 1
-    for i in range(n):
-        row = i * w + b - i  # ab[row + j] is L[i, j]
-        j0 = max(0, i - b)
-        for j in range(j0, i):
-            rj = j * w + b - j
-            s = ab[row + j]
-            for k in range(max(j0, j - b), j):
-                s -= ab[row + k] * ab[rj + k]
-            ab[row + j] = s * ab[rj + j]
-        d = ab[row + i]
-        for k in range(j0, i):
-            d -= ab[row + k] * ab[row + k]
+def _cholesky_profile(I, ab):
+    """In-place Cholesky in profile storage; False when A is not positive definite."""
+    fo, ro = I[FIRST], I[ROWSTART]
+    for i in range(I[N]):
+        fi = I[fo + i]
+        ri = I[ro + i] - fi  # ab[ri + j] is L[i, j]
+        for j in range(fi, i):
+            fj = I[fo + j]
+            rj = I[ro + j] - fj
+            s = ab[ri + j]
+            for k in range(max(fi, fj), j):
+                s -= ab[ri + k] * ab[rj + k]
+            ab[ri + j] = s * ab[rj + j]
+        d = ab[ri + i]
+        for k in range(fi, i):
+            d -= ab[ri + k] * ab[ri + k]
         if not d > 0.0 or not d < math.inf:
             return False
-        ab[row + i] = 1.0 / math.sqrt(d)
+        ab[ri + i] = 1.0 / math.sqrt(d)
     return True
 
 
 @jit
 def _assemble(I, F, gd, ab):
-    """Values of A = G M⁻¹ Gᵀ into the band storage ``ab``."""
+    """Values of A = G M⁻¹ Gᵀ into the profile storage ``ab``."""
     pa, pb, tg, aw = I[PA], I[PB], I[TARGET], I[AW]
     ab[:] = 0.0
     for i in range(I[NPAIR]):
@@ -221,18 +223,17 @@ def factor(I, F, gd, ab):
     if n == 0:
         return OK
     _assemble(I, F, gd, ab)
-    if _cholesky_band(ab, n, I[BAND]):
+    if _cholesky_profile(I, ab):
         return OK
     _assemble(I, F, gd, ab)
-    b = I[BAND]
-    w = b + 1
+    fo, ro = I[FIRST], I[ROWSTART]
     big = 0.0
     for i in range(n):
-        big = max(big, abs(ab[i * w + b]))
+        big = max(big, abs(ab[I[ro + i] - I[fo + i] + i]))
     shift = 1e-12 * big if big > 0.0 else 1e-300
     for i in range(n):
-        ab[i * w + b] += shift
-    if _cholesky_band(ab, n, b):
+        ab[I[ro + i] - I[fo + i] + i] += shift
+    if _cholesky_profile(I, ab):
         return SHIFTED
     return FAILED
 
@@ -240,20 +241,22 @@ def factor(I, F, gd, ab):
 @jit
 def solve(I, ab, rhs, out, tmp):
     """out = A⁻¹ rhs with the factorization from :func:`factor`."""
-    n, b = I[N], I[BAND]
-    perm = I[PERM]
-    w = b + 1
+    n = I[N]
+    perm, fo, ro = I[PERM], I[FIRST], I[ROWSTART]
     for i in range(n):
-        row = i * w + b - i
+        fi = I[fo + i]
+        ri = I[ro + i] - fi
         s = rhs[I[perm + i]]
-        for k in range(max(0, i - b), i):
-            s -= ab[row + k] * tmp[k]
-        tmp[i] = s * ab[row + i]
-    for i in range(n - 1, -1, -1):
-        s = tmp[i] * ab[i * w + b]
-        tmp[i] = s
-        for k in range(max(0, i - b), i):  # column i of Lᵀ: subtract L[i, k] x_i from the rows above
-            tmp[k] -= ab[i * w + b - i + k] * s
+        for k in range(fi, i):
+            s -= ab[ri + k] * tmp[k]
+        tmp[i] = s * ab[ri + i]
+    for i in range(n - 1, -1, -1):  # Lᵀ x = y, column by column
+        fi = I[fo + i]
+        ri = I[ro + i] - fi
+        x = tmp[i] * ab[ri + i]
+        tmp[i] = x
+        for k in range(fi, i):
+            tmp[k] -= ab[ri + k] * x
     for i in range(n):
         out[I[perm + i]] = tmp[i]
 

@@ -26,7 +26,6 @@ from numba import njit, prange
 
 from mbvi.engine import kernels as K
 from mbvi.engine.slots import (
-    BAND,
     CUR,
     DENSE_OK,
     HAS_F,
@@ -40,6 +39,7 @@ from mbvi.engine.slots import (
     PROW,
     SHIFT_USED,
     SIZE_AB,
+    SIZE_L,
     X_AB,
     X_CORR,
     X_DL,
@@ -81,7 +81,7 @@ DONE, SHAKE_FAILED, NONFINITE, DRIFT_FAILED, NEEDS_NUMPY = 0, 1, 2, 3, 4
 def workspace(I):
     """(WI, WS): the offsets and integer state, and every float buffer of one run."""
     n, nq, nnz = I[N], I[NQ], I[NNZ]
-    size_ab = (I[BAND] + 1) * n
+    size_ab = I[SIZE_L]
     sizes = (3 * n, 3 * n, n, 2 * nnz, 2 * size_ab, n, n, n, n, nq, nq, nq, nq, 2 * nq, nq, nq, nq, nq, 1, nq, nq)
     WI = np.zeros(XSLOTS, dtype=np.int64)
     total = 0

@@ -30,8 +30,8 @@ __all__ = ["FAMILIES", "build", "family_terms"]
 
 log = logging.getLogger("mbvi")
 
-#: cost limit n·b² of the banded Cholesky (beyond it the NumPy path's sparse LU is used)
-BANDED_WORK_MAX = 4e7
+#: entries of the profile (envelope) of the Cholesky factor beyond which the NumPy path's sparse LU is used
+PROFILE_MAX = 2_000_000
 #: rows up to which SHAKE's full-Newton fallback runs densely inside the compiled loop
 DENSE_NEWTON_MAX = 300
 
@@ -243,6 +243,14 @@ def _pack_forces(pk: _Packer, nq: int, terms: list[dict], has_forces: bool, has_
 
 
 # ----------------------------------------------------------------------------------- constraints
+def _profile(pi: np.ndarray, pj: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """First column f_i of each row's envelope, each row's start in the profile storage, and its size."""
+    first = np.arange(n, dtype=np.int64)
+    lo, hi = np.minimum(pi, pj), np.maximum(pi, pj)
+    np.minimum.at(first, hi, lo)
+    widths = np.arange(n) - first + 1
+    rowstart = np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.int64)
+    return first, rowstart, int(widths.sum())
 def _pack_constraints(pk: _Packer, system) -> bool:
     rows = system.rows
     act = system.active
@@ -274,47 +282,42 @@ def _pack_constraints(pk: _Packer, system) -> bool:
         wr, wc, wv, sw, wpos = part(rows._wr, rows._wc, rows._wv, nu)
     pattern = system._active_pattern
     prow, pcol = pattern.rows, pattern.cols
-    # A = G W Gᵀ: entry pairs sharing a column, lower triangle in band storage (the solver's ordering)
+    # A = G W Gᵀ: entry pairs sharing a column, lower triangle in profile storage, Cuthill–McKee order
     solver = system.solver
-    band, perm = n - 1 if n else 0, np.arange(n)
+    perm = np.arange(n)
     pa = pb = aw = target = np.zeros(0, np.int64)
+    first, rowstart, size = np.zeros(0, np.int64), np.zeros(0, np.int64), 0
     if n:
-        pa, pb = solver._pa, solver._pb
-        if solver.kind == "banded":  # already lower-only with its own ordering
-            band = solver.band
-            perm = solver.perm if solver.perm is not None else np.arange(n)
-            aw = solver._w
-        else:
-            ri, rj = prow[pa], prow[pb]
-            ones = csr_matrix((np.ones(len(ri)), (ri, rj)), shape=(n, n))
-            p = reverse_cuthill_mckee(ones, symmetric_mode=True) if n > 1 else np.arange(n)
-            inv = np.empty(n, dtype=np.int64)
-            inv[p] = np.arange(n)
-            b_perm = int(np.max(np.abs(inv[ri] - inv[rj])))
-            b_nat = int(np.max(np.abs(ri - rj)))
-            if b_nat <= b_perm:
-                p, inv, b_perm = np.arange(n), np.arange(n), b_nat
-            if n * (b_perm + 1) ** 2 > BANDED_WORK_MAX:
-                return False
-            band, perm = b_perm, p
-            pi, pj = inv[ri], inv[rj]
-            lower = pi >= pj
-            pa, pb, aw = pa[lower], pb[lower], solver._w[lower]
+        pa, pb, w = solver._pa, solver._pb, solver._w
+        if solver.kind == "banded":  # the solver kept the lower pairs only: mirror the off-diagonal ones
+            off = pa != pb
+            pa, pb, w = np.concatenate([pa, pb[off]]), np.concatenate([pb, pa[off]]), np.concatenate([w, w[off]])
+        ri, rj = prow[pa], prow[pb]
+        ones = csr_matrix((np.ones(len(ri)), (ri, rj)), shape=(n, n))
+        perm = reverse_cuthill_mckee(ones, symmetric_mode=True) if n > 1 else np.arange(n)
         inv = np.empty(n, dtype=np.int64)
         inv[perm] = np.arange(n)
-        pi, pj = inv[prow[pa]], inv[prow[pb]]
-        target = pi * (band + 1) + (pj - pi + band)  # row band storage (lower): L[i, j] at i (b + 1) + j − i + b
+        if _profile(inv[ri], inv[rj], n)[2] > _profile(ri, rj, n)[2]:  # the assembly order is better
+            perm, inv = np.arange(n), np.arange(n)
+        pi, pj = inv[ri], inv[rj]
+        first, rowstart, size = _profile(pi, pj, n)
+        if size > PROFILE_MAX:
+            return False
+        lower = pi >= pj
+        pa, pb, aw, pi, pj = pa[lower], pb[lower], w[lower], pi[lower], pj[lower]
+        target = rowstart[pi] + pj - first[pi]
     pk.set(S.NQ, nq)
     pk.set(S.N, n)
     pk.set(S.SAME, same)
-    pk.set(S.BAND, band)
+    pk.set(S.SIZE_L, size)
     pk.set(S.DENSE_OK, n <= DENSE_NEWTON_MAX)
     pk.set(S.NU, len(ur))
     pk.set(S.NW, len(wr))
     pk.set(S.NNZ, len(prow))
     pk.set(S.NPAIR, len(pa))
     for slot, arr in ((S.UR, ur), (S.UC, uc), (S.UPOS, upos), (S.WR, wr), (S.WC, wc), (S.WPOS, wpos),
-                      (S.PROW, prow), (S.PCOL, pcol), (S.PA, pa), (S.PB, pb), (S.TARGET, target), (S.PERM, perm)):
+                      (S.PROW, prow), (S.PCOL, pcol), (S.PA, pa), (S.PB, pb), (S.TARGET, target), (S.PERM, perm),
+                      (S.FIRST, first), (S.ROWSTART, rowstart)):
         pk.int_array(slot, arr)
     for slot, arr in ((S.W, system.inv_mass), (S.UV, uv), (S.SU, su), (S.WV, wv), (S.SW, sw),
                       (S.CU, rows._cu[sel3]), (S.CW, rows._cw[sel3]), (S.S, rows.s[act]), (S.KK, rows.k[act]),
@@ -345,7 +348,7 @@ def build(system) -> tuple[np.ndarray, np.ndarray] | None:
     if not _pack_constraints(pk, system):
         if "sparse" not in _logged:
             _logged.add("sparse")
-            log.warning("constraint matrix too wide for the compiled banded solver: using the NumPy path (sparse LU)")
+            log.warning("constraint matrix too wide for the compiled profile solver: using the NumPy path (sparse LU)")
         return None
     _pack_forces(pk, system.nq, terms, system.has_forces, system.has_velocity_forces)
     return pk.arrays()

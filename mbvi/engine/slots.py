@@ -12,9 +12,9 @@ run's integer state, ``WS`` (float64) every buffer.
 
 # --- model header (I[slot]) -------------------------------------------------------------------------
 # sizes and flags
-(NQ, N, SAME, BAND, DENSE_OK, HAS_F, HAS_VF, NU, NW, NNZ, NPAIR,
+(NQ, N, SAME, SIZE_L, DENSE_OK, HAS_F, HAS_VF, NU, NW, NNZ, NPAIR,
  # offsets of int arrays in I
- UR, UC, UPOS, WR, WC, WPOS, PROW, PCOL, PA, PB, TARGET, PERM,
+ UR, UC, UPOS, WR, WC, WPOS, PROW, PCOL, PA, PB, TARGET, PERM, FIRST, ROWSTART,
  # offsets of float arrays in F
  W, UV, SU, WV, SW, CU, CW, S, KK, SCALE, ROUND, AW, GVEC,
  # affine maps: idx offset (I), weights and constants (F), count, terms
@@ -33,7 +33,7 @@ run's integer state, ``WS`` (float64) every buffer.
  # per-instance arrays
  SP_STIFF, SP_REST, TS_STIFF, TS_REST, DP_COEF, DR_COEF, PF_FORCE, TQ_M, TQ_COLS, TQ_TAU,
  HD_CA, HD_CB, HD_RA, HD_RB, HD_COEF, SD_COEF, BE_KAPPA,
- NSLOTS) = range(114)  # fmt: skip
+ NSLOTS) = range(116)  # fmt: skip
 
 #: the affine maps, by family prefix
 MAPS = ("SP", "DP", "DR", "PF", "T1", "T2", "TW", "HD", "SN", "SD", "BA", "BB")

@@ -17,6 +17,7 @@ iteration around SHAKE).
 
 from __future__ import annotations
 
+import importlib
 from typing import ClassVar
 
 import numpy as np
@@ -190,8 +191,7 @@ class ShakeRattle(Integrator):
     # -- the whole run as one compiled call ------------------------------------------------------
     def integrate(self, state, t0, nsteps, save_every=1, callback=None):
         if type(self) in _COMPILED:
-            from mbvi.engine import runner
-
+            runner = importlib.import_module("mbvi.engine.runner")  # safe when threads import it at once
             model = self.system.engine_model()
             if model is not None:
                 return runner.integrate(self, model, state, t0, nsteps, save_every, callback)
