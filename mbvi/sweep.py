@@ -235,6 +235,7 @@ def sweep(
     *,
     progress: bool = False,
     scheduler: str | None = None,
+    timing: bool = False,
     **options: Any,
 ) -> Any:
     """Simulate a scene over a grid of parameters, on Dask; results as an :class:`xarray.Dataset`.
@@ -276,6 +277,8 @@ def sweep(
         serializes scene-file paths, module functions, lambdas and closures;
         a callable holding a lock or an open file it cannot). ``"synchronous"``
         runs in this process, for debugging.
+    timing : bool, default: False
+        Add ``wall_time``, the seconds each member took (not reproducible, so off by default).
     **options
         Passed to the integrator (e.g. ``alpha`` and ``method`` for ``csm``).
 
@@ -294,7 +297,9 @@ def sweep(
           ``"ExceptionType: message"``; its arrays hold the partial
           trajectory up to the failure (a :class:`mbvi.SolverError`'s
           ``err.trajectory``) and NaN after it;
-        * ``wall_time`` — (*G), s spent on the member (build and simulate).
+        * ``wall_time`` — (*G), s spent on the member (build and simulate),
+          only with ``timing=True`` (it is the one variable that differs
+          between two runs of the same grid, so it is left out by default).
 
         ``attrs`` record the run settings (``t_end``, ``dt``,
         ``integrator``, ``save_every``, ``options`` as JSON, ``build``,
@@ -367,7 +372,8 @@ def sweep(
     else:
         results = _run_locally(spec, members, settings, progress, scheduler)
     results.sort(key=lambda r: r.index)
-    return _dataset(names, values, shape, results, settings, cls.name, label)
+    ds = _dataset(names, values, shape, results, settings, cls.name, label)
+    return ds if timing else ds.drop_vars("wall_time")
 
 
 def _check_grid(grid: Mapping[str, Sequence[Any]]) -> tuple[list[str], list[list[Any]]]:
