@@ -326,3 +326,33 @@ def test_import_mbvi_does_not_import_sympy() -> None:
 
     code = "import sys, mbvi; mbvi.LagrangianSystem; mbvi.simulate; assert 'sympy' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_plugin_integrator_declaring_lagrangian_runs_a_lagrangian_system() -> None:
+    """A plugin written against mbvi.Integrator runs a LagrangianSystem once it declares "lagrangian"."""
+
+    class SemiImplicitEuler(mbvi.Integrator):  # v₁ = v + h M⁻¹ ∂L/∂q(q, v), q₁ = q + h v₁ (for L = ½ vᵀMv − V(q))
+        name = "semi_implicit_euler_test"
+        order = 1
+        handles = frozenset({"constraints", "lagrangian"})
+
+        def step(self, state, t):
+            _, Lq, _, _, _, Lvv = self.system.point(state.q, state.v, t)
+            v1 = state.v + self.dt * np.linalg.solve(Lvv, Lq)
+            return mbvi.State(state.q + self.dt * v1, v1)
+
+    h, T = 1e-3, 2.0
+    start = mbvi.State([math.pi / 4], [0.0])
+    traj = mbvi.simulate(_pendulum(), T, h, SemiImplicitEuler, initial_state=start)
+    ref = mbvi.simulate(_pendulum(), T, h, "symplectic_euler_a", initial_state=start)
+    assert np.max(np.abs(traj.q - ref.q)) < 5e-3  # both first order, against each other
+    np.testing.assert_allclose(traj.momentum[:, 0], traj.v[:, 0], rtol=1e-12)  # p = ∂L/∂v = v here
+
+    class SceneOnly(mbvi.Integrator):
+        name = "scene_only_test"
+
+        def step(self, state, t):
+            return state
+
+    with pytest.raises(ValueError, match="Lagrangian"):
+        mbvi.simulate(_pendulum(), 0.1, h, SceneOnly, initial_state=start)

@@ -145,7 +145,7 @@ class Integrator:
 
     def _instability(self, t: float, k: int) -> SolverError:
         """The error for a run that blew up, naming the stiffest element when there is one."""
-        stiff = self.system.stiffest_element()
+        stiff = self.system.stiffest_element() if isinstance(self.system, System) else None
         if stiff is not None and 2.0 / stiff[1] < 1.5 * self.dt:
             name, omega = stiff
             return SolverError(

@@ -28,10 +28,54 @@ def resolve(integrator: Any) -> type[LagrangianIntegrator]:
     name = integrator if isinstance(integrator, str) else getattr(integrator, "name", repr(integrator))
     if isinstance(integrator, str) and integrator in INTEGRATORS:
         return INTEGRATORS[integrator]
+    plugin = _plugin(integrator)
+    if plugin is not None and "lagrangian" in plugin.handles:
+        return _adapted(plugin)
     raise ValueError(
         f"integrator {name!r} does not handle Lagrangian systems (mbvi.LagrangianSystem); "
         f"the integrators that do are: {', '.join(sorted(INTEGRATORS))}"
     )
+
+
+def _plugin(integrator: Any) -> Any:
+    """The :class:`mbvi.Integrator` class a name or class stands for, if any."""
+    from mbvi.integrators.base import Integrator
+    from mbvi.plugins import get_integrator
+
+    if isinstance(integrator, type) and issubclass(integrator, Integrator):
+        return integrator
+    if isinstance(integrator, str):
+        try:
+            return get_integrator(integrator)
+        except ValueError:
+            return None
+    return None
+
+
+def _adapted(cls: Any) -> type[LagrangianIntegrator]:
+    """Run a plugin :class:`mbvi.Integrator` that declares ``"lagrangian"`` in ``handles``.
+
+    Its ``step(state, t)`` gets ``mbvi.State(q, v)`` in the system's coordinates
+    and generalized velocities; the momentum is p = ∂L/∂v at the result.
+    """
+
+    class Plugin(LagrangianIntegrator):
+        name = cls.name
+        order = cls.order
+        variational = cls.variational
+        symplectic = cls.symplectic
+        options = dict(cls.options)
+
+        def __init__(self, system: Any, dt: float, **options: Any) -> None:
+            super().__init__(system, dt, **options)
+            self.inner = cls(system, dt, **options)
+
+        def step(self, q, v, p, t):
+            out = self.inner.step(State(q, v), t)
+            return out.q, out.v, self.system.momentum(out.q, out.v, t + self.dt)
+
+    Plugin.__name__ = Plugin.__qualname__ = f"Lagrangian{cls.__name__}"
+    return Plugin
 
 
 def geometry(system: LagrangianSystem) -> dict:
