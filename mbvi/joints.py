@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mbvi._validate import finite, perpendicular_pair, positive, unit, vector3
 from mbvi._validate import name as check_name
-from mbvi._validate import perpendicular_pair, positive, unit, vector3
 from mbvi.geometry import LinkGeometry, vec3
 
 if TYPE_CHECKING:
@@ -244,21 +244,31 @@ class Revolute(_AnchoredJoint):
     axis : array_like, shape (3,), default: (0, 0, 1)
         Hinge axis in world coordinates at the initial configuration.
     name : str, optional
+    initial_angle : float, default: 0
+        The joint angle at the initial configuration, rad: where the angle's
+        zero lies (a URDF joint's coordinate, say). It moves no body.
 
     Notes
     -----
     The joint angle (``traj.joint_angle(name)``) is the rotation of b relative
-    to a about the axis, zero at the initial configuration.
+    to a about the axis, ``initial_angle`` at the initial configuration.
     """
 
     kind = "revolute"
 
     def __init__(
-        self, a: str, b: str, anchor: Any = None, axis: Any = (0.0, 0.0, 1.0), name: str | None = None
+        self,
+        a: str,
+        b: str,
+        anchor: Any = None,
+        axis: Any = (0.0, 0.0, 1.0),
+        name: str | None = None,
+        initial_angle: float = 0.0,
     ) -> None:
         self._init_names(a, b, name)
         self.anchor = None if anchor is None else vector3(anchor, "anchor", self.owner)
         self.axis = unit(axis, "axis", self.owner)
+        self.initial_angle = finite(initial_angle, "initial_angle", self.owner)
 
     def frame(self) -> np.ndarray:
         """World frame (u1, u2, axis) at the initial configuration, columns."""
@@ -273,12 +283,14 @@ class Revolute(_AnchoredJoint):
 
     def describe(self, layout: Layout) -> LinkGeometry:
         F = self.frame()
+        c, s = np.cos(self.initial_angle), np.sin(self.initial_angle)
         return replace(
             super().describe(layout),
             axis_a=vec3(layout.to_body_direction(self.a, F[:, 2])),
             u1_a=vec3(layout.to_body_direction(self.a, F[:, 0])),
             u2_a=vec3(layout.to_body_direction(self.a, F[:, 1])),
-            u1_b=vec3(layout.to_body_direction(self.b, F[:, 0])),
+            # R_b u1_b = cos θ₀ u1 + sin θ₀ u2 at assembly, so the joint angle starts at θ₀
+            u1_b=vec3(layout.to_body_direction(self.b, c * F[:, 0] + s * F[:, 1])),
         )
 
 
@@ -294,21 +306,31 @@ class Prismatic(_AnchoredJoint):
     anchor : array_like, shape (3,), optional
         World point on b's sliding line (default: b's origin).
     name : str, optional
+    initial_displacement : float, default: 0
+        The joint displacement at the initial configuration, m (a's anchor
+        sits that far behind b's along the axis). It moves no body.
 
     Notes
     -----
     The joint displacement (``traj.joint_displacement(name)``) is measured
-    along the axis from the initial configuration, m.
+    along the axis, ``initial_displacement`` at the initial configuration, m.
     """
 
     kind = "prismatic"
 
     def __init__(
-        self, a: str, b: str, axis: Any = (1.0, 0.0, 0.0), anchor: Any = None, name: str | None = None
+        self,
+        a: str,
+        b: str,
+        axis: Any = (1.0, 0.0, 0.0),
+        anchor: Any = None,
+        name: str | None = None,
+        initial_displacement: float = 0.0,
     ) -> None:
         self._init_names(a, b, name)
         self.axis = unit(axis, "axis", self.owner)
         self.anchor = None if anchor is None else vector3(anchor, "anchor", self.owner)
+        self.initial_displacement = finite(initial_displacement, "initial_displacement", self.owner)
 
     def constraint_rows(self, layout: Layout) -> list[Row]:
         u1, u2 = perpendicular_pair(self.axis)
@@ -335,7 +357,12 @@ class Prismatic(_AnchoredJoint):
         return rows
 
     def describe(self, layout: Layout) -> LinkGeometry:
-        return replace(super().describe(layout), axis_a=vec3(layout.to_body_direction(self.a, self.axis)))
+        p = self._anchor(layout) - self.initial_displacement * self.axis  # a's anchor: the displacement's zero
+        return replace(
+            super().describe(layout),
+            anchor_a=vec3(layout.to_body_point(self.a, p)),
+            axis_a=vec3(layout.to_body_direction(self.a, self.axis)),
+        )
 
 
 class Fixed(_AnchoredJoint):

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from mbvi import kinematics as kin
 from mbvi.bodies import WORLD
 from mbvi.geometry import BodyGeometry, LinkGeometry, SceneGeometry
 
@@ -171,48 +172,31 @@ class Trajectory:
         except KeyError:
             raise ValueError(f"unknown body {name!r}") from None
 
+    def _maybe_body(self, name: str) -> BodyGeometry | None:
+        return None if name == WORLD else self._body(name)
+
     def position(self, name: str) -> np.ndarray:
         """Position of a body's origin (centre of mass), m, shape (n, 3)."""
-        if name == WORLD:
-            return np.zeros((len(self.t), 3))
-        o = self._body(name).offset
-        return self.q[:, o : o + 3].copy()
+        return kin.body_position(self.q, self._maybe_body(name))
 
     def velocity(self, name: str) -> np.ndarray:
         """Velocity of a body's origin, m/s, shape (n, 3)."""
-        if name == WORLD:
-            return np.zeros((len(self.t), 3))
-        o = self._body(name).offset
-        return self.v[:, o : o + 3].copy()
-
-    def _columns(self, arr: np.ndarray, o: int) -> np.ndarray:
-        return arr[:, o + 3 : o + 12].reshape(-1, 3, 3).transpose(0, 2, 1)  # [:, :, c] = column c
+        return kin.body_velocity(self.v, self._maybe_body(name))
 
     def rotation(self, name: str) -> np.ndarray:
         """Body-to-world rotation matrices in the user's body frame, shape (n, 3, 3).
 
         Identity for particles and the world.
         """
-        n = len(self.t)
-        if name == WORLD or self._body(name).kind != "rigid":
-            return np.broadcast_to(np.eye(3), (n, 3, 3)).copy()
-        b = self._body(name)
-        Rp = self._columns(self.q, b.offset)
-        return Rp @ b.axes_matrix.T
+        return kin.body_rotation(self.q, self._maybe_body(name))
 
     def angular_velocity(self, name: str) -> np.ndarray:
         """Angular velocity in the world frame, rad/s, shape (n, 3) (ω = ½ Σᵢ rᵢ × ṙᵢ)."""
-        n = len(self.t)
-        if name == WORLD or self._body(name).kind != "rigid":
-            return np.zeros((n, 3))
-        o = self._body(name).offset
-        R, Rd = self._columns(self.q, o), self._columns(self.v, o)
-        return 0.5 * np.cross(R.transpose(0, 2, 1), Rd.transpose(0, 2, 1)).sum(axis=1)
+        return kin.body_angular_velocity(self.q, self.v, self._maybe_body(name))
 
     def point(self, name: str, anchor: Any) -> np.ndarray:
         """World position of a body-frame point (for the world: the point itself), m, shape (n, 3)."""
-        a = np.asarray(anchor, dtype=float)
-        return self.position(name) + self.rotation(name) @ a
+        return kin.body_point(self.q, self._maybe_body(name), anchor)
 
     # -- joints ----------------------------------------------------------------------------------
     def _link(self, name: str, kind: str) -> LinkGeometry:
@@ -221,28 +205,21 @@ class Trajectory:
             raise ValueError(f"unknown {kind} joint {name!r}")
         return link
 
+    def _joint(self, name: str, kind: str) -> tuple[LinkGeometry, BodyGeometry | None, BodyGeometry | None]:
+        j = self._link(name, kind)
+        return j, self._maybe_body(j.a), self._maybe_body(j.b)
+
     def joint_angle(self, name: str) -> np.ndarray:
         """Angle of a revolute joint (b relative to a, about its axis), rad, unwrapped, shape (n,)."""
-        j = self._link(name, "revolute")
-        Ra, Rb = self.rotation(j.a), self.rotation(j.b)
-        u1a, u2a, u1b = (np.asarray(x, dtype=float) for x in (j.u1_a, j.u2_a, j.u1_b))
-        w = Rb @ u1b
-        s = np.einsum("ij,ij->i", Ra @ u2a, w)
-        c = np.einsum("ij,ij->i", Ra @ u1a, w)
-        return np.unwrap(np.arctan2(s, c))
+        return np.unwrap(kin.joint_angle(self.q, *self._joint(name, "revolute")))
 
     def joint_rate(self, name: str) -> np.ndarray:
         """Rate of a revolute joint angle, rad/s, shape (n,)."""
-        j = self._link(name, "revolute")
-        n = self.rotation(j.a) @ np.asarray(j.axis_a, dtype=float)
-        return np.einsum("ij,ij->i", n, self.angular_velocity(j.b) - self.angular_velocity(j.a))
+        return kin.joint_rate(self.q, self.v, *self._joint(name, "revolute"))
 
     def joint_displacement(self, name: str) -> np.ndarray:
         """Displacement of a prismatic joint along its axis from the initial configuration, m, shape (n,)."""
-        j = self._link(name, "prismatic")
-        d = self.point(j.b, j.anchor_b) - self.point(j.a, j.anchor_a)
-        n = self.rotation(j.a) @ np.asarray(j.axis_a, dtype=float)
-        return np.einsum("ij,ij->i", d, n)
+        return kin.joint_displacement(self.q, *self._joint(name, "prismatic"))
 
     def strain(self, beam: str) -> np.ndarray:
         """Axial strain of each beam segment, shape (n, segments)."""
