@@ -180,17 +180,22 @@ def momentum(traj: Any, ax: Axes | None = None, *, angular: bool = False) -> Fig
     Returns
     -------
     matplotlib.figure.Figure
-        Three lines labelled ``p_x``, ``p_y``, ``p_z`` (or ``L_x`` …).
+        Three lines labelled ``p_x``, ``p_y``, ``p_z`` (or ``L_x`` …); for a
+        :class:`mbvi.LagrangianSystem`'s run, one line of generalized momentum
+        ∂L/∂v per coordinate, labelled ``p_<coordinate>``.
     """
     fig, ax = _axes(ax)
     values = np.asarray(traj.angular_momentum if angular else traj.momentum, dtype=float)
+    generalized = bool(traj.coordinate_names) and not angular
+    labels = traj.coordinate_names if generalized else list("xyz")[: values.shape[1]]
     sym = "L" if angular else "p"
     t = np.asarray(traj.t)
-    for i, c in enumerate("xyz"):
+    for i, c in enumerate(labels):
         ax.plot(t, values[:, i], label=f"{sym}_{c}", lw=1.2)
     ax.set_xlabel("time t [s]")
-    ax.set_ylabel("angular momentum [kg·m²/s]" if angular else "momentum [kg·m/s]")
-    ax.set_title("Angular momentum" if angular else "Momentum")
+    ax.set_ylabel("angular momentum [kg·m²/s]" if angular else
+                  "generalized momentum ∂L/∂v" if generalized else "momentum [kg·m/s]")  # fmt: skip
+    ax.set_title("Angular momentum" if angular else "Generalized momentum" if generalized else "Momentum")
     ax.legend(loc="best", fontsize="small")
     ax.grid(True, alpha=0.3)
     return fig
@@ -212,8 +217,11 @@ def constraint_error(traj: Any, ax: Axes | None = None) -> Figure:
     """
     fig, ax = _axes(ax)
     err = np.asarray(traj.constraint_error, dtype=float)
-    ax.semilogy(np.asarray(traj.t), _positive(err), lw=1.0, color="C3", label="max |g(q)|")
+    t = np.asarray(traj.t)
+    ax.semilogy(t, _positive(err), lw=1.0, color="C3", label="max |g(q)|")
     _note_if_empty(ax, err, "no constraint violation")
+    if len(t) > 1:
+        ax.set_xlim(t[0], t[-1])
     ax.set_xlabel("time t [s]")
     ax.set_ylabel("max |g(q)|")
     ax.set_title("Constraint error")
