@@ -189,6 +189,9 @@ def equilibrium(
         return f
 
     fscale = max(1.0, float(np.max(np.abs(load(q)))), float(np.max(M)) * float(np.linalg.norm(scene.gravity)))
+    # convergence is judged on the mass-weighted residual M⁻¹ r (an acceleration), so that a light body
+    # among heavy ones must be in equilibrium too (a 1e-9 kg bob next to a 1 kg one)
+    ascale = max(1.0, float(np.max(np.abs(load(q) / M))) if sysm.nq else 1.0, float(np.linalg.norm(scene.gravity)))
     res = np.inf
     for it in range(1, maxiter + 1):  # noqa: B007 (reported as iterations)
         grad = load(q)
@@ -199,12 +202,14 @@ def equilibrium(
         lam_full[act] = lam
         r = grad + G.T @ lam
         res = float(np.max(np.abs(r))) if len(r) else 0.0
-        if res <= tol * fscale:
+        if res <= tol * fscale and (not len(r) or float(np.max(np.abs(r / M))) <= tol * ascale):
             break
         H = _lagrangian_hessian(sysm, q, lam_full, t)
         Z = _null_space(G, sysm.nq)
         Hr = Z.T @ H @ Z
-        w, V = np.linalg.eigh(0.5 * (Hr + Hr.T))
+        Mr = Z.T @ (M[:, None] * Z)
+        # mass-weighted curvature (ω² of the tangent modes): masses 1e9 apart do not hide the light body's
+        w, V = sla.eigh(0.5 * (Hr + Hr.T), 0.5 * (Mr + Mr.T)) if Z.shape[1] else (np.zeros(0), np.zeros((0, 0)))
         # Newton along positive curvature (however small: stiff beams span 1e-10 of the largest
         # eigenvalue); positive-definite modification where the curvature is negative or numerically
         # zero (saddles, unloaded strings, slack chains), its step capped at the scene's length scale

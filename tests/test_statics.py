@@ -314,3 +314,17 @@ def test_constraint_torque_vanishes_about_a_hinge_axis() -> None:
     eq = mbvi.equilibrium(scene)
     assert abs(eq.constraint_torque("world-bar")[1]) < 1e-9
     np.testing.assert_allclose(eq.constraint_force("world-bar"), [0, 0, 9.81], atol=1e-9)
+
+
+@pytest.mark.parametrize(("ma", "mb"), [(1.0, 1e-9), (1.0, 1e9), (1e9, 1.0), (1.0, 1e6)])
+def test_equilibrium_of_a_double_pendulum_with_extreme_mass_ratios(ma: float, mb: float) -> None:
+    """Both bobs hang straight down whatever the mass ratio (the light one is not left off the vertical)."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("a", mass=ma, position=(0.6, 0.0, -0.8)))
+    scene.add(mbvi.Particle("b", mass=mb, position=(1.3, 0.0, -1.5)))
+    scene.add(mbvi.Rod("world", "a"))
+    scene.add(mbvi.Rod("a", "b"))
+    eq = mbvi.equilibrium(scene)
+    np.testing.assert_allclose(eq.position("a"), (0.0, 0.0, -1.0), atol=1e-8)
+    np.testing.assert_allclose(eq.position("b"), (0.0, 0.0, -1.0 - np.hypot(0.7, 0.7)), atol=1e-8)
+    assert eq.stable
