@@ -39,6 +39,7 @@ if _typing.TYPE_CHECKING:  # for type checkers and the API docs; never executed
     from mbvi.integrators.base import Integrator
     from mbvi.joints import Fixed, Joint, Prismatic, Revolute, Rod, Spherical
     from mbvi.lagrangian import LagrangianSystem
+    from mbvi.loads import StateView
     from mbvi.plugins import PluginError, force_laws, get_force_law, get_integrator, integrators
     from mbvi.scene import Scene
     from mbvi.shapes import Box, Capsule, Cylinder, Shape, Sphere
@@ -84,6 +85,7 @@ _EXPORTS: dict[str, str] = {
     "Rod": "mbvi.joints",
     "Spherical": "mbvi.joints",
     "LagrangianSystem": "mbvi.lagrangian",
+    "StateView": "mbvi.loads",
     "PluginError": "mbvi.plugins",
     "force_laws": "mbvi.plugins",
     "get_force_law": "mbvi.plugins",
@@ -141,6 +143,7 @@ __all__ = [
     "Spherical",
     "Spring",
     "State",
+    "StateView",
     "System",
     "TorsionSpring",
     "Trajectory",

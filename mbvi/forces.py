@@ -217,8 +217,10 @@ class ExternalForce(Force):
     Parameters
     ----------
     body : str
-    force : array_like, shape (3,), or callable ``t -> (3,)``
-        N; constant or a function of time.
+    force : array_like, shape (3,), or callable ``(t) -> (3,)`` or ``(t, state) -> (3,)``
+        N; constant, a function of time, or of time and the state (a read-only
+        :class:`mbvi.StateView`: ``state.position(name)``, ``state.joint_angle(name)`` …);
+        the form is read from the number of required positional parameters (see :mod:`mbvi.loads`).
     anchor : array_like, shape (3,), optional
         Body-frame point of application (default: origin / centre of mass).
     name : str, optional
@@ -240,8 +242,9 @@ class ExternalTorque(Force):
     ----------
     body : str
         A rigid body.
-    torque : array_like, shape (3,), or callable ``t -> (3,)``
-        N m; constant or a function of time.
+    torque : array_like, shape (3,), or callable ``(t) -> (3,)`` or ``(t, state) -> (3,)``
+        N m, world frame; constant, a function of time, or of time and the state
+        (a read-only :class:`mbvi.StateView`), as for :class:`ExternalForce`.
     name : str, optional
     """
 

@@ -21,7 +21,10 @@ from mbvi.forces import (
 )
 from mbvi.hookspecs import hookimpl
 from mbvi.kernels import AffineMap
+from mbvi.kinematics import angular_velocity
+from mbvi.kinematics import cross as _cross
 from mbvi.layout import Layout
+from mbvi.loads import call_load, load_arity, state_view_factory
 
 __all__ = [
     "DamperLaw",
@@ -55,17 +58,6 @@ def _difference_map(layout: Layout, elements) -> AffineMap:
         tb, cb = layout.point(e.b, e.anchor_b)
         items.append((ta + [(i, -w) for i, w in tb], ca - cb))
     return AffineMap.from_terms(items, layout.nq)
-
-
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a × b over the last axis, broadcasting (np.cross's overhead dominates on these small arrays)."""
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    out[..., 0] = a1 * b2 - a2 * b1
-    out[..., 1] = a2 * b0 - a0 * b2
-    out[..., 2] = a0 * b1 - a1 * b0
-    return out
 
 
 def rotation_columns(layout: Layout, bodies: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -221,40 +213,51 @@ class DragLaw(ForceLaw):
         return sp.csr_matrix((self.nq, self.nq)), block_quadratic(self.P.matrix, blocks)
 
 
-def _vector_values(items, t: float, owner_attr: str) -> np.ndarray:
-    out = np.empty((len(items), 3))
-    for i, e in enumerate(items):
-        val = getattr(e, owner_attr)
-        f = val(t) if callable(val) else val
-        f = np.asarray(f, dtype=float).reshape(-1)
-        if f.shape != (3,) or not np.all(np.isfinite(f)):
-            raise ValueError(f"{e.owner}: {owner_attr}(t={t:g}) must return 3 finite numbers, got {f!r}")
-        out[i] = f
-    return out
-
-
 class _Prescribed:
-    """Constant loads stacked once; callables evaluated each call."""
+    """Loads of one law stacked as (m, 3): constants once, callables of ``(t)`` or ``(t, state)`` per call.
 
-    def __init__(self, elements, attr: str):
+    The calling form of each callable is read once, here (:func:`mbvi.loads.load_arity`);
+    :attr:`reads_state` is True when any of them takes the state.
+    """
+
+    def __init__(self, elements, attr: str, layout: Layout):
         self.attr = attr
-        self.constant = np.array([0.0 if callable(getattr(e, attr)) else 1.0 for e in elements], dtype=bool)
         self.values0 = np.array(
-            [np.zeros(3) if callable(getattr(e, attr)) else getattr(e, attr) for e in elements]
+            [np.zeros(3) if callable(getattr(e, attr)) else getattr(e, attr) for e in elements], dtype=float
         ).reshape(-1, 3)
-        self.callables = [(i, e) for i, e in enumerate(elements) if callable(getattr(e, attr))]
+        self.callables = [
+            (i, e, getattr(e, attr), load_arity(getattr(e, attr), e.owner, attr))
+            for i, e in enumerate(elements)
+            if callable(getattr(e, attr))
+        ]
+        self.index = np.array([i for i, *_ in self.callables], dtype=np.intp)
+        self.reads_state = any(arity == 2 for *_, arity in self.callables)
+        self.view = state_view_factory(layout) if self.reads_state else None
 
-    def __call__(self, t: float) -> np.ndarray:
+    def __call__(self, t: float, q: np.ndarray | None = None, v: np.ndarray | None = None) -> np.ndarray:
+        """Load vectors at time t (s) and state (q, v), shape (m, 3) (N or N m)."""
         if not self.callables:
             return self.values0
         out = self.values0.copy()
-        vals = _vector_values([e for _, e in self.callables], t, self.attr)
-        out[[i for i, _ in self.callables]] = vals
+        state = self.view(q, v) if self.view is not None and q is not None else None
+        for i, e, func, arity in self.callables:
+            if arity == 2 and state is None:
+                raise ValueError(f"{e.owner}: {self.attr}(t, state) needs the state; none was given")
+            f = np.asarray(call_load(func, arity, t, state, e.owner, self.attr), dtype=float).reshape(-1)
+            if f.shape != (3,) or not np.all(np.isfinite(f)):
+                args = f"t={t:g}" if arity == 1 else f"t={t:g}, state"
+                raise ValueError(f"{e.owner}: {self.attr}({args}) must return 3 finite numbers, got {f!r}")
+            out[i] = f
         return out
 
 
 class ExternalForceLaw(ForceLaw):
-    """Prescribed world forces at body points (constant or functions of time)."""
+    """World forces at body points: constant, functions of time ``f(t)`` or of time and state ``f(t, state)``.
+
+    When any load reads the state the law is velocity dependent (an instance
+    attribute): integrators evaluate it like damping, and its Jacobians are the
+    finite differences of :meth:`mbvi.ForceLaw.force_jacobians`.
+    """
 
     name = "external_force"
     element = ExternalForce
@@ -263,21 +266,34 @@ class ExternalForceLaw(ForceLaw):
     def __init__(self, elements, layout):
         super().__init__(elements, layout)
         self.P = _point_map(layout, [(e.body, e.anchor) for e in elements])
-        self.values = _Prescribed(elements, "force")
+        self.values = _Prescribed(elements, "force", layout)
+        self.velocity_dependent = self.values.reads_state
 
     def force(self, q, v, t):
-        return self.P.adjoint(self.values(t))
+        return self.P.adjoint(self.values(t, q, v))
 
     def force_jacobians(self, q, v, t):
+        if self.values.reads_state:
+            return super().force_jacobians(q, v, t)
         z = sp.csr_matrix((self.nq, self.nq))
         return z, z
 
     def work(self, q, t):
-        return float(np.sum(self.values(t) * self.P(q)))
+        """f·x of the loads that do not read the state (state-reading loads have no work potential), J."""
+        f = self.values(t, q, np.zeros_like(q))
+        if self.values.reads_state:
+            f = f.copy()
+            f[[i for i, *_, arity in self.values.callables if arity == 2]] = 0.0
+        return float(np.sum(f * self.P(q)))
 
 
 class ExternalTorqueLaw(ForceLaw):
-    """Prescribed world torques on rigid bodies: generalized force ½ τ × rᵢ on each rotation column."""
+    """World torques on rigid bodies: generalized force ½ τ × rᵢ on each rotation column.
+
+    A torque is constant, a function of time ``τ(t)`` or of time and state
+    ``τ(t, state)``; when any reads the state the law is velocity dependent and
+    its Jacobians are finite differences (see :class:`ExternalForceLaw`).
+    """
 
     name = "external_torque"
     element = ExternalTorque
@@ -289,15 +305,18 @@ class ExternalTorqueLaw(ForceLaw):
             if layout.kind(e.body) != "rigid":
                 raise ValueError(f"{e.owner}: body {e.body!r} is not a rigid body (a torque needs orientation)")
         self.cols, _ = rotation_columns(layout, [e.body for e in elements])
-        self.values = _Prescribed(elements, "torque")
+        self.values = _Prescribed(elements, "torque", layout)
+        self.velocity_dependent = self.values.reads_state
 
     def force(self, q, v, t):
-        tau = self.values(t)
+        tau = self.values(t, q, v)
         r = q[self.cols]  # (m, 3 columns, 3)
         f = 0.5 * _cross(tau[:, None, :], r)
         return np.bincount(self.cols.ravel(), weights=f.ravel(), minlength=self.nq)
 
     def force_jacobians(self, q, v, t):
+        if self.values.reads_state:
+            return super().force_jacobians(q, v, t)
         tau = self.values(t)
         m = len(tau)
         skew = np.zeros((m, 3, 3))
@@ -311,9 +330,8 @@ class ExternalTorqueLaw(ForceLaw):
 
 
 def _angular_velocity(q: np.ndarray, v: np.ndarray, cols: np.ndarray, rigid: np.ndarray) -> np.ndarray:
-    """ω = ½ Σᵢ rᵢ × ṙᵢ per body, shape (m, 3) (zero for non-rigid)."""
-    w = 0.5 * _cross(q[cols], v[cols]).sum(axis=1)
-    return w * rigid[:, None]
+    """ω = ½ Σᵢ rᵢ × ṙᵢ per body (:func:`mbvi.kinematics.angular_velocity`), shape (m, 3), zero for non-rigid."""
+    return angular_velocity(q[cols], v[cols]) * rigid[:, None]
 
 
 class JointDampingLaw(ForceLaw):
@@ -404,7 +422,7 @@ class JointDampingLaw(ForceLaw):
             ra = q[self.cols_a] * self.rigid_a[:, None, None]
             vb = v[self.cols_b] * self.rigid_b[:, None, None]
             va = v[self.cols_a] * self.rigid_a[:, None, None]
-            dw = 0.5 * (np.cross(rb, vb).sum(axis=1) - np.cross(ra, va).sum(axis=1))  # ω_b − ω_a
+            dw = angular_velocity(rb, vb) - angular_velocity(ra, va)  # ω_b − ω_a
             rate = np.einsum("ij,ij->i", n, dw)
             nn = n[:, None, :]
             # ∂θ̇/∂(ṙᵇ, ṙᵃ): ½ n × rᵇᵢ and −½ n × rᵃᵢ, shape (m, 18)
