@@ -402,11 +402,15 @@ def run_batch(I, F, method, Q0, V0, t0, h, nsteps, save_every, tol, maxiter, ls,
     """
     B = Q0.shape[0]
     for b in prange(B):
+        # private copies of the model: numba reference-counts every array it passes, and two threads
+        # counting references to one shared array contend for its cache line on every call
+        I_b = I.copy()
+        F_b = F.copy()
         lam = np.zeros((2, I[N]))
         q = Q0[b].copy()
         v = V0[b].copy()
         Q[b, 0] = q
         V[b, 0] = v
         Wk[b, 0] = 0.0
-        run(I, F, method, q, v, t0, h, 0, nsteps, nsteps, save_every, tol, maxiter, ls, lam, Q[b], V[b], Wk[b], 1,
-            info[b], True)  # fmt: skip
+        run(I_b, F_b, method, q, v, t0, h, 0, nsteps, nsteps, save_every, tol, maxiter, ls, lam, Q[b], V[b], Wk[b],
+            1, info[b], True)  # fmt: skip
