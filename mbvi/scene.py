@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Any
 
 import networkx as nx
@@ -140,6 +142,37 @@ class Scene:
                 return True
             G.add_edge(a, b)
         return not nx.is_forest(G)
+
+    @classmethod
+    def from_urdf(
+        cls,
+        path_or_xml: str | os.PathLike | bytes,
+        joint_positions: Mapping[str, float] | None = None,
+        gravity: Any = (0.0, 0.0, -9.81),
+    ) -> Scene:
+        """A scene from a URDF robot description (needs ``pip install 'mbvi[urdf]'``).
+
+        Links become rigid bodies and joints ``Revolute``/``Prismatic``/``Fixed``
+        joints, named as in the URDF; the root link is fixed to the world. See
+        :func:`mbvi.urdf.scene_from_urdf` for what is read, what is ignored
+        (with a warning) and the errors.
+
+        Parameters
+        ----------
+        path_or_xml : str, path-like or bytes
+            A URDF file, or its XML text.
+        joint_positions : mapping of str to float, optional
+            Initial joint coordinates by URDF joint name, rad or m.
+        gravity : array_like, shape (3,), default: (0, 0, -9.81)
+            m/s².
+
+        Returns
+        -------
+        Scene
+        """
+        from mbvi.urdf import scene_from_urdf
+
+        return scene_from_urdf(path_or_xml, joint_positions=joint_positions, gravity=gravity)
 
     def __repr__(self) -> str:
         return f"Scene({len(self._bodies)} bodies, {len(self._joints)} joints, {len(self.forces)} forces)"
