@@ -20,8 +20,10 @@ __all__ = [
     "body_shape",
     "box",
     "capsule",
+    "compound",
     "cylinder",
     "helix",
+    "mesh",
     "sphere",
     "unit_rod",
 ]
@@ -157,7 +159,11 @@ def body_shape(shape: dict[str, Any]) -> Template:
     shape : dict
         ``{"type": "sphere", "radius": r}``, ``{"type": "box", "size": [lx, ly, lz]}``,
         ``{"type": "cylinder", "radius": r, "length": l}`` or
-        ``{"type": "capsule", "radius": r, "length": l}``, in the body frame.
+        ``{"type": "capsule", "radius": r, "length": l}``, in the body frame;
+        ``{"type": "mesh", "path": str, "scale": [sx, sy, sz]}`` (any file PyVista reads);
+        ``{"type": "compound", "parts": [...]}``: several of these, each with a
+        ``"transform"`` (row-major 4×4 placement in the body frame), as
+        :class:`mbvi.urdf.Visuals` describes a URDF link.
 
     Raises
     ------
@@ -165,6 +171,10 @@ def body_shape(shape: dict[str, Any]) -> Template:
         For an unknown shape type.
     """
     kind = shape.get("type")
+    if kind == "compound":
+        return compound(shape["parts"])
+    if kind == "mesh":
+        return mesh(shape["path"], shape.get("scale", (1.0, 1.0, 1.0)))
     if kind == "sphere":
         return sphere(float(shape["radius"]), resolution=24)
     if kind == "box":
@@ -173,4 +183,39 @@ def body_shape(shape: dict[str, Any]) -> Template:
         return cylinder(float(shape["radius"]), float(shape["length"]))
     if kind == "capsule":
         return capsule(float(shape["radius"]), float(shape["length"]))
-    raise ValueError(f"unknown shape type {kind!r}; expected sphere, box, cylinder or capsule")
+    raise ValueError(f"unknown shape type {kind!r}; expected sphere, box, cylinder, capsule, mesh or compound")
+
+
+def mesh(path: str, scale: Any = (1.0, 1.0, 1.0)) -> Template:
+    """A mesh file read by PyVista (STL, OBJ, PLY, VTK …), scaled per axis, in its own frame.
+
+    Raises
+    ------
+    ValueError
+        When the file cannot be read.
+    """
+    try:
+        data = pv.read(path)
+    except Exception as exc:
+        raise ValueError(f"cannot read mesh {path!r}: {exc}") from None
+    surface = data.extract_surface() if not isinstance(data, pv.PolyData) else data
+    surface = surface.scale(np.asarray(scale, dtype=float), inplace=False)
+    return Template.from_polydata(surface)
+
+
+def compound(parts: Any) -> Template:
+    """One template from several shape descriptions, each placed by its ``"transform"`` (4×4, row-major)."""
+    pts, nrm, faces, n_faces, offset = [], [], [], 0, 0
+    for part in parts:
+        T = np.asarray(part.get("transform", np.eye(4).ravel()), dtype=float).reshape(4, 4)
+        t = body_shape({k: v for k, v in part.items() if k != "transform"})
+        pts.append(t.points @ T[:3, :3].T + T[:3, 3])
+        nrm.append(t.normals @ T[:3, :3].T)
+        f = t.faces.reshape(t.n_faces, -1).copy()
+        f[:, 1:] += offset
+        faces.append(f.ravel())
+        n_faces += t.n_faces
+        offset += len(t.points)
+    if not pts:
+        raise ValueError("a compound shape needs at least one part")
+    return Template(np.vstack(pts), np.vstack(nrm), np.concatenate(faces).astype(np.int64), n_faces)
