@@ -127,9 +127,7 @@ def joint_rate(
     return np.einsum("...j,...j->...", n, dw)
 
 
-def joint_displacement(
-    q: np.ndarray, link: LinkGeometry, a: BodyGeometry | None, b: BodyGeometry | None
-) -> np.ndarray:
+def joint_displacement(q: np.ndarray, link: LinkGeometry, a: BodyGeometry | None, b: BodyGeometry | None) -> np.ndarray:
     """Displacement of a prismatic joint along its axis from the assembly configuration, m, shape (...)."""
     d = body_point(q, b, link.anchor_b) - body_point(q, a, link.anchor_a)
     n = body_rotation(q, a) @ np.asarray(link.axis_a, dtype=float)

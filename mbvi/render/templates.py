@@ -8,6 +8,7 @@ places them.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -198,7 +199,12 @@ def mesh(path: str, scale: Any = (1.0, 1.0, 1.0)) -> Template:
         data = pv.read(path)
     except Exception as exc:
         raise ValueError(f"cannot read mesh {path!r}: {exc}") from None
-    surface = data.extract_surface() if not isinstance(data, pv.PolyData) else data
+    if isinstance(data, pv.MultiBlock):
+        data = data.combine()
+    if not isinstance(data, pv.PolyData):
+        new_api = "algorithm" in inspect.signature(data.extract_surface).parameters  # PyVista ≥ 0.47
+        data = data.extract_surface(**({"algorithm": "dataset_surface"} if new_api else {}))
+    surface = data
     surface = surface.scale(np.asarray(scale, dtype=float), inplace=False)
     return Template.from_polydata(surface)
 

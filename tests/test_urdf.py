@@ -1,0 +1,201 @@
+"""URDF import: physics against MuJoCo on the same file, structure, errors and warnings.
+
+The reference is MuJoCo (a test dependency) loading the very same URDF text,
+integrated with RK4 at dt = 1e-4 — an independent parser, independent
+coordinates (joint angles) and an independent integrator.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mbvi
+
+DATA = Path(__file__).parent / "data"
+ARM = DATA / "two_link_arm.urdf"
+Q0 = {"shoulder": 0.7, "elbow": -0.5}
+
+
+def load(source, **kw) -> mbvi.Scene:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return mbvi.Scene.from_urdf(source, **kw)
+
+
+def mujoco_run(xml: str, q0: dict[str, float], t_end: float, bodies: list[str]) -> tuple[dict, dict]:
+    """Centres of mass (world, m) and joint coordinates after ``t_end`` in MuJoCo, RK4, dt = 1e-4."""
+    mujoco = pytest.importorskip("mujoco")
+    tag = '<mujoco><compiler discardvisual="true" balanceinertia="false" fusestatic="false"/></mujoco>'
+    start = xml.index("<robot")
+    end = xml.index(">", start) + 1
+    m = mujoco.MjModel.from_xml_string(xml[:end] + tag + xml[end:])
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
+    m.opt.timestep = 1e-4
+    m.opt.gravity[:] = (0.0, 0.0, -9.81)
+    assert np.all(m.dof_armature == 0)
+    d = mujoco.MjData(m)
+    for name, value in q0.items():
+        d.qpos[m.joint(name).qposadr[0]] = value
+    mujoco.mj_forward(m, d)
+    start_com = {b: d.xipos[m.body(b).id].copy() for b in bodies}
+    for _ in range(round(t_end / m.opt.timestep)):
+        mujoco.mj_step(m, d)
+    com = {b: d.xipos[m.body(b).id].copy() for b in bodies}
+    qpos = {name: float(d.qpos[m.joint(name).qposadr[0]]) for name in q0}
+    return {"start": start_com, "end": com}, qpos
+
+
+def test_two_link_arm_agrees_with_mujoco():
+    xml = ARM.read_text()
+    ref, qpos = mujoco_run(xml, Q0, 1.0, ["upper", "fore"])
+    traj = mbvi.simulate(load(ARM, joint_positions=Q0), t_end=1.0, dt=1e-4, save_every=10)
+    for b in ("upper", "fore"):
+        assert np.max(np.abs(traj.position(b)[0] - ref["start"][b])) < 1e-12  # forward kinematics, inertial origins
+        assert np.linalg.norm(traj.position(b)[-1] - ref["end"][b]) < 1e-5
+        assert np.linalg.norm(traj.position(b)[-1] - traj.position(b)[0]) > 0.05  # control: the arm swung
+    for name, value in Q0.items():
+        assert traj.joint_angle(name)[0] == pytest.approx(value, abs=1e-14)  # the URDF's joint coordinates
+        assert traj.joint_angle(name)[-1] == pytest.approx(qpos[name], abs=1e-5)
+    assert np.ptp(traj.energy) <= 1e-5
+    assert np.max(traj.constraint_error) <= 1e-10
+
+
+def test_joint_damping_is_read_and_agrees_with_mujoco():
+    xml = ARM.read_text().replace('<axis xyz="0 1 0"/>', '<axis xyz="0 1 0"/>\n    <dynamics damping="0.05"/>')
+    scene = load(xml, joint_positions=Q0)
+    assert [f.coefficient for f in scene.forces if isinstance(f, mbvi.JointDamping)] == [0.05]
+    ref, _ = mujoco_run(xml, Q0, 0.5, ["upper", "fore"])
+    traj = mbvi.simulate(scene, t_end=0.5, dt=1e-4, save_every=100)
+    for b in ("upper", "fore"):
+        assert np.linalg.norm(traj.position(b)[-1] - ref["end"][b]) < 1e-5
+    assert traj.energy[-1] < traj.energy[0] - 1e-3  # control: damping took energy out
+
+
+SLIDER = """<robot name="slider">
+  <link name="rail"/>
+  <link name="cart">
+    <inertial><mass value="2.0"/><inertia ixx="0.01" iyy="0.02" izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial>
+    <visual><geometry><box size="0.1 0.1 0.1"/></geometry></visual>
+  </link>
+  <link name="tool">
+    <visual><origin xyz="0 0 -0.1"/><geometry><sphere radius="0.02"/></geometry></visual>
+  </link>
+  <link name="weight">
+    <inertial><origin xyz="0 0 -0.05"/><mass value="1.0"/>
+      <inertia ixx="0.001" iyy="0.001" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial>
+  </link>
+  <joint name="slide" type="prismatic">
+    <parent link="rail"/><child link="cart"/>
+    <origin xyz="0 0 1" rpy="0 0 0.5"/><axis xyz="0 0 1"/>
+  </joint>
+  <joint name="mount" type="fixed">
+    <parent link="cart"/><child link="tool"/><origin xyz="0.1 0 0"/>
+  </joint>
+  <joint name="hang" type="fixed">
+    <parent link="tool"/><child link="weight"/><origin xyz="0 0 -0.2"/>
+  </joint>
+</robot>"""
+
+
+def test_prismatic_fixed_and_massless_links():
+    scene = mbvi.Scene.from_urdf(SLIDER, joint_positions={"slide": 0.3})
+    assert [b.name for b in scene.bodies] == ["cart", "weight"]  # rail is the world, tool merged into cart
+    assert [j.name for j in scene.joints] == ["slide", "hang"]
+    hang = scene.joint("hang")
+    assert (hang.a, hang.b) == ("cart", "weight")
+    parts = scene.body("cart").shape.describe()["parts"]
+    assert [p["type"] for p in parts] == ["box", "sphere"]  # the tool's sphere rides on the cart
+    assert np.allclose(np.reshape(parts[1]["transform"], (4, 4))[:3, 3], [0.1, 0.0, -0.1])
+    traj = mbvi.simulate(scene, t_end=0.5, dt=1e-3)
+    assert traj.position("cart")[0] == pytest.approx([0.0, 0.0, 1.3], abs=1e-14)
+    assert traj.position("weight")[0] == pytest.approx([0.1 * np.cos(0.5), 0.1 * np.sin(0.5), 1.05], abs=1e-14)
+    # free fall along the vertical slide: d(t) = d₀ − ½ g t²
+    d = traj.joint_displacement("slide")
+    assert np.max(np.abs(d - (0.3 - 0.5 * 9.81 * traj.t**2))) < 1e-9
+    assert np.max(traj.constraint_error) < 1e-10
+
+
+def test_render_draws_urdf_visuals_and_meshes(tmp_path):
+    pv = pytest.importorskip("pyvista")
+    pv.Cube(x_length=0.1, y_length=0.05, z_length=0.3).triangulate().save(tmp_path / "fore.stl")
+    xml = ARM.read_text().replace('<sphere radius="0.04"/>', '<mesh filename="package://arm/fore.stl" scale="1 1 1"/>')
+    (tmp_path / "arm.urdf").write_text(xml)
+    scene = load(tmp_path / "arm.urdf", joint_positions=Q0)
+    parts = scene.body("fore").shape.describe()["parts"]
+    assert [p["type"] for p in parts] == ["cylinder", "mesh"]
+    out = tmp_path / "arm.png"
+    mbvi.render.snapshot(scene, out)
+    assert out.stat().st_size > 1000
+
+
+# -- errors and warnings -----------------------------------------------------------------------------
+def _arm(old: str, new: str) -> str:
+    xml = ARM.read_text()
+    assert old in xml
+    return xml.replace(old, new)
+
+
+@pytest.mark.parametrize(
+    ("xml", "match"),
+    [
+        (_arm('<parent link="upper"/>', '<parent link="uper"/>'), r"URDF joint 'elbow': unknown parent link 'uper'"),
+        (_arm('<mass value="0.8"/>', '<mass value="-0.8"/>'), r"URDF link 'fore': mass -0.8 kg must be positive"),
+        (_arm('ixx="0.008"', 'ixx="-0.008"'), r"URDF link 'fore': .*positive definite"),
+        (_arm("</robot>", "<link"), r"URDF: malformed XML"),
+        (_arm('type="continuous"', 'type="planar"'), r"URDF joint 'elbow': type 'planar' is not supported"),
+        (_arm('<axis xyz="1 0 0.5"/>', '<axis xyz="0 0 0"/>'), r"URDF joint 'elbow': axis .* has no direction"),
+        (_arm('<child link="upper"/>', '<child link="fore"/>'), r"URDF link 'fore' has two parent joints"),
+        (
+            _arm('<link name="fore">', '<link name="fore"></link><link name="stub">'),
+            r"URDF link 'stub' has no mass .* moves on continuous joint|URDF link 'fore' has no mass",
+        ),
+    ],
+)
+def test_bad_urdf_is_a_value_error_naming_the_link_or_joint(xml, match):
+    with pytest.raises(ValueError, match=match):
+        load(xml, joint_positions=Q0)
+
+
+def test_bad_joint_positions_and_missing_files():
+    with pytest.raises(ValueError, match=r"joint_positions: unknown URDF joint 'wrist'"):
+        load(ARM, joint_positions={"wrist": 0.1})
+    with pytest.raises(ValueError, match=r"joint_positions: URDF joint 'mount' is fixed"):
+        mbvi.Scene.from_urdf(SLIDER, joint_positions={"mount": 0.1})
+    with pytest.raises(FileNotFoundError, match="URDF file not found"):
+        mbvi.Scene.from_urdf(DATA / "nope.urdf")
+
+
+def test_what_mbvi_cannot_represent_is_one_warning_naming_it():
+    xml = _arm(
+        '<joint name="elbow" type="continuous">',
+        '<joint name="elbow" type="continuous">\n    <dynamics damping="0" friction="0.3"/>'
+        '\n    <mimic joint="shoulder" multiplier="1"/>',
+    )
+    xml = xml.replace(
+        '<link name="fore">',
+        '<link name="fore">\n    <collision><geometry><sphere radius="0.04"/></geometry></collision>',
+    )
+    sphere = '<geometry><sphere radius="0.04"/></geometry>\n    </visual>'
+    xml = xml.replace(sphere, '<geometry><mesh filename="missing.stl"/></geometry>\n    </visual>')
+    with pytest.warns(UserWarning) as record:
+        scene = mbvi.Scene.from_urdf(xml)
+    assert len(record) == 1
+    message = str(record[0].message)
+    assert "\n" not in message
+    for part in (
+        "joint limits (shoulder)",
+        "joint friction (elbow)",
+        "mimic couplings (elbow)",
+        "collision geometry (fore)",
+        "visuals of links fixed to the world (base)",
+        "mesh files not found (not drawn) (fore: missing.stl)",
+    ):
+        assert part in message
+    assert not [f for f in scene.forces if isinstance(f, mbvi.JointDamping)]  # damping 0: no element
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mbvi.Scene.from_urdf(SLIDER)  # nothing ignored, nothing said
