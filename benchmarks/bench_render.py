@@ -7,9 +7,16 @@ and their ratio; nothing is asserted. The per-frame cost of moving the
 chain (``SceneView.show_frame``: in-place array updates) is reported apart
 from the draw-and-read-back cost.
 
+With ``--workers``, it instead measures what the issue of slow animations
+measured: a 301-frame, 640×480 GIF of a pendulum (10 s at 30 frames/s), drawn
+in this process (``workers=1``, the old path) and by worker processes
+(``workers=2``, the default), each ``--repeat`` times, and prints frames/s
+(median, min … max) and the ratio of the medians.
+
 Run::
 
     python benchmarks/bench_render.py [--links 100] [--frames 60] [--format mp4]
+    python benchmarks/bench_render.py --workers [--repeat 3] [--format gif]
 """
 
 from __future__ import annotations
@@ -69,15 +76,78 @@ def update_cost(traj: mbvi.Trajectory, fps: float, window_size: tuple[int, int])
         plotter.close()
 
 
+def pendulum_trajectory(t_end: float = 10.0) -> mbvi.Trajectory:
+    """A particle pendulum released horizontally (the 301-frame GIF of the issue)."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("bob", mass=1.0, position=(1.0, 0.0, 0.0)))
+    scene.add(mbvi.Rod("world", "bob"))
+    return mbvi.simulate(scene, t_end=t_end, dt=1e-3)
+
+
+def legacy_animate(traj: mbvi.Trajectory, path: Path, aa: str | None, fps: float = 30.0) -> None:
+    """``animate`` as it was before worker processes: one plotter, imageio's Pillow GIF writer (median cut)."""
+    import imageio.v3 as iio
+
+    from mbvi.render import FrameData, SceneView, animation_indices
+    from mbvi.render.api import _grab, _plotter
+
+    data = FrameData.from_trajectory(traj, animation_indices(traj.t, fps))
+    plotter = _plotter((640, 480), True, aa)
+    try:
+        view = SceneView(plotter, data, time_label=True)
+        with iio.imopen(path, "w", plugin="pillow") as writer:
+            for j in range(data.n_frames):
+                view.show_frame(j)
+                image = np.ascontiguousarray(_grab(plotter)[..., :3])
+                writer.write(image, duration=1000.0 / fps, loop=0, is_batch=False)
+    finally:
+        plotter.close()
+
+
+def workers_comparison(repeat: int, fmt: str, aa: str | None) -> None:
+    """Frames/s of the old ``animate`` loop, of ``animate(workers=1)`` and of ``animate(workers=2)``."""
+    traj = pendulum_trajectory()
+    render = mbvi.render
+    frames = len(render.animation_indices(traj.t, 30.0))
+    runs = {
+        "before (one process, median-cut GIF)": lambda p: legacy_animate(traj, p, aa),
+        "workers=1": lambda p: render.animate(traj, p, workers=1, anti_aliasing=aa),
+        "workers=2": lambda p: render.animate(traj, p, workers=2, anti_aliasing=aa),
+    }
+    if fmt != "gif":
+        del runs["before (one process, median-cut GIF)"]
+    results: dict[str, list[float]] = {k: [] for k in runs}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(repeat):
+            for i, (label, run) in enumerate(runs.items()):
+                start = time.perf_counter()
+                run(Path(tmp) / f"p{i}.{fmt}")
+                elapsed = time.perf_counter() - start
+                results[label].append(frames / elapsed)
+                print(f"run {r + 1}: {label}: {frames} frames in {elapsed:.2f} s ({frames / elapsed:.1f} frames/s)")
+    med = {k: float(np.median(v)) for k, v in results.items()}
+    for k, v in results.items():
+        print(f"{k}: {med[k]:.1f} frames/s (min {min(v):.1f}, max {max(v):.1f}, {repeat} runs)")
+    first = next(iter(med))
+    for k in list(med)[1:]:
+        print(f"ratio {k} / {first}: {med[k] / med[first]:.2f} (anti-aliasing: {aa}; {fmt}; 640x480)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--links", type=int, default=100)
     parser.add_argument("--frames", type=int, default=60)
-    parser.add_argument("--format", choices=("mp4", "gif"), default="mp4")
+    parser.add_argument("--format", choices=("mp4", "gif"), default=None, help="default: mp4 (gif with --workers)")
     parser.add_argument("--dt", type=float, default=5e-4)
     parser.add_argument("--aa", default="fxaa", help="anti-aliasing: fxaa (SSAA under EGL), ssaa, none")
+    parser.add_argument("--workers", action="store_true", help="compare animate(workers=1) with workers=2")
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     aa = None if args.aa.lower() == "none" else args.aa
+    if args.workers:
+        workers_comparison(args.repeat, args.format or "gif", aa)
+        return
+    args.format = args.format or "mp4"
     fps = 30.0
     window = (640, 480)
     t_end = (args.frames - 1) / fps

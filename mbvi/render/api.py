@@ -13,13 +13,15 @@ import pyvista as pv
 from numpy.typing import NDArray
 
 from mbvi.render.frames import FrameData, TrajectoryLike, animation_indices, nearest_indices
-from mbvi.render.video import VideoWriter
+from mbvi.render.video import VideoWriter, render_parallel
 from mbvi.render.view import SceneView, TrailSpec
 
 __all__ = ["animate", "show", "snapshot"]
 
 _VIEW_OPTIONS = frozenset({"ground", "joints", "scale", "style", "scalar_bar", "time_label", "camera", "zoom"})
 _TRAIL_SAMPLES = 400
+#: animations with at least this many frames are drawn by worker processes (see :func:`animate`)
+_PARALLEL_MIN_FRAMES = 48
 _NO_FXAA_WINDOWS = ("vtkEGLRenderWindow", "vtkOSOpenGLRenderWindow")
 
 
@@ -171,6 +173,7 @@ def animate(
     progress: bool = False,
     anti_aliasing: str | None = "fxaa",
     quality: float = 7.0,
+    workers: int | None = None,
     **opts: Any,
 ) -> Path:
     """Render a trajectory to an animated GIF or an MP4 video, off screen.
@@ -202,6 +205,11 @@ def animate(
         not work with the headless EGL window, which then uses SSAA.
     quality : float, default: 7
         MP4 quality, 0 … 10.
+    workers : int, optional
+        Processes that draw the frames. Default: 2 (1 on a one-core machine)
+        for animations of at least 48 frames, else 1 (this process). Workers
+        are started with ``spawn`` and each costs about a second to start;
+        the video is the same either way.
     **opts
         View options as in :func:`snapshot`; ``time_label`` defaults to True.
 
@@ -230,20 +238,29 @@ def animate(
     indices = animation_indices(traj.t, fps, speed)
     data = FrameData.from_trajectory(traj, indices)
     trails = _trail_spec(traj, _trail_names(data, trail), indices, np.arange(len(indices)), trail_length)
-    plotter = _plotter(window_size, True, anti_aliasing)
-    try:
-        view = SceneView(plotter, data, trails=trails, **opts)
-        bar = _progress(len(indices), progress, out.name)
+    if workers is None:
+        workers = min(2, os.cpu_count() or 1) if len(indices) >= _PARALLEL_MIN_FRAMES else 1
+    bar = _progress(len(indices), progress, out.name)
+    if workers > 1:
         with writer:
-            for j in range(len(indices)):
-                view.show_frame(j)
-                writer.append(_grab(plotter))
+            for frame in render_parallel(data, trails, opts, window_size, anti_aliasing, writer.suffix, workers):
+                writer.append_encoded(frame)
                 if bar is not None:
                     bar.update(1)
-        if bar is not None:
-            bar.close()
-    finally:
-        plotter.close()
+    else:
+        plotter = _plotter(window_size, True, anti_aliasing)
+        try:
+            view = SceneView(plotter, data, trails=trails, **opts)
+            with writer:
+                for j in range(len(indices)):
+                    view.show_frame(j)
+                    writer.append(_grab(plotter))
+                    if bar is not None:
+                        bar.update(1)
+        finally:
+            plotter.close()
+    if bar is not None:
+        bar.close()
     return out
 
 
