@@ -85,7 +85,7 @@ def pendulum_trajectory(t_end: float = 10.0) -> mbvi.Trajectory:
 
 
 def legacy_animate(traj: mbvi.Trajectory, path: Path, aa: str | None, fps: float = 30.0) -> None:
-    """``animate`` as it was before worker processes: one plotter, imageio's Pillow GIF writer (median cut)."""
+    """``animate`` as it was before: one process, corner-annotation time label, imageio's Pillow GIF writer."""
     import imageio.v3 as iio
 
     from mbvi.render import FrameData, SceneView, animation_indices
@@ -94,10 +94,14 @@ def legacy_animate(traj: mbvi.Trajectory, path: Path, aa: str | None, fps: float
     data = FrameData.from_trajectory(traj, animation_indices(traj.t, fps))
     plotter = _plotter((640, 480), True, aa)
     try:
-        view = SceneView(plotter, data, time_label=True)
+        view = SceneView(plotter, data, time_label=False)
+        # the old time label: a corner annotation, re-fitted at every render
+        corner = plotter.add_text("", position="upper_left", font_size=round(480 / 50))
+        fmt = "t = {:.3f} s"
         with iio.imopen(path, "w", plugin="pillow") as writer:
             for j in range(data.n_frames):
                 view.show_frame(j)
+                corner.set_text("upper_left", fmt.format(data.times[j]))
                 image = np.ascontiguousarray(_grab(plotter)[..., :3])
                 writer.write(image, duration=1000.0 / fps, loop=0, is_batch=False)
     finally:
