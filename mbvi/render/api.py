@@ -291,7 +291,12 @@ def show(
 ) -> pv.Plotter:
     """Open an interactive view (a window, or inline in a notebook).
 
-    A trajectory gets a time slider.
+    A trajectory gets a time slider. Inside Jupyter the view is drawn by
+    PyVista's ``trame`` backend with server-side rendering (off screen, so it
+    works on headless servers through EGL, no X display needed): the slider
+    and the camera are live in the notebook. Without trame
+    (``pip install 'mbvi[notebook]'``) it falls back to a static image, with a
+    warning.
 
     Parameters
     ----------
@@ -322,7 +327,8 @@ def show(
         :func:`snapshot` or :func:`animate` instead.
     """
     _check_options(opts, "show")
-    if not _interactive_available():
+    notebook = _in_notebook()
+    if not notebook and not _interactive_available():
         raise RuntimeError(
             "mbvi.render.show needs a display (none found: rendering is headless); "
             "use mbvi.render.snapshot() or mbvi.render.animate() instead"
@@ -332,7 +338,7 @@ def show(
     indices = np.unique(np.linspace(0, len(t) - 1, min(len(t), max_frames)).round().astype(np.intp))
     data = FrameData.from_trajectory(traj, indices)
     trails = _trail_spec(traj, _trail_names(data, trail), indices, np.arange(len(indices)), None)
-    plotter = _plotter(window_size, False, anti_aliasing)
+    plotter = _plotter(window_size, notebook, anti_aliasing)  # in a notebook: off screen, shown by trame
     opts.setdefault("time_label", len(indices) > 1)
     view = SceneView(plotter, data, trails=trails, **opts)
     start = int(nearest_indices(data.times, [t[int(frame) % len(t)]])[0])
@@ -351,5 +357,38 @@ def show(
             pointa=(0.25, 0.08),
             pointb=(0.75, 0.08),
         )
-    plotter.show()
+    if notebook:
+        plotter.show(jupyter_backend=_notebook_backend())
+    else:
+        plotter.show()
     return plotter
+
+
+def _in_notebook() -> bool:
+    """Whether we run inside a Jupyter kernel (IPython with a kernel, not a terminal shell)."""
+    if "ipykernel" not in sys.modules:
+        return False
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def _notebook_backend() -> str:
+    """PyVista's Jupyter backend for :func:`show`: ``"trame"`` (interactive, server-side rendering, so the
+    time slider works on headless servers through EGL) when trame is installed, else ``"static"`` (an image)
+    with a warning saying what to install."""
+    import importlib.util
+    import warnings
+
+    if all(importlib.util.find_spec(m) is not None for m in ("trame", "trame_vtk", "trame_vuetify")):
+        return "trame"
+    warnings.warn(
+        "mbvi.render.show: trame is not installed, showing a static image; for an interactive view with a time "
+        "slider: pip install 'mbvi[notebook]' (or 'pyvista[jupyter]')",
+        UserWarning,
+        stacklevel=3,
+    )
+    return "static"
