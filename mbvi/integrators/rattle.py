@@ -24,6 +24,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse.linalg as spla
 
+from mbvi import kinematics
 from mbvi.errors import SolverError
 from mbvi.hookspecs import hookimpl
 from mbvi.integrators.base import Integrator
@@ -39,10 +40,8 @@ def _diagnose(system: System, q: np.ndarray, v: np.ndarray, h: float, g: np.ndar
     h = abs(h)  # Yoshida's middle substep runs backwards in time
     rot = system.layout.rotation_blocks
     if len(rot):
-        cols = rot.reshape(-1, 3)  # three column blocks per rigid body
-        idx = cols[:, :, None] + np.arange(3)
-        omega = 0.5 * np.cross(q[idx], v[idx]).sum(axis=1)
-        w = np.linalg.norm(omega, axis=1)
+        idx = rot.reshape(-1, 3)[:, :, None] + np.arange(3)  # (bodies, column, component) of the rotation columns
+        w = np.linalg.norm(kinematics.angular_velocity(q[idx], v[idx]), axis=1)
         i = int(np.argmax(w))
         if h * w[i] > 0.5:
             names = [n for n in system.layout.bodies if system.layout.kind(n) == "rigid"]
