@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,7 @@ from mbvi.scene import Scene
 from mbvi.state import State
 from mbvi.trajectory import Trajectory
 
-__all__ = ["resolve_integrator", "simulate", "step_count"]
+__all__ = ["progress_bar", "resolve_integrator", "simulate", "step_count"]
 
 #: a run whose energy left its balance by this many energy scales has blown up
 BLOW_UP = 1e3
@@ -123,19 +124,7 @@ def simulate(
         "order": cls.order,
         "options": {k: repr(v) for k, v in options.items()},
     }
-    bar = None
-    callback = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=nsteps, unit="step", desc=cls.name, leave=False)
-        last = [0]
-
-        def callback(k: int) -> None:
-            if k - last[0] >= 100 or k == nsteps:
-                bar.update(k - last[0])
-                last[0] = k
-
+    bar, callback = progress_bar(nsteps, cls.name) if progress else (None, None)
     try:
         t, q, v = stepper.integrate(state, float(t0), nsteps, save_every, callback)
     except SolverError as err:
@@ -153,6 +142,21 @@ def simulate(
         traj = Trajectory.from_states(system, t, q, v, scene=scene, info=info)
     _check_energy_balance(traj, stepper, system)
     return traj
+
+
+def progress_bar(nsteps: int, label: str) -> tuple[Any, Callable[[int], None]]:
+    """A tqdm bar over ``nsteps`` steps and the ``callback(k)`` that advances it every 100 steps."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=nsteps, unit="step", desc=label, leave=False)
+    last = [0]
+
+    def callback(k: int) -> None:
+        if k - last[0] >= 100 or k == nsteps:
+            bar.update(k - last[0])
+            last[0] = k
+
+    return bar, callback
 
 
 def _given_state(system, initial_state: State) -> State:

@@ -124,6 +124,15 @@ def _solve(I, WI, WS, slot, rhs, out):
 
 
 @jit
+def _correct(I, F, gd0, dl, dq, q1, corr):
+    """A SHAKE update ΔΛ: q₁ −= M⁻¹ G(q₀)ᵀ ΔΛ, and the accumulated correction grows by the same."""
+    K.wgt(I, F, gd0, dl, dq)
+    for i in range(len(q1)):
+        q1[i] -= dq[i]
+        corr[i] += dq[i]
+
+
+@jit
 def _shake_newton(I, F, WI, WS, gd0, q1, corr, vfree, h, tol, maxiter, vh):
     """Full Newton on Λ with the unsymmetric Jacobian G(q) M⁻¹ G(q₀)ᵀ (dense least squares)."""
     n, nq, nnz = I[N], I[NQ], I[NNZ]
@@ -152,10 +161,7 @@ def _shake_newton(I, F, WI, WS, gd0, q1, corr, vfree, h, tol, maxiter, vh):
             c = I[pcol + i]
             GW[I[prow + i], c] += gd[i] * F[wo + c]
         dl = np.linalg.lstsq(GW @ G0.T, g.copy())[0]
-        K.wgt(I, F, gd0, dl, dq)
-        for i in range(nq):
-            q1[i] -= dq[i]
-            corr[i] += dq[i]
+        _correct(I, F, gd0, dl, dq, q1, corr)
     return SHAKE_FAILED
 
 
@@ -199,10 +205,7 @@ def _shake(I, F, WI, WS, slot0, q0, vfree, h, lam, warm, tol, maxiter, q1, vh):
         _solve(I, WI, WS, slot0, g, dl)
         for i in range(n):
             lamv[i] += dl[i]
-        K.wgt(I, F, gd0, dl, dq)
-        for i in range(nq):
-            q1[i] -= dq[i]
-            corr[i] += dq[i]
+        _correct(I, F, gd0, dl, dq, q1, corr)
     return SHAKE_FAILED
 
 

@@ -148,7 +148,7 @@ def simulate_lagrangian(
     SolverError
         A step failed; ``err.trajectory`` holds everything computed before it.
     """
-    from mbvi.simulate import step_count
+    from mbvi.simulate import progress_bar, step_count
 
     nsteps = step_count(t_end, dt, t0, save_every)
     cls = resolve(integrator)
@@ -163,18 +163,7 @@ def simulate_lagrangian(
         "coordinates": system.coordinate_names,
         "constraints": system.nc,
     }
-    bar = callback = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=nsteps, unit="step", desc=cls.name, leave=False)
-        last = [0]
-
-        def callback(k: int) -> None:
-            if k - last[0] >= 100 or k == nsteps:
-                bar.update(k - last[0])
-                last[0] = k
-
+    bar, callback = progress_bar(nsteps, cls.name) if progress else (None, None)
     try:
         t, q, v, p = stepper.integrate(state.q, state.v, float(t0), nsteps, save_every, callback)
     except SolverError as err:
