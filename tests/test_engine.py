@@ -37,21 +37,28 @@ def _numpy_path(scene, t_end, dt, integrator="verlet", **kw):
 
 
 def _quiet():
+    """Closed-loop scenes warn, by design, that redundant rows were dropped."""
     ctx = warnings.catch_warnings()
     ctx.__enter__()
     warnings.simplefilter("ignore", mbvi.RedundantConstraintWarning)
     return ctx
 
 
-@pytest.mark.parametrize("path", SCENE_FILES, ids=[p.stem for p in SCENE_FILES])
-def test_compiled_and_numpy_paths_agree_on_every_scene(path: Path) -> None:
+def _scene_and_step(path: Path):
+    """A scene file's scene and a step verlet takes stably (skips files that build no Scene)."""
     scene = _scene(path)
     if not isinstance(scene, mbvi.Scene):
         pytest.skip("not a scene of bodies and joints")
     module = load_scene(path)
     dt = float(getattr(module, "DT", 1e-3))
     if getattr(module, "INTEGRATOR", "verlet") not in FAMILY:
-        dt /= 1000  # a scene meant for an A-stable integrator: a step verlet takes stably
+        dt /= 1000  # a scene meant for an A-stable integrator
+    return scene, dt
+
+
+@pytest.mark.parametrize("path", SCENE_FILES, ids=[p.stem for p in SCENE_FILES])
+def test_compiled_and_numpy_paths_agree_on_every_scene(path: Path) -> None:
+    scene, dt = _scene_and_step(path)
     ctx = _quiet()
     try:
         fast = mbvi.simulate(scene, 30 * dt, dt, "verlet")
@@ -74,13 +81,7 @@ def _members(scene, count: int, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.mark.parametrize("path", SCENE_FILES, ids=[p.stem for p in SCENE_FILES])
 def test_batch_reproduces_serial_runs_on_every_scene(path: Path) -> None:
-    scene = _scene(path)
-    if not isinstance(scene, mbvi.Scene):
-        pytest.skip("not a scene of bodies and joints")
-    module = load_scene(path)
-    dt = float(getattr(module, "DT", 1e-3))
-    if getattr(module, "INTEGRATOR", "verlet") not in FAMILY:
-        dt /= 1000
+    scene, dt = _scene_and_step(path)
     ctx = _quiet()
     try:
         Q, V = _members(scene, 3)
