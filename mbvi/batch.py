@@ -18,7 +18,7 @@ import numpy as np
 from mbvi.assembly import assemble
 from mbvi.errors import SolverError
 from mbvi.scene import Scene
-from mbvi.simulate import resolve_integrator, step_count
+from mbvi.simulate import resolve_integrator, run_info, step_count
 from mbvi.state import State
 from mbvi.trajectory import Trajectory
 
@@ -124,7 +124,7 @@ def simulate_batch(
                 f"simulate_batch: initial state {worst} violates the constraints (residual {bad[worst]:.3g})"
             )
     model = system.engine_model()
-    info = {"integrator": cls.name, "dt": float(dt), "order": cls.order, "batch": len(Q)}
+    info = run_info(cls, dt, options, batch=len(Q))
     if model is None:  # a force law without compiled kernel: member by member on the NumPy path
         if len(system.active):
             V = np.array([system.project_velocity(q, v) for q, v in zip(Q, V, strict=True)])

@@ -16,7 +16,7 @@ from mbvi.scene import Scene
 from mbvi.state import State
 from mbvi.trajectory import Trajectory
 
-__all__ = ["progress_bar", "resolve_integrator", "simulate", "step_count"]
+__all__ = ["progress_bar", "resolve_integrator", "run_info", "simulate", "step_count"]
 
 #: a run whose energy left its balance by this many energy scales has blown up
 BLOW_UP = 1e3
@@ -118,12 +118,7 @@ def simulate(
     _check_capabilities(cls, system)
     state = system.initial_state() if initial_state is None else _given_state(system, initial_state)
     stepper = cls(system, dt, **options)
-    info = {
-        "integrator": cls.name,
-        "dt": float(dt),
-        "order": cls.order,
-        "options": {k: repr(v) for k, v in options.items()},
-    }
+    info = run_info(cls, dt, options)
     bar, callback = progress_bar(nsteps, cls.name) if progress else (None, None)
     try:
         t, q, v = stepper.integrate(state, float(t0), nsteps, save_every, callback)
@@ -142,6 +137,12 @@ def simulate(
         traj = Trajectory.from_states(system, t, q, v, scene=scene, info=info)
     _check_energy_balance(traj, stepper, system)
     return traj
+
+
+def run_info(cls: Any, dt: float, options: dict, **extra: Any) -> dict:
+    """The metadata a Trajectory keeps about its run: integrator, step, order, options (as repr)."""
+    options = {k: repr(v) for k, v in options.items()}
+    return {"integrator": cls.name, "dt": float(dt), "order": cls.order, "options": options, **extra}
 
 
 def progress_bar(nsteps: int, label: str) -> tuple[Any, Callable[[int], None]]:

@@ -148,21 +148,13 @@ def simulate_lagrangian(
     SolverError
         A step failed; ``err.trajectory`` holds everything computed before it.
     """
-    from mbvi.simulate import progress_bar, step_count
+    from mbvi.simulate import progress_bar, run_info, step_count
 
     nsteps = step_count(t_end, dt, t0, save_every)
     cls = resolve(integrator)
     state = system.initial_state(initial_state)
     stepper = cls(system, dt, **options)
-    info = {
-        "integrator": cls.name,
-        "dt": float(dt),
-        "order": cls.order,
-        "options": {k: repr(val) for k, val in options.items()},
-        "system": "lagrangian",
-        "coordinates": system.coordinate_names,
-        "constraints": system.nc,
-    }
+    info = run_info(cls, dt, options, system="lagrangian", coordinates=system.coordinate_names, constraints=system.nc)
     bar, callback = progress_bar(nsteps, cls.name) if progress else (None, None)
     try:
         t, q, v, p = stepper.integrate(state.q, state.v, float(t0), nsteps, save_every, callback)
