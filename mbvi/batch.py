@@ -149,7 +149,8 @@ def simulate_batch(
         b = failed[0]
         k = int(status[b, 1])
         j = int(status[b, 2])
-        cause = runner._failure(stepper, int(status[b, 0]), Qs[b, j - 1], Vs[b, j - 1], t0 + k * dt, k)
+        cause = runner._failure(stepper, int(status[b, 0]), Qs[b, j - 1], Vs[b, j - 1], t0 + k * dt, k,
+                                len(system.layout.rotation_blocks) > 0)  # fmt: skip
         err = SolverError(
             f"member {b} of {len(Q)}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")
             + f": {cause.reason}",

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from numba import njit
 
 from mbvi.engine.slots import (
@@ -150,6 +152,48 @@ def residual(I, F, g):
         if not a < math.inf:
             return math.inf
         a = (a - F[ro + i]) / F[sc + i]
+        if a > r:
+            r = a
+    return r
+
+
+@jit
+def residual_at_roundoff(I, F, q, u, w, g):
+    """:func:`residual` with the round-off of each row estimated at q (not at the initial configuration).
+
+    A mechanism far from the origin carries round-off that grows as it turns
+    (a rod at 1e7 m: ~1e-9 m per coordinate, times the rod's extent along
+    it); SHAKE accepts a residual at that level when it stalls there. U and W
+    must be those at q (:func:`constraint_values`).
+    """
+    n = I[N]
+    if I[SAME]:
+        w = u
+    mu = np.zeros(3 * n)
+    mw = np.zeros(3 * n)
+    ur, uc, uv, cu = I[UR], I[UC], I[UV], I[CU]
+    for i in range(3 * n):
+        mu[i] = abs(F[cu + i])
+    for e in range(I[NU]):
+        mu[I[ur + e]] += abs(F[uv + e] * q[I[uc + e]])
+    if I[SAME]:
+        mw[:] = mu
+    else:
+        wr, wc, wv, cw = I[WR], I[WC], I[WV], I[CW]
+        for i in range(3 * n):
+            mw[i] = abs(F[cw + i])
+        for e in range(I[NW]):
+            mw[I[wr + e]] += abs(F[wv + e] * q[I[wc + e]])
+    r = 0.0
+    s, sc = I[S], I[SCALE]
+    for i in range(n):
+        a = abs(g[i])
+        if not a < math.inf:
+            return math.inf
+        b = 0.0
+        for c in range(3):
+            b += mu[3 * i + c] * abs(w[3 * i + c]) + abs(u[3 * i + c]) * mw[3 * i + c]
+        a = (a - 64.0 * 2.220446049250313e-16 * abs(F[s + i]) * b) / F[sc + i]
         if a > r:
             r = a
     return r

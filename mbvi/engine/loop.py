@@ -25,18 +25,26 @@ import numpy as np
 from numba import njit, prange
 
 from mbvi.engine import kernels as K
+from mbvi.engine import lieloop as LIE
+from mbvi.engine.lie import L_NB
 from mbvi.engine.slots import (
     CUR,
     DENSE_OK,
+    DONE,
+    DRIFT_FAILED,
     HAS_F,
     HAS_VF,
     HAVE_FACTOR,
     HAVE_GRAD,
+    NEEDS_NUMPY,
     NEWTON_USED,
     NNZ,
+    NONFINITE,
     NQ,
     PCOL,
     PROW,
+    REFINED,
+    SHAKE_FAILED,
     SHIFT_USED,
     SIZE_AB,
     SIZE_L,
@@ -73,8 +81,6 @@ jit = njit(cache=True, nogil=True, error_model="numpy")
 #: integrator name -> method code of the compiled loop
 METHODS = {"verlet": 0, "symplectic_euler_a": 1, "symplectic_euler_b": 2, "yoshida4": 3}
 
-# status codes of a run
-DONE, SHAKE_FAILED, NONFINITE, DRIFT_FAILED, NEEDS_NUMPY = 0, 1, 2, 3, 4
 
 
 @jit
@@ -346,17 +352,79 @@ def _step(I, F, WI, WS, method, q, v, t, h, lam, tol, maxiter, ls):
 
 
 @jit
-def run(I, F, method, q, v, t0, h, k0, kstop, nsteps, save_every, tol, maxiter, ls, lam, Q, V, Wk, j0, info,
-        project=False):  # fmt: skip
+def _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every, tol, maxiter, ls, max_turn,
+             lam, Q, V, Wk, j0, info, project):  # fmt: skip
+    """:func:`run` for a system with rigid bodies: the steps of :mod:`mbvi.engine.lieloop` in velocity coordinates."""
+    WI, WS = workspace(Iv)
+    bufs = LIE.lie_buffers(I, Iv, IL)
+    nq, nv = I[NQ], Iv[NQ]
+    u = np.zeros(nv)
+    LIE.to_u(IL, q, v, u)
+    info[0] = DONE
+    info[1] = k0
+    info[2] = j0
+    if project and j0 > 0:
+        if not LIE.lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u):
+            info[0] = NEEDS_NUMPY
+            return
+        LIE.to_vq(IL, q, u, v)
+        V[j0 - 1] = v
+    WS[WI[X_WORK]] = Wk[j0 - 1] if j0 > 0 else 0.0
+    qb, ub, qs, us = q.copy(), u.copy(), q.copy(), u.copy()
+    j = j0
+    status = DONE
+    k = k0
+    while k < kstop:
+        qb[:] = q
+        ub[:] = u
+        status = LIE.lie_step_refined(I, F, Iv, Fv, IL, FL, WI, WS, bufs, method, q, u, h, lam, tol, maxiter, ls,
+                                      max_turn, qs, us)  # fmt: skip
+        if status == DONE:
+            for i in range(nq):
+                if not abs(q[i]) < math.inf:
+                    status = NONFINITE
+            for i in range(nv):
+                if not abs(u[i]) < math.inf:
+                    status = NONFINITE
+        if status != DONE:
+            q[:] = qb  # leave the last good state
+            u[:] = ub
+            break
+        k += 1
+        if k % save_every == 0 or k == nsteps:
+            Q[j] = q
+            LIE.to_vq(IL, q, u, v)
+            V[j] = v
+            Wk[j] = WS[WI[X_WORK]]
+            j += 1
+    LIE.to_vq(IL, q, u, v)
+    info[0] = status
+    info[1] = k
+    info[2] = j
+    info[3] += WI[SHIFT_USED]
+    info[4] += WI[NEWTON_USED]
+    info[5] += WI[REFINED]
+
+
+@jit
+def run(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every, tol, maxiter, ls, max_turn, lam, Q,
+        V, Wk, j0, info, project=False):  # fmt: skip
     """Steps k0 … kstop−1 of nsteps from (q, v) (updated in place), saving every ``save_every``-th state.
+
+    ``(I, F, Iv, Fv, IL, FL)`` is the model of :func:`mbvi.engine.model.build`;
+    a system with rigid bodies steps through :mod:`mbvi.engine.lieloop`.
 
     Saved states go to Q[j], V[j] (and the accumulated work of the
     non-conservative forces, J, to Wk[j]) from j = j0; Wk[j0 − 1] is the work
-    so far. ``info`` (int64, 5) receives: status, the step reached (the
-    failing one, or kstop), the next save slot, pseudo-inverse and full-Newton
-    uses (added). On failure (q, v) is the state at the start of the failing step.
+    so far. ``info`` (int64, 6) receives: status, the step reached (the
+    failing one, or kstop), the next save slot, pseudo-inverse, full-Newton
+    uses and steps refined into substeps (added). On failure (q, v) is the state at the start of the failing step.
     With ``project``, v is first projected onto the constraints at q (and saved as Q[j0 − 1], V[j0 − 1]).
     """
+    if IL[L_NB] > 0:
+        _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every, tol, maxiter, ls, max_turn,
+                 lam, Q, V, Wk, j0, info, project)  # fmt: skip
+        return
     WI, WS = workspace(I)
     nq = I[NQ]
     if project and j0 > 0:
@@ -398,7 +466,8 @@ def run(I, F, method, q, v, t0, h, k0, kstop, nsteps, save_every, tol, maxiter, 
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
-def run_batch(I, F, method, Q0, V0, t0, h, nsteps, save_every, tol, maxiter, ls, Q, V, Wk, info):
+def run_batch(I, F, Iv, Fv, IL, FL, method, Q0, V0, t0, h, nsteps, save_every, tol, maxiter, ls, max_turn, Q, V, Wk,
+              info):  # fmt: skip
     """:func:`run` for every member b of (Q0[b], V0[b]), in parallel; outputs indexed [b, ...].
 
     Each member's velocity is first projected onto the constraints at its positions.
@@ -407,13 +476,12 @@ def run_batch(I, F, method, Q0, V0, t0, h, nsteps, save_every, tol, maxiter, ls,
     for b in prange(B):
         # private copies of the model: numba reference-counts every array it passes, and two threads
         # counting references to one shared array contend for its cache line on every call
-        I_b = I.copy()
-        F_b = F.copy()
+        I_b, F_b, Iv_b, Fv_b, IL_b, FL_b = I.copy(), F.copy(), Iv.copy(), Fv.copy(), IL.copy(), FL.copy()
         lam = np.zeros((2, I[N]))
         q = Q0[b].copy()
         v = V0[b].copy()
         Q[b, 0] = q
         V[b, 0] = v
         Wk[b, 0] = 0.0
-        run(I_b, F_b, method, q, v, t0, h, 0, nsteps, nsteps, save_every, tol, maxiter, ls, lam, Q[b], V[b], Wk[b],
-            1, info[b], True)  # fmt: skip
+        run(I_b, F_b, Iv_b, Fv_b, IL_b, FL_b, method, q, v, t0, h, 0, nsteps, nsteps, save_every, tol, maxiter, ls,
+            max_turn, lam, Q[b], V[b], Wk[b], 1, info[b], True)  # fmt: skip

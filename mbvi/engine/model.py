@@ -251,7 +251,13 @@ def _profile(pi: np.ndarray, pj: np.ndarray, n: int) -> tuple[np.ndarray, np.nda
     widths = np.arange(n) - first + 1
     rowstart = np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.int64)
     return first, rowstart, int(widths.sum())
-def _pack_constraints(pk: _Packer, system) -> bool:
+def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
+    """Pack the constraint rows of ``system`` and the factorization data of A = G W Gᵀ.
+
+    ``space``: (pattern, solver, inverse mass, size) of G in other coordinates
+    than q (the velocity coordinates of :mod:`mbvi.engine.lie`); the row maps
+    stay those of q.
+    """
     rows = system.rows
     act = system.active
     n = len(act)
@@ -280,10 +286,11 @@ def _pack_constraints(pk: _Packer, system) -> bool:
         su = 2.0 * su
     else:
         wr, wc, wv, sw, wpos = part(rows._wr, rows._wc, rows._wv, nu)
-    pattern = system._active_pattern
+    pattern, solver, inv_mass = system._active_pattern, system.solver, system.inv_mass
+    if space is not None:
+        pattern, solver, inv_mass, nq = space
     prow, pcol = pattern.rows, pattern.cols
     # A = G W Gᵀ: entry pairs sharing a column, lower triangle in profile storage, Cuthill–McKee order
-    solver = system.solver
     perm = np.arange(n)
     pa = pb = aw = target = np.zeros(0, np.int64)
     first, rowstart, size = np.zeros(0, np.int64), np.zeros(0, np.int64), 0
@@ -319,7 +326,7 @@ def _pack_constraints(pk: _Packer, system) -> bool:
                       (S.PROW, prow), (S.PCOL, pcol), (S.PA, pa), (S.PB, pb), (S.TARGET, target), (S.PERM, perm),
                       (S.FIRST, first), (S.ROWSTART, rowstart)):
         pk.int_array(slot, arr)
-    for slot, arr in ((S.W, system.inv_mass), (S.UV, uv), (S.SU, su), (S.WV, wv), (S.SW, sw),
+    for slot, arr in ((S.W, inv_mass), (S.UV, uv), (S.SU, su), (S.WV, wv), (S.SW, sw),
                       (S.CU, rows._cu[sel3]), (S.CW, rows._cw[sel3]), (S.S, rows.s[act]), (S.KK, rows.k[act]),
                       (S.SCALE, system.active_scale), (S.ROUND, system.active_roundoff), (S.AW, aw)):
         pk.float_array(slot, arr)
@@ -329,8 +336,14 @@ def _pack_constraints(pk: _Packer, system) -> bool:
 _logged: set = set()
 
 
-def build(system) -> tuple[np.ndarray, np.ndarray] | None:
-    """Flatten ``system`` into the engine's (I, F), or None when part of it has no compiled kernel."""
+def build(system) -> tuple[np.ndarray, ...] | None:
+    """Flatten ``system`` into the engine's model, or None when part of it has no compiled kernel.
+
+    The model is ``(I, F, Iv, Fv, IL, FL)``: the configuration model (constraint
+    rows and force kernels), the factorization model in velocity coordinates and
+    the rigid-body tables of :mod:`mbvi.engine.lie`. Without rigid bodies the
+    velocity coordinates are q's (``Iv, Fv`` are ``I, F``) and ``IL`` says no bodies.
+    """
     terms = []
     for law in system.laws:
         t = family_terms(law)
@@ -344,11 +357,35 @@ def build(system) -> tuple[np.ndarray, np.ndarray] | None:
                 )
             return None
         terms.append(t)
+    qsys = system
+    if len(system.layout.rotation_blocks):
+        from mbvi.engine.lie import owner_is_rotation
+        from mbvi.system import System
+
+        joints = [r for r in system.active.tolist() if not owner_is_rotation(system.rows.owner[r])]
+        qsys = System(system.layout, system.rows, np.asarray(joints, np.intp), system.laws, system.geometry)
     pk = _Packer()
-    if not _pack_constraints(pk, system):
-        if "sparse" not in _logged:
-            _logged.add("sparse")
-            log.warning("constraint matrix too wide for the compiled profile solver: using the NumPy path (sparse LU)")
+    if not _pack_constraints(pk, qsys):
+        _log_sparse()
         return None
     _pack_forces(pk, system.nq, terms, system.has_forces, system.has_velocity_forces)
-    return pk.arrays()
+    I, F = pk.arrays()
+    if qsys is system:
+        from mbvi.engine.lie import LSLOTS
+
+        return I, F, I, F, np.zeros(LSLOTS, np.int64), np.zeros(1)
+    from mbvi.engine.lie import lie_tables
+
+    pattern, solver, IL, FL, winv, nv = lie_tables(system, qsys)
+    pv = _Packer()
+    if not _pack_constraints(pv, qsys, (pattern, solver, winv, nv)):
+        _log_sparse()
+        return None
+    Iv, Fv = pv.arrays()
+    return I, F, Iv, Fv, IL, FL
+
+
+def _log_sparse() -> None:
+    if "sparse" not in _logged:
+        _logged.add("sparse")
+        log.warning("constraint matrix too wide for the compiled profile solver: using the NumPy path (sparse LU)")

@@ -14,7 +14,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from mbvi.engine import lieloop as LIE
 from mbvi.engine import loop
+from mbvi.engine.lie import L_NB
 from mbvi.errors import RedundantConstraintWarning, SolverError
 from mbvi.state import State
 
@@ -27,8 +29,12 @@ def _nsave(nsteps: int, save_every: int) -> int:
     return nsteps // save_every + 1 + (nsteps % save_every != 0)
 
 
-def _failure(integrator, status: int, q: np.ndarray, v: np.ndarray, t: float, k: int) -> SolverError:
-    """The SolverError for a failed compiled step, diagnosed like the NumPy path does."""
+def _failure(integrator, status: int, q: np.ndarray, v: np.ndarray, t: float, k: int, lie: bool) -> SolverError:
+    """The SolverError for a failed compiled step, diagnosed like the NumPy path does.
+
+    ``lie``: the system's rigid bodies step on their Lie group, whose failing
+    step was already retried in up to :data:`mbvi.engine.lieloop.MAX_REFINE` substeps.
+    """
     from mbvi.integrators.rattle import DRIFT_FAILED, _diagnose
 
     system, h = integrator.system, integrator.dt
@@ -37,9 +43,11 @@ def _failure(integrator, status: int, q: np.ndarray, v: np.ndarray, t: float, k:
     if status == loop.DRIFT_FAILED:
         return SolverError(DRIFT_FAILED, time=t, step=k, suggested_dt=h / 4)
     with np.errstate(all="ignore"):
-        culprit, hint = _diagnose(system, q, v, h, system.active_constraints(q + h * v))
-    return SolverError("SHAKE (constrained drift) did not converge", time=t, step=k, culprit=culprit,
-                       suggested_dt=hint)  # fmt: skip
+        culprit, hint = _diagnose(system, q, v, h, system.active_constraints(q + h * v), lie)
+    what = "SHAKE (constrained drift) did not converge"
+    if lie:
+        what += f", even split into {LIE.MAX_REFINE} substeps"
+    return SolverError(what, time=t, step=k, culprit=culprit, suggested_dt=hint)
 
 
 def integrate(
@@ -51,7 +59,6 @@ def integrate(
     non-conservative forces at each saved state is left on
     ``integrator.work`` (J). Raises :class:`mbvi.SolverError` with ``partial``.
     """
-    I, F = model
     system, h = integrator.system, integrator.dt
     method = loop.METHODS[integrator.name]
     nsave = _nsave(nsteps, save_every)
@@ -61,13 +68,16 @@ def integrate(
     q = np.array(state.q, dtype=float)
     v = np.array(state.v, dtype=float)
     Q[0], V[0] = q, v
-    lam = integrator._lam
-    info = np.zeros(5, dtype=np.int64)
+    n = int(model[0][loop.N])
+    lam = getattr(integrator, "_engine_lam", None)
+    if lam is None or lam.shape[1] != n:
+        lam = integrator._engine_lam = np.zeros((2, n))  # warm starts of the compiled SHAKE
+    info = np.zeros(6, dtype=np.int64)
     k, j = 0, 1
-    args = (integrator.tol, integrator.maxiter, float(system.length_scale), lam)
+    args = (integrator.tol, integrator.maxiter, float(system.length_scale), integrator.max_turn, lam)
     while k < nsteps:
         stop = nsteps if callback is None else min(nsteps, k + CHUNK)
-        loop.run(I, F, method, q, v, float(t0), h, k, stop, nsteps, save_every, *args, Q, V, Wk, j, info)
+        loop.run(*model, method, q, v, float(t0), h, k, stop, nsteps, save_every, *args, Q, V, Wk, j, info)
         status, k, j = int(info[0]), int(info[1]), int(info[2])
         if status == loop.NEEDS_NUMPY:
             integrator._cache = {"q": None}
@@ -78,7 +88,7 @@ def integrate(
                 Q[j], V[j], Wk[j] = q, v, Wk[j - 1]
                 j += 1
         elif status != loop.DONE:
-            err = _failure(integrator, status, q, v, t0 + k * h, k)
+            err = _failure(integrator, status, q, v, t0 + k * h, k, bool(model[4][L_NB]))
             err.partial = (t0 + _saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j])
             raise err
         if callback is not None:
@@ -91,6 +101,7 @@ def integrate(
             stacklevel=4,
         )
     integrator.work = Wk[:j]
+    integrator.refined_steps = int(info[5])
     return t0 + _saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j]
 
 
@@ -113,17 +124,17 @@ def integrate_batch(
     info : ndarray of int, (B, 5)
         Per member: status, step reached, states saved, pseudo-inverse and Newton uses.
     """
-    I, F = model
     system, h = integrator.system, integrator.dt
     B = len(Q0)
     nsave = _nsave(nsteps, save_every)
     Q = np.zeros((B, nsave, system.nq))
     V = np.zeros((B, nsave, system.nq))
     Wk = np.zeros((B, nsave))
-    info = np.zeros((B, 5), dtype=np.int64)
+    info = np.zeros((B, 6), dtype=np.int64)
     loop.run_batch(
-        I, F, loop.METHODS[integrator.name], np.ascontiguousarray(Q0, float), np.ascontiguousarray(V0, float),
-        float(t0), h, nsteps, save_every, integrator.tol, integrator.maxiter, float(system.length_scale), Q, V, Wk,
+        *model, loop.METHODS[integrator.name], np.ascontiguousarray(Q0, float), np.ascontiguousarray(V0, float),
+        float(t0), h, nsteps, save_every, integrator.tol, integrator.maxiter, float(system.length_scale),
+        integrator.max_turn, Q, V, Wk,
         info,
     )  # fmt: skip
     return t0 + _saved_steps(nsave, nsteps, save_every) * h, Q, V, Wk, info

@@ -18,6 +18,7 @@ iteration around SHAKE).
 from __future__ import annotations
 
 import importlib
+import math
 from typing import ClassVar
 
 import numpy as np
@@ -35,8 +36,14 @@ from mbvi.system import System
 __all__ = ["ShakeRattle", "SymplecticEulerA", "SymplecticEulerB", "Verlet", "Yoshida4", "shake"]
 
 
-def _diagnose(system: System, q: np.ndarray, v: np.ndarray, h: float, g: np.ndarray) -> tuple[str | None, float]:
-    """Blame a fast-spinning rigid body (h|ω| ≥ 1 has no RATTLE step) or the worst joint."""
+def _diagnose(
+    system: System, q: np.ndarray, v: np.ndarray, h: float, g: np.ndarray, lie: bool = False
+) -> tuple[str | None, float]:
+    """Blame a fast-spinning rigid body (h|ω| ≥ 1 has no RATTLE step) or the worst joint.
+
+    ``lie``: the step was the Lie-group one (:mod:`mbvi.engine.lieloop`), which
+    exists at any spin: a fast body is named, without the RATTLE limit.
+    """
     h = abs(h)  # Yoshida's middle substep runs backwards in time
     rot = system.layout.rotation_blocks
     if len(rot):
@@ -45,6 +52,8 @@ def _diagnose(system: System, q: np.ndarray, v: np.ndarray, h: float, g: np.ndar
         i = int(np.argmax(w))
         if h * w[i] > 0.5:
             names = [n for n in system.layout.bodies if system.layout.kind(n) == "rigid"]
+            if lie:
+                return f"rigid body {names[i]!r} spins at |ω| = {w[i]:.3g} rad/s (h|ω| = {h * w[i]:.2f})", h / 4
             return (
                 f"rigid body {names[i]!r} spins at |ω| = {w[i]:.3g} rad/s (h|ω| = {h * w[i]:.2f}; "
                 "a RATTLE step exists only for h|ω| < 1)"
@@ -171,12 +180,18 @@ class ShakeRattle(Integrator):
         Relative constraint tolerance (``max |g| / scale``).
     maxiter : int, default: 60
         Newton iterations per solve.
+    max_turn : float, default: 0.1
+        Rigid bodies, compiled path: a step in which a body would turn by more
+        than this (h|ω|, rad) is taken as 2, 4, … equal substeps (the run still
+        reports every dt); ``math.inf`` turns the refinement off. The rotation
+        update steps at any spin (:mod:`mbvi.engine.rotation`): this bounds the
+        error, not the existence of a step.
     """
 
     variational = True
     symplectic = True
     handles = frozenset({"constraints", "forces"})
-    options = {"tol": 1e-12, "maxiter": 60}
+    options = {"tol": 1e-12, "maxiter": 60, "max_turn": 0.1}
     #: (kick at the start, kick at the end) as fractions of the step
     kicks: ClassVar[tuple[float, float]] = (0.5, 0.5)
 
@@ -184,6 +199,8 @@ class ShakeRattle(Integrator):
         super().__init__(system, dt, **options)
         self.tol = self.check_option("tol", self.tol)
         self.maxiter = self.check_option("maxiter", self.maxiter, integer=True)
+        if self.max_turn != math.inf:  # inf: never refine
+            self.max_turn = self.check_option("max_turn", self.max_turn)
         self._cache: dict = {"q": None}
         self._lam = np.zeros((2, len(system.active)))  # warm starts for SHAKE (two step sizes for Yoshida)
 

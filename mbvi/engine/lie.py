@@ -1,0 +1,150 @@
+"""The compiled engine's model of rigid bodies stepped on their Lie group.
+
+A system with rigid bodies runs in the compiled loop with each body's
+rotation advanced by the Cayley update of :mod:`mbvi.engine.rotation`
+instead of through six orthonormality constraints. The loop then works in
+*velocity coordinates* (MuJoCo's ``nv`` next to ``nq``): three per particle,
+six per rigid body (ẋ and the body-frame ω), with the constant diagonal
+inverse mass (1/m, 1/J₁, 1/J₂, 1/J₃ in principal axes). Constraints are the
+joints' rows only; their values come from the configuration model (the same
+kernels as for particles) and their Jacobian in velocity coordinates from a
+fixed linear map of the configuration Jacobian:
+
+    ∂g/∂η_k = Σᵢ R_ia ∂g/∂R_ib − R_ib ∂g/∂R_ia ,   (a, b) = (3, 2), (1, 3), (2, 1) for k = 1, 2, 3
+
+(δR = R η̂), stored as entry-to-entry copy and product terms. A generalized
+force on R's columns becomes a body torque by the same map.
+
+This module builds, once per :class:`mbvi.System`, the arrays the loop reads:
+``(Iv, Fv)``, the factorization model of A = G_v M_v⁻¹ G_vᵀ in the layout of
+:mod:`mbvi.engine.slots`, and ``(IL, FL)``, the bodies and the map tables
+(slots ``L_*`` below).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mbvi.bodies import RigidBody
+from mbvi.kernels import SparsePattern
+from mbvi.linalg import ConstraintSolver
+
+__all__ = ["LSLOTS", "lie_tables", "owner_is_rotation"]
+
+# --- header of IL ------------------------------------------------------------------------------------
+(L_NB, L_NV, L_NT, L_NCOPY, L_NROT,
+ L_BQ, L_BV, L_TQ, L_TV, L_CQ, L_CV, L_RV, L_RQ, L_RR,
+ # offsets into FL
+ L_J, L_RS,
+ LSLOTS) = range(17)  # fmt: skip
+
+# body-frame component k of ω, a torque or ∂g/∂η pairs columns (a, b) of R
+_AB = ((2, 1), (0, 2), (1, 0))
+
+
+def owner_is_rotation(owner: str) -> bool:
+    """Whether a constraint row (by its owner string) is a rigid body's orthonormality row."""
+    return owner.startswith("RigidBody ")
+
+
+def _velocity_layout(layout) -> tuple[np.ndarray, list, np.ndarray, np.ndarray, np.ndarray]:
+    """Velocity offset of every q index's block, rigid bodies (oq, ov, J), translational pairs (q, v), 1/m_v."""
+    bodies, trans_q, trans_v, winv = [], [], [], []
+    vmap = np.full(layout.nq, -1, dtype=np.int64)
+    ov = 0
+    for name, body in layout.bodies.items():
+        oq = layout.offset[name]
+        trans_q += [oq, oq + 1, oq + 2]
+        trans_v += [ov, ov + 1, ov + 2]
+        vmap[oq : oq + 3] = np.arange(ov, ov + 3)
+        winv += [1.0 / body.mass] * 3
+        if isinstance(body, RigidBody):
+            d = layout.mass[oq + 3 : oq + 12 : 3]  # column masses d_c = ½ tr J − J_c
+            J = d.sum() - d
+            bodies.append((oq, ov, J))
+            vmap[oq + 3 : oq + 12] = ov + 3
+            winv += list(1.0 / J)
+            ov += 6
+        else:
+            ov += 3
+    return vmap, bodies, np.asarray(trans_q, np.int64), np.asarray(trans_v, np.int64), np.asarray(winv)
+
+
+def lie_tables(system, qsys) -> tuple[SparsePattern, ConstraintSolver, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Velocity-coordinate pattern, its solver and the (IL, FL) tables for ``qsys`` (joint rows only).
+
+    Parameters
+    ----------
+    system : mbvi.System
+        The system (its layout and bodies).
+    qsys : mbvi.System
+        The same system with the orthonormality rows left out of its active rows.
+
+    Returns
+    -------
+    pattern, solver, IL, FL, winv_v, nv
+    """
+    layout = system.layout
+    vmap, bodies, tq, tv, winv = _velocity_layout(layout)
+    nv = len(winv)
+    body_of = {}
+    for oq, ov, _ in bodies:
+        for c in range(9):
+            body_of[oq + 3 + c] = (oq, ov)
+    pat = qsys._active_pattern
+    slot: dict[tuple[int, int], int] = {}
+    vrows: list[int] = []
+    vcols: list[int] = []
+    copies: list[tuple[int, int]] = []
+    terms: list[tuple[int, int, int, float]] = []
+
+    def entry(r: int, c: int) -> int:
+        key = (r, c)
+        if key not in slot:
+            slot[key] = len(vrows)
+            vrows.append(r)
+            vcols.append(c)
+        return slot[key]
+
+    for e, (r, c) in enumerate(zip(pat.rows.tolist(), pat.cols.tolist(), strict=True)):
+        if c not in body_of:
+            copies.append((e, entry(r, int(vmap[c]))))
+            continue
+        oq, ov = body_of[c]
+        col, comp = divmod(c - oq - 3, 3)
+        for k, (a, b) in enumerate(_AB):
+            if col == b:
+                terms.append((entry(r, ov + 3 + k), e, oq + 3 + 3 * a + comp, 1.0))
+            if col == a:
+                terms.append((entry(r, ov + 3 + k), e, oq + 3 + 3 * b + comp, -1.0))
+    n = pat.shape[0]
+    pattern = SparsePattern(np.asarray(vrows, np.intp), np.asarray(vcols, np.intp), (n, nv))
+    solver = ConstraintSolver(pattern, winv)
+    cp = np.asarray(copies, np.int64).reshape(-1, 2)
+    tm = np.asarray(terms, float).reshape(-1, 4)
+    head = np.zeros(LSLOTS, np.int64)
+    ints: list[np.ndarray] = []
+    pos = LSLOTS
+
+    def put(s: int, a) -> None:
+        nonlocal pos
+        a = np.ascontiguousarray(a, np.int64).ravel()
+        head[s] = pos
+        ints.append(a)
+        pos += len(a)
+
+    head[L_NB], head[L_NV], head[L_NT], head[L_NCOPY], head[L_NROT] = len(bodies), nv, len(tq), len(cp), len(tm)
+    put(L_BQ, [b[0] for b in bodies])
+    put(L_BV, [b[1] for b in bodies])
+    put(L_TQ, tq)
+    put(L_TV, tv)
+    put(L_CQ, cp[:, 0])
+    put(L_CV, cp[:, 1])
+    put(L_RV, tm[:, 0].astype(np.int64))
+    put(L_RQ, tm[:, 1].astype(np.int64))
+    put(L_RR, tm[:, 2].astype(np.int64))
+    IL = np.concatenate([head, *ints])
+    J = np.array([b[2] for b in bodies], float).reshape(-1, 3)
+    FL = np.concatenate([J.ravel(), tm[:, 3]])
+    IL[L_J], IL[L_RS] = 0, J.size
+    return pattern, solver, IL, np.ascontiguousarray(FL), winv, nv

@@ -1,0 +1,539 @@
+"""The compiled RATTLE family for systems with rigid bodies: rotations on their Lie group.
+
+The same three pieces as :mod:`mbvi.engine.loop` (kick, constrained drift,
+kick and velocity projection), in velocity coordinates u = (ẋ, ω_body) of
+:mod:`mbvi.engine.lie`, with a rigid body's drift the Cayley map of
+:mod:`mbvi.engine.rotation` instead of a straight line in its rotation
+columns:
+
+* kick: u ← u + c₀ M_v⁻¹ f_v(q₀), f_v the generalized force mapped to forces
+  and body torques;
+* constrained drift (SHAKE on the position-level multipliers Λ):
+  u½ = u_free − M_v⁻¹ G_v(q₀)ᵀ Λ / h, q₁ = drift(q₀, u½, h), g(q₁) = 0 —
+  quasi-Newton with A(q₀) = G_v M_v⁻¹ G_vᵀ, and full Newton with the exact
+  Jacobian G_v(q₁) (∂η₁/∂u½) M_v⁻¹ G_v(q₀)ᵀ / h when a body turns far in one
+  step and the quasi-Newton iteration stalls;
+* kick c₁ at q₁ and the projection of u onto G_v(q₁) u = 0 (RATTLE).
+
+Each step is the discrete Lagrange–d'Alembert map of a discrete Lagrangian
+(the trapezoid rule for translations and potentials, the Cayley discrete
+kinetic energy for rotations), so momentum maps are conserved exactly and the
+energy stays in a band; a step exists for any spin. States enter and leave
+as (q, Ṙ-column velocities) like everywhere else.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from mbvi.engine import kernels as K
+from mbvi.engine import rotation as ROT
+from mbvi.engine.lie import L_BQ, L_BV, L_CQ, L_CV, L_J, L_NB, L_NCOPY, L_NROT, L_NT, L_RQ, L_RR, L_RS, L_RV, L_TQ, L_TV
+from mbvi.engine.slots import (
+    CUR,
+    DENSE_OK,
+    DONE,
+    DRIFT_FAILED,
+    HAS_F,
+    HAS_VF,
+    HAVE_FACTOR,
+    HAVE_GRAD,
+    NEEDS_NUMPY,
+    NEWTON_USED,
+    NNZ,
+    NQ,
+    PCOL,
+    PROW,
+    REFINED,
+    SHAKE_FAILED,
+    SHIFT_USED,
+    SIZE_AB,
+    X_AB,
+    X_DL,
+    X_G,
+    X_GD,
+    X_LAMV,
+    X_RHS,
+    X_TMP,
+    X_U,
+    X_W,
+    X_WORK,
+    N,
+)  # fmt: skip
+from mbvi.engine.slots import W as INV_MASS
+
+__all__ = ["lie_buffers", "lie_project", "lie_step", "to_u", "to_vq"]
+
+jit = njit(cache=True, nogil=True, error_model="numpy")
+
+# buffers of a Lie run (a tuple of float arrays): q-sized, then v-sized
+(B_GDQ, B_Q1, B_GRAD0, B_GRAD1, B_FQ, B_VQ, B_UFREE, B_UH, B_UA, B_UNEW, B_FV0, B_FV1, B_DV, B_TMPV, B_UM, B_X,
+ NBUF) = range(17)  # fmt: skip
+
+
+@jit
+def lie_buffers(I, Iv, IL):
+    """The float buffers of a Lie run, in the order of the ``B_*`` constants."""
+    nq, nv, nnz = I[NQ], Iv[NQ], I[NNZ]
+    return (np.zeros(nnz), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq),
+            np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv),
+            np.zeros(nv), np.zeros(nv), np.zeros(3 * max(IL[L_NB], 1)))  # fmt: skip
+
+
+@jit
+def _buf(WI, WS, slot, length):
+    o = WI[slot]
+    return WS[o : o + length]
+
+
+@jit
+def _rotation(q, o, R):
+    for c in range(3):
+        for i in range(3):
+            R[i, c] = q[o + 3 + 3 * c + i]
+
+
+# ----------------------------------------------------------------------------- coordinates and forces
+@jit
+def to_u(IL, q, vq, u):
+    """Velocity coordinates u = (ẋ, ω_body) from the column velocities vq at q."""
+    tq, tv = IL[L_TQ], IL[L_TV]
+    for i in range(IL[L_NT]):
+        u[IL[tv + i]] = vq[IL[tq + i]]
+    bq, bv = IL[L_BQ], IL[L_BV]
+    for b in range(IL[L_NB]):
+        ov = IL[bv + b]
+        ROT.body_rates(q, vq, IL[bq + b], u[ov + 3 : ov + 6])
+
+
+@jit
+def to_vq(IL, q, u, vq):
+    """Column velocities (ẋ, Ṙ = R ω̂) from the velocity coordinates u at q."""
+    tq, tv = IL[L_TQ], IL[L_TV]
+    for i in range(IL[L_NT]):
+        vq[IL[tq + i]] = u[IL[tv + i]]
+    bq, bv = IL[L_BQ], IL[L_BV]
+    for b in range(IL[L_NB]):
+        ov = IL[bv + b]
+        ROT.column_rates(q, u[ov + 3 : ov + 6], IL[bq + b], vq)
+
+
+@jit
+def _to_fv(IL, q, fq, fv):
+    """Forces and body torques f_v from the generalized force fq on q."""
+    tq, tv = IL[L_TQ], IL[L_TV]
+    for i in range(IL[L_NT]):
+        fv[IL[tv + i]] = fq[IL[tq + i]]
+    bq, bv = IL[L_BQ], IL[L_BV]
+    for b in range(IL[L_NB]):
+        ov = IL[bv + b]
+        ROT.body_torque(q, fq, IL[bq + b], fv[ov + 3 : ov + 6])
+
+
+@jit
+def _jacobian_v(I, F, IL, FL, q, u, w, gdq, gdv):
+    """G_v(q) on the velocity pattern from U, W at q (:func:`mbvi.engine.kernels.constraint_values`)."""
+    K.jacobian_values(I, F, u, w, gdq)
+    gdv[:] = 0.0
+    cq, cv = IL[L_CQ], IL[L_CV]
+    for e in range(IL[L_NCOPY]):
+        gdv[IL[cv + e]] = gdq[IL[cq + e]]
+    rv, rq, rr, rs = IL[L_RV], IL[L_RQ], IL[L_RR], IL[L_RS]
+    for e in range(IL[L_NROT]):
+        gdv[IL[rv + e]] += FL[rs + e] * q[IL[rr + e]] * gdq[IL[rq + e]]
+
+
+@jit
+def _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, slot, fresh):
+    """G_v(q) and the factorization of A(q) into buffer ``slot`` (``fresh``: U, W already at q)."""
+    n, nnz = I[N], Iv[NNZ]
+    u, w = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n)
+    gd = WS[WI[X_GD] + slot * nnz : WI[X_GD] + (slot + 1) * nnz]
+    if not fresh:
+        K.affine_uw(I, F, q, u, w)
+    _jacobian_v(I, F, IL, FL, q, u, w, bufs[B_GDQ], gd)
+    size = WI[SIZE_AB]
+    kind = K.factor(Iv, Fv, gd, WS[WI[X_AB] + slot * size : WI[X_AB] + (slot + 1) * size])
+    if kind == K.SHIFTED:
+        WI[SHIFT_USED] += 1
+    return kind != K.FAILED
+
+
+@jit
+def _solve(Iv, WI, WS, slot, rhs, out):
+    size = WI[SIZE_AB]
+    K.solve(Iv, WS[WI[X_AB] + slot * size : WI[X_AB] + (slot + 1) * size], rhs, out, _buf(WI, WS, X_TMP, Iv[N]))
+
+
+# ------------------------------------------------------------------------------------------ drift
+@jit
+def _drift(IL, FL, q0, uh, h, q1, ua, um, xs):
+    """q₁ = drift(q₀, u½, h): straight lines for translations, Cayley steps for rotations.
+
+    ua receives u after the drift, um the step's mean velocity ((x₁ − x₀)/h and
+    the rate log(R₀ᵀR₁)/h at which the body turned).
+    """
+    q1[:] = q0
+    tq, tv = IL[L_TQ], IL[L_TV]
+    for i in range(IL[L_NT]):
+        q1[IL[tq + i]] = q0[IL[tq + i]] + h * uh[IL[tv + i]]
+        ua[IL[tv + i]] = uh[IL[tv + i]]
+        um[IL[tv + i]] = uh[IL[tv + i]]
+    bq, bv, jo = IL[L_BQ], IL[L_BV], IL[L_J]
+    R0 = np.empty((3, 3))
+    R1 = np.empty((3, 3))
+    for b in range(IL[L_NB]):
+        oq, ov = IL[bq + b], IL[bv + b]
+        J = FL[jo + 3 * b : jo + 3 * b + 3]
+        w = uh[ov + 3 : ov + 6]
+        x = xs[3 * b : 3 * b + 3]
+        for i in range(3):
+            x[i] = h * w[i]
+        _rotation(q0, oq, R0)
+        if not ROT.drift_body(J, R0, w, h, x, R1, ua[ov + 3 : ov + 6]):
+            return False
+        ROT.mean_rate(x, h, um[ov + 3 : ov + 6])
+        for c in range(3):
+            for i in range(3):
+                q1[oq + 3 + 3 * c + i] = R1[i, c]
+    return True
+
+
+@jit
+def _drift_sensitivity(IL, FL, q0, uh, h, q1, Bq):
+    """∂η₁/∂ω½ (3×3) of every body by forward differences (η₁: body-frame increment at R₁); Bq (NB, 3, 3)."""
+    bq, bv, jo = IL[L_BQ], IL[L_BV], IL[L_J]
+    R0 = np.empty((3, 3))
+    R1 = np.empty((3, 3))
+    Rp = np.empty((3, 3))
+    wp = np.empty(3)
+    w1 = np.empty(3)
+    x = np.empty(3)
+    for b in range(IL[L_NB]):
+        oq, ov = IL[bq + b], IL[bv + b]
+        J = FL[jo + 3 * b : jo + 3 * b + 3]
+        _rotation(q0, oq, R0)
+        _rotation(q1, oq, R1)
+        w = uh[ov + 3 : ov + 6]
+        size = math.sqrt(w[0] ** 2 + w[1] ** 2 + w[2] ** 2) + 1.0 / abs(h)
+        eps = 1e-7 * size
+        for k in range(3):
+            wp[:] = w
+            wp[k] += eps
+            for i in range(3):
+                x[i] = h * wp[i]
+            ROT.drift_body(J, R0, wp, h, x, Rp, w1)
+            # η = vee(skew(R₁ᵀ Rp)) / eps
+            for kk, (a, c) in enumerate(((2, 1), (0, 2), (1, 0))):
+                s = 0.0
+                for i in range(3):
+                    s += R1[i, a] * Rp[i, c] - R1[i, c] * Rp[i, a]
+                Bq[b, kk, k] = 0.5 * s / eps
+
+
+@jit
+def _shake_newton(I, F, Iv, Fv, IL, FL, WI, WS, bufs, gd0, q0, ufree, h, lamv, tol, maxiter):
+    """Full Newton on Λ with the Jacobian G_v(q₁) (∂η₁/∂u½) M_v⁻¹ G_v(q₀)ᵀ / h (dense least squares)."""
+    n, nv, nnz = I[N], Iv[NQ], Iv[NNZ]
+    if not I[DENSE_OK]:
+        return NEEDS_NUMPY
+    WI[NEWTON_USED] += 1
+    prow, pcol, wo = Iv[PROW], Iv[PCOL], Iv[INV_MASS]
+    q1, uh, ua, dv, xs = bufs[B_Q1], bufs[B_UH], bufs[B_UA], bufs[B_DV], bufs[B_X]
+    u, w, g = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n), _buf(WI, WS, X_G, n)
+    # M⁻¹ G(q₀)ᵀ, dense (nv, n)
+    WG0 = np.zeros((nv, n))
+    for i in range(nnz):
+        c = Iv[pcol + i]
+        WG0[c, Iv[prow + i]] += Fv[wo + c] * gd0[i]
+    nb = IL[L_NB]
+    Bq = np.zeros((max(nb, 1), 3, 3))
+    gd1 = np.zeros(nnz)
+    G1 = np.zeros((n, nv))
+    BWG = np.zeros((nv, n))
+    bv = IL[L_BV]
+    for it in range(maxiter):
+        K.wgt(Iv, Fv, gd0, lamv, dv)
+        for i in range(nv):
+            uh[i] = ufree[i] - dv[i] / h
+        if not _drift(IL, FL, q0, uh, h, q1, ua, bufs[B_UM], xs):
+            return SHAKE_FAILED
+        K.constraint_values(I, F, q1, u, w, g)
+        r = K.residual(I, F, g)
+        if r <= tol or (it >= 2 and K.residual_at_roundoff(I, F, q1, u, w, g) <= tol):
+            return DONE
+        if not r < math.inf:
+            break
+        if it % 4 == 0:  # refresh the drift's sensitivity now and then (quasi-Newton in between)
+            _drift_sensitivity(IL, FL, q0, uh, h, q1, Bq)
+            BWG[:, :] = h * WG0
+            for b in range(nb):
+                ov = IL[bv + b]
+                for c in range(n):
+                    for i in range(3):
+                        BWG[ov + 3 + i, c] = (Bq[b, i, 0] * WG0[ov + 3, c] + Bq[b, i, 1] * WG0[ov + 4, c]
+                                              + Bq[b, i, 2] * WG0[ov + 5, c])  # fmt: skip
+        _jacobian_v(I, F, IL, FL, q1, u, w, bufs[B_GDQ], gd1)
+        G1[:, :] = 0.0
+        for i in range(nnz):
+            G1[Iv[prow + i], Iv[pcol + i]] += gd1[i]
+        dl = np.linalg.lstsq((G1 @ BWG) / h, g.copy())[0]
+        for i in range(n):
+            lamv[i] += dl[i]
+    return SHAKE_FAILED
+
+
+@jit
+def _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, lam, warm, tol, maxiter):
+    """Constrained drift from u_free: u½ (bufs[B_UH]), q₁ (bufs[B_Q1]) and u after it (bufs[B_UA])."""
+    n, nnz = I[N], Iv[NNZ]
+    q1, uh, ua, dv, xs = bufs[B_Q1], bufs[B_UH], bufs[B_UA], bufs[B_DV], bufs[B_X]
+    lamv, dl = _buf(WI, WS, X_LAMV, n), _buf(WI, WS, X_DL, n)
+    u, w, g = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n), _buf(WI, WS, X_G, n)
+    gd0 = WS[WI[X_GD] + slot0 * nnz : WI[X_GD] + (slot0 + 1) * nnz]
+    for i in range(n):
+        lamv[i] = lam[i] if warm else 0.0
+    prev = math.inf
+    slow = 0
+    for _ in range(maxiter):
+        if n:
+            K.wgt(Iv, Fv, gd0, lamv, dv)
+            for i in range(len(uh)):
+                uh[i] = ufree[i] - dv[i] / h
+        else:
+            uh[:] = ufree
+        if not _drift(IL, FL, q0, uh, h, q1, ua, bufs[B_UM], xs):
+            return SHAKE_FAILED
+        if n == 0:
+            return DONE
+        K.constraint_values(I, F, q1, u, w, g)
+        r = K.residual(I, F, g)
+        if r <= 0.5 * tol:  # not tol: a warm start whose error creeps up step by step stops well inside it
+            if warm:
+                lam[:] = lamv
+            return DONE
+        if not r < math.inf:
+            break
+        slow = slow + 1 if r > 0.25 * prev else 0
+        prev = r
+        if slow >= 2 and K.residual_at_roundoff(I, F, q1, u, w, g) <= tol:  # stalled at round-off: done
+            if warm:
+                lam[:] = lamv
+            return DONE
+        if slow >= 3:
+            st = _shake_newton(I, F, Iv, Fv, IL, FL, WI, WS, bufs, gd0, q0, ufree, h, lamv, tol, maxiter)
+            if warm and st == DONE:
+                lam[:] = lamv
+            elif warm:
+                lam[:] = 0.0
+            return st
+        _solve(Iv, WI, WS, slot0, g, dl)
+        for i in range(n):
+            lamv[i] += dl[i]
+    return SHAKE_FAILED
+
+
+# ------------------------------------------------------------------------------------------- steps
+@jit
+def _forces(I, F, IL, q, uF, grad, bufs, fv):
+    """f_v(−∇U + F(q, u_F)), returned in bufs[B_TMPV]; fv receives f_v(F), the non-conservative part."""
+    fq, tmp, vq = bufs[B_FQ], bufs[B_TMPV], bufs[B_VQ]
+    if I[HAS_F]:
+        to_vq(IL, q, uF, vq)
+        K.nonconservative_force(I, F, q, vq, fq)
+        _to_fv(IL, q, fq, fv)
+        for i in range(len(fq)):
+            fq[i] -= grad[i]
+    else:
+        fv[:] = 0.0
+        for i in range(len(fq)):
+            fq[i] = -grad[i]
+    _to_fv(IL, q, fq, tmp)
+    return tmp
+
+
+@jit
+def _kick(Iv, Fv, u_in, c, f, out):
+    """out = u_in + c M_v⁻¹ f."""
+    wo = Iv[INV_MASS]
+    for i in range(len(out)):
+        out[i] = u_in[i] + c * Fv[wo + i] * f[i]
+
+
+@jit
+def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, c0, c1, lam, tol, maxiter, length_scale):
+    """One RATTLE-family substep of (q, u) in place: kick c₀, constrained Lie drift h, kick c₁, projection."""
+    nq, n, nnz = I[NQ], I[N], Iv[NNZ]
+    nv = Iv[NQ]
+    cur = WI[CUR]
+    nxt = 1 - cur
+    if not WI[HAVE_FACTOR]:
+        if not _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, cur, False):
+            return NEEDS_NUMPY
+        WI[HAVE_FACTOR] = 1
+    grad0 = bufs[B_GRAD0] if cur == 0 else bufs[B_GRAD1]
+    grad1 = bufs[B_GRAD1] if cur == 0 else bufs[B_GRAD0]
+    if c0 != 0.0 and not WI[HAVE_GRAD]:
+        K.gradient(I, F, q, grad0)
+    ufree, uh, ua, unew, fv0, fv1 = bufs[B_UFREE], bufs[B_UH], bufs[B_UA], bufs[B_UNEW], bufs[B_FV0], bufs[B_FV1]
+    q1 = bufs[B_Q1]
+    # --- kick c₀ and constrained drift
+    if c0 == 0.0:
+        ufree[:] = u
+        fv0[:] = 0.0
+        st = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, True, tol, maxiter)
+    elif not I[HAS_VF]:
+        _kick(Iv, Fv, u, c0, _forces(I, F, IL, q, u, grad0, bufs, fv0), ufree)
+        st = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, True, tol, maxiter)
+    else:
+        # fixed point on u½ (the force at the step's mean velocity), as the NumPy path does
+        floor = 10.0 * tol * max(1.0, length_scale) / abs(h) if n else 0.0
+        unew[:] = u
+        prev = math.inf
+        st = DRIFT_FAILED
+        for it in range(100):
+            _kick(Iv, Fv, u, c0, _forces(I, F, IL, q, unew, grad0, bufs, fv0), ufree)
+            s2 = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, False, tol, maxiter)
+            if s2 == NEEDS_NUMPY:
+                return s2
+            if s2 != DONE:
+                break
+            um = bufs[B_UM]  # the force acts at the step's mean velocity
+            delta = 0.0
+            big = 1.0
+            for i in range(nv):
+                delta = max(delta, abs(um[i] - unew[i]))
+                big = max(big, abs(um[i]))
+            unew[:] = um
+            if delta <= 1e-13 * big + floor:
+                st = DONE
+                break
+            if (it >= 1 and delta > prev) or (it >= 4 and delta > 0.5 * prev):
+                break
+            prev = delta
+        if st != DONE:
+            return DRIFT_FAILED
+    if st != DONE:
+        return st
+    # --- kick c₁ at q₁ and projection onto G_v(q₁) u = 0
+    fv1[:] = 0.0
+    if c1 != 0.0:
+        K.gradient(I, F, q1, grad1)
+        _kick(Iv, Fv, ua, c1, _forces(I, F, IL, q1, bufs[B_UM], grad1, bufs, fv1), u)
+        WI[HAVE_GRAD] = 1
+    else:
+        u[:] = ua
+        WI[HAVE_GRAD] = 0
+    if I[HAS_F]:
+        acc = 0.0
+        for i in range(nv):
+            acc += (c0 * fv0[i] + c1 * fv1[i]) * bufs[B_UM][i]
+        WS[WI[X_WORK]] += acc
+    if not _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q1, nxt, True):
+        return NEEDS_NUMPY
+    q[:nq] = q1
+    if n:
+        gd1 = WS[WI[X_GD] + nxt * nnz : WI[X_GD] + (nxt + 1) * nnz]
+        rhs, dl = _buf(WI, WS, X_RHS, n), _buf(WI, WS, X_DL, n)
+        dv = bufs[B_DV]
+        K.matvec(Iv, gd1, u, rhs)
+        _solve(Iv, WI, WS, nxt, rhs, dl)
+        K.wgt(Iv, Fv, gd1, dl, dv)
+        for i in range(nv):
+            u[i] -= dv[i]
+    WI[CUR] = nxt
+    return DONE
+
+
+@jit
+def lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u):
+    """u ← u − M_v⁻¹ G_vᵀ A⁻¹ G_v u at q (mass-weighted projection onto the joints); keeps the factor at q."""
+    n, nnz = I[N], Iv[NNZ]
+    cur = WI[CUR]
+    if not _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, cur, False):
+        return False
+    WI[HAVE_FACTOR] = 1
+    if n:
+        gd = WS[WI[X_GD] + cur * nnz : WI[X_GD] + (cur + 1) * nnz]
+        rhs, dl, dv = _buf(WI, WS, X_RHS, n), _buf(WI, WS, X_DL, n), bufs[B_DV]
+        K.matvec(Iv, gd, u, rhs)
+        _solve(Iv, WI, WS, cur, rhs, dl)
+        K.wgt(Iv, Fv, gd, dl, dv)
+        for i in range(len(u)):
+            u[i] -= dv[i]
+    return True
+
+
+@jit
+def lie_step(I, F, Iv, Fv, IL, FL, WI, WS, bufs, method, q, u, h, lam, tol, maxiter, ls):
+    """One step of ``method`` (codes of :data:`mbvi.engine.loop.METHODS`) of (q, u) in place."""
+    if method == 0:
+        return _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, 0.5 * h, 0.5 * h, lam[0], tol, maxiter, ls)
+    if method == 1:
+        return _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, h, 0.0, lam[0], tol, maxiter, ls)
+    if method == 2:
+        return _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, 0.0, h, lam[0], tol, maxiter, ls)
+    g1 = 1.0 / (2.0 - 2.0 ** (1.0 / 3.0))
+    g2 = 1.0 - 2.0 * g1
+    h1, h2 = g1 * h, g2 * h
+    st = _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h1, 0.5 * h1, 0.5 * h1, lam[0], tol, maxiter, ls)
+    if st != DONE:
+        return st
+    st = _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h2, 0.5 * h2, 0.5 * h2, lam[1], tol, maxiter, ls)
+    if st != DONE:
+        return st
+    return _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h1, 0.5 * h1, 0.5 * h1, lam[0], tol, maxiter, ls)
+
+
+#: most substeps a step is split into
+MAX_REFINE = 1024
+
+
+@jit
+def _fastest_turn(IL, u, h):
+    """max over bodies of h |ω| (rad): how far the fastest body turns in a step."""
+    bv = IL[L_BV]
+    top = 0.0
+    for b in range(IL[L_NB]):
+        o = IL[bv + b] + 3
+        top = max(top, abs(h) * math.sqrt(u[o] ** 2 + u[o + 1] ** 2 + u[o + 2] ** 2))
+    return top
+
+
+@jit
+def lie_step_refined(I, F, Iv, Fv, IL, FL, WI, WS, bufs, method, q, u, h, lam, tol, maxiter, ls, max_turn, qb, ub):
+    """:func:`lie_step`, taken as 2, 4, … equal substeps when a body would turn more than ``max_turn`` rad.
+
+    A step whose constrained drift has no solution is retried from the same
+    state with twice as many substeps. Each substep is a step of the same
+    variational method; the run goes on at h. ``WI[REFINED]`` counts refined steps.
+    """
+    turn = _fastest_turn(IL, u, h)
+    pieces = 1
+    while turn > max_turn * pieces and pieces < MAX_REFINE:
+        pieces *= 2
+    qb[:] = q
+    ub[:] = u
+    st = DONE
+    while True:
+        if pieces > 1:
+            lam[:, :] = 0.0  # the warm starts of h do not suit its substeps
+        for _ in range(pieces):
+            st = lie_step(I, F, Iv, Fv, IL, FL, WI, WS, bufs, method, q, u, h / pieces, lam, tol, maxiter, ls)
+            if st != DONE:
+                break
+        if st == DONE:
+            if pieces > 1:
+                WI[REFINED] += 1
+                lam[:, :] = 0.0
+            return DONE
+        q[:] = qb
+        u[:] = ub
+        WI[HAVE_FACTOR] = 0
+        WI[HAVE_GRAD] = 0
+        if st == NEEDS_NUMPY or pieces >= MAX_REFINE:
+            return st
+        pieces *= 2
