@@ -58,7 +58,7 @@ def test_velocity_coordinate_jacobian_matches_finite_differences_of_the_joints()
     """∂g/∂η from the configuration Jacobian (δR = R η̂) equals finite differences of g along R exp(εη̂)."""
     chain = _chain_module().build(links=3, length=0.9)
     system = assemble(chain)
-    I, F, Iv, Fv, IL, FL = system.engine_model()
+    I, F, Iv, _, IL, FL = system.engine_model()
     from mbvi.engine import kernels as K
     from mbvi.engine import lieloop
     from mbvi.engine.slots import NNZ, NQ, PCOL, PROW, N

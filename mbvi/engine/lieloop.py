@@ -378,7 +378,7 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, c0, c1, lam, tol, maxi
     grad1 = bufs[B_GRAD1] if cur == 0 else bufs[B_GRAD0]
     if c0 != 0.0 and not WI[HAVE_GRAD]:
         K.gradient(I, F, q, grad0)
-    ufree, uh, ua, unew, fv0, fv1 = bufs[B_UFREE], bufs[B_UH], bufs[B_UA], bufs[B_UNEW], bufs[B_FV0], bufs[B_FV1]
+    ufree, ua, unew, fv0, fv1 = bufs[B_UFREE], bufs[B_UA], bufs[B_UNEW], bufs[B_FV0], bufs[B_FV1]
     q1 = bufs[B_Q1]
     # --- kick c₀ and constrained drift
     if c0 == 0.0:
