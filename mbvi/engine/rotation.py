@@ -62,6 +62,24 @@ def _residual(J, x, hpi, r):
 
 
 @jit
+def _solve3(D, r, out):
+    """out = D⁻¹ r for a 3×3 D (Cramer's rule; no allocation, no LAPACK call)."""
+    c00 = D[1, 1] * D[2, 2] - D[1, 2] * D[2, 1]
+    c01 = D[1, 2] * D[2, 0] - D[1, 0] * D[2, 2]
+    c02 = D[1, 0] * D[2, 1] - D[1, 1] * D[2, 0]
+    det = D[0, 0] * c00 + D[0, 1] * c01 + D[0, 2] * c02
+    c10 = D[0, 2] * D[2, 1] - D[0, 1] * D[2, 2]
+    c11 = D[0, 0] * D[2, 2] - D[0, 2] * D[2, 0]
+    c12 = D[0, 1] * D[2, 0] - D[0, 0] * D[2, 1]
+    c20 = D[0, 1] * D[1, 2] - D[0, 2] * D[1, 1]
+    c21 = D[0, 2] * D[1, 0] - D[0, 0] * D[1, 2]
+    c22 = D[0, 0] * D[1, 1] - D[0, 1] * D[1, 0]
+    out[0] = (c00 * r[0] + c10 * r[1] + c20 * r[2]) / det
+    out[1] = (c01 * r[0] + c11 * r[1] + c21 * r[2]) / det
+    out[2] = (c02 * r[0] + c12 * r[1] + c22 * r[2]) / det
+
+
+@jit
 def cayley_parameter(J, hpi, x):
     """Solve (I + x̂/2 + xxᵀ/4) J x = hπ for x in place (x holds the first guess); False if Newton fails.
 
@@ -71,12 +89,12 @@ def cayley_parameter(J, hpi, x):
     D = np.empty((3, 3))
     dx = np.empty(3)
     xt = np.empty(3)
+    jx = np.empty(3)
     scale = abs(hpi[0]) + abs(hpi[1]) + abs(hpi[2]) + 1e-300
     res = _residual(J, x, hpi, r)
     for _ in range(60):
         if res <= 4e-16 * scale:
             return True
-        jx = np.empty(3)
         for i in range(3):
             jx[i] = J[i] * x[i]
         xjx = x[0] * jx[0] + x[1] * jx[1] + x[2] * jx[2]
@@ -85,14 +103,13 @@ def cayley_parameter(J, hpi, x):
             for j in range(3):
                 D[i, j] = 0.5 * x[i] * jx[j]
             D[i, i] += J[i] + 0.25 * xjx
-        # x̂ J: (x̂J)_ij = (x × (J e_j))_i
         D[0, 1] += 0.5 * (-x[2] * J[1]) - 0.5 * (-jx[2])
         D[0, 2] += 0.5 * (x[1] * J[2]) - 0.5 * (jx[1])
         D[1, 0] += 0.5 * (x[2] * J[0]) - 0.5 * (jx[2])
         D[1, 2] += 0.5 * (-x[0] * J[2]) - 0.5 * (-jx[0])
         D[2, 0] += 0.5 * (-x[1] * J[0]) - 0.5 * (-jx[1])
         D[2, 1] += 0.5 * (x[0] * J[1]) - 0.5 * (jx[0])
-        dx[:] = np.linalg.solve(D, r)
+        _solve3(D, r, dx)
         step = 1.0
         while True:
             for i in range(3):
