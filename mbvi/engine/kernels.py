@@ -198,6 +198,31 @@ def residual_at_roundoff(I, F, q, u, w, g):
     return r
 
 
+#: outcomes of :func:`settle`
+GOING, SETTLED, STALLED = 0, 1, 2
+
+
+@jit
+def settle(new, old, floor, it, prev):
+    """One test of a fixed-point iteration on a velocity: old ← new; (outcome, the change max |new − old|).
+
+    SETTLED when the change is within 1e-13 relative (to max(1, |new|)) plus
+    ``floor``; STALLED when it grows (from iteration 1 on) or halves too
+    slowly (from iteration 4 on) relative to ``prev``, the last change.
+    """
+    delta = 0.0
+    big = 1.0
+    for i in range(len(new)):
+        delta = max(delta, abs(new[i] - old[i]))
+        big = max(big, abs(new[i]))
+    old[:] = new
+    if delta <= 1e-13 * big + floor:
+        return SETTLED, delta
+    if (it >= 1 and delta > prev) or (it >= 4 and delta > 0.5 * prev):
+        return STALLED, delta
+    return GOING, delta
+
+
 @jit
 def matvec(I, gd, x, out):
     """out = G x."""

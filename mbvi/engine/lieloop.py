@@ -401,19 +401,12 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, c0, c1, lam, tol, maxi
                 return s2
             if s2 != DONE:
                 break
-            um = bufs[B_UM]  # the force acts at the step's mean velocity
-            delta = 0.0
-            big = 1.0
-            for i in range(nv):
-                delta = max(delta, abs(um[i] - unew[i]))
-                big = max(big, abs(um[i]))
-            unew[:] = um
-            if delta <= 1e-13 * big + floor:
+            # the force acts at the step's mean velocity: unew ← u_m
+            outcome, prev = K.settle(bufs[B_UM], unew, floor, it, prev)
+            if outcome == K.SETTLED:
                 st = DONE
+            if outcome != K.GOING:
                 break
-            if (it >= 1 and delta > prev) or (it >= 4 and delta > 0.5 * prev):
-                break
-            prev = delta
         if st != DONE:
             return DRIFT_FAILED
     if st != DONE:

@@ -266,18 +266,11 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
                 return s2
             if s2 != DONE:
                 break
-            delta = 0.0
-            big = 1.0
-            for i in range(nq):
-                delta = max(delta, abs(vnew[i] - vh[i]))
-                big = max(big, abs(vnew[i]))
-            vh[:] = vnew
-            if delta <= 1e-13 * big + floor:
+            outcome, prev = K.settle(vnew, vh, floor, it, prev)  # vh ← vnew
+            if outcome == K.SETTLED:
                 st = DONE
+            if outcome != K.GOING:
                 break
-            if (it >= 1 and delta > prev) or (it >= 4 and delta > 0.5 * prev):
-                break
-            prev = delta
         if st != DONE:
             return DRIFT_FAILED
     if st != DONE:
@@ -352,6 +345,17 @@ def _step(I, F, WI, WS, method, q, v, t, h, lam, tol, maxiter, ls):
 
 
 @jit
+def _report(info, status, k, j, WI):
+    """A run's outcome into ``info`` (see :func:`run`): status, step reached, next save slot; counters added."""
+    info[0] = status
+    info[1] = k
+    info[2] = j
+    info[3] += WI[SHIFT_USED]
+    info[4] += WI[NEWTON_USED]
+    info[5] += WI[REFINED]
+
+
+@jit
 def _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every, tol, maxiter, ls, max_turn,
              lam, Q, V, Wk, j0, info, project):  # fmt: skip
     """:func:`run` for a system with rigid bodies: the steps of :mod:`mbvi.engine.lieloop` in velocity coordinates."""
@@ -360,12 +364,9 @@ def _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_
     nq, nv = I[NQ], Iv[NQ]
     u = np.zeros(nv)
     LIE.to_u(IL, q, v, u)
-    info[0] = DONE
-    info[1] = k0
-    info[2] = j0
     if project and j0 > 0:
         if not LIE.lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u):
-            info[0] = NEEDS_NUMPY
+            _report(info, NEEDS_NUMPY, k0, j0, WI)
             return
         LIE.to_vq(IL, q, u, v)
         V[j0 - 1] = v
@@ -398,12 +399,7 @@ def _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_
             Wk[j] = WS[WI[X_WORK]]
             j += 1
     LIE.to_vq(IL, q, u, v)
-    info[0] = status
-    info[1] = k
-    info[2] = j
-    info[3] += WI[SHIFT_USED]
-    info[4] += WI[NEWTON_USED]
-    info[5] += WI[REFINED]
+    _report(info, status, k, j, WI)
 
 
 @jit
@@ -429,9 +425,7 @@ def run(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every
     nq = I[NQ]
     if project and j0 > 0:
         if not _project(I, F, WI, WS, q, v):
-            info[0] = NEEDS_NUMPY
-            info[1] = k0
-            info[2] = j0
+            _report(info, NEEDS_NUMPY, k0, j0, WI)
             return
         V[j0 - 1] = v
     WS[WI[X_WORK]] = Wk[j0 - 1] if j0 > 0 else 0.0
@@ -458,11 +452,7 @@ def run(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every
             V[j] = v
             Wk[j] = WS[WI[X_WORK]]
             j += 1
-    info[0] = status
-    info[1] = k
-    info[2] = j
-    info[3] += WI[SHIFT_USED]
-    info[4] += WI[NEWTON_USED]
+    _report(info, status, k, j, WI)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")

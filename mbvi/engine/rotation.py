@@ -169,13 +169,13 @@ def mean_rate(x, h, out):
 
 @jit
 def body_rates(q, vq, o, w):
-    """Body-frame ω of the body whose x starts at q[o], from its column rates Ṙ (skew part of RᵀṘ)."""
+    """Body-frame ω of the body whose x starts at q[o], from its column rates Ṙ (skew part of RᵀṘ).
+
+    The same map as :func:`body_torque`, halved: Σ_c c_c × ċ_c = 2Rω.
+    """
+    body_torque(q, vq, o, w)
     for k in range(3):
-        a, b = _A[k], _B[k]
-        s = 0.0
-        for i in range(3):
-            s += q[o + 3 + 3 * a + i] * vq[o + 3 + 3 * b + i] - q[o + 3 + 3 * b + i] * vq[o + 3 + 3 * a + i]
-        w[k] = 0.5 * s
+        w[k] *= 0.5
 
 
 @jit
