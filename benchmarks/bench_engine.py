@@ -279,10 +279,10 @@ def mj_rigid_chain(links: int) -> mujoco.MjModel:
 # timers: each returns seconds per step for one run from the initial state
 # ------------------------------------------------------------------------------------------------
 class MbviRun:
-    def __init__(self, scene: mbvi.Scene):
+    def __init__(self, scene: mbvi.Scene, integrator: str = "verlet"):
         self.scene = scene
         self.system = mbvi.assemble(scene)
-        self.stepper = mbvi.get_integrator("verlet")(self.system, DT)
+        self.stepper = mbvi.get_integrator(integrator)(self.system, DT)
         self.state = self.system.initial_state()
         self.q = self.state.q
 
@@ -504,6 +504,13 @@ def main(argv: list[str] | None = None) -> None:
     }
     scaling = {n: MbviRun(point_chain(n)) for n in sizes}
     cases["scaling"] = {str(n): (lambda r=r: r.time(n_scale)) for n, r in scaling.items()}
+    implicit = {
+        (links, name): MbviRun(point_chain(links), name)
+        for links in (2, 32)
+        for name in ("verlet", "midpoint", "implicit_euler")
+    }
+    cases["implicit"] = {f"{n} {links}": (lambda r=r, k=n_dp // links: best_of(lambda: r.time(k), 3))
+                         for (links, n), r in implicit.items()}  # fmt: skip
     batch = Batch(B, n_batch)
     cases["batch"] = {
         "mbvi": batch.mbvi_api,
@@ -602,6 +609,18 @@ def main(argv: list[str] | None = None) -> None:
         f" (least squares over all sizes: "
         f"{np.polyfit(np.log(sizes), np.log([med(res['scaling'][str(n)]) for n in sizes]), 1)[0]:.3f})"
     )
+
+    r = res["implicit"]
+    print("\nthe implicit integrators, compiled (a fixed point around SHAKE), against verlet (µs per step):")
+    for links in (2, 32):
+        print(
+            f"  {links:>2}-link point chain: verlet {us(r[f'verlet {links}'])}, "
+            f"midpoint {us(r[f'midpoint {links}'])} ({ratio(r[f'midpoint {links}'], r[f'verlet {links}'])}), "
+            f"implicit_euler {us(r[f'implicit_euler {links}'])} "
+            f"({ratio(r[f'implicit_euler {links}'], r[f'verlet {links}'])}); "
+            f"Newton steps {implicit[(links, 'midpoint')].stepper.numpy_steps}, "
+            f"{implicit[(links, 'implicit_euler')].stepper.numpy_steps}"
+        )
 
     r = res["batch"]
     print(f"\nbatched double pendulums, B = {B}, {n_batch} steps (pendulum-steps per second, median [min–max]):")

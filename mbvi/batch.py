@@ -69,7 +69,9 @@ def simulate_batch(
     save_every : int, default: 1
         Keep every n-th state (the last one is always kept).
     integrator : str, default: "verlet"
-        ``verlet``, ``symplectic_euler_a``, ``symplectic_euler_b`` or ``yoshida4``.
+        ``verlet``, ``symplectic_euler_a``, ``symplectic_euler_b``, ``yoshida4``,
+        ``midpoint`` or ``implicit_euler`` (the last two compiled for scenes without
+        rigid bodies; with rigid bodies their members run one by one in NumPy).
     t0 : float, default: 0
         Start time, s.
     **options
@@ -105,12 +107,14 @@ def simulate_batch(
     """
     loop = importlib.import_module("mbvi.engine.loop")  # safe when threads import it at once
     runner = importlib.import_module("mbvi.engine.runner")
+    from mbvi.integrators.implicit import _COMPILED as IMPLICIT
     from mbvi.integrators.rattle import _COMPILED
 
     cls = resolve_integrator(integrator)
-    if cls not in _COMPILED:
+    if cls not in _COMPILED and cls not in IMPLICIT:
         raise ValueError(
-            f"simulate_batch: integrator {cls.name!r} has no batched path; use one of {', '.join(loop.METHODS)}"
+            f"simulate_batch: integrator {cls.name!r} has no batched path; use one of "
+            f"{', '.join([*loop.METHODS, *loop.IMPLICIT])}"
         )
     nsteps = step_count(t_end, dt, t0, save_every, "simulate_batch")
     system = assemble(scene)
@@ -124,6 +128,8 @@ def simulate_batch(
                 f"simulate_batch: initial state {worst} violates the constraints (residual {bad[worst]:.3g})"
             )
     model = system.engine_model()
+    if cls in IMPLICIT and len(system.layout.rotation_blocks):
+        model = None  # the implicit pair steps rigid bodies in NumPy only
     info = run_info(cls, dt, options, batch=len(Q))
     if model is None:  # a force law without compiled kernel: member by member on the NumPy path
         if len(system.active):
@@ -166,7 +172,9 @@ def simulate_batch(
 def _serial(stepper, system, scene, q, v, t0, nsteps, save_every, info, member) -> Trajectory:
     """One member on the NumPy path (a force law without a compiled kernel, or a fallback)."""
     stepper._cache = {"q": None}
-    stepper._lam[:] = 0.0
+    for warm in ("_lam", "_y", "_engine_lam"):  # each member starts cold, as its own run would
+        if getattr(stepper, warm, None) is not None:
+            getattr(stepper, warm)[...] = 0.0
     try:
         t, Qm, Vm = stepper.integrate(State(q.copy(), v.copy()), t0, nsteps, save_every)
     except SolverError as exc:

@@ -60,6 +60,7 @@ from mbvi.engine.slots import (
     X_LAMV,
     X_Q1,
     X_QB,
+    X_QM,
     X_RHS,
     X_TMP,
     X_U,
@@ -80,6 +81,8 @@ jit = njit(cache=True, nogil=True, error_model="numpy")
 
 #: integrator name -> method code of the compiled loop
 METHODS = {"verlet": 0, "symplectic_euler_a": 1, "symplectic_euler_b": 2, "yoshida4": 3}
+#: the implicit integrators the compiled loop also runs (systems without rigid bodies; no batched path)
+IMPLICIT = {"midpoint": 4, "implicit_euler": 5}
 
 
 
@@ -88,10 +91,10 @@ def workspace(I):
     """(WI, WS): the offsets and integer state, and every float buffer of one run."""
     n, nq, nnz = I[N], I[NQ], I[NNZ]
     size_ab = I[SIZE_L]
-    sizes = (3 * n, 3 * n, n, 2 * nnz, 2 * size_ab, n, n, n, n, nq, nq, nq, nq, 2 * nq, nq, nq, nq, nq, 1, nq, nq)
+    sizes = (3 * n, 3 * n, n, 2 * nnz, 2 * size_ab, n, n, n, n, nq, nq, nq, nq, 2 * nq, nq, nq, nq, nq, 1, nq, nq, nq)
     WI = np.zeros(XSLOTS, dtype=np.int64)
     total = 0
-    for slot in range(len(sizes)):  # X_U … X_VB are slots 0 … 20, in this order
+    for slot in range(len(sizes)):  # X_U … X_QM are slots 0 … 21, in this order
         WI[slot] = total
         total += sizes[slot]
     WI[SIZE_AB] = size_ab
@@ -172,8 +175,12 @@ def _shake_newton(I, F, WI, WS, gd0, q1, corr, vfree, h, tol, maxiter, vh):
 
 
 @jit
-def _shake(I, F, WI, WS, slot0, q0, vfree, h, lam, warm, tol, maxiter, q1, vh):
-    """Constrained drift q₁ = q₀ + h (v_free − M⁻¹ G(q₀)ᵀ Λ), g(q₁) = 0; v½ = v_free − M⁻¹ G(q₀)ᵀ Λ."""
+def _shake(I, F, WI, WS, slot0, dslot, q0, vfree, h, lam, warm, tol, maxiter, q1, vh):
+    """Constrained drift q₁ = q₀ + h (v_free − M⁻¹ Gᵀ Λ), g(q₁) = 0; v½ = v_free − M⁻¹ Gᵀ Λ.
+
+    G is the Jacobian in buffer ``dslot`` (G(q₀) for the RATTLE family), A the
+    factorization in buffer ``slot0`` (A(q₀)).
+    """
     nq, n, nnz = I[NQ], I[N], I[NNZ]
     for i in range(nq):
         q1[i] = q0[i] + h * vfree[i]
@@ -183,7 +190,7 @@ def _shake(I, F, WI, WS, slot0, q0, vfree, h, lam, warm, tol, maxiter, q1, vh):
     lamv, dl = _buf(WI, WS, X_LAMV, n), _buf(WI, WS, X_DL, n)
     corr, dq = _buf(WI, WS, X_CORR, nq), _buf(WI, WS, X_DQ, nq)
     u, w, g = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n), _buf(WI, WS, X_G, n)
-    gd0 = WS[WI[X_GD] + slot0 * nnz : WI[X_GD] + (slot0 + 1) * nnz]
+    gd0 = WS[WI[X_GD] + dslot * nnz : WI[X_GD] + (dslot + 1) * nnz]
     for i in range(n):
         lamv[i] = lam[i] if warm else 0.0
     K.wgt(I, F, gd0, lamv, corr)
@@ -231,7 +238,7 @@ def _kick(I, F, q, vF, v, c, grad, f, out):
 @jit
 def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
     """One RATTLE-family substep from (q, v) in place: kick c₀, constrained drift h, kick c₁, projection."""
-    nq, n, nnz = I[NQ], I[N], I[NNZ]
+    nq, n = I[NQ], I[N]
     cur = WI[CUR]
     nxt = 1 - cur
     if not WI[HAVE_FACTOR]:
@@ -247,11 +254,11 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
     f0, f1 = _buf(WI, WS, X_F0, nq), _buf(WI, WS, X_F1, nq)
     # --- kick c₀ and constrained drift
     if c0 == 0.0:
-        st = _shake(I, F, WI, WS, cur, q, v, h, lam, True, tol, maxiter, q1, vh)
+        st = _shake(I, F, WI, WS, cur, cur, q, v, h, lam, True, tol, maxiter, q1, vh)
         f0[:] = 0.0
     elif not I[HAS_VF]:
         _kick(I, F, q, v, v, c0, grad0, f0, vfree)
-        st = _shake(I, F, WI, WS, cur, q, vfree, h, lam, True, tol, maxiter, q1, vh)
+        st = _shake(I, F, WI, WS, cur, cur, q, vfree, h, lam, True, tol, maxiter, q1, vh)
     else:
         # fixed point on v½ (the force at the step's mean velocity), as the NumPy path does
         floor = 10.0 * tol * max(1.0, length_scale) / abs(h) if n else 0.0
@@ -261,7 +268,7 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
         st = DRIFT_FAILED
         for it in range(100):
             _kick(I, F, q, vh, v, c0, grad0, f0, vfree)  # v₀ + c₀ M⁻¹(F(q₀, v½) − ∇U(q₀))
-            s2 = _shake(I, F, WI, WS, cur, q, vfree, h, lam, False, tol, maxiter, q1, vnew)
+            s2 = _shake(I, F, WI, WS, cur, cur, q, vfree, h, lam, False, tol, maxiter, q1, vnew)
             if s2 == NEEDS_NUMPY:
                 return s2
             if s2 != DONE:
@@ -292,35 +299,110 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
     if not _factor_at(I, F, WI, WS, q1, nxt, True):
         return NEEDS_NUMPY
     q[:] = q1
+    _remove_normal(I, F, WI, WS, nxt, v)
+    WI[CUR] = nxt
+    return DONE
+
+
+@jit
+def _remove_normal(I, F, WI, WS, slot, v):
+    """v ← v − M⁻¹ Gᵀ A⁻¹ G v with G and the factor of A in buffer ``slot`` (the RATTLE projection)."""
+    n, nq, nnz = I[N], I[NQ], I[NNZ]
     if n:
-        gd1 = WS[WI[X_GD] + nxt * nnz : WI[X_GD] + (nxt + 1) * nnz]
-        rhs, dl = _buf(WI, WS, X_RHS, n), _buf(WI, WS, X_DL, n)
-        K.matvec(I, gd1, v, rhs)
-        _solve(I, WI, WS, nxt, rhs, dl)
-        dq = _buf(WI, WS, X_DQ, nq)
-        K.wgt(I, F, gd1, dl, dq)
+        gd = WS[WI[X_GD] + slot * nnz : WI[X_GD] + (slot + 1) * nnz]
+        rhs, dl, dq = _buf(WI, WS, X_RHS, n), _buf(WI, WS, X_DL, n), _buf(WI, WS, X_DQ, nq)
+        K.matvec(I, gd, v, rhs)
+        _solve(I, WI, WS, slot, rhs, dl)
+        K.wgt(I, F, gd, dl, dq)
         for i in range(nq):
             v[i] -= dq[i]
+
+
+@jit
+def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
+    """One step of ``midpoint`` or ``implicit_euler`` from (q, v) in place (NumPy: :mod:`mbvi.integrators.implicit`).
+
+    Both are a constrained drift q₁ = q₀ + h(v_free − M⁻¹ Gᵀ Λ), g(q₁) = 0,
+    whose free velocity depends on the unknown q₁:
+
+    * midpoint: v_free = v₀ + (h/2) M⁻¹ f(q̄, v), q̄ = (q₀ + q₁)/2, G = G(q₀);
+      then v₁ = v + (h/2) M⁻¹ f(q̄, v), projected at q₁;
+    * implicit Euler: v_free = v₀ + h M⁻¹ f(q₁, v), G = G(q₁); v₁ = v projected at q₁,
+
+    with v = (q₁ − q₀)/h and f = −∇U + F. The unknown is found by a fixed
+    point on v around SHAKE (each iterate is one SHAKE solve warm-started
+    from the last), the same equations the NumPy path solves by Newton. A
+    fixed point that does not settle (stiff forces, h² k/m ≳ 1) or a SHAKE
+    that fails returns NEEDS_NUMPY: Newton takes that step.
+    """
+    nq, n, nnz = I[NQ], I[N], I[NNZ]
+    cur = WI[CUR]
+    nxt = 1 - cur
+    if not WI[HAVE_FACTOR]:
+        if not _factor_at(I, F, WI, WS, q, cur, False):
+            return NEEDS_NUMPY
+        WI[HAVE_FACTOR] = 1
+    c = 0.5 * h if midpoint else h
+    grad = WS[WI[X_GRAD] + cur * nq : WI[X_GRAD] + (cur + 1) * nq]
+    q1, vh, vfree = _buf(WI, WS, X_Q1, nq), _buf(WI, WS, X_VH, nq), _buf(WI, WS, X_VFREE, nq)
+    vnew, f, qm = _buf(WI, WS, X_VNEW, nq), _buf(WI, WS, X_F0, nq), _buf(WI, WS, X_QM, nq)
+    u, w = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n)
+    gd1 = WS[WI[X_GD] + nxt * nnz : WI[X_GD] + (nxt + 1) * nnz]
+    floor = 10.0 * tol * max(1.0, ls) / abs(h) if n else 0.0
+    dslot = cur
+    vh[:] = v
+    prev = math.inf
+    settled = False
+    for it in range(100):
+        for i in range(nq):
+            q1[i] = q[i] + h * vh[i]  # the current estimate of q₁
+            qm[i] = 0.5 * (q[i] + q1[i]) if midpoint else q1[i]
+        K.gradient(I, F, qm, grad)
+        _kick(I, F, qm, vh, v, c, grad, f, vfree)
+        if not midpoint and n and it > 0:  # the multiplier force acts along G(q₁)
+            K.affine_uw(I, F, q1, u, w)
+            K.jacobian_values(I, F, u, w, gd1)
+            dslot = nxt
+        if _shake(I, F, WI, WS, cur, dslot, q, vfree, h, lam, True, tol, maxiter, q1, vnew) != DONE:
+            return NEEDS_NUMPY
+        outcome, prev = K.settle(vnew, vh, floor, it, prev)  # vh ← vnew
+        if outcome == K.SETTLED:
+            settled = True
+        if outcome != K.GOING:
+            break
+    if not settled:
+        return NEEDS_NUMPY
+    # v₁ before projection, and the work of F over the step (F · (q₁ − q₀))
+    if midpoint:
+        for i in range(nq):
+            qm[i] = 0.5 * (q[i] + q1[i])
+        K.gradient(I, F, qm, grad)
+        _kick(I, F, qm, vh, vh, c, grad, f, v)
+    else:
+        K.nonconservative_force(I, F, q1, vh, f)
+        v[:] = vh
+    if I[HAS_F]:
+        acc = 0.0
+        for i in range(nq):
+            acc += f[i] * (q1[i] - q[i])
+        WS[WI[X_WORK]] += acc
+    if not _factor_at(I, F, WI, WS, q1, nxt, True):
+        return NEEDS_NUMPY
+    q[:] = q1
+    _remove_normal(I, F, WI, WS, nxt, v)
     WI[CUR] = nxt
+    WI[HAVE_GRAD] = 0
     return DONE
 
 
 @jit
 def _project(I, F, WI, WS, q, v):
     """v ← v − M⁻¹ G(q)ᵀ A(q)⁻¹ G(q) v (mass-weighted projection onto G v = 0); keeps the factor at q."""
-    n, nq, nnz = I[N], I[NQ], I[NNZ]
     cur = WI[CUR]
     if not _factor_at(I, F, WI, WS, q, cur, False):
         return False
     WI[HAVE_FACTOR] = 1
-    if n:
-        gd = WS[WI[X_GD] + cur * nnz : WI[X_GD] + (cur + 1) * nnz]
-        rhs, dl, dq = _buf(WI, WS, X_RHS, n), _buf(WI, WS, X_DL, n), _buf(WI, WS, X_DQ, nq)
-        K.matvec(I, gd, v, rhs)
-        _solve(I, WI, WS, cur, rhs, dl)
-        K.wgt(I, F, gd, dl, dq)
-        for i in range(nq):
-            v[i] -= dq[i]
+    _remove_normal(I, F, WI, WS, cur, v)
     return True
 
 
@@ -332,6 +414,8 @@ def _step(I, F, WI, WS, method, q, v, t, h, lam, tol, maxiter, ls):
         return _substep(I, F, WI, WS, q, v, t, h, h, 0.0, lam[0], tol, maxiter, ls)
     if method == 2:
         return _substep(I, F, WI, WS, q, v, t, h, 0.0, h, lam[0], tol, maxiter, ls)
+    if method >= 4:
+        return _implicit_step(I, F, WI, WS, method == 4, q, v, h, lam[0], tol, maxiter, ls)
     g1 = 1.0 / (2.0 - 2.0 ** (1.0 / 3.0))
     g2 = 1.0 - 2.0 * g1
     h1, h2 = g1 * h, g2 * h
@@ -370,7 +454,7 @@ def _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_
             return
         LIE.to_vq(IL, q, u, v)
         V[j0 - 1] = v
-    WS[WI[X_WORK]] = Wk[j0 - 1] if j0 > 0 else 0.0
+    WS[WI[X_WORK]] = Wk[len(Wk) - 1]  # the work so far
     qb, ub, qs, us = q.copy(), u.copy(), q.copy(), u.copy()
     j = j0
     status = DONE
@@ -399,6 +483,7 @@ def _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_
             Wk[j] = WS[WI[X_WORK]]
             j += 1
     LIE.to_vq(IL, q, u, v)
+    Wk[len(Wk) - 1] = WS[WI[X_WORK]]
     _report(info, status, k, j, WI)
 
 
@@ -411,8 +496,9 @@ def run(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every
     a system with rigid bodies steps through :mod:`mbvi.engine.lieloop`.
 
     Saved states go to Q[j], V[j] (and the accumulated work of the
-    non-conservative forces, J, to Wk[j]) from j = j0; Wk[j0 − 1] is the work
-    so far. ``info`` (int64, 6) receives: status, the step reached (the
+    non-conservative forces, J, to Wk[j]) from j = j0; the last entry of Wk
+    (one more than the saved states) is the work so far, read at the start and
+    written at the return. ``info`` (int64, 6) receives: status, the step reached (the
     failing one, or kstop), the next save slot, pseudo-inverse, full-Newton
     uses and steps refined into substeps (added). On failure (q, v) is the state at the start of the failing step.
     With ``project``, v is first projected onto the constraints at q (and saved as Q[j0 − 1], V[j0 − 1]).
@@ -428,7 +514,7 @@ def run(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every
             _report(info, NEEDS_NUMPY, k0, j0, WI)
             return
         V[j0 - 1] = v
-    WS[WI[X_WORK]] = Wk[j0 - 1] if j0 > 0 else 0.0
+    WS[WI[X_WORK]] = Wk[len(Wk) - 1]  # the work so far
     qb, vb = _buf(WI, WS, X_QB, nq), _buf(WI, WS, X_VB, nq)
     j = j0
     status = DONE
@@ -452,6 +538,7 @@ def run(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every
             V[j] = v
             Wk[j] = WS[WI[X_WORK]]
             j += 1
+    Wk[len(Wk) - 1] = WS[WI[X_WORK]]
     _report(info, status, k, j, WI)
 
 
@@ -473,5 +560,6 @@ def run_batch(I, F, Iv, Fv, IL, FL, method, Q0, V0, t0, h, nsteps, save_every, t
         Q[b, 0] = q
         V[b, 0] = v
         Wk[b, 0] = 0.0
+        Wk[b, Wk.shape[1] - 1] = 0.0
         run(I_b, F_b, Iv_b, Fv_b, IL_b, FL_b, method, q, v, t0, h, 0, nsteps, nsteps, save_every, tol, maxiter, ls,
             max_turn, lam, Q[b], V[b], Wk[b], 1, info[b], True)  # fmt: skip

@@ -9,6 +9,7 @@ a :class:`mbvi.SolverError` with the partial trajectory.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 
@@ -27,6 +28,11 @@ CHUNK = 2000  # steps per call when a progress callback wants updates
 
 def _nsave(nsteps: int, save_every: int) -> int:
     return nsteps // save_every + 1 + (nsteps % save_every != 0)
+
+
+def _method(integrator) -> int:
+    """The compiled loop's code for a built-in integrator."""
+    return loop.METHODS.get(integrator.name, loop.IMPLICIT.get(integrator.name))
 
 
 def _failure(integrator, status: int, q: np.ndarray, v: np.ndarray, t: float, k: int, lie: bool) -> SolverError:
@@ -53,18 +59,18 @@ def _failure(integrator, status: int, q: np.ndarray, v: np.ndarray, t: float, k:
 def integrate(
     integrator, model, state: State, t0: float, nsteps: int, save_every: int = 1, callback: Callable | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Run ``integrator`` (a built-in of the RATTLE family) through the compiled loop.
+    """Run ``integrator`` (a built-in of :data:`mbvi.engine.loop.METHODS` or ``IMPLICIT``) through the compiled loop.
 
     Returns (t, q, v) like :meth:`mbvi.Integrator.integrate`; the work of the
     non-conservative forces at each saved state is left on
     ``integrator.work`` (J). Raises :class:`mbvi.SolverError` with ``partial``.
     """
     system, h = integrator.system, integrator.dt
-    method = loop.METHODS[integrator.name]
+    method = _method(integrator)
     nsave = _nsave(nsteps, save_every)
     Q = np.empty((nsave, system.nq))
     V = np.empty((nsave, system.nq))
-    Wk = np.zeros(nsave)
+    Wk = np.zeros(nsave + 1)  # the last entry: the work so far (in and out of every compiled call)
     q = np.array(state.q, dtype=float)
     v = np.array(state.v, dtype=float)
     Q[0], V[0] = q, v
@@ -74,19 +80,38 @@ def integrate(
         lam = integrator._engine_lam = np.zeros((2, n))  # warm starts of the compiled SHAKE
     info = np.zeros(6, dtype=np.int64)
     k, j = 0, 1
-    args = (integrator.tol, integrator.maxiter, float(system.length_scale), integrator.max_turn, lam)
+    burst = 1  # NumPy steps after a fallback: doubles while the compiled step keeps handing steps back
+    integrator.numpy_steps = 0
+    max_turn = getattr(integrator, "max_turn", math.inf)
+    args = (integrator.tol, integrator.maxiter, float(system.length_scale), max_turn, lam)
     while k < nsteps:
         stop = nsteps if callback is None else min(nsteps, k + CHUNK)
         loop.run(*model, method, q, v, float(t0), h, k, stop, nsteps, save_every, *args, Q, V, Wk, j, info)
-        status, k, j = int(info[0]), int(info[1]), int(info[2])
+        kstart, (status, k, j) = k, (int(info[0]), int(info[1]), int(info[2]))
         if status == loop.NEEDS_NUMPY:
+            burst = min(2 * burst, 1024) if k == kstart else 1
             integrator._cache = {"q": None}
-            state = integrator._step(State(q.copy(), v.copy()), t0 + k * h)  # raises SolverError itself
-            q, v = state.q.copy(), state.v.copy()
-            k += 1
-            if k % save_every == 0 or k == nsteps:
-                Q[j], V[j], Wk[j] = q, v, Wk[j - 1]
-                j += 1
+            for _ in range(min(burst, stop - k)):
+                t = t0 + k * h
+                try:
+                    state = integrator._step(State(q.copy(), v.copy()), t)
+                except SolverError as exc:
+                    err = exc.located(t, k)
+                    err.partial = (t0 + _saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j])
+                    raise err from exc
+                if not (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
+                    err = integrator._instability(t, k)
+                    err.partial = (t0 + _saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j])
+                    raise err
+                if system.has_forces:  # the step's work, by the trapezoidal rule (the compiled steps' is exact)
+                    f = system.force(q, v, t) + system.force(state.q, state.v, t + h)
+                    Wk[-1] += 0.5 * float(f @ (state.q - q))
+                q, v = state.q.copy(), state.v.copy()
+                k += 1
+                integrator.numpy_steps += 1
+                if k % save_every == 0 or k == nsteps:
+                    Q[j], V[j], Wk[j] = q, v, Wk[-1]
+                    j += 1
         elif status != loop.DONE:
             err = _failure(integrator, status, q, v, t0 + k * h, k, bool(model[4][L_NB]))
             err.partial = (t0 + _saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j])
@@ -129,12 +154,12 @@ def integrate_batch(
     nsave = _nsave(nsteps, save_every)
     Q = np.zeros((B, nsave, system.nq))
     V = np.zeros((B, nsave, system.nq))
-    Wk = np.zeros((B, nsave))
+    Wk = np.zeros((B, nsave + 1))
     info = np.zeros((B, 6), dtype=np.int64)
     loop.run_batch(
-        *model, loop.METHODS[integrator.name], np.ascontiguousarray(Q0, float), np.ascontiguousarray(V0, float),
+        *model, _method(integrator), np.ascontiguousarray(Q0, float), np.ascontiguousarray(V0, float),
         float(t0), h, nsteps, save_every, integrator.tol, integrator.maxiter, float(system.length_scale),
-        integrator.max_turn, Q, V, Wk,
+        getattr(integrator, "max_turn", math.inf), Q, V, Wk,
         info,
     )  # fmt: skip
-    return t0 + _saved_steps(nsave, nsteps, save_every) * h, Q, V, Wk, info
+    return t0 + _saved_steps(nsave, nsteps, save_every) * h, Q, V, Wk[:, :nsave], info

@@ -1,6 +1,14 @@
-"""Implicit integrators solved by Newton on (q_{k+1}, λ): midpoint VI and implicit Euler."""
+"""Implicit integrators solved by Newton on (q_{k+1}, λ): midpoint VI and implicit Euler.
+
+A run of a system without rigid bodies whose force laws all have compiled
+kernels is one compiled call (:func:`mbvi.engine.loop.run`): the same
+equations, solved by a fixed point around SHAKE; a step the fixed point
+cannot settle (stiff forces) is taken here, by Newton.
+"""
 
 from __future__ import annotations
+
+import importlib
 
 import numpy as np
 import scipy.sparse as sp
@@ -25,6 +33,14 @@ class _NewtonIntegrator(Integrator):
         self.maxiter = self.check_option("maxiter", self.maxiter, integer=True)
         self._M = sp.diags(system.mass)
         self._y = np.zeros(len(system.active))
+
+    def integrate(self, state, t0, nsteps, save_every=1, callback=None):
+        if type(self) in _COMPILED:  # subclasses keep the NumPy path
+            model = self.system.engine_model()
+            if model is not None and not len(self.system.layout.rotation_blocks):
+                runner = importlib.import_module("mbvi.engine.runner")  # safe when threads import it at once
+                return runner.integrate(self, model, state, t0, nsteps, save_every, callback)
+        return super().integrate(state, t0, nsteps, save_every, callback)
 
     def _solve(self, residual, jacobian, x0, culprit_q):
         sysm = self.system
@@ -138,6 +154,10 @@ class ImplicitEuler(_NewtonIntegrator):
         self._y = lam
         v1 = sysm.project_velocity(q1, (q1 - q0) / h)
         return State(q1, v1)
+
+
+#: the classes whose runs the compiled loop reproduces (:data:`mbvi.engine.loop.IMPLICIT`)
+_COMPILED = {Midpoint: "midpoint", ImplicitEuler: "implicit_euler"}
 
 
 @hookimpl

@@ -1,0 +1,143 @@
+"""The compiled midpoint and implicit Euler (a fixed point around SHAKE) against Newton on the same equations."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scene_loader import SCENES, load_scene
+
+import mbvi
+
+mbvi.integrators()  # load the built-in plugins so their modules can be reached
+IMPLICIT = sys.modules["mbvi.integrators.implicit"]
+METHODS = ("midpoint", "implicit_euler")
+SCENE_FILES = sorted(SCENES.glob("*.py"))
+
+
+def _particle_scene(path: Path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mbvi.RedundantConstraintWarning)
+        scene = load_scene(path).build()
+    if not isinstance(scene, mbvi.Scene) or any(isinstance(b, mbvi.RigidBody) for b in scene.bodies):
+        pytest.skip("rigid bodies (or no scene): the implicit integrators step them in NumPy")
+    if mbvi.assemble(scene).engine_model() is None:
+        pytest.skip("a force law without a compiled kernel: NumPy path")
+    return scene, float(getattr(load_scene(path), "DT", 1e-3))
+
+
+def _newton(scene, t_end, dt, integrator, **kw):
+    """The same run on the NumPy path (Newton on the KKT system)."""
+    saved = dict(IMPLICIT._COMPILED)
+    IMPLICIT._COMPILED.clear()
+    try:
+        return mbvi.simulate(scene, t_end, dt, integrator, **kw)
+    finally:
+        IMPLICIT._COMPILED.update(saved)
+
+
+def _run(scene, t_end, dt, integrator):
+    """A compiled run and the number of its steps Newton took (``numpy_steps``)."""
+    system = mbvi.assemble(scene)
+    stepper = mbvi.get_integrator(integrator)(system, dt)
+    nsteps = round(t_end / dt)
+    _t, q, v = stepper.integrate(system.initial_state(), 0.0, nsteps)
+    return q, v, stepper.numpy_steps, stepper.work
+
+
+@pytest.mark.parametrize("integrator", METHODS)
+@pytest.mark.parametrize("path", SCENE_FILES, ids=[p.stem for p in SCENE_FILES])
+def test_compiled_implicit_steps_solve_the_same_equations_as_newton(path: Path, integrator: str) -> None:
+    """Every particle scene, at its own dt: the two solutions agree to the solvers' tolerances."""
+    scene, dt = _particle_scene(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mbvi.RedundantConstraintWarning)
+        q, v, _, _ = _run(scene, 30 * dt, dt, integrator)
+        slow = _newton(scene, 30 * dt, dt, integrator)
+    scale = max(1.0, float(np.abs(slow.q).max()))
+    assert np.max(np.abs(q - slow.q)) <= 1e-9 * scale
+    assert np.max(np.abs(v - slow.v)) <= 1e-7 * max(1.0, float(np.abs(slow.v).max()))
+
+
+def _chain(links: int = 5) -> mbvi.Scene:
+    scene = mbvi.Scene()
+    prev = "world"
+    for i in range(links):
+        scene.add(mbvi.Particle(f"p{i}", mass=1.0, position=(i + 1.0, 0, 0)))
+        scene.add(mbvi.Rod(prev, f"p{i}"))
+        prev = f"p{i}"
+    return scene
+
+
+@pytest.mark.parametrize("integrator", METHODS)
+def test_a_gravity_chain_is_stepped_entirely_in_compiled_code(integrator: str) -> None:
+    q, v, numpy_steps, _ = _run(_chain(), 2.0, 1e-3, integrator)
+    assert numpy_steps == 0
+    system = mbvi.assemble(_chain())
+    assert np.abs(system.constraints(q[-1])).max() <= 1e-11
+    assert np.abs(system.constraint_velocity(q[-1], v[-1])).max() <= 1e-10
+
+
+def test_a_stiff_beam_hands_its_steps_to_newton_and_agrees() -> None:
+    """The cantilever at its own dt: h²k/m ≫ 1, the fixed point cannot contract, Newton takes the steps."""
+    path = SCENES / "cantilever.py"
+    scene, dt = _particle_scene(path)
+    q, _, numpy_steps, _ = _run(scene, 30 * dt, dt, "midpoint")
+    slow = _newton(scene, 30 * dt, dt, "midpoint")
+    assert numpy_steps > 0
+    np.testing.assert_allclose(q, slow.q, rtol=0, atol=1e-12 * max(1.0, np.abs(slow.q).max()))
+
+
+@pytest.mark.parametrize(("integrator", "order"), [("midpoint", 2), ("implicit_euler", 1)])
+def test_damped_pendulum_energy_balance_and_order(integrator: str, order: int) -> None:
+    """E(t) − E(0) − W(t) with W the work the joint damper did, measured by the step: → 0 at the method's order."""
+    scene = mbvi.Scene()
+    scene.add(mbvi.Particle("bob", mass=1.0, position=(1.0, 0, 0)))
+    scene.add(mbvi.Rod("world", "bob"))
+    scene.add(mbvi.Drag("bob", coefficient=0.3))
+    errs, dissipated = [], 0.0
+    for dt in (2e-3, 1e-3, 5e-4):
+        system = mbvi.assemble(scene)
+        stepper = mbvi.get_integrator(integrator)(system, dt)
+        _t, q, v = stepper.integrate(system.initial_state(), 0.0, round(2.0 / dt), save_every=round(0.01 / dt))
+        assert stepper.numpy_steps == 0
+        work = stepper.work
+        energy = np.array([system.energy(qi, vi) for qi, vi in zip(q, v, strict=True)])
+        dissipated = -work[-1]
+        errs.append(float(np.max(np.abs(energy - energy[0] - work))))
+    assert dissipated > 1.0  # the damper took a good part of the 9.81 J released
+    for coarse, fine in itertools.pairwise(errs):
+        assert 0.7 * 2**order <= coarse / fine <= 1.4 * 2**order, errs
+
+
+@pytest.mark.parametrize("integrator", METHODS)
+@pytest.mark.parametrize("path", SCENE_FILES, ids=[p.stem for p in SCENE_FILES])
+def test_batch_reproduces_serial_implicit_runs(path: Path, integrator: str) -> None:
+    scene, dt = _particle_scene(path)
+    system = mbvi.assemble(scene)
+    s0 = system.initial_state()
+    rng = np.random.default_rng(5)
+    V = [s0.v] + [system.project_velocity(s0.q, s0.v + 0.01 * rng.normal(size=system.nq)) for _ in range(2)]
+    Q = np.repeat(s0.q[None], 3, axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mbvi.RedundantConstraintWarning)
+        batch = mbvi.simulate_batch(scene, 20 * dt, dt, initial_states=(Q, np.array(V)), integrator=integrator)
+        for b in (0, 2):
+            serial = mbvi.simulate(scene, 20 * dt, dt, integrator, initial_state=mbvi.State(Q[b], V[b]))
+            np.testing.assert_allclose(batch[b].q, serial.q, rtol=0, atol=1e-12 * max(1.0, np.abs(serial.q).max()))
+
+
+def test_batch_of_a_rigid_scene_under_midpoint_runs_member_by_member() -> None:
+    scene = mbvi.Scene()
+    scene.add(mbvi.RigidBody("top", mass=1.0, inertia=(0.1, 0.1, 0.05), position=(0, 0, 0.5),
+                             angular_velocity=(0.0, 0.0, 20.0)))  # fmt: skip
+    scene.add(mbvi.Spherical("world", "top", anchor=(0, 0, 0)))
+    s0 = mbvi.assemble(scene).initial_state()
+    batch = mbvi.simulate_batch(scene, 0.05, 1e-3, initial_states=[s0, s0], integrator="midpoint")
+    serial = mbvi.simulate(scene, 0.05, 1e-3, "midpoint")
+    for traj in batch:
+        np.testing.assert_allclose(traj.q, serial.q, rtol=0, atol=1e-12)
