@@ -133,8 +133,18 @@ def test_solver_error_from_a_starved_newton_solve():
 def test_an_unstable_explicit_step_names_the_stiffest_element_and_a_stable_dt() -> None:
     """A steel bar at dt = 1e-3 blows up under verlet; the error says which spring and what dt works."""
     scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
-    scene.add(mbvi.Beam("bar", start=(0, 0, 0), end=(1, 0, 0), segments=20, density=7800.0, area=1e-4,
-                        youngs_modulus=2e11, clamp="start"))
+    scene.add(
+        mbvi.Beam(
+            "bar",
+            start=(0, 0, 0),
+            end=(1, 0, 0),
+            segments=20,
+            density=7800.0,
+            area=1e-4,
+            youngs_modulus=2e11,
+            clamp="start",
+        )
+    )
     with pytest.raises(mbvi.SolverError, match=r"stiffest element 'bar:axial\[\d+\]'") as info:
         mbvi.simulate(scene, t_end=0.5, dt=1e-3)
     err = info.value

@@ -85,7 +85,6 @@ METHODS = {"verlet": 0, "symplectic_euler_a": 1, "symplectic_euler_b": 2, "yoshi
 IMPLICIT = {"midpoint": 4, "implicit_euler": 5}
 
 
-
 @jit
 def workspace(I):
     """(WI, WS): the offsets and integer state, and every float buffer of one run."""

@@ -251,6 +251,8 @@ def _profile(pi: np.ndarray, pj: np.ndarray, n: int) -> tuple[np.ndarray, np.nda
     widths = np.arange(n) - first + 1
     rowstart = np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.int64)
     return first, rowstart, int(widths.sum())
+
+
 def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
     """Pack the constraint rows of ``system`` and the factorization data of A = G W Gᵀ.
 
@@ -322,13 +324,37 @@ def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
     pk.set(S.NW, len(wr))
     pk.set(S.NNZ, len(prow))
     pk.set(S.NPAIR, len(pa))
-    for slot, arr in ((S.UR, ur), (S.UC, uc), (S.UPOS, upos), (S.WR, wr), (S.WC, wc), (S.WPOS, wpos),
-                      (S.PROW, prow), (S.PCOL, pcol), (S.PA, pa), (S.PB, pb), (S.TARGET, target), (S.PERM, perm),
-                      (S.FIRST, first), (S.ROWSTART, rowstart)):
+    for slot, arr in (
+        (S.UR, ur),
+        (S.UC, uc),
+        (S.UPOS, upos),
+        (S.WR, wr),
+        (S.WC, wc),
+        (S.WPOS, wpos),
+        (S.PROW, prow),
+        (S.PCOL, pcol),
+        (S.PA, pa),
+        (S.PB, pb),
+        (S.TARGET, target),
+        (S.PERM, perm),
+        (S.FIRST, first),
+        (S.ROWSTART, rowstart),
+    ):
         pk.int_array(slot, arr)
-    for slot, arr in ((S.W, inv_mass), (S.UV, uv), (S.SU, su), (S.WV, wv), (S.SW, sw),
-                      (S.CU, rows._cu[sel3]), (S.CW, rows._cw[sel3]), (S.S, rows.s[act]), (S.KK, rows.k[act]),
-                      (S.SCALE, system.active_scale), (S.ROUND, system.active_roundoff), (S.AW, aw)):
+    for slot, arr in (
+        (S.W, inv_mass),
+        (S.UV, uv),
+        (S.SU, su),
+        (S.WV, wv),
+        (S.SW, sw),
+        (S.CU, rows._cu[sel3]),
+        (S.CW, rows._cw[sel3]),
+        (S.S, rows.s[act]),
+        (S.KK, rows.k[act]),
+        (S.SCALE, system.active_scale),
+        (S.ROUND, system.active_roundoff),
+        (S.AW, aw),
+    ):
         pk.float_array(slot, arr)
     return True
 
