@@ -106,7 +106,7 @@ def to_u(IL, q, vq, u):
     bq, bv = IL[L_BQ], IL[L_BV]
     for b in range(IL[L_NB]):
         ov = IL[bv + b]
-        ROT.body_rates(q, vq, IL[bq + b], u[ov + 3 : ov + 6])
+        u[ov + 3], u[ov + 4], u[ov + 5] = ROT.body_rates(q, vq, IL[bq + b])
 
 
 @jit
@@ -118,7 +118,7 @@ def to_vq(IL, q, u, vq):
     bq, bv = IL[L_BQ], IL[L_BV]
     for b in range(IL[L_NB]):
         ov = IL[bv + b]
-        ROT.column_rates(q, u[ov + 3 : ov + 6], IL[bq + b], vq)
+        ROT.column_rates(q, u[ov + 3], u[ov + 4], u[ov + 5], IL[bq + b], vq)
 
 
 @jit
@@ -130,7 +130,7 @@ def _to_fv(IL, q, fq, fv):
     bq, bv = IL[L_BQ], IL[L_BV]
     for b in range(IL[L_NB]):
         ov = IL[bv + b]
-        ROT.body_torque(q, fq, IL[bq + b], fv[ov + 3 : ov + 6])
+        fv[ov + 3], fv[ov + 4], fv[ov + 5] = ROT.body_torque(q, fq, IL[bq + b])
 
 
 @jit
@@ -174,7 +174,7 @@ def _drift(IL, FL, q0, uh, h, q1, ua, um, xs):
     """q₁ = drift(q₀, u½, h): straight lines for translations, Cayley steps for rotations.
 
     ua receives u after the drift, um the step's mean velocity ((x₁ − x₀)/h and
-    the rate log(R₀ᵀR₁)/h at which the body turned).
+    the rate log(R₀ᵀR₁)/h at which the body turned), xs the Cayley parameters (3 per body).
     """
     q1[:] = q0
     tq, tv = IL[L_TQ], IL[L_TV]
@@ -183,22 +183,15 @@ def _drift(IL, FL, q0, uh, h, q1, ua, um, xs):
         ua[IL[tv + i]] = uh[IL[tv + i]]
         um[IL[tv + i]] = uh[IL[tv + i]]
     bq, bv, jo = IL[L_BQ], IL[L_BV], IL[L_J]
-    R0 = np.empty((3, 3))
-    R1 = np.empty((3, 3))
     for b in range(IL[L_NB]):
-        oq, ov = IL[bq + b], IL[bv + b]
-        J = FL[jo + 3 * b : jo + 3 * b + 3]
-        w = uh[ov + 3 : ov + 6]
-        x = xs[3 * b : 3 * b + 3]
-        for i in range(3):
-            x[i] = h * w[i]
-        _rotation(q0, oq, R0)
-        if not ROT.drift_body(J, R0, w, h, x, R1, ua[ov + 3 : ov + 6]):
+        oq, ov, j = IL[bq + b], IL[bv + b] + 3, jo + 3 * b
+        ok, x0, x1, x2, a0, a1, a2 = ROT.drift_columns(FL[j], FL[j + 1], FL[j + 2], uh[ov], uh[ov + 1], uh[ov + 2],
+                                                       h, q0, q1, oq)  # fmt: skip
+        if not ok:
             return False
-        ROT.mean_rate(x, h, um[ov + 3 : ov + 6])
-        for c in range(3):
-            for i in range(3):
-                q1[oq + 3 + 3 * c + i] = R1[i, c]
+        xs[3 * b], xs[3 * b + 1], xs[3 * b + 2] = x0, x1, x2
+        ua[ov], ua[ov + 1], ua[ov + 2] = a0, a1, a2
+        um[ov], um[ov + 1], um[ov + 2] = ROT.mean_rate(x0, x1, x2, h)
     return True
 
 
@@ -206,31 +199,20 @@ def _drift(IL, FL, q0, uh, h, q1, ua, um, xs):
 def _drift_sensitivity(IL, FL, q0, uh, h, q1, Bq):
     """∂η₁/∂ω½ (3×3) of every body by forward differences (η₁: body-frame increment at R₁); Bq (NB, 3, 3)."""
     bq, bv, jo = IL[L_BQ], IL[L_BV], IL[L_J]
-    R0 = np.empty((3, 3))
-    R1 = np.empty((3, 3))
-    Rp = np.empty((3, 3))
-    wp = np.empty(3)
-    w1 = np.empty(3)
-    x = np.empty(3)
+    qp = q1.copy()
     for b in range(IL[L_NB]):
-        oq, ov = IL[bq + b], IL[bv + b]
-        J = FL[jo + 3 * b : jo + 3 * b + 3]
-        _rotation(q0, oq, R0)
-        _rotation(q1, oq, R1)
-        w = uh[ov + 3 : ov + 6]
-        size = math.sqrt(w[0] ** 2 + w[1] ** 2 + w[2] ** 2) + 1.0 / abs(h)
-        eps = 1e-7 * size
+        oq, ov, j = IL[bq + b], IL[bv + b] + 3, jo + 3 * b
+        a = oq + 3  # R[i, c] = q[a + 3c + i]
+        w0, w1, w2 = uh[ov], uh[ov + 1], uh[ov + 2]
+        eps = 1e-7 * (math.sqrt(w0**2 + w1**2 + w2**2) + 1.0 / abs(h))
         for k in range(3):
-            wp[:] = w
-            wp[k] += eps
-            for i in range(3):
-                x[i] = h * wp[i]
-            ROT.drift_body(J, R0, wp, h, x, Rp, w1)
+            ROT.drift_columns(FL[j], FL[j + 1], FL[j + 2], w0 + (eps if k == 0 else 0.0),
+                              w1 + (eps if k == 1 else 0.0), w2 + (eps if k == 2 else 0.0), h, q0, qp, oq)  # fmt: skip
             # η = vee(skew(R₁ᵀ Rp)) / eps
-            for kk, (a, c) in enumerate(((2, 1), (0, 2), (1, 0))):
+            for kk, (ca, cc) in enumerate(((2, 1), (0, 2), (1, 0))):
                 s = 0.0
                 for i in range(3):
-                    s += R1[i, a] * Rp[i, c] - R1[i, c] * Rp[i, a]
+                    s += q1[a + 3 * ca + i] * qp[a + 3 * cc + i] - q1[a + 3 * cc + i] * qp[a + 3 * ca + i]
                 Bq[b, kk, k] = 0.5 * s / eps
 
 

@@ -22,16 +22,20 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from numba import njit
 
-__all__ = ["body_rates", "body_torque", "cayley", "cayley_parameter", "column_rates", "drift_body", "mean_rate"]
+__all__ = [
+    "body_rates",
+    "body_torque",
+    "cayley",
+    "cayley_parameter",
+    "column_rates",
+    "drift_columns",
+    "mean_rate",
+    "solve_cayley",
+]
 
 jit = njit(cache=True, nogil=True, error_model="numpy")
-
-# (a, b) of the body-frame component k: ω_k = Σᵢ R_ia Ṙ_ib terms (see :func:`body_rates`)
-_A = (2, 0, 1)
-_B = (1, 2, 0)
 
 
 @jit
@@ -52,156 +56,166 @@ def cayley(x, out):
 
 
 @jit
-def _residual(J, x, hpi, r):
-    jx0, jx1, jx2 = J[0] * x[0], J[1] * x[1], J[2] * x[2]
-    xjx = x[0] * jx0 + x[1] * jx1 + x[2] * jx2
-    r[0] = jx0 + 0.5 * (x[1] * jx2 - x[2] * jx1) + 0.25 * x[0] * xjx - hpi[0]
-    r[1] = jx1 + 0.5 * (x[2] * jx0 - x[0] * jx2) + 0.25 * x[1] * xjx - hpi[1]
-    r[2] = jx2 + 0.5 * (x[0] * jx1 - x[1] * jx0) + 0.25 * x[2] * xjx - hpi[2]
-    return math.sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2])
+def _residual(J0, J1, J2, x0, x1, x2, p0, p1, p2):
+    """r = (I + x̂/2 + xxᵀ/4) J x − hπ and |r|."""
+    jx0, jx1, jx2 = J0 * x0, J1 * x1, J2 * x2
+    xjx = x0 * jx0 + x1 * jx1 + x2 * jx2
+    r0 = jx0 + 0.5 * (x1 * jx2 - x2 * jx1) + 0.25 * x0 * xjx - p0
+    r1 = jx1 + 0.5 * (x2 * jx0 - x0 * jx2) + 0.25 * x1 * xjx - p1
+    r2 = jx2 + 0.5 * (x0 * jx1 - x1 * jx0) + 0.25 * x2 * xjx - p2
+    return r0, r1, r2, math.sqrt(r0 * r0 + r1 * r1 + r2 * r2)
 
 
 @jit
-def _solve3(D, r, out):
-    """out = D⁻¹ r for a 3×3 D (Cramer's rule; no allocation, no LAPACK call)."""
-    c00 = D[1, 1] * D[2, 2] - D[1, 2] * D[2, 1]
-    c01 = D[1, 2] * D[2, 0] - D[1, 0] * D[2, 2]
-    c02 = D[1, 0] * D[2, 1] - D[1, 1] * D[2, 0]
-    det = D[0, 0] * c00 + D[0, 1] * c01 + D[0, 2] * c02
-    c10 = D[0, 2] * D[2, 1] - D[0, 1] * D[2, 2]
-    c11 = D[0, 0] * D[2, 2] - D[0, 2] * D[2, 0]
-    c12 = D[0, 1] * D[2, 0] - D[0, 0] * D[2, 1]
-    c20 = D[0, 1] * D[1, 2] - D[0, 2] * D[1, 1]
-    c21 = D[0, 2] * D[1, 0] - D[0, 0] * D[1, 2]
-    c22 = D[0, 0] * D[1, 1] - D[0, 1] * D[1, 0]
-    out[0] = (c00 * r[0] + c10 * r[1] + c20 * r[2]) / det
-    out[1] = (c01 * r[0] + c11 * r[1] + c21 * r[2]) / det
-    out[2] = (c02 * r[0] + c12 * r[1] + c22 * r[2]) / det
+def _solve3(d00, d01, d02, d10, d11, d12, d20, d21, d22, r0, r1, r2):
+    """D⁻¹ r for a 3×3 D given by rows (Cramer's rule; no allocation, no LAPACK call)."""
+    c00 = d11 * d22 - d12 * d21
+    c01 = d12 * d20 - d10 * d22
+    c02 = d10 * d21 - d11 * d20
+    det = d00 * c00 + d01 * c01 + d02 * c02
+    c10 = d02 * d21 - d01 * d22
+    c11 = d00 * d22 - d02 * d20
+    c12 = d01 * d20 - d00 * d21
+    c20 = d01 * d12 - d02 * d11
+    c21 = d02 * d10 - d00 * d12
+    c22 = d00 * d11 - d01 * d10
+    return (
+        (c00 * r0 + c10 * r1 + c20 * r2) / det,
+        (c01 * r0 + c11 * r1 + c21 * r2) / det,
+        (c02 * r0 + c12 * r1 + c22 * r2) / det,
+    )
+
+
+@jit
+def solve_cayley(J0, J1, J2, p0, p1, p2, x0, x1, x2):
+    """Solve (I + x̂/2 + xxᵀ/4) J x = hπ = p from the first guess x: (converged, x₀, x₁, x₂).
+
+    Newton with a backtracking line search on |residual|; converges to round-off.
+    """
+    scale = abs(p0) + abs(p1) + abs(p2) + 1e-300
+    r0, r1, r2, res = _residual(J0, J1, J2, x0, x1, x2, p0, p1, p2)
+    for _ in range(60):
+        if res <= 4e-16 * scale:
+            return True, x0, x1, x2
+        jx0, jx1, jx2 = J0 * x0, J1 * x1, J2 * x2
+        xjx = x0 * jx0 + x1 * jx1 + x2 * jx2
+        # D = J + ½(x̂J − (Jx)^) + ¼((xᵀJx) I + 2 x (Jx)ᵀ)
+        d00 = 0.5 * x0 * jx0 + (J0 + 0.25 * xjx)
+        d11 = 0.5 * x1 * jx1 + (J1 + 0.25 * xjx)
+        d22 = 0.5 * x2 * jx2 + (J2 + 0.25 * xjx)
+        d01 = 0.5 * x0 * jx1 + 0.5 * (-x2 * J1) - 0.5 * (-jx2)
+        d02 = 0.5 * x0 * jx2 + 0.5 * (x1 * J2) - 0.5 * jx1
+        d10 = 0.5 * x1 * jx0 + 0.5 * (x2 * J0) - 0.5 * jx2
+        d12 = 0.5 * x1 * jx2 + 0.5 * (-x0 * J2) - 0.5 * (-jx0)
+        d20 = 0.5 * x2 * jx0 + 0.5 * (-x1 * J0) - 0.5 * (-jx1)
+        d21 = 0.5 * x2 * jx1 + 0.5 * (x0 * J1) - 0.5 * jx0
+        e0, e1, e2 = _solve3(d00, d01, d02, d10, d11, d12, d20, d21, d22, r0, r1, r2)
+        step = 1.0
+        while True:
+            t0, t1, t2 = x0 - step * e0, x1 - step * e1, x2 - step * e2
+            r0, r1, r2, rt = _residual(J0, J1, J2, t0, t1, t2, p0, p1, p2)
+            if rt < res or step < 1e-3:
+                break
+            step *= 0.5
+        x0, x1, x2, res = t0, t1, t2, rt
+        if not res < math.inf:
+            return False, x0, x1, x2
+    return res <= 1e-12 * scale, x0, x1, x2
 
 
 @jit
 def cayley_parameter(J, hpi, x):
-    """Solve (I + x̂/2 + xxᵀ/4) J x = hπ for x in place (x holds the first guess); False if Newton fails.
-
-    Newton with a backtracking line search on |residual|; converges to round-off.
-    """
-    r = np.empty(3)
-    D = np.empty((3, 3))
-    dx = np.empty(3)
-    xt = np.empty(3)
-    jx = np.empty(3)
-    scale = abs(hpi[0]) + abs(hpi[1]) + abs(hpi[2]) + 1e-300
-    res = _residual(J, x, hpi, r)
-    for _ in range(60):
-        if res <= 4e-16 * scale:
-            return True
-        for i in range(3):
-            jx[i] = J[i] * x[i]
-        xjx = x[0] * jx[0] + x[1] * jx[1] + x[2] * jx[2]
-        # D = J + ½(x̂J − (Jx)^) + ¼((xᵀJx) I + 2 x (Jx)ᵀ)
-        for i in range(3):
-            for j in range(3):
-                D[i, j] = 0.5 * x[i] * jx[j]
-            D[i, i] += J[i] + 0.25 * xjx
-        D[0, 1] += 0.5 * (-x[2] * J[1]) - 0.5 * (-jx[2])
-        D[0, 2] += 0.5 * (x[1] * J[2]) - 0.5 * (jx[1])
-        D[1, 0] += 0.5 * (x[2] * J[0]) - 0.5 * (jx[2])
-        D[1, 2] += 0.5 * (-x[0] * J[2]) - 0.5 * (-jx[0])
-        D[2, 0] += 0.5 * (-x[1] * J[0]) - 0.5 * (-jx[1])
-        D[2, 1] += 0.5 * (x[0] * J[1]) - 0.5 * (jx[0])
-        _solve3(D, r, dx)
-        step = 1.0
-        while True:
-            for i in range(3):
-                xt[i] = x[i] - step * dx[i]
-            rt = _residual(J, xt, hpi, r)
-            if rt < res or step < 1e-3:
-                break
-            step *= 0.5
-        x[:] = xt
-        res = _residual(J, x, hpi, r)
-        if not res < math.inf:
-            return False
-    return res <= 1e-12 * scale
+    """:func:`solve_cayley` on arrays: x (3) holds the first guess and returns x; False if Newton fails."""
+    ok, x[0], x[1], x[2] = solve_cayley(J[0], J[1], J[2], hpi[0], hpi[1], hpi[2], x[0], x[1], x[2])
+    return ok
 
 
 @jit
-def drift_body(J, R0, w, h, x, R1, w1):
-    """Free rotational drift from body rate w over h: R₁ = R₀ cay(x); w1 = J⁻¹ cay(x)ᵀ J w, the rate after.
+def drift_columns(J0, J1, J2, w0, w1, w2, h, q0, q1, o):
+    """Free rotational drift of the body whose x starts at q[o], from body rate w over h.
 
-    ``x`` (3) holds the first guess of the Cayley parameter and returns it.
-    Returns False when the Cayley solve fails.
+    R₁ = R₀ cay(x) is read from q0's rotation columns and written into q1's,
+    re-normalized. Returns (converged, x, the rate after: J⁻¹ cay(x)ᵀ J w),
+    x the Cayley parameter; no allocation.
     """
-    hpi = np.empty(3)
-    C = np.empty((3, 3))
-    for i in range(3):
-        hpi[i] = h * J[i] * w[i]
-    if not cayley_parameter(J, hpi, x):
-        return False
-    cayley(x, C)
-    for i in range(3):
-        for j in range(3):
-            R1[i, j] = R0[i, 0] * C[0, j] + R0[i, 1] * C[1, j] + R0[i, 2] * C[2, j]
+    ok, x0, x1, x2 = solve_cayley(J0, J1, J2, h * J0 * w0, h * J1 * w1, h * J2 * w2, h * w0, h * w1, h * w2)
+    if not ok:
+        return False, x0, x1, x2, w0, w1, w2
+    # cay(x) = I + d (x̂ + x̂²/2), x̂² = x xᵀ − |x|² I
+    d = 1.0 / (1.0 + 0.25 * (x0 * x0 + x1 * x1 + x2 * x2))
+    c00 = 1.0 - 0.5 * d * (x1 * x1 + x2 * x2)
+    c11 = 1.0 - 0.5 * d * (x0 * x0 + x2 * x2)
+    c22 = 1.0 - 0.5 * d * (x0 * x0 + x1 * x1)
+    c01 = d * (0.5 * x0 * x1 - x2)
+    c10 = d * (0.5 * x0 * x1 + x2)
+    c02 = d * (0.5 * x0 * x2 + x1)
+    c20 = d * (0.5 * x0 * x2 - x1)
+    c12 = d * (0.5 * x1 * x2 - x0)
+    c21 = d * (0.5 * x1 * x2 + x0)
+    a = o + 3  # column c of R at q[a + 3c : a + 3c + 3]
+    for i in range(3):  # R₁ = R₀ C, row by row
+        r0, r1, r2 = q0[a + i], q0[a + 3 + i], q0[a + 6 + i]
+        q1[a + i] = r0 * c00 + r1 * c10 + r2 * c20
+        q1[a + 3 + i] = r0 * c01 + r1 * c11 + r2 * c21
+        q1[a + 6 + i] = r0 * c02 + r1 * c12 + r2 * c22
     # R₁ ← R₁ (3I − R₁ᵀR₁)/2: round-off of the product (1e-16 per step) does not accumulate in RᵀR − I
-    G = np.empty((3, 3))
+    g00 = 1.5 - 0.5 * (q1[a] ** 2 + q1[a + 1] ** 2 + q1[a + 2] ** 2)
+    g11 = 1.5 - 0.5 * (q1[a + 3] ** 2 + q1[a + 4] ** 2 + q1[a + 5] ** 2)
+    g22 = 1.5 - 0.5 * (q1[a + 6] ** 2 + q1[a + 7] ** 2 + q1[a + 8] ** 2)
+    g01 = -0.5 * (q1[a] * q1[a + 3] + q1[a + 1] * q1[a + 4] + q1[a + 2] * q1[a + 5])
+    g02 = -0.5 * (q1[a] * q1[a + 6] + q1[a + 1] * q1[a + 7] + q1[a + 2] * q1[a + 8])
+    g12 = -0.5 * (q1[a + 3] * q1[a + 6] + q1[a + 4] * q1[a + 7] + q1[a + 5] * q1[a + 8])
     for i in range(3):
-        for j in range(3):
-            G[i, j] = -0.5 * (R1[0, i] * R1[0, j] + R1[1, i] * R1[1, j] + R1[2, i] * R1[2, j])
-        G[i, i] += 1.5
-    for i in range(3):
-        r0, r1, r2 = R1[i, 0], R1[i, 1], R1[i, 2]
-        for j in range(3):
-            R1[i, j] = r0 * G[0, j] + r1 * G[1, j] + r2 * G[2, j]
+        r0, r1, r2 = q1[a + i], q1[a + 3 + i], q1[a + 6 + i]
+        q1[a + i] = r0 * g00 + r1 * g01 + r2 * g02
+        q1[a + 3 + i] = r0 * g01 + r1 * g11 + r2 * g12
+        q1[a + 6 + i] = r0 * g02 + r1 * g12 + r2 * g22
     # π⁻ = cay(x)ᵀ π⁺
-    for j in range(3):
-        w1[j] = (C[0, j] * J[0] * w[0] + C[1, j] * J[1] * w[1] + C[2, j] * J[2] * w[2]) / J[j]
-    return True
+    u0 = (c00 * J0 * w0 + c10 * J1 * w1 + c20 * J2 * w2) / J0
+    u1 = (c01 * J0 * w0 + c11 * J1 * w1 + c21 * J2 * w2) / J1
+    u2 = (c02 * J0 * w0 + c12 * J1 * w1 + c22 * J2 * w2) / J2
+    return True, x0, x1, x2, u0, u1, u2
 
 
 @jit
-def mean_rate(x, h, out):
+def mean_rate(x0, x1, x2, h):
     """The body-frame rate log(cay(x))/h at which a drift with Cayley parameter x turns (rad/s)."""
-    s = math.sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
+    s = math.sqrt(x0 * x0 + x1 * x1 + x2 * x2)
     f = 1.0 / h if s < 1e-8 else 2.0 * math.atan(0.5 * s) / (s * h)
-    for i in range(3):
-        out[i] = f * x[i]
+    return f * x0, f * x1, f * x2
 
 
 @jit
-def body_rates(q, vq, o, w):
+def body_rates(q, vq, o):
     """Body-frame ω of the body whose x starts at q[o], from its column rates Ṙ (skew part of RᵀṘ).
 
     The same map as :func:`body_torque`, halved: Σ_c c_c × ċ_c = 2Rω.
     """
-    body_torque(q, vq, o, w)
-    for k in range(3):
-        w[k] *= 0.5
+    t0, t1, t2 = body_torque(q, vq, o)
+    return 0.5 * t0, 0.5 * t1, 0.5 * t2
 
 
 @jit
-def column_rates(q, w, o, vq):
+def column_rates(q, w0, w1, w2, o, vq):
     """Ṙ = R ω̂ written into vq's rotation columns of the body at q[o] (column b: R (ω × e_b))."""
-    for b in range(3):
-        # ω × e_b
-        e0 = 0.0
-        e1 = 0.0
-        e2 = 0.0
-        if b == 0:
-            e1, e2 = w[2], -w[1]
-        elif b == 1:
-            e0, e2 = -w[2], w[0]
-        else:
-            e0, e1 = w[1], -w[0]
-        for i in range(3):
-            vq[o + 3 + 3 * b + i] = q[o + 3 + i] * e0 + q[o + 6 + i] * e1 + q[o + 9 + i] * e2
+    a = o + 3
+    for i in range(3):
+        r0, r1, r2 = q[a + i], q[a + 3 + i], q[a + 6 + i]
+        vq[a + i] = r1 * w2 - r2 * w1  # ω × e₀ = (0, ω₂, −ω₁)
+        vq[a + 3 + i] = r2 * w0 - r0 * w2  # ω × e₁ = (−ω₂, 0, ω₀)
+        vq[a + 6 + i] = r0 * w1 - r1 * w0  # ω × e₂ = (ω₁, −ω₀, 0)
 
 
 @jit
-def body_torque(q, fq, o, out):
+def _torque_component(q, fq, a, ca, cb):
+    s = 0.0
+    for i in range(3):
+        s += q[a + 3 * ca + i] * fq[a + 3 * cb + i] - q[a + 3 * cb + i] * fq[a + 3 * ca + i]
+    return s
+
+
+@jit
+def body_torque(q, fq, o):
     """Body-frame torque τ_k = Σᵢ R_ia f_{c_b,i} − R_ib f_{c_a,i} from the generalized force on R's columns."""
-    for k in range(3):
-        a, b = _A[k], _B[k]
-        s = 0.0
-        for i in range(3):
-            s += q[o + 3 + 3 * a + i] * fq[o + 3 + 3 * b + i] - q[o + 3 + 3 * b + i] * fq[o + 3 + 3 * a + i]
-        out[k] = s
+    a = o + 3
+    return _torque_component(q, fq, a, 2, 1), _torque_component(q, fq, a, 0, 2), _torque_component(q, fq, a, 1, 0)
