@@ -135,6 +135,8 @@ def simulate(
             bar.close()
     if getattr(stepper, "refined_steps", None) is not None:  # steps a fast body had taken in substeps
         info["refined_steps"] = stepper.refined_steps
+    if getattr(stepper, "numpy_steps", None):  # compiled run: steps the NumPy path took (stiff implicit steps)
+        info["numpy_steps"] = stepper.numpy_steps
     with np.errstate(over="ignore", invalid="ignore"):  # a blown-up run is judged below, not warned about
         traj = Trajectory.from_states(system, t, q, v, scene=scene, info=info)
     _check_energy_balance(traj, stepper, system)

@@ -89,6 +89,7 @@ def test_a_stiff_beam_hands_its_steps_to_newton_and_agrees() -> None:
     q, _, numpy_steps, _ = _run(scene, 30 * dt, dt, "midpoint")
     slow = _newton(scene, 30 * dt, dt, "midpoint")
     assert numpy_steps > 0
+    assert mbvi.simulate(scene, 30 * dt, dt, "midpoint").info["numpy_steps"] == numpy_steps
     np.testing.assert_allclose(q, slow.q, rtol=0, atol=1e-12 * max(1.0, np.abs(slow.q).max()))
 
 
