@@ -35,7 +35,6 @@ from mbvi.engine.slots import (
     HD_RB,
     KK,
     NNZ,
-    NPAIR,
     NQ,
     NU,
     NW,
@@ -52,6 +51,7 @@ from mbvi.engine.slots import (
     SCALE,
     SD_COEF,
     SD_I,
+    SIZE_L,
     SN_I,
     SP_I,
     SP_REST,
@@ -60,12 +60,12 @@ from mbvi.engine.slots import (
     SW,
     T1_I,
     T2_I,
-    TARGET,
     TQ_COLS,
     TQ_M,
     TQ_TAU,
     TS_REST,
     TS_STIFF,
+    TSTART,
     TW_I,
     UC,
     UPOS,
@@ -273,10 +273,12 @@ def _cholesky_profile(I, ab):
 @jit
 def _assemble(I, F, gd, ab):
     """Values of A = G M⁻¹ Gᵀ into the profile storage ``ab``."""
-    pa, pb, tg, aw = I[PA], I[PB], I[TARGET], I[AW]
-    ab[:] = 0.0
-    for i in range(I[NPAIR]):
-        ab[I[tg + i]] += gd[I[pa + i]] * gd[I[pb + i]] * F[aw + i]
+    pa, pb, ts, aw = I[PA], I[PB], I[TSTART], I[AW]
+    for t in range(I[SIZE_L]):  # the pairs of entry t, summed in a register (no store-to-load chain)
+        s = 0.0
+        for i in range(I[ts + t], I[ts + t + 1]):
+            s += gd[I[pa + i]] * gd[I[pb + i]] * F[aw + i]
+        ab[t] = s
 
 
 @jit

@@ -294,7 +294,8 @@ def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
     prow, pcol = pattern.rows, pattern.cols
     # A = G W Gᵀ: entry pairs sharing a column, lower triangle in profile storage, Cuthill–McKee order
     perm = np.arange(n)
-    pa = pb = aw = target = np.zeros(0, np.int64)
+    pa = pb = aw = np.zeros(0, np.int64)
+    tstart = np.zeros(1, np.int64)
     first, rowstart, size = np.zeros(0, np.int64), np.zeros(0, np.int64), 0
     if n:
         pa, pb, w = solver._pa, solver._pb, solver._w
@@ -315,6 +316,9 @@ def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
         lower = pi >= pj
         pa, pb, aw, pi, pj = pa[lower], pb[lower], w[lower], pi[lower], pj[lower]
         target = rowstart[pi] + pj - first[pi]
+        order = np.argsort(target, kind="stable")  # the pairs of each profile entry contiguous
+        pa, pb, aw = pa[order], pb[order], aw[order]
+        tstart = np.searchsorted(target[order], np.arange(size + 1)).astype(np.int64)
     pk.set(S.NQ, nq)
     pk.set(S.N, n)
     pk.set(S.SAME, same)
@@ -335,7 +339,7 @@ def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
         (S.PCOL, pcol),
         (S.PA, pa),
         (S.PB, pb),
-        (S.TARGET, target),
+        (S.TSTART, tstart),
         (S.PERM, perm),
         (S.FIRST, first),
         (S.ROWSTART, rowstart),

@@ -14,7 +14,7 @@ run's integer state, ``WS`` (float64) every buffer.
 # sizes and flags
 (NQ, N, SAME, SIZE_L, DENSE_OK, HAS_F, HAS_VF, NU, NW, NNZ, NPAIR,
  # offsets of int arrays in I
- UR, UC, UPOS, WR, WC, WPOS, PROW, PCOL, PA, PB, TARGET, PERM, FIRST, ROWSTART,
+ UR, UC, UPOS, WR, WC, WPOS, PROW, PCOL, PA, PB, TSTART, PERM, FIRST, ROWSTART,
  # offsets of float arrays in F
  W, UV, SU, WV, SW, CU, CW, S, KK, SCALE, ROUND, AW, GVEC,
  # affine maps: idx offset (I), weights and constants (F), count, terms
