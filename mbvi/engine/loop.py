@@ -48,6 +48,7 @@ from mbvi.engine.slots import (
     SHIFT_USED,
     SIZE_AB,
     SIZE_L,
+    STIFF,
     X_AB,
     X_CORR,
     X_DL,
@@ -318,6 +319,159 @@ def _remove_normal(I, F, WI, WS, slot, v):
 
 
 @jit
+def _implicit_residual(I, F, WI, WS, midpoint, q, v, h, q1, lamv, gd, r, vq, qm, grad, f, tmp):
+    """R = q₁ − q₀ − h v_free(q₁) + M⁻¹ Gᵀ Λ (nq) of :func:`_implicit_step`'s drift, into r.
+
+    G is G(q₀) (in ``gd``) for the midpoint rule, G(q₁) (written into ``gd``) for implicit Euler.
+    """
+    nq, n = I[NQ], I[N]
+    for i in range(nq):
+        vq[i] = (q1[i] - q[i]) / h
+        qm[i] = 0.5 * (q[i] + q1[i]) if midpoint else q1[i]
+    K.gradient(I, F, qm, grad)
+    _kick(I, F, qm, vq, v, 0.5 * h if midpoint else h, grad, f, tmp)
+    if not midpoint and n:
+        u, w = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n)
+        K.affine_uw(I, F, q1, u, w)
+        K.jacobian_values(I, F, u, w, gd)
+    K.wgt(I, F, gd, lamv, r)
+    for i in range(nq):
+        r[i] += q1[i] - q[i] - h * tmp[i]
+
+
+@jit
+def _lu(A, piv):
+    """In-place LU with partial pivoting of a dense square A; False when singular."""
+    m = A.shape[0]
+    for k in range(m):
+        p = k
+        big = abs(A[k, k])
+        for i in range(k + 1, m):
+            if abs(A[i, k]) > big:
+                big, p = abs(A[i, k]), i
+        if not big > 0.0 or not big < math.inf:
+            return False
+        piv[k] = p
+        if p != k:
+            for j in range(m):
+                A[k, j], A[p, j] = A[p, j], A[k, j]
+        inv = 1.0 / A[k, k]
+        for i in range(k + 1, m):
+            a = A[i, k] * inv
+            A[i, k] = a
+            if a != 0.0:
+                for j in range(k + 1, m):
+                    A[i, j] -= a * A[k, j]
+    return True
+
+
+@jit
+def _lu_solve(A, piv, b):
+    """b ← A⁻¹ b with the factor of :func:`_lu`."""
+    m = A.shape[0]
+    for k in range(m):
+        p = piv[k]
+        if p != k:
+            b[k], b[p] = b[p], b[k]
+    for i in range(m):
+        for j in range(i):
+            b[i] -= A[i, j] * b[j]
+    for i in range(m - 1, -1, -1):
+        for j in range(i + 1, m):
+            b[i] -= A[i, j] * b[j]
+        b[i] /= A[i, i]
+
+
+@jit
+def _implicit_newton(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, q1, vh):
+    """The drift of :func:`_implicit_step` by simplified Newton on (q₁, Λ), for steps too stiff for the fixed point.
+
+    The KKT matrix [[∂R/∂q₁, M⁻¹Gᵀ], [G(q₁), 0]] is dense: ∂R/∂q₁ by forward
+    differences of R (the force laws' Hessians, and for implicit Euler the
+    curvature of the constraints, without writing them), factored by LU and
+    kept while Newton contracts fast — the iteration of
+    :func:`mbvi.integrators.newton.newton_kkt`. Systems with more than
+    :data:`mbvi.engine.model.DENSE_NEWTON_MAX` rows or 400 unknowns return NEEDS_NUMPY.
+    """
+    nq, n, nnz = I[NQ], I[N], I[NNZ]
+    m = nq + n
+    if not I[DENSE_OK] or m > 400:
+        return NEEDS_NUMPY
+    WI[NEWTON_USED] += 1
+    cur = WI[CUR]
+    prow, pcol, wo = I[PROW], I[PCOL], I[INV_MASS]
+    gd0 = WS[WI[X_GD] + cur * nnz : WI[X_GD] + (cur + 1) * nnz]
+    gd = gd0.copy()  # G(q₀), or G(q₁) for implicit Euler (rewritten by every residual)
+    u, w, g = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n), _buf(WI, WS, X_G, n)
+    A = np.zeros((m, m))
+    piv = np.zeros(m, dtype=np.int64)
+    r, rp, vq, qm = np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq)
+    grad, f, tmp = np.zeros(nq), np.zeros(nq), np.zeros(nq)
+    rhs = np.zeros(m)
+    G1 = np.zeros(nnz)
+    lamv = lam.copy()
+    for i in range(nq):
+        q1[i] = q[i] + h * v[i]
+    xtol = 0.0
+    for i in range(nq):
+        xtol = max(xtol, abs(q1[i]))
+    xtol = 1e-13 * max(1.0, xtol)
+    fresh = False
+    prev = math.inf
+    for _ in range(maxiter):
+        _implicit_residual(I, F, WI, WS, midpoint, q, v, h, q1, lamv, gd, r, vq, qm, grad, f, tmp)
+        K.constraint_values(I, F, q1, u, w, g)
+        if not fresh:  # the KKT matrix at (q₁, Λ)
+            A[:, :] = 0.0
+            for j in range(nq):
+                eps = 1e-7 * max(1.0, abs(q1[j]))
+                keep = q1[j]
+                q1[j] = keep + eps
+                _implicit_residual(I, F, WI, WS, midpoint, q, v, h, q1, lamv, gd, rp, vq, qm, grad, f, tmp)
+                q1[j] = keep
+                for i in range(nq):
+                    A[i, j] = (rp[i] - r[i]) / eps
+            if not midpoint and n:  # back to G(q₁) at the unperturbed q₁
+                K.affine_uw(I, F, q1, u, w)
+                K.jacobian_values(I, F, u, w, gd)
+            for e in range(nnz):
+                c = I[pcol + e]
+                A[c, nq + I[prow + e]] += F[wo + c] * gd[e]
+            K.affine_uw(I, F, q1, u, w)
+            K.jacobian_values(I, F, u, w, G1)
+            for e in range(nnz):
+                A[nq + I[prow + e], I[pcol + e]] += G1[e]
+            if not _lu(A, piv):
+                return NEEDS_NUMPY
+            fresh = True
+            K.constraint_values(I, F, q1, u, w, g)
+        for i in range(nq):
+            rhs[i] = -r[i]
+        for i in range(n):
+            rhs[nq + i] = -g[i]
+        _lu_solve(A, piv, rhs)
+        size = 0.0
+        for i in range(nq):
+            q1[i] += rhs[i]
+            size = max(size, abs(rhs[i]))
+        for i in range(n):
+            lamv[i] += rhs[nq + i]
+        if not size < math.inf:
+            break
+        if size <= xtol:
+            K.constraint_values(I, F, q1, u, w, g)
+            if K.residual(I, F, g) <= tol:
+                for i in range(nq):
+                    vh[i] = (q1[i] - q[i]) / h
+                lam[:] = lamv
+                return DONE
+        if size > 0.1 * prev:  # contraction too slow: refresh the matrix
+            fresh = False
+        prev = size
+    return NEEDS_NUMPY
+
+
+@jit
 def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
     """One step of ``midpoint`` or ``implicit_euler`` from (q, v) in place (NumPy: :mod:`mbvi.integrators.implicit`).
 
@@ -330,9 +484,10 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
 
     with v = (q₁ − q₀)/h and f = −∇U + F. The unknown is found by a fixed
     point on v around SHAKE (each iterate is one SHAKE solve warm-started
-    from the last), the same equations the NumPy path solves by Newton. A
-    fixed point that does not settle (stiff forces, h² k/m ≳ 1) or a SHAKE
-    that fails returns NEEDS_NUMPY: Newton takes that step.
+    from the last), the same equations the NumPy path solves by Newton. When
+    the fixed point does not settle (stiff forces, h² k/m ≳ 1) the step is
+    taken by :func:`_implicit_newton`, and the next 32 steps go straight
+    to it; NEEDS_NUMPY when that fails too (the NumPy Newton, sparse, takes the step).
     """
     nq, n, nnz = I[NQ], I[N], I[NNZ]
     cur = WI[CUR]
@@ -352,25 +507,32 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
     vh[:] = v
     prev = math.inf
     settled = False
-    for it in range(100):
-        for i in range(nq):
-            q1[i] = q[i] + h * vh[i]  # the current estimate of q₁
-            qm[i] = 0.5 * (q[i] + q1[i]) if midpoint else q1[i]
-        K.gradient(I, F, qm, grad)
-        _kick(I, F, qm, vh, v, c, grad, f, vfree)
-        if not midpoint and n and it > 0:  # the multiplier force acts along G(q₁)
-            K.affine_uw(I, F, q1, u, w)
-            K.jacobian_values(I, F, u, w, gd1)
-            dslot = nxt
-        if _shake(I, F, WI, WS, cur, dslot, q, vfree, h, lam, True, tol, maxiter, q1, vnew) != DONE:
-            return NEEDS_NUMPY
-        outcome, prev = K.settle(vnew, vh, floor, it, prev)  # vh ← vnew
-        if outcome == K.SETTLED:
-            settled = True
-        if outcome != K.GOING:
-            break
+    if WI[STIFF] > 0:  # the fixed point failed lately: straight to Newton (and try it again now and then)
+        WI[STIFF] -= 1
+    else:
+        for it in range(100):
+            for i in range(nq):
+                q1[i] = q[i] + h * vh[i]  # the current estimate of q₁
+                qm[i] = 0.5 * (q[i] + q1[i]) if midpoint else q1[i]
+            K.gradient(I, F, qm, grad)
+            _kick(I, F, qm, vh, v, c, grad, f, vfree)
+            if not midpoint and n and it > 0:  # the multiplier force acts along G(q₁)
+                K.affine_uw(I, F, q1, u, w)
+                K.jacobian_values(I, F, u, w, gd1)
+                dslot = nxt
+            if _shake(I, F, WI, WS, cur, dslot, q, vfree, h, lam, True, tol, maxiter, q1, vnew) != DONE:
+                break
+            outcome, prev = K.settle(vnew, vh, floor, it, prev)  # vh ← vnew
+            if outcome == K.SETTLED:
+                settled = True
+            if outcome != K.GOING:
+                break
+        if not settled:
+            WI[STIFF] = 32
     if not settled:
-        return NEEDS_NUMPY
+        st = _implicit_newton(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, q1, vh)
+        if st != DONE:
+            return st
     # v₁ before projection, and the work of F over the step (F · (q₁ − q₀))
     if midpoint:
         for i in range(nq):

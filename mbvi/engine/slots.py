@@ -42,8 +42,8 @@ MAPS = ("SP", "DP", "DR", "PF", "T1", "T2", "TW", "HD", "SN", "SD", "BA", "BB")
 (X_U, X_W, X_G, X_GD, X_AB, X_LAMV, X_DL, X_TMP, X_RHS, X_Q1, X_VH, X_VFREE, X_VNEW, X_GRAD, X_F0, X_F1,
  X_CORR, X_DQ, X_WORK, X_QB, X_VB, X_QM,
  SIZE_AB,
- CUR, HAVE_FACTOR, HAVE_GRAD, SHIFT_USED, NEWTON_USED, REFINED,
- XSLOTS) = range(30)  # fmt: skip
+ CUR, HAVE_FACTOR, HAVE_GRAD, SHIFT_USED, NEWTON_USED, REFINED, STIFF,
+ XSLOTS) = range(31)  # fmt: skip
 
 # --- status codes of a run ------------------------------------------------------------------------------
 DONE, SHAKE_FAILED, NONFINITE, DRIFT_FAILED, NEEDS_NUMPY = range(5)
