@@ -352,6 +352,31 @@ def best_of(fn: Callable[[], float], k: int) -> float:
     return min(fn() for _ in range(k))
 
 
+class Stiff:
+    """The steel cantilever of ``scenes/cantilever.py`` (20 segments, dt = 1e-3, stiff): compiled vs NumPy Newton."""
+
+    def __init__(self, integrator: str, nsteps: int = 20):
+        import importlib.util
+
+        path = Path(__file__).parents[1] / "scenes" / "cantilever.py"
+        spec = importlib.util.spec_from_file_location("cantilever", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        self.system = mbvi.assemble(module.build())
+        self.stepper = mbvi.get_integrator(integrator)(self.system, module.DT)
+        self.n = nsteps
+
+    def compiled(self) -> float:
+        t0 = time.perf_counter()
+        self.stepper.integrate(self.system.initial_state(), 0.0, self.n, save_every=self.n)
+        return (time.perf_counter() - t0) / self.n
+
+    def numpy(self) -> float:
+        t0 = time.perf_counter()
+        mbvi.Integrator.integrate(self.stepper, self.system.initial_state(), 0.0, self.n, save_every=self.n)
+        return (time.perf_counter() - t0) / self.n
+
+
 # ------------------------------------------------------------------------------------------------
 # batched double pendulums
 # ------------------------------------------------------------------------------------------------
@@ -511,6 +536,10 @@ def main(argv: list[str] | None = None) -> None:
     }
     cases["implicit"] = {f"{n} {links}": (lambda r=r, k=n_dp // links: best_of(lambda: r.time(k), 3))
                          for (links, n), r in implicit.items()}  # fmt: skip
+    stiff = {name: Stiff(name) for name in ("midpoint", "implicit_euler")}
+    for name, st in stiff.items():
+        cases["implicit"][f"{name} stiff"] = st.compiled
+        cases["implicit"][f"{name} stiff numpy"] = st.numpy
     batch = Batch(B, n_batch)
     cases["batch"] = {
         "mbvi": batch.mbvi_api,
@@ -620,6 +649,12 @@ def main(argv: list[str] | None = None) -> None:
             f"({ratio(r[f'implicit_euler {links}'], r[f'verlet {links}'])}); "
             f"Newton steps {implicit[(links, 'midpoint')].stepper.numpy_steps}, "
             f"{implicit[(links, 'implicit_euler')].stepper.numpy_steps}"
+        )
+    for name in stiff:
+        print(
+            f"  steel cantilever (stiff, compiled Newton), {name}: {us(r[f'{name} stiff'])} µs per step, "
+            f"NumPy Newton {us(r[f'{name} stiff numpy'])} ("
+            f"{ratio(r[f'{name} stiff numpy'], r[f'{name} stiff'])} × faster compiled)"
         )
 
     r = res["batch"]

@@ -2,8 +2,10 @@
 
 A run of a system without rigid bodies whose force laws all have compiled
 kernels is one compiled call (:func:`mbvi.engine.loop.run`): the same
-equations, solved by a fixed point around SHAKE; a step the fixed point
-cannot settle (stiff forces) is taken here, by Newton.
+equations, solved by a fixed point around SHAKE, and by a compiled Newton
+(finite-difference KKT matrix) where the fixed point cannot settle (stiff
+forces); a stiff step of a system too large for that dense Newton is taken
+here, by Newton with sparse LU.
 """
 
 from __future__ import annotations
