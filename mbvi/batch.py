@@ -131,7 +131,7 @@ def simulate_batch(
     if cls in IMPLICIT and len(system.layout.rotation_blocks):
         model = None  # the implicit pair steps rigid bodies in NumPy only
     info = run_info(cls, dt, options, batch=len(Q))
-    if model is None:  # a force law without compiled kernel: member by member on the NumPy path
+    if model is None:  # a force law without compiled kernel (or the implicit pair with rigid bodies): NumPy path
         if len(system.active):
             V = np.array([system.project_velocity(q, v) for q, v in zip(Q, V, strict=True)])
         return [_serial(stepper, system, scene, q, v, t0, nsteps, save_every, info, b) for b, (q, v) in
@@ -170,7 +170,7 @@ def simulate_batch(
 
 
 def _serial(stepper, system, scene, q, v, t0, nsteps, save_every, info, member) -> Trajectory:
-    """One member on the NumPy path (a force law without a compiled kernel, or a fallback)."""
+    """One member on the NumPy path (no compiled kernel, the implicit pair with rigid bodies, or a fallback)."""
     stepper._cache = {"q": None}
     for warm in ("_lam", "_y", "_engine_lam"):  # each member starts cold, as its own run would
         if getattr(stepper, warm, None) is not None:

@@ -154,3 +154,19 @@ def test_batch_of_a_rigid_scene_under_midpoint_runs_member_by_member() -> None:
     serial = mbvi.simulate(scene, 0.05, 1e-3, "midpoint")
     for traj in batch:
         np.testing.assert_allclose(traj.q, serial.q, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("integrator", ["verlet", *METHODS])
+def test_work_is_continuous_across_the_calls_of_one_run(integrator: str) -> None:
+    """A progress callback splits a run into compiled calls of 2000 steps: the work they report is one sum."""
+    scene = mbvi.Scene()
+    scene.add(mbvi.Particle("bob", mass=1.0, position=(1.0, 0, 0)))
+    scene.add(mbvi.Rod("world", "bob"))
+    scene.add(mbvi.Drag("bob", coefficient=0.3))
+    system = mbvi.assemble(scene)
+    whole = mbvi.get_integrator(integrator)(system, 1e-3)
+    whole.integrate(system.initial_state(), 0.0, 5000, save_every=7)
+    chunked = mbvi.get_integrator(integrator)(system, 1e-3)
+    chunked.integrate(system.initial_state(), 0.0, 5000, save_every=7, callback=lambda k: None)
+    assert whole.work[-1] < -1.0
+    np.testing.assert_allclose(chunked.work, whole.work, rtol=0, atol=1e-12)

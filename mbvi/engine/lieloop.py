@@ -89,13 +89,6 @@ def _buf(WI, WS, slot, length):
     return WS[o : o + length]
 
 
-@jit
-def _rotation(q, o, R):
-    for c in range(3):
-        for i in range(3):
-            R[i, c] = q[o + 3 + 3 * c + i]
-
-
 # ----------------------------------------------------------------------------- coordinates and forces
 @jit
 def to_u(IL, q, vq, u):
@@ -492,6 +485,7 @@ def lie_step_refined(I, F, Iv, Fv, IL, FL, WI, WS, bufs, method, q, u, h, lam, t
         pieces *= 2
     qb[:] = q
     ub[:] = u
+    wb = WS[WI[X_WORK]]
     st = DONE
     while True:
         if pieces > 1:
@@ -507,6 +501,7 @@ def lie_step_refined(I, F, Iv, Fv, IL, FL, WI, WS, bufs, method, q, u, h, lam, t
             return DONE
         q[:] = qb
         u[:] = ub
+        WS[WI[X_WORK]] = wb  # the work of the pieces taken is not the step's
         WI[HAVE_FACTOR] = 0
         WI[HAVE_GRAD] = 0
         if st == NEEDS_NUMPY or pieces >= MAX_REFINE:

@@ -1,4 +1,4 @@
-"""The compiled RATTLE family and its time loop: one run is one call.
+"""The compiled RATTLE family (and the implicit pair) and its time loop: one run is one call.
 
 A step of every method is a composition of three pieces (see
 :mod:`mbvi.integrators.rattle`, whose NumPy implementation this mirrors
@@ -12,7 +12,10 @@ operation for operation):
 * a kick c₁ at q₁ and the velocity projection (RATTLE), whose factorization of
   A(q₁) the next step's drift reuses.
 
-``yoshida4`` is three ``verlet`` substeps of γ₁h, γ₂h, γ₁h. The same
+``yoshida4`` is three ``verlet`` substeps of γ₁h, γ₂h, γ₁h. ``midpoint`` and
+``implicit_euler`` (:data:`IMPLICIT`) reuse the same drift: a fixed point on
+their implicit force around SHAKE, or a dense Newton when it is too stiff
+(:func:`_implicit_step`). The same
 :func:`run` serves one system (:func:`mbvi.simulate`) and each member of a
 batch (:func:`run_batch`, parallel over members).
 """
@@ -76,13 +79,13 @@ from mbvi.engine.slots import (
 )  # fmt: skip
 from mbvi.engine.slots import W as INV_MASS
 
-__all__ = ["METHODS", "run", "run_batch", "workspace"]
+__all__ = ["IMPLICIT", "METHODS", "run", "run_batch", "workspace"]
 
 jit = njit(cache=True, nogil=True, error_model="numpy")
 
 #: integrator name -> method code of the compiled loop
 METHODS = {"verlet": 0, "symplectic_euler_a": 1, "symplectic_euler_b": 2, "yoshida4": 3}
-#: the implicit integrators the compiled loop also runs (systems without rigid bodies; no batched path)
+#: the implicit integrators the compiled loop also runs (systems without rigid bodies; batched too)
 IMPLICIT = {"midpoint": 4, "implicit_euler": 5}
 
 
@@ -176,7 +179,7 @@ def _shake_newton(I, F, WI, WS, gd0, q1, corr, vfree, h, tol, maxiter, vh):
 
 @jit
 def _shake(I, F, WI, WS, slot0, dslot, q0, vfree, h, lam, warm, tol, maxiter, q1, vh):
-    """Constrained drift q₁ = q₀ + h (v_free − M⁻¹ Gᵀ Λ), g(q₁) = 0; v½ = v_free − M⁻¹ Gᵀ Λ.
+    """Constrained drift q₁ = q₀ + h v_free − M⁻¹ Gᵀ Λ, g(q₁) = 0; v½ = v_free − M⁻¹ Gᵀ Λ / h.
 
     G is the Jacobian in buffer ``dslot`` (G(q₀) for the RATTLE family), A the
     factorization in buffer ``slot0`` (A(q₀)).
@@ -444,7 +447,6 @@ def _implicit_newton(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, q1, vh)
             if not _lu(A, piv):
                 return NEEDS_NUMPY
             fresh = True
-            K.constraint_values(I, F, q1, u, w, g)
         for i in range(nq):
             rhs[i] = -r[i]
         for i in range(n):
@@ -475,7 +477,7 @@ def _implicit_newton(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, q1, vh)
 def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
     """One step of ``midpoint`` or ``implicit_euler`` from (q, v) in place (NumPy: :mod:`mbvi.integrators.implicit`).
 
-    Both are a constrained drift q₁ = q₀ + h(v_free − M⁻¹ Gᵀ Λ), g(q₁) = 0,
+    Both are a constrained drift q₁ = q₀ + h v_free − M⁻¹ Gᵀ Λ, g(q₁) = 0,
     whose free velocity depends on the unknown q₁:
 
     * midpoint: v_free = v₀ + (h/2) M⁻¹ f(q̄, v), q̄ = (q₀ + q₁)/2, G = G(q₀);
@@ -516,7 +518,7 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
                 qm[i] = 0.5 * (q[i] + q1[i]) if midpoint else q1[i]
             K.gradient(I, F, qm, grad)
             _kick(I, F, qm, vh, v, c, grad, f, vfree)
-            if not midpoint and n and it > 0:  # the multiplier force acts along G(q₁)
+            if not midpoint and n:  # the multiplier force acts along G(q₁)
                 K.affine_uw(I, F, q1, u, w)
                 K.jacobian_values(I, F, u, w, gd1)
                 dslot = nxt
@@ -623,6 +625,7 @@ def _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_
     while k < kstop:
         qb[:] = q
         ub[:] = u
+        wb = WS[WI[X_WORK]]
         status = LIE.lie_step_refined(I, F, Iv, Fv, IL, FL, WI, WS, bufs, method, q, u, h, lam, tol, maxiter, ls,
                                       max_turn, qs, us)  # fmt: skip
         if status == DONE:
@@ -635,6 +638,7 @@ def _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_
         if status != DONE:
             q[:] = qb  # leave the last good state
             u[:] = ub
+            WS[WI[X_WORK]] = wb
             break
         k += 1
         if k % save_every == 0 or k == nsteps:
@@ -665,6 +669,9 @@ def run(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every
     With ``project``, v is first projected onto the constraints at q (and saved as Q[j0 − 1], V[j0 − 1]).
     """
     if IL[L_NB] > 0:
+        if method >= 4:  # the implicit pair steps rigid bodies in NumPy only
+            _report(info, NEEDS_NUMPY, k0, j0, np.zeros(XSLOTS, dtype=np.int64))
+            return
         _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every, tol, maxiter, ls, max_turn,
                  lam, Q, V, Wk, j0, info, project)  # fmt: skip
         return
@@ -683,6 +690,7 @@ def run(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every
     while k < kstop:
         qb[:] = q
         vb[:] = v
+        wb = WS[WI[X_WORK]]
         status = _step(I, F, WI, WS, method, q, v, t0 + k * h, h, lam, tol, maxiter, ls)
         if status == DONE:
             for i in range(nq):
@@ -690,8 +698,9 @@ def run(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every
                     status = NONFINITE
                     break
         if status != DONE:
-            q[:] = qb  # leave the last good state
+            q[:] = qb  # leave the last good state (and its work: a step handed back is counted by its taker)
             v[:] = vb
+            WS[WI[X_WORK]] = wb
             break
         k += 1
         if k % save_every == 0 or k == nsteps:

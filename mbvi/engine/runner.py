@@ -1,10 +1,11 @@
 """Python side of a compiled run: allocate outputs, call the loop, turn a status into an answer.
 
 A run is one call of :func:`mbvi.engine.loop.run` (or a few, when a progress
-bar asks for chunks). Two rare events leave the compiled loop for one step:
-a constraint solve too large for its dense fallbacks (the NumPy step, with
-sparse LU, takes it; the loop resumes after it), and a failure, which becomes
-a :class:`mbvi.SolverError` with the partial trajectory.
+bar asks for chunks). Two rare events leave the compiled loop: a solve too
+large for its dense fallbacks (the NumPy step, with sparse LU, takes it — and
+the next 1, 2, 4, … 1024 steps while the compiled step keeps handing them
+back; the loop resumes after them), and a failure, which becomes a
+:class:`mbvi.SolverError` with the partial trajectory.
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ def integrate(
             for _ in range(min(burst, stop - k)):
                 t = t0 + k * h
                 try:
-                    state = integrator._step(State(q.copy(), v.copy()), t)
+                    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # judged just below
+                        state = integrator._step(State(q.copy(), v.copy()), t)
                 except SolverError as exc:
                     err = exc.located(t, k)
                     err.partial = (t0 + _saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j])
@@ -103,9 +105,8 @@ def integrate(
                     err = integrator._instability(t, k)
                     err.partial = (t0 + _saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j])
                     raise err
-                if system.has_forces:  # the step's work, by the trapezoidal rule (the compiled steps' is exact)
-                    f = system.force(q, v, t) + system.force(state.q, state.v, t + h)
-                    Wk[-1] += 0.5 * float(f @ (state.q - q))
+                if system.has_forces:
+                    Wk[-1] += _step_work(integrator, q, v, state, t)
                 q, v = state.q.copy(), state.v.copy()
                 k += 1
                 integrator.numpy_steps += 1
@@ -130,6 +131,22 @@ def integrate(
     return t0 + _saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j]
 
 
+def _step_work(integrator, q0: np.ndarray, v0: np.ndarray, state: State, t: float) -> float:
+    """Work of the non-conservative forces over a step the NumPy path took, J.
+
+    The implicit pair's own discrete work (F at the point its equations
+    evaluate it, times q₁ − q₀), as the compiled step counts it; for the
+    RATTLE family the trapezoidal rule, which its kicks' work matches to O(h³).
+    """
+    system, h = integrator.system, integrator.dt
+    dq = state.q - q0
+    if integrator.name == "midpoint":
+        return float(system.force(q0 + 0.5 * dq, dq / h, t + 0.5 * h) @ dq)
+    if integrator.name == "implicit_euler":
+        return float(system.force(state.q, dq / h, t + h) @ dq)
+    return 0.5 * float((system.force(q0, v0, t) + system.force(state.q, state.v, t + h)) @ dq)
+
+
 def _saved_steps(count: int, nsteps: int, save_every: int) -> np.ndarray:
     """Step indices of the first ``count`` saved states."""
     k = np.minimum(np.arange(count) * save_every, nsteps)
@@ -146,7 +163,7 @@ def integrate_batch(
     t : ndarray, (nsave,)
     Q, V : ndarray, (B, nsave, nq)
     work : ndarray, (B, nsave)
-    info : ndarray of int, (B, 5)
+    info : ndarray of int, (B, 6)
         Per member: status, step reached, states saved, pseudo-inverse and Newton uses.
     """
     system, h = integrator.system, integrator.dt
