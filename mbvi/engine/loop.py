@@ -244,10 +244,8 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
     nq, n = I[NQ], I[N]
     cur = WI[CUR]
     nxt = 1 - cur
-    if not WI[HAVE_FACTOR]:
-        if not _factor_at(I, F, WI, WS, q, cur, False):
-            return NEEDS_NUMPY
-        WI[HAVE_FACTOR] = 1
+    if not _ensure_factor(I, F, WI, WS, q):
+        return NEEDS_NUMPY
     go = WI[X_GRAD]
     grad0 = WS[go + cur * nq : go + (cur + 1) * nq]
     grad1 = WS[go + nxt * nq : go + (nxt + 1) * nq]
@@ -299,6 +297,23 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
         for i in range(nq):
             acc += (c0 * f0[i] + c1 * f1[i]) * (q1[i] - q[i])
         WS[WI[X_WORK]] += acc / h
+    return _accept(I, F, WI, WS, q, q1, v)
+
+
+@jit
+def _ensure_factor(I, F, WI, WS, q):
+    """The factorization of A(q) in the current buffer (the last step's projection left it); False when it fails."""
+    if not WI[HAVE_FACTOR]:
+        if not _factor_at(I, F, WI, WS, q, WI[CUR], False):
+            return False
+        WI[HAVE_FACTOR] = 1
+    return True
+
+
+@jit
+def _accept(I, F, WI, WS, q, q1, v):
+    """End of a step: factor A(q₁) into the other buffer (U, W already at q₁), q ← q₁, project v at q₁."""
+    nxt = 1 - WI[CUR]
     if not _factor_at(I, F, WI, WS, q1, nxt, True):
         return NEEDS_NUMPY
     q[:] = q1
@@ -434,14 +449,13 @@ def _implicit_newton(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, q1, vh)
                 q1[j] = keep
                 for i in range(nq):
                     A[i, j] = (rp[i] - r[i]) / eps
-            if not midpoint and n:  # back to G(q₁) at the unperturbed q₁
-                K.affine_uw(I, F, q1, u, w)
-                K.jacobian_values(I, F, u, w, gd)
+            K.affine_uw(I, F, q1, u, w)
+            K.jacobian_values(I, F, u, w, G1)
+            if not midpoint:  # back to G(q₁) at the unperturbed q₁
+                gd[:] = G1
             for e in range(nnz):
                 c = I[pcol + e]
                 A[c, nq + I[prow + e]] += F[wo + c] * gd[e]
-            K.affine_uw(I, F, q1, u, w)
-            K.jacobian_values(I, F, u, w, G1)
             for e in range(nnz):
                 A[nq + I[prow + e], I[pcol + e]] += G1[e]
             if not _lu(A, piv):
@@ -494,10 +508,8 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
     nq, n, nnz = I[NQ], I[N], I[NNZ]
     cur = WI[CUR]
     nxt = 1 - cur
-    if not WI[HAVE_FACTOR]:
-        if not _factor_at(I, F, WI, WS, q, cur, False):
-            return NEEDS_NUMPY
-        WI[HAVE_FACTOR] = 1
+    if not _ensure_factor(I, F, WI, WS, q):
+        return NEEDS_NUMPY
     c = 0.5 * h if midpoint else h
     grad = WS[WI[X_GRAD] + cur * nq : WI[X_GRAD] + (cur + 1) * nq]
     q1, vh, vfree = _buf(WI, WS, X_Q1, nq), _buf(WI, WS, X_VH, nq), _buf(WI, WS, X_VFREE, nq)
@@ -549,13 +561,8 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
         for i in range(nq):
             acc += f[i] * (q1[i] - q[i])
         WS[WI[X_WORK]] += acc
-    if not _factor_at(I, F, WI, WS, q1, nxt, True):
-        return NEEDS_NUMPY
-    q[:] = q1
-    _remove_normal(I, F, WI, WS, nxt, v)
-    WI[CUR] = nxt
     WI[HAVE_GRAD] = 0
-    return DONE
+    return _accept(I, F, WI, WS, q, q1, v)
 
 
 @jit

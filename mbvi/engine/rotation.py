@@ -39,20 +39,24 @@ jit = njit(cache=True, nogil=True, error_model="numpy")
 
 
 @jit
-def cayley(x, out):
-    """out (3, 3) = cay(x) = (I − x̂/2)⁻¹ (I + x̂/2)."""
-    a, b, c = x[0], x[1], x[2]
+def _cayley_entries(a, b, c):
+    """The nine entries (row by row) of cay(x) = (I − x̂/2)⁻¹ (I + x̂/2), x = (a, b, c)."""
     s = a * a + b * b + c * c
     d = 1.0 / (1.0 + 0.25 * s)  # cay(x) = I + d (x̂ + x̂²/2), x̂² = x xᵀ − |x|² I
-    out[0, 0] = 1.0 - 0.5 * d * (b * b + c * c)
-    out[1, 1] = 1.0 - 0.5 * d * (a * a + c * c)
-    out[2, 2] = 1.0 - 0.5 * d * (a * a + b * b)
-    out[0, 1] = d * (0.5 * a * b - c)
-    out[1, 0] = d * (0.5 * a * b + c)
-    out[0, 2] = d * (0.5 * a * c + b)
-    out[2, 0] = d * (0.5 * a * c - b)
-    out[1, 2] = d * (0.5 * b * c - a)
-    out[2, 1] = d * (0.5 * b * c + a)
+    return (
+        1.0 - 0.5 * d * (b * b + c * c), d * (0.5 * a * b - c), d * (0.5 * a * c + b),
+        d * (0.5 * a * b + c), 1.0 - 0.5 * d * (a * a + c * c), d * (0.5 * b * c - a),
+        d * (0.5 * a * c - b), d * (0.5 * b * c + a), 1.0 - 0.5 * d * (a * a + b * b),
+    )  # fmt: skip
+
+
+@jit
+def cayley(x, out):
+    """out (3, 3) = cay(x) = (I − x̂/2)⁻¹ (I + x̂/2)."""
+    e = _cayley_entries(x[0], x[1], x[2])
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = e[3 * i + j]
 
 
 @jit
@@ -141,17 +145,7 @@ def drift_columns(J0, J1, J2, w0, w1, w2, h, q0, q1, o):
     ok, x0, x1, x2 = solve_cayley(J0, J1, J2, h * J0 * w0, h * J1 * w1, h * J2 * w2, h * w0, h * w1, h * w2)
     if not ok:
         return False, x0, x1, x2, w0, w1, w2
-    # cay(x) = I + d (x̂ + x̂²/2), x̂² = x xᵀ − |x|² I
-    d = 1.0 / (1.0 + 0.25 * (x0 * x0 + x1 * x1 + x2 * x2))
-    c00 = 1.0 - 0.5 * d * (x1 * x1 + x2 * x2)
-    c11 = 1.0 - 0.5 * d * (x0 * x0 + x2 * x2)
-    c22 = 1.0 - 0.5 * d * (x0 * x0 + x1 * x1)
-    c01 = d * (0.5 * x0 * x1 - x2)
-    c10 = d * (0.5 * x0 * x1 + x2)
-    c02 = d * (0.5 * x0 * x2 + x1)
-    c20 = d * (0.5 * x0 * x2 - x1)
-    c12 = d * (0.5 * x1 * x2 - x0)
-    c21 = d * (0.5 * x1 * x2 + x0)
+    c00, c01, c02, c10, c11, c12, c20, c21, c22 = _cayley_entries(x0, x1, x2)
     a = o + 3  # column c of R at q[a + 3c : a + 3c + 3]
     for i in range(3):  # R₁ = R₀ C, row by row
         r0, r1, r2 = q0[a + i], q0[a + 3 + i], q0[a + 6 + i]
