@@ -82,6 +82,7 @@ from mbvi.engine.slots import W as INV_MASS
 
 __all__ = [
     "constraint_values",
+    "copy_into",
     "factor",
     "gradient",
     "jacobian_values",
@@ -91,7 +92,11 @@ __all__ = [
     "wgt",
 ]
 
-jit = njit(cache=True, nogil=True, error_model="numpy")
+#: the per-step kernels: no reference counting (they allocate nothing; numba's atomic
+#: increments and decrements of every array passed or sliced cost a third of a small step)
+jit = njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
+#: the functions that allocate (workspaces, dense fallbacks, whole runs)
+jit_alloc = njit(cache=True, nogil=True, error_model="numpy", _nrt=True)
 
 OK, SHIFTED, FAILED = 0, 1, 2
 
@@ -156,7 +161,7 @@ def residual(I, F, g):
     return r
 
 
-@jit
+@jit_alloc
 def residual_at_roundoff(I, F, q, u, w, g):
     """:func:`residual` with the round-off of each row estimated at q (not at the initial configuration).
 
@@ -215,12 +220,19 @@ def settle(new, old, floor, it, prev):
     for i in range(len(new)):
         delta = max(delta, abs(new[i] - old[i]))
         big = max(big, abs(new[i]))
-    old[:] = new
+    copy_into(old, new)
     if delta <= 1e-13 * big + floor:
         return SETTLED, delta
     if (it >= 1 and delta > prev) or (it >= 4 and delta > 0.5 * prev):
         return STALLED, delta
     return GOING, delta
+
+
+@jit
+def copy_into(dst, src):
+    """dst[:] = src for arrays of equal length (no overlap check, hence no temporary)."""
+    for i in range(len(dst)):
+        dst[i] = src[i]
 
 
 @jit

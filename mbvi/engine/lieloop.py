@@ -67,14 +67,18 @@ from mbvi.engine.slots import W as INV_MASS
 
 __all__ = ["lie_buffers", "lie_project", "lie_step", "to_u", "to_vq"]
 
-jit = njit(cache=True, nogil=True, error_model="numpy")
+#: the per-step kernels: no reference counting (they allocate nothing; numba's atomic
+#: increments and decrements of every array passed or sliced cost a third of a small step)
+jit = njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
+#: the functions that allocate (workspaces, dense fallbacks, whole runs)
+jit_alloc = njit(cache=True, nogil=True, error_model="numpy", _nrt=True)
 
 # buffers of a Lie run (a tuple of float arrays): q-sized, then v-sized
 (B_GDQ, B_Q1, B_GRAD0, B_GRAD1, B_FQ, B_VQ, B_UFREE, B_UH, B_UA, B_UNEW, B_FV0, B_FV1, B_DV, B_TMPV, B_UM, B_X,
  NBUF) = range(17)  # fmt: skip
 
 
-@jit
+@jit_alloc
 def lie_buffers(I, Iv, IL):
     """The float buffers of a Lie run, in the order of the ``B_*`` constants."""
     nq, nv, nnz = I[NQ], Iv[NQ], I[NNZ]
@@ -83,7 +87,7 @@ def lie_buffers(I, Iv, IL):
             np.zeros(nv), np.zeros(nv), np.zeros(3 * max(IL[L_NB], 1)))  # fmt: skip
 
 
-@jit
+@njit(inline="always")  # a view: inlined, as the functions without reference counting cannot return one
 def _buf(WI, WS, slot, length):
     o = WI[slot]
     return WS[o : o + length]
@@ -169,7 +173,7 @@ def _drift(IL, FL, q0, uh, h, q1, ua, um, xs):
     ua receives u after the drift, um the step's mean velocity ((x₁ − x₀)/h and
     the rate log(R₀ᵀR₁)/h at which the body turned), xs the Cayley parameters (3 per body).
     """
-    q1[:] = q0
+    K.copy_into(q1, q0)
     tq, tv = IL[L_TQ], IL[L_TV]
     for i in range(IL[L_NT]):
         q1[IL[tq + i]] = q0[IL[tq + i]] + h * uh[IL[tv + i]]
@@ -188,7 +192,7 @@ def _drift(IL, FL, q0, uh, h, q1, ua, um, xs):
     return True
 
 
-@jit
+@jit_alloc
 def _drift_sensitivity(IL, FL, q0, uh, h, q1, Bq):
     """∂η₁/∂ω½ (3×3) of every body by forward differences (η₁: body-frame increment at R₁); Bq (NB, 3, 3)."""
     bq, bv, jo = IL[L_BQ], IL[L_BV], IL[L_J]
@@ -209,7 +213,7 @@ def _drift_sensitivity(IL, FL, q0, uh, h, q1, Bq):
                 Bq[b, kk, k] = 0.5 * s / eps
 
 
-@jit
+@jit_alloc
 def _shake_newton(I, F, Iv, Fv, IL, FL, WI, WS, bufs, gd0, q0, ufree, h, lamv, tol, maxiter):
     """Full Newton on Λ with the Jacobian G_v(q₁) (∂η₁/∂u½) M_v⁻¹ G_v(q₀)ᵀ / h (dense least squares)."""
     n, nv, nnz = I[N], Iv[NQ], Iv[NNZ]
@@ -279,7 +283,7 @@ def _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, lam, warm, t
             for i in range(len(uh)):
                 uh[i] = ufree[i] - dv[i] / h
         else:
-            uh[:] = ufree
+            K.copy_into(uh, ufree)
         if not _drift(IL, FL, q0, uh, h, q1, ua, bufs[B_UM], xs):
             return SHAKE_FAILED
         if n == 0:
@@ -288,7 +292,7 @@ def _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, lam, warm, t
         r = K.residual(I, F, g)
         if r <= 0.5 * tol:  # not tol: a warm start whose error creeps up step by step stops well inside it
             if warm:
-                lam[:] = lamv
+                K.copy_into(lam, lamv)
             return DONE
         if not r < math.inf:
             break
@@ -296,12 +300,12 @@ def _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, lam, warm, t
         prev = r
         if slow >= 2 and K.residual_at_roundoff(I, F, q1, u, w, g) <= tol:  # stalled at round-off: done
             if warm:
-                lam[:] = lamv
+                K.copy_into(lam, lamv)
             return DONE
         if slow >= 3:
             st = _shake_newton(I, F, Iv, Fv, IL, FL, WI, WS, bufs, gd0, q0, ufree, h, lamv, tol, maxiter)
             if warm and st == DONE:
-                lam[:] = lamv
+                K.copy_into(lam, lamv)
             elif warm:
                 lam[:] = 0.0
             return st
@@ -314,7 +318,7 @@ def _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, lam, warm, t
 # ------------------------------------------------------------------------------------------- steps
 @jit
 def _forces(I, F, IL, q, uF, grad, bufs, fv):
-    """f_v(−∇U + F(q, u_F)), returned in bufs[B_TMPV]; fv receives f_v(F), the non-conservative part."""
+    """f_v(−∇U + F(q, u_F)) into bufs[B_TMPV]; fv receives f_v(F), the non-conservative part."""
     fq, tmp, vq = bufs[B_FQ], bufs[B_TMPV], bufs[B_VQ]
     if I[HAS_F]:
         to_vq(IL, q, uF, vq)
@@ -327,7 +331,6 @@ def _forces(I, F, IL, q, uF, grad, bufs, fv):
         for i in range(len(fq)):
             fq[i] = -grad[i]
     _to_fv(IL, q, fq, tmp)
-    return tmp
 
 
 @jit
@@ -341,7 +344,7 @@ def _kick(Iv, Fv, u_in, c, f, out):
 @jit
 def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, c0, c1, lam, tol, maxiter, length_scale):
     """One RATTLE-family substep of (q, u) in place: kick c₀, constrained Lie drift h, kick c₁, projection."""
-    nq, n, nnz = I[NQ], I[N], Iv[NNZ]
+    n, nnz = I[N], Iv[NNZ]
     nv = Iv[NQ]
     cur = WI[CUR]
     nxt = 1 - cur
@@ -357,20 +360,22 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, c0, c1, lam, tol, maxi
     q1 = bufs[B_Q1]
     # --- kick c₀ and constrained drift
     if c0 == 0.0:
-        ufree[:] = u
+        K.copy_into(ufree, u)
         fv0[:] = 0.0
         st = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, True, tol, maxiter)
     elif not I[HAS_VF]:
-        _kick(Iv, Fv, u, c0, _forces(I, F, IL, q, u, grad0, bufs, fv0), ufree)
+        _forces(I, F, IL, q, u, grad0, bufs, fv0)
+        _kick(Iv, Fv, u, c0, bufs[B_TMPV], ufree)
         st = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, True, tol, maxiter)
     else:
         # fixed point on u½ (the force at the step's mean velocity), as the NumPy path does
         floor = 10.0 * tol * max(1.0, length_scale) / abs(h) if n else 0.0
-        unew[:] = u
+        K.copy_into(unew, u)
         prev = math.inf
         st = DRIFT_FAILED
         for it in range(100):
-            _kick(Iv, Fv, u, c0, _forces(I, F, IL, q, unew, grad0, bufs, fv0), ufree)
+            _forces(I, F, IL, q, unew, grad0, bufs, fv0)
+            _kick(Iv, Fv, u, c0, bufs[B_TMPV], ufree)
             s2 = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, False, tol, maxiter)
             if s2 == NEEDS_NUMPY:
                 return s2
@@ -390,10 +395,11 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, c0, c1, lam, tol, maxi
     fv1[:] = 0.0
     if c1 != 0.0:
         K.gradient(I, F, q1, grad1)
-        _kick(Iv, Fv, ua, c1, _forces(I, F, IL, q1, bufs[B_UM], grad1, bufs, fv1), u)
+        _forces(I, F, IL, q1, bufs[B_UM], grad1, bufs, fv1)
+        _kick(Iv, Fv, ua, c1, bufs[B_TMPV], u)
         WI[HAVE_GRAD] = 1
     else:
-        u[:] = ua
+        K.copy_into(u, ua)
         WI[HAVE_GRAD] = 0
     if I[HAS_F]:
         acc = 0.0
@@ -402,7 +408,7 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, c0, c1, lam, tol, maxi
         WS[WI[X_WORK]] += acc
     if not _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q1, nxt, True):
         return NEEDS_NUMPY
-    q[:nq] = q1
+    K.copy_into(q, q1)
     if n:
         gd1 = WS[WI[X_GD] + nxt * nnz : WI[X_GD] + (nxt + 1) * nnz]
         rhs, dl = _buf(WI, WS, X_RHS, n), _buf(WI, WS, X_DL, n)
@@ -483,8 +489,8 @@ def lie_step_refined(I, F, Iv, Fv, IL, FL, WI, WS, bufs, method, q, u, h, lam, t
     pieces = 1
     while turn > max_turn * pieces and pieces < MAX_REFINE:
         pieces *= 2
-    qb[:] = q
-    ub[:] = u
+    K.copy_into(qb, q)
+    K.copy_into(ub, u)
     wb = WS[WI[X_WORK]]
     st = DONE
     while True:
@@ -499,8 +505,8 @@ def lie_step_refined(I, F, Iv, Fv, IL, FL, WI, WS, bufs, method, q, u, h, lam, t
                 WI[REFINED] += 1
                 lam[:, :] = 0.0
             return DONE
-        q[:] = qb
-        u[:] = ub
+        K.copy_into(q, qb)
+        K.copy_into(u, ub)
         WS[WI[X_WORK]] = wb  # the work of the pieces taken is not the step's
         WI[HAVE_FACTOR] = 0
         WI[HAVE_GRAD] = 0

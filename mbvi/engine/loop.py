@@ -81,7 +81,11 @@ from mbvi.engine.slots import W as INV_MASS
 
 __all__ = ["IMPLICIT", "METHODS", "run", "run_batch", "workspace"]
 
-jit = njit(cache=True, nogil=True, error_model="numpy")
+#: the per-step kernels: no reference counting (they allocate nothing; numba's atomic
+#: increments and decrements of every array passed or sliced cost a third of a small step)
+jit = njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
+#: the functions that allocate (workspaces, dense fallbacks, whole runs)
+jit_alloc = njit(cache=True, nogil=True, error_model="numpy", _nrt=True)
 
 #: integrator name -> method code of the compiled loop
 METHODS = {"verlet": 0, "symplectic_euler_a": 1, "symplectic_euler_b": 2, "yoshida4": 3}
@@ -89,7 +93,7 @@ METHODS = {"verlet": 0, "symplectic_euler_a": 1, "symplectic_euler_b": 2, "yoshi
 IMPLICIT = {"midpoint": 4, "implicit_euler": 5}
 
 
-@jit
+@jit_alloc
 def workspace(I):
     """(WI, WS): the offsets and integer state, and every float buffer of one run."""
     n, nq, nnz = I[N], I[NQ], I[NNZ]
@@ -104,7 +108,7 @@ def workspace(I):
     return WI, np.zeros(total)
 
 
-@jit
+@njit(inline="always")  # a view: inlined, as the functions without reference counting cannot return one
 def _buf(WI, WS, slot, length):
     o = WI[slot]
     return WS[o : o + length]
@@ -144,7 +148,7 @@ def _correct(I, F, gd0, dl, dq, q1, corr):
         corr[i] += dq[i]
 
 
-@jit
+@jit_alloc
 def _shake_newton(I, F, WI, WS, gd0, q1, corr, vfree, h, tol, maxiter, vh):
     """Full Newton on Λ with the unsymmetric Jacobian G(q) M⁻¹ G(q₀)ᵀ (dense least squares)."""
     n, nq, nnz = I[N], I[NQ], I[NNZ]
@@ -188,7 +192,7 @@ def _shake(I, F, WI, WS, slot0, dslot, q0, vfree, h, lam, warm, tol, maxiter, q1
     for i in range(nq):
         q1[i] = q0[i] + h * vfree[i]
     if n == 0:
-        vh[:] = vfree
+        K.copy_into(vh, vfree)
         return DONE
     lamv, dl = _buf(WI, WS, X_LAMV, n), _buf(WI, WS, X_DL, n)
     corr, dq = _buf(WI, WS, X_CORR, nq), _buf(WI, WS, X_DQ, nq)
@@ -206,7 +210,7 @@ def _shake(I, F, WI, WS, slot0, dslot, q0, vfree, h, lam, warm, tol, maxiter, q1
         r = K.residual(I, F, g)
         if r <= tol:
             if warm:
-                lam[:] = lamv
+                K.copy_into(lam, lamv)
             for i in range(nq):
                 vh[i] = vfree[i] - corr[i] / h
             return DONE
@@ -264,7 +268,7 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
         # fixed point on v½ (the force at the step's mean velocity), as the NumPy path does
         floor = 10.0 * tol * max(1.0, length_scale) / abs(h) if n else 0.0
         vnew = _buf(WI, WS, X_VNEW, nq)
-        vh[:] = v
+        K.copy_into(vh, v)
         prev = math.inf
         st = DRIFT_FAILED
         for it in range(100):
@@ -290,7 +294,7 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
         _kick(I, F, q1, vh, vh, c1, grad1, f1, v)
         WI[HAVE_GRAD] = 1
     else:
-        v[:] = vh
+        K.copy_into(v, vh)
         WI[HAVE_GRAD] = 0
     if I[HAS_F]:
         acc = 0.0
@@ -316,7 +320,7 @@ def _accept(I, F, WI, WS, q, q1, v):
     nxt = 1 - WI[CUR]
     if not _factor_at(I, F, WI, WS, q1, nxt, True):
         return NEEDS_NUMPY
-    q[:] = q1
+    K.copy_into(q, q1)
     _remove_normal(I, F, WI, WS, nxt, v)
     WI[CUR] = nxt
     return DONE
@@ -400,7 +404,7 @@ def _lu_solve(A, piv, b):
         b[i] /= A[i, i]
 
 
-@jit
+@jit_alloc
 def _implicit_newton(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, q1, vh):
     """The drift of :func:`_implicit_step` by simplified Newton on (q₁, Λ), for steps too stiff for the fixed point.
 
@@ -452,7 +456,7 @@ def _implicit_newton(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, q1, vh)
             K.affine_uw(I, F, q1, u, w)
             K.jacobian_values(I, F, u, w, G1)
             if not midpoint:  # back to G(q₁) at the unperturbed q₁
-                gd[:] = G1
+                K.copy_into(gd, G1)
             for e in range(nnz):
                 c = I[pcol + e]
                 A[c, nq + I[prow + e]] += F[wo + c] * gd[e]
@@ -479,7 +483,7 @@ def _implicit_newton(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, q1, vh)
             if K.residual(I, F, g) <= tol:
                 for i in range(nq):
                     vh[i] = (q1[i] - q[i]) / h
-                lam[:] = lamv
+                K.copy_into(lam, lamv)
                 return DONE
         if size > 0.1 * prev:  # contraction too slow: refresh the matrix
             fresh = False
@@ -518,7 +522,7 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
     gd1 = WS[WI[X_GD] + nxt * nnz : WI[X_GD] + (nxt + 1) * nnz]
     floor = 10.0 * tol * max(1.0, ls) / abs(h) if n else 0.0
     dslot = cur
-    vh[:] = v
+    K.copy_into(vh, v)
     prev = math.inf
     settled = False
     if WI[STIFF] > 0:  # the fixed point failed lately: straight to Newton (and try it again now and then)
@@ -555,7 +559,7 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
         _kick(I, F, qm, vh, vh, c, grad, f, v)
     else:
         K.nonconservative_force(I, F, q1, vh, f)
-        v[:] = vh
+        K.copy_into(v, vh)
     if I[HAS_F]:
         acc = 0.0
         for i in range(nq):
@@ -609,7 +613,7 @@ def _report(info, status, k, j, WI):
     info[5] += WI[REFINED]
 
 
-@jit
+@jit_alloc
 def _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every, tol, maxiter, ls, max_turn,
              lam, Q, V, Wk, j0, info, project):  # fmt: skip
     """:func:`run` for a system with rigid bodies: the steps of :mod:`mbvi.engine.lieloop` in velocity coordinates."""
@@ -630,8 +634,8 @@ def _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_
     status = DONE
     k = k0
     while k < kstop:
-        qb[:] = q
-        ub[:] = u
+        K.copy_into(qb, q)
+        K.copy_into(ub, u)
         wb = WS[WI[X_WORK]]
         status = LIE.lie_step_refined(I, F, Iv, Fv, IL, FL, WI, WS, bufs, method, q, u, h, lam, tol, maxiter, ls,
                                       max_turn, qs, us)  # fmt: skip
@@ -643,8 +647,8 @@ def _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_
                 if not abs(u[i]) < math.inf:
                     status = NONFINITE
         if status != DONE:
-            q[:] = qb  # leave the last good state
-            u[:] = ub
+            K.copy_into(q, qb)  # leave the last good state
+            K.copy_into(u, ub)
             WS[WI[X_WORK]] = wb
             break
         k += 1
@@ -659,7 +663,7 @@ def _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_
     _report(info, status, k, j, WI)
 
 
-@jit
+@jit_alloc
 def run(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every, tol, maxiter, ls, max_turn, lam, Q,
         V, Wk, j0, info, project=False):  # fmt: skip
     """Steps k0 … kstop−1 of nsteps from (q, v) (updated in place), saving every ``save_every``-th state.
@@ -695,8 +699,8 @@ def run(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every
     status = DONE
     k = k0
     while k < kstop:
-        qb[:] = q
-        vb[:] = v
+        K.copy_into(qb, q)
+        K.copy_into(vb, v)
         wb = WS[WI[X_WORK]]
         status = _step(I, F, WI, WS, method, q, v, t0 + k * h, h, lam, tol, maxiter, ls)
         if status == DONE:
@@ -705,8 +709,8 @@ def run(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every
                     status = NONFINITE
                     break
         if status != DONE:
-            q[:] = qb  # leave the last good state (and its work: a step handed back is counted by its taker)
-            v[:] = vb
+            K.copy_into(q, qb)  # leave the last good state (and its work: a step handed back is counted by its taker)
+            K.copy_into(v, vb)
             WS[WI[X_WORK]] = wb
             break
         k += 1

@@ -35,7 +35,9 @@ __all__ = [
     "solve_cayley",
 ]
 
-jit = njit(cache=True, nogil=True, error_model="numpy")
+#: the per-step kernels: no reference counting (they allocate nothing; numba's atomic
+#: increments and decrements of every array passed or sliced cost a third of a small step)
+jit = njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
 
 
 @jit
