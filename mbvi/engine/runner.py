@@ -77,8 +77,8 @@ def integrate(
     Q[0], V[0] = q, v
     n = int(model[0][loop.N])
     lam = getattr(integrator, "_engine_lam", None)
-    if lam is None or lam.shape[1] != n:
-        lam = integrator._engine_lam = np.zeros((2, n))  # warm starts of the compiled SHAKE
+    if lam is None or lam.shape != (3, n):  # warm starts of the compiled SHAKE (see ShakeRattle._lam)
+        lam = integrator._engine_lam = np.zeros((3, n))
     info = np.zeros(6, dtype=np.int64)
     k, j = 0, 1
     burst = 1  # NumPy steps after a fallback: doubles while the compiled step keeps handing steps back
