@@ -444,7 +444,7 @@ def lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u):
 @jit
 def lie_step(I, F, Iv, Fv, IL, FL, WI, WS, bufs, method, q, u, h, lam, tol, maxiter, ls):
     """One step of ``method`` (codes of :data:`mbvi.engine.loop.METHODS`) of (q, u) in place."""
-    if method <= 2 and not I[HAS_VF]:  # the drift starts from the extrapolated multipliers
+    if method <= 2 and not I[HAS_VF] and lam.shape[0] > 2:  # the drift starts from the extrapolated multipliers
         K.predict_multipliers(lam[0], lam[2])
     if method == 0:
         return _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, 0.5 * h, 0.5 * h, lam[0], tol, maxiter, ls)

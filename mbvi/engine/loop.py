@@ -584,7 +584,7 @@ def _project(I, F, WI, WS, q, v):
 
 @jit
 def _step(I, F, WI, WS, method, q, v, t, h, lam, tol, maxiter, ls):
-    if method <= 2 and not I[HAS_VF]:  # the drift starts from the extrapolated multipliers
+    if method <= 2 and not I[HAS_VF] and lam.shape[0] > 2:  # the drift starts from the extrapolated multipliers
         K.predict_multipliers(lam[0], lam[2])
     if method == 0:
         return _substep(I, F, WI, WS, q, v, t, h, 0.5 * h, 0.5 * h, lam[0], tol, maxiter, ls)
