@@ -441,7 +441,8 @@ def build_parser() -> argparse.ArgumentParser:
     swp.add_argument(
         "--scheduler",
         metavar="WHERE",
-        help="processes (default), threads or synchronous on this machine, or a Dask scheduler address",
+        help="processes, threads or synchronous on this machine (default: a pool of processes unless the "
+        "sweep takes only seconds), or a Dask scheduler address",
     )
     swp.add_argument(
         "--progress",

@@ -51,6 +51,12 @@ RESERVED = ("time", "body", "xyz")
 MAX_CHUNK = 256
 #: tasks per worker thread the members are split into (small enough overhead, good balance)
 TASKS_PER_WORKER = 4
+#: members a local sweep with the default scheduler runs first in this process, to time one
+PROBE = 2
+#: s: a local sweep whose other members would take less than this (timed on its second) runs them in this
+#: process; starting a pool of worker processes (each imports mbvi and loads the compiled kernels) costs
+#: seconds, which a compiled sweep of a few seconds does not win back
+POOL_WORTH = 10.0
 
 _INSTALL = 'mbvi.sweep needs Dask and xarray; install them with: pip install "mbvi[sweep]"'
 
@@ -271,9 +277,12 @@ def sweep(
     progress : bool, default: False
         Show a progress bar over members (tqdm).
     scheduler : {"processes", "threads", "synchronous"}, optional
-        Local runs only: Dask's local scheduler. Default ``"processes"`` (a
-        temporary pool of ``os.cpu_count()`` worker processes), or
-        ``"threads"`` when ``build`` (or an option) cannot be pickled (cloudpickle
+        Local runs only: Dask's local scheduler. Default: the first two
+        members run in this process, and the rest go to a temporary pool of
+        ``os.cpu_count()`` worker processes (``"processes"``) when they would
+        take more than :data:`POOL_WORTH` (10 s) here, else run here too
+        (``"synchronous"``: a pool's start-up costs seconds); ``"threads"``
+        when ``build`` (or an option) cannot be pickled (cloudpickle
         serializes scene-file paths, module functions, lambdas and closures;
         a callable holding a lock or an open file it cannot). ``"synchronous"``
         runs in this process, for debugging.
@@ -328,9 +337,8 @@ def sweep(
     Local worker processes are started with ``spawn``: a script that calls
     ``sweep`` must guard its top level with ``if __name__ == "__main__":``.
     Starting them costs seconds (each imports mbvi and loads the compiled
-    kernels from numba's cache); for a sweep that takes only seconds,
-    ``scheduler="threads"`` is quicker — the compiled integrators release the
-    GIL while they step.
+    kernels from numba's cache), which is why the default keeps a sweep of
+    a few seconds in this process.
 
     Examples
     --------
@@ -438,16 +446,29 @@ def _run_locally(spec, members, settings, progress: bool, scheduler: str | None)
     import dask
     from dask.callbacks import Callback
 
-    if scheduler is None:
-        scheduler = "processes" if _picklable((spec, settings)) else "threads"
-    if scheduler not in ("processes", "threads", "synchronous"):
+    if scheduler not in (None, "processes", "threads", "synchronous"):
         raise ValueError(f"sweep: scheduler must be 'processes', 'threads' or 'synchronous', got {scheduler!r}")
+    bar = _bar(len(members), progress)
+    first: list[MemberResult] = []
+    if scheduler is None and not _picklable((spec, settings)):
+        scheduler = "threads"
+    elif scheduler is None:
+        # the first two members run here: the second's time (the first pays for loading the compiled
+        # kernels) tells whether the rest outweighs starting a pool of worker processes
+        first = run_members(spec, members[:PROBE], settings)
+        bar.update(len(first))
+        estimate = first[-1].wall_time * (len(members) - len(first))
+        scheduler = "processes" if estimate > POOL_WORTH else "synchronous"
+        log.info("sweep: the other %d members need ~%.2g s here: %s", len(members) - len(first), estimate, scheduler)
+        members = members[len(first) :]
+        if not members:
+            bar.close()
+            return first
     cores = os.cpu_count() or 1
     workers = 1 if scheduler == "synchronous" else cores
     chunks = _chunks(members, workers)
     log.info("sweep: %d members in %d tasks on the local %s scheduler", len(members), len(chunks), scheduler)
     tasks = [dask.delayed(run_members, pure=False)(spec, chunk, settings) for chunk in chunks]
-    bar = _bar(len(members), progress)
 
     class _Progress(Callback):
         def _posttask(self, key, result, dsk, state, worker_id):
@@ -460,7 +481,7 @@ def _run_locally(spec, members, settings, progress: bool, scheduler: str | None)
             done = dask.compute(*tasks, scheduler=scheduler, **kwargs)
     finally:
         bar.close()
-    return [r for chunk in done for r in chunk]
+    return first + [r for chunk in done for r in chunk]
 
 
 def _run_on_client(client, spec, members, settings, progress: bool) -> list[MemberResult]:

@@ -8,6 +8,7 @@ must give the local numbers bit for bit.
 
 from __future__ import annotations
 
+import importlib
 import math
 import warnings
 from pathlib import Path
@@ -22,6 +23,8 @@ from scipy.special import ellipk  # noqa: E402
 
 import mbvi  # noqa: E402
 from mbvi.cli import main  # noqa: E402
+
+SWEEP = importlib.import_module("mbvi.sweep")  # the module (mbvi.sweep is the function)
 
 ROOT = Path(__file__).resolve().parents[1]
 PENDULUM = ROOT / "scenes" / "pendulum.py"  # m = 1, g = 1 by default; build(length, theta0, ...)
@@ -48,8 +51,27 @@ def measured_period(t: np.ndarray, x: np.ndarray) -> float:
 
 @pytest.fixture(scope="module")
 def local() -> xr.Dataset:
-    """The pendulum sweep on the local default (a temporary pool of worker processes)."""
-    return mbvi.sweep(str(PENDULUM), GRID, t_end=T_END, dt=DT, timing=True)
+    """The pendulum sweep on the local default, made to take its pool of worker processes.
+
+    The default runs two members here and sends the rest to a pool when they would take more than
+    ``POOL_WORTH`` s; with the threshold at 0 this sweep (well under a second) takes both paths.
+    """
+    saved = SWEEP.POOL_WORTH
+    SWEEP.POOL_WORTH = 0.0
+    try:
+        return mbvi.sweep(str(PENDULUM), GRID, t_end=T_END, dt=DT, timing=True)
+    finally:
+        SWEEP.POOL_WORTH = saved
+
+
+def test_a_sweep_of_a_few_seconds_stays_in_this_process(caplog: pytest.LogCaptureFixture) -> None:
+    """The default runs it here (no pool to start) and gives the numbers of the other schedulers."""
+    grid = {"length": [0.5, 1.0], "theta0": [0.1, 1.0, 2.5]}
+    with caplog.at_level("INFO", logger="mbvi.sweep"):
+        default = mbvi.sweep(str(PENDULUM), grid, t_end=4.0, dt=DT)
+    assert any("local synchronous scheduler" in r.getMessage() for r in caplog.records)
+    assert not any("local processes scheduler" in r.getMessage() for r in caplog.records)
+    xr.testing.assert_identical(default, mbvi.sweep(str(PENDULUM), grid, t_end=4.0, dt=DT, scheduler="threads"))
 
 
 def test_dataset_is_labelled_by_the_grid(local: xr.Dataset) -> None:
