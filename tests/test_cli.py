@@ -128,6 +128,17 @@ def test_force_laws_lists_names(capsys) -> None:
 
 
 # ---------------------------------------------------------------- errors
+def test_a_reader_that_goes_away_is_not_an_error() -> None:
+    """`mbvi integrators | head -1`: the pipe closes before mbvi writes; it stops quietly, no message."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mbvi", "integrators"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    proc.stdout.close()  # no reader: every write to stdout fails with EPIPE
+    _, err = proc.communicate(timeout=120)
+    assert err.decode() == ""
+    assert proc.returncode == 141  # 128 + SIGPIPE, as a shell reports a tool stopped by the pipe
+
+
 def test_missing_scene_file(tmp_path: Path, capsys) -> None:
     assert main(["run", str(tmp_path / "nope.py")]) == 1
     assert "not found" in _error_line(capsys)
