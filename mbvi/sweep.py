@@ -51,11 +51,11 @@ RESERVED = ("time", "body", "xyz")
 MAX_CHUNK = 256
 #: tasks per worker thread the members are split into (small enough overhead, good balance)
 TASKS_PER_WORKER = 4
-#: members a local sweep with the default scheduler runs first in this process, to time one
+#: most members a local sweep with the default scheduler runs first in this process, to time them
 PROBE = 2
-#: s: a local sweep whose other members would take less than this (timed on its second) runs them in this
-#: process; starting a pool of worker processes (each imports mbvi and loads the compiled kernels) costs
-#: seconds, which a compiled sweep of a few seconds does not win back
+#: s: a local sweep whose other members would take less than this here (estimated by ``_probe``) runs
+#: them in this process; starting a pool of worker processes (each imports mbvi and loads the compiled
+#: kernels) costs seconds, which a compiled sweep of a few seconds does not win back
 POOL_WORTH = 10.0
 
 _INSTALL = 'mbvi.sweep needs Dask and xarray; install them with: pip install "mbvi[sweep]"'
@@ -277,10 +277,10 @@ def sweep(
     progress : bool, default: False
         Show a progress bar over members (tqdm).
     scheduler : {"processes", "threads", "synchronous"}, optional
-        Local runs only: Dask's local scheduler. Default: the first two
-        members run in this process, and the rest go to a temporary pool of
+        Local runs only: Dask's local scheduler. Default: the first member
+        (or two) runs in this process, and the rest go to a temporary pool of
         ``os.cpu_count()`` worker processes (``"processes"``) when they would
-        take more than :data:`POOL_WORTH` (10 s) here, else run here too
+        take more than ``POOL_WORTH`` (10 s) here, else run here too
         (``"synchronous"``: a pool's start-up costs seconds); ``"threads"``
         when ``build`` (or an option) cannot be pickled (cloudpickle
         serializes scene-file paths, module functions, lambdas and closures;
@@ -449,39 +449,55 @@ def _run_locally(spec, members, settings, progress: bool, scheduler: str | None)
     if scheduler not in (None, "processes", "threads", "synchronous"):
         raise ValueError(f"sweep: scheduler must be 'processes', 'threads' or 'synchronous', got {scheduler!r}")
     bar = _bar(len(members), progress)
-    first: list[MemberResult] = []
-    if scheduler is None and not _picklable((spec, settings)):
-        scheduler = "threads"
-    elif scheduler is None:
-        # the first two members run here: the second's time (the first pays for loading the compiled
-        # kernels) tells whether the rest outweighs starting a pool of worker processes
-        first = run_members(spec, members[:PROBE], settings)
-        bar.update(len(first))
-        estimate = first[-1].wall_time * (len(members) - len(first))
-        scheduler = "processes" if estimate > POOL_WORTH else "synchronous"
-        log.info("sweep: the other %d members need ~%.2g s here: %s", len(members) - len(first), estimate, scheduler)
-        members = members[len(first) :]
-        if not members:
-            bar.close()
-            return first
-    cores = os.cpu_count() or 1
-    workers = 1 if scheduler == "synchronous" else cores
-    chunks = _chunks(members, workers)
-    log.info("sweep: %d members in %d tasks on the local %s scheduler", len(members), len(chunks), scheduler)
-    tasks = [dask.delayed(run_members, pure=False)(spec, chunk, settings) for chunk in chunks]
 
     class _Progress(Callback):
         def _posttask(self, key, result, dsk, state, worker_id):
             if isinstance(result, list):
                 bar.update(len(result))
 
-    kwargs = {} if scheduler == "synchronous" else {"num_workers": min(workers, len(chunks))}
+    first: list[MemberResult] = []
     try:
+        if scheduler is None and not _picklable((spec, settings)):
+            scheduler = "threads"
+        elif scheduler is None:
+            first, scheduler = _probe(spec, members, settings, bar)
+            members = members[len(first) :]
+            if not members:
+                return first
+        cores = os.cpu_count() or 1
+        workers = 1 if scheduler == "synchronous" else cores
+        chunks = _chunks(members, workers)
+        log.info("sweep: %d members in %d tasks on the local %s scheduler", len(members), len(chunks), scheduler)
+        tasks = [dask.delayed(run_members, pure=False)(spec, chunk, settings) for chunk in chunks]
+        kwargs = {} if scheduler == "synchronous" else {"num_workers": min(workers, len(chunks))}
         with _Progress():
             done = dask.compute(*tasks, scheduler=scheduler, **kwargs)
     finally:
         bar.close()
     return first + [r for chunk in done for r in chunk]
+
+
+def _probe(spec, members, settings, bar) -> tuple[list[MemberResult], str]:
+    """Run the first member(s) here and choose where the rest runs: ``"processes"`` or ``"synchronous"``.
+
+    The first member's time is an upper bound (it pays for loading the compiled kernels): when even that
+    times the rest stays within :data:`POOL_WORTH`, the rest runs here. Otherwise the second member,
+    timed without that cost, decides. Failed members (an error in ``build``, an early ``SolverError``)
+    say nothing of the others' cost; with no member run to its end the pool is the safe choice.
+    """
+    first: list[MemberResult] = []
+    scheduler = "processes"
+    for count in range(1, PROBE + 1):
+        first += run_members(spec, members[len(first) : count], settings)
+        bar.update(1)
+        rest = len(members) - len(first)
+        ran = [r.wall_time for r in first if not r.error]
+        if rest == 0 or (ran and ran[-1] * rest <= POOL_WORTH):
+            scheduler = "synchronous"
+            break
+    estimate = f"~{ran[-1] * rest:.2g} s" if ran else "unknown (no member ran to its end)"
+    log.info("sweep: the other %d members need %s here: %s", rest, estimate, scheduler)
+    return first, scheduler
 
 
 def _run_on_client(client, spec, members, settings, progress: bool) -> list[MemberResult]:

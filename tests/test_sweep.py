@@ -132,6 +132,18 @@ def test_two_worker_cluster_gives_the_local_numbers_bit_for_bit(local: xr.Datase
     xr.testing.assert_identical(remote, local.drop_vars("wall_time"))
 
 
+def test_a_failed_first_member_does_not_set_the_estimate(caplog: pytest.LogCaptureFixture) -> None:
+    """A member that fails at once says nothing of the others' cost: the next one, run to its end, decides."""
+    grid = {"length": [0.0, 1.0, 0.5], "theta0": [0.3]}
+    with caplog.at_level("INFO", logger="mbvi.sweep"):
+        ds = mbvi.sweep(str(PENDULUM), grid, t_end=2.0, dt=DT)
+    probes = [r.getMessage() for r in caplog.records if "members need" in r.getMessage()]
+    assert probes == ["sweep: the other 1 members need ~" + probes[0].split("~")[1]]  # two probed, one left
+    assert probes[0].endswith(": synchronous")
+    assert str(ds.error.sel(length=0.0, theta0=0.3).values).startswith("ValueError:")
+    assert (ds.error.sel(length=[1.0, 0.5]) == "").all()
+
+
 def test_a_zero_length_rod_is_that_members_error_and_the_others_run() -> None:
     grid = {"length": [1.0, 0.0, 0.5], "theta0": [0.3]}
     ds = mbvi.sweep(str(PENDULUM), grid, t_end=2.0, dt=DT, scheduler="synchronous")

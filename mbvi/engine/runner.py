@@ -113,6 +113,7 @@ def integrate(
                 if k % save_every == 0 or k == nsteps:
                     Q[j], V[j], Wk[j] = q, v, Wk[-1]
                     j += 1
+            lam[...] = 0.0  # the compiled warm starts are those of steps before the burst: start cold
         elif status != loop.DONE:
             err = _failure(integrator, status, q, v, t0 + k * h, k, bool(model[4][L_NB]))
             err.partial = (t0 + _saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j])
