@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 import pytest
+from scene_loader import SCENES, load_scene
 
 import mbvi
 from mbvi.engine import kernels as K
@@ -22,12 +23,8 @@ RATTLE = sys.modules["mbvi.integrators.rattle"]
 
 
 def _double_pendulum() -> mbvi.Scene:
-    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
-    scene.add(mbvi.Particle("a", mass=1.0, position=(1.0, 0.0, 0.0)))
-    scene.add(mbvi.Particle("b", mass=1.0, position=(2.0, 0.0, 0.0)))
-    scene.add(mbvi.Rod("world", "a"))
-    scene.add(mbvi.Rod("a", "b"))
-    return scene
+    """``scenes/double_pendulum.py`` as built by default: both rods released horizontal."""
+    return load_scene(SCENES / "double_pendulum.py").build()
 
 
 @pytest.mark.parametrize("impl", ["numpy", "compiled"])

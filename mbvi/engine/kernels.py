@@ -27,6 +27,7 @@ from mbvi.engine.slots import (
     FIRST,
     GVEC,
     HAS_F,
+    HAS_VF,
     HD_CA,
     HD_CB,
     HD_COEF,
@@ -98,6 +99,14 @@ __all__ = [
 jit = njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
 #: the functions that allocate (workspaces, dense fallbacks, whole runs)
 jit_alloc = njit(cache=True, nogil=True, error_model="numpy", _nrt=True)
+
+
+@njit(inline="always")  # a view: inlined, as the functions without reference counting cannot return one
+def workspace_view(WI, WS, slot, length):
+    """The float buffer ``slot`` of a run's workspace (its offset is WI[slot]), as a view of WS."""
+    o = WI[slot]
+    return WS[o : o + length]
+
 
 OK, SHIFTED, FAILED = 0, 1, 2
 
@@ -249,6 +258,17 @@ def predict_multipliers(lam, prev):
         if known and not cold:
             lam[i] = 2.0 * now - prev[i]
         prev[i] = math.nan if cold else now
+
+
+@jit
+def extrapolate_warm_start(I, method, lam):
+    """Before a step of ``method``: SHAKE's warm start lam[0] ← 2 lam[0] − lam[2] (:func:`predict_multipliers`).
+
+    For the methods of one drift a step (``verlet``, ``symplectic_euler_a``/``_b``) without
+    velocity-dependent forces (whose drift is a cold-started fixed point); a 2-row ``lam`` has no history.
+    """
+    if method <= 2 and not I[HAS_VF] and lam.shape[0] > 2:
+        predict_multipliers(lam[0], lam[2])
 
 
 @jit

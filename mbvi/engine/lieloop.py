@@ -27,10 +27,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from mbvi.engine import kernels as K
 from mbvi.engine import rotation as ROT
+from mbvi.engine.kernels import jit, jit_alloc
+from mbvi.engine.kernels import workspace_view as _buf
 from mbvi.engine.lie import L_BQ, L_BV, L_CQ, L_CV, L_J, L_NB, L_NCOPY, L_NROT, L_NT, L_RQ, L_RR, L_RS, L_RV, L_TQ, L_TV
 from mbvi.engine.slots import (
     CUR,
@@ -67,11 +68,6 @@ from mbvi.engine.slots import W as INV_MASS
 
 __all__ = ["lie_buffers", "lie_project", "lie_step", "to_u", "to_vq"]
 
-#: the per-step kernels: no reference counting (they allocate nothing; numba's atomic
-#: increments and decrements of every array passed or sliced cost a third of a small step)
-jit = njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
-#: the functions that allocate (workspaces, dense fallbacks, whole runs)
-jit_alloc = njit(cache=True, nogil=True, error_model="numpy", _nrt=True)
 
 # buffers of a Lie run (a tuple of float arrays): q-sized, then v-sized
 (B_GDQ, B_Q1, B_GRAD0, B_GRAD1, B_FQ, B_VQ, B_UFREE, B_UH, B_UA, B_UNEW, B_FV0, B_FV1, B_DV, B_TMPV, B_UM, B_X,
@@ -85,12 +81,6 @@ def lie_buffers(I, Iv, IL):
     return (np.zeros(nnz), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq),
             np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv),
             np.zeros(nv), np.zeros(nv), np.zeros(3 * max(IL[L_NB], 1)))  # fmt: skip
-
-
-@njit(inline="always")  # a view: inlined, as the functions without reference counting cannot return one
-def _buf(WI, WS, slot, length):
-    o = WI[slot]
-    return WS[o : o + length]
 
 
 # ----------------------------------------------------------------------------- coordinates and forces
@@ -444,8 +434,7 @@ def lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u):
 @jit
 def lie_step(I, F, Iv, Fv, IL, FL, WI, WS, bufs, method, q, u, h, lam, tol, maxiter, ls):
     """One step of ``method`` (codes of :data:`mbvi.engine.loop.METHODS`) of (q, u) in place."""
-    if method <= 2 and not I[HAS_VF] and lam.shape[0] > 2:  # the drift starts from the extrapolated multipliers
-        K.predict_multipliers(lam[0], lam[2])
+    K.extrapolate_warm_start(I, method, lam)
     if method == 0:
         return _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, 0.5 * h, 0.5 * h, lam[0], tol, maxiter, ls)
     if method == 1:

@@ -31,6 +31,8 @@ from numba import njit, prange
 
 from mbvi.engine import kernels as K
 from mbvi.engine import lieloop as LIE
+from mbvi.engine.kernels import jit, jit_alloc
+from mbvi.engine.kernels import workspace_view as _buf
 from mbvi.engine.lie import L_NB
 from mbvi.engine.slots import (
     CUR,
@@ -83,11 +85,6 @@ from mbvi.engine.slots import W as INV_MASS
 
 __all__ = ["IMPLICIT", "METHODS", "run", "run_batch", "workspace"]
 
-#: the per-step kernels: no reference counting (they allocate nothing; numba's atomic
-#: increments and decrements of every array passed or sliced cost a third of a small step)
-jit = njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
-#: the functions that allocate (workspaces, dense fallbacks, whole runs)
-jit_alloc = njit(cache=True, nogil=True, error_model="numpy", _nrt=True)
 
 #: integrator name -> method code of the compiled loop
 METHODS = {"verlet": 0, "symplectic_euler_a": 1, "symplectic_euler_b": 2, "yoshida4": 3}
@@ -108,12 +105,6 @@ def workspace(I):
         total += sizes[slot]
     WI[SIZE_AB] = size_ab
     return WI, np.zeros(total)
-
-
-@njit(inline="always")  # a view: inlined, as the functions without reference counting cannot return one
-def _buf(WI, WS, slot, length):
-    o = WI[slot]
-    return WS[o : o + length]
 
 
 @jit
@@ -584,8 +575,7 @@ def _project(I, F, WI, WS, q, v):
 
 @jit
 def _step(I, F, WI, WS, method, q, v, t, h, lam, tol, maxiter, ls):
-    if method <= 2 and not I[HAS_VF] and lam.shape[0] > 2:  # the drift starts from the extrapolated multipliers
-        K.predict_multipliers(lam[0], lam[2])
+    K.extrapolate_warm_start(I, method, lam)
     if method == 0:
         return _substep(I, F, WI, WS, q, v, t, h, 0.5 * h, 0.5 * h, lam[0], tol, maxiter, ls)
     if method == 1:

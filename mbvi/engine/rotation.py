@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
+from mbvi.engine.kernels import jit
 
 __all__ = [
     "body_rates",
@@ -34,10 +34,6 @@ __all__ = [
     "mean_rate",
     "solve_cayley",
 ]
-
-#: the per-step kernels: no reference counting (they allocate nothing; numba's atomic
-#: increments and decrements of every array passed or sliced cost a third of a small step)
-jit = njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
 
 
 @jit
