@@ -2,10 +2,12 @@
 
 Ensembles, Monte Carlo studies and maps over initial conditions run B copies
 of one scene. :func:`simulate_batch` hands all of them to one compiled call
-(:func:`mbvi.engine.loop.run_batch`), which runs the very loop
-:func:`mbvi.simulate` runs for one system — same warm start, fallbacks and
-tolerances — for each member, spread over the machine's cores. Each member
-therefore reproduces its serial run.
+(:func:`mbvi.engine.loop.run_batch`), spread over the machine's cores: scenes
+of particles under the RATTLE family step in chunks of members in lockstep
+(:mod:`mbvi.engine.lockstep`, the serial loop's operations with the members
+on the inner axis), any other batch, and any member that needs a fallback,
+through the very loop :func:`mbvi.simulate` runs for one system — same warm
+start, fallbacks and tolerances. Each member therefore reproduces its serial run.
 """
 
 from __future__ import annotations

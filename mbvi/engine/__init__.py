@@ -6,7 +6,8 @@
   of G M⁻¹ Gᵀ and every force family on those arrays;
 * :mod:`mbvi.engine.loop` is the time loop, for one system and, in parallel,
   for a batch of states (the per-run workspace, MuJoCo's ``mjData``, lives
-  inside it);
+  inside it); :mod:`mbvi.engine.lockstep` steps chunks of a batch's members
+  together, members on the inner (SIMD) axis;
 * :mod:`mbvi.engine.runner` calls it and turns its status into results or a
   :class:`mbvi.SolverError`.
 

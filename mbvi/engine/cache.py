@@ -16,7 +16,7 @@ from pathlib import Path
 __all__ = ["ensure_fresh"]
 
 HERE = Path(__file__).resolve().parent
-SOURCES = ("slots.py", "kernels.py", "loop.py", "lie.py", "rotation.py", "lieloop.py")
+SOURCES = ("slots.py", "kernels.py", "loop.py", "lie.py", "rotation.py", "lieloop.py", "lockstep.py")
 _done = False
 
 

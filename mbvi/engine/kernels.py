@@ -86,6 +86,7 @@ __all__ = [
     "copy_into",
     "factor",
     "gradient",
+    "gradient_families",
     "jacobian_values",
     "nonconservative_force",
     "predict_multipliers",
@@ -452,6 +453,12 @@ def gradient(I, F, q, out):
     gv = I[GVEC]
     for i in range(I[NQ]):
         out[i] = -F[gv + i]
+    gradient_families(I, F, q, out)
+
+
+@jit
+def gradient_families(I, F, q, out):
+    """Adds ∇U(q) of the springs, torsion springs and bending (every conservative family but gravity) to ``out``."""
     stiff, rest = I[SP_STIFF], I[SP_REST]
     for i in range(I[SP_I + 3]):
         d0, d1, d2 = _point(I, F, SP_I, i, q, True)

@@ -31,6 +31,7 @@ from numba import njit, prange
 
 from mbvi.engine import kernels as K
 from mbvi.engine import lieloop as LIE
+from mbvi.engine import lockstep as LS
 from mbvi.engine.kernels import jit, jit_alloc
 from mbvi.engine.kernels import workspace_view as _buf
 from mbvi.engine.lie import L_NB
@@ -719,22 +720,55 @@ def run(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def run_batch(I, F, Iv, Fv, IL, FL, method, Q0, V0, t0, h, nsteps, save_every, tol, maxiter, ls, max_turn, Q, V, Wk,
-              info):  # fmt: skip
+              info, chunk=LS.CHUNK):  # fmt: skip
     """:func:`run` for every member b of (Q0[b], V0[b]), in parallel; outputs indexed [b, ...].
 
-    Each member's velocity is first projected onto the constraints at its positions.
+    Each member's velocity is first projected onto the constraints at its positions. Batches the
+    lockstep loop covers (:func:`mbvi.engine.lockstep.eligible`) step in chunks of members
+    together (``chunk`` at most); a member that leaves its common path is finished here by
+    :func:`run`, from the start of the step it left at. Other batches run member by member.
     """
     B = Q0.shape[0]
-    for b in prange(B):
-        # private copies of the model: numba reference-counts every array it passes, and two threads
-        # counting references to one shared array contend for its cache line on every call
-        I_b, F_b, Iv_b, Fv_b, IL_b, FL_b = I.copy(), F.copy(), Iv.copy(), Fv.copy(), IL.copy(), FL.copy()
-        lam = np.zeros((3, I[N]))
-        q = Q0[b].copy()
-        v = V0[b].copy()
-        Q[b, 0] = q
-        V[b, 0] = v
+    for b in range(B):
+        Q[b, 0] = Q0[b]
+        V[b, 0] = V0[b]
         Wk[b, 0] = 0.0
         Wk[b, Wk.shape[1] - 1] = 0.0
-        run(I_b, F_b, Iv_b, Fv_b, IL_b, FL_b, method, q, v, t0, h, 0, nsteps, nsteps, save_every, tol, maxiter, ls,
-            max_turn, lam, Q[b], V[b], Wk[b], 1, info[b], True)  # fmt: skip
+    if not LS.eligible(I, IL[L_NB], method):
+        for b in prange(B):
+            # private copies of the model: numba reference-counts every array it passes, and two threads
+            # counting references to one shared array contend for its cache line on every call
+            I_b, F_b, Iv_b, Fv_b, IL_b, FL_b = I.copy(), F.copy(), Iv.copy(), Fv.copy(), IL.copy(), FL.copy()
+            lam = np.zeros((3, I[N]))
+            q = Q0[b].copy()
+            v = V0[b].copy()
+            run(I_b, F_b, Iv_b, Fv_b, IL_b, FL_b, method, q, v, t0, h, 0, nsteps, nsteps, save_every, tol, maxiter,
+                ls, max_turn, lam, Q[b], V[b], Wk[b], 1, info[b], True)  # fmt: skip
+        return
+    size = max(1, chunk)
+    nq, n = I[NQ], I[N]
+    for ch in prange(-(-B // size)):
+        b0 = ch * size
+        m = min(size, B - b0)
+        I_b, F_b, Iv_b, Fv_b, IL_b, FL_b = I.copy(), F.copy(), Iv.copy(), Fv.copy(), IL.copy(), FL.copy()
+        HK = np.zeros(m, dtype=np.int64)
+        HJ = np.zeros(m, dtype=np.int64)
+        HQ, HV, HW = np.zeros((m, nq)), np.zeros((m, nq)), np.zeros(m)
+        HLAM = np.zeros((m, 3, n))
+        LS.run_chunk(I_b, F_b, method, h, nsteps, save_every, tol, maxiter, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW)
+        for c in range(m):
+            b = b0 + c
+            if HK[c] < 0:
+                info[b, 0] = DONE
+                info[b, 1] = nsteps
+                info[b, 2] = HJ[c]
+            elif HJ[c] == 0:  # the initial projection failed: the serial run from the start
+                q, v = Q0[b].copy(), V0[b].copy()
+                V[b, 0] = v
+                run(I_b, F_b, Iv_b, Fv_b, IL_b, FL_b, method, q, v, t0, h, 0, nsteps, nsteps, save_every, tol,
+                    maxiter, ls, max_turn, np.zeros((3, n)), Q[b], V[b], Wk[b], 1, info[b], True)  # fmt: skip
+            else:  # the serial run takes over at the step this member left the common path
+                Wk[b, Wk.shape[1] - 1] = HW[c]
+                q, v = HQ[c].copy(), HV[c].copy()
+                run(I_b, F_b, Iv_b, Fv_b, IL_b, FL_b, method, q, v, t0, h, HK[c], nsteps, nsteps, save_every, tol,
+                    maxiter, ls, max_turn, HLAM[c].copy(), Q[b], V[b], Wk[b], HJ[c], info[b], False)  # fmt: skip

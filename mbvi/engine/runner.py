@@ -15,9 +15,10 @@ import warnings
 from collections.abc import Callable
 
 import numpy as np
+from numba import get_num_threads
 
 from mbvi.engine import lieloop as LIE
-from mbvi.engine import loop
+from mbvi.engine import lockstep, loop
 from mbvi.engine.lie import L_NB
 from mbvi.errors import RedundantConstraintWarning, SolverError
 from mbvi.state import State
@@ -154,10 +155,19 @@ def _saved_steps(count: int, nsteps: int, save_every: int) -> np.ndarray:
     return k.astype(float)
 
 
+def _chunk(B: int) -> int:
+    """Members per lockstep chunk: up to :data:`mbvi.engine.lockstep.CHUNK`, at least two chunks per thread."""
+    return min(lockstep.CHUNK, max(1, -(-B // (2 * get_num_threads()))))
+
+
 def integrate_batch(
-    integrator, model, Q0: np.ndarray, V0: np.ndarray, t0: float, nsteps: int, save_every: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    integrator, model, Q0: np.ndarray, V0: np.ndarray, t0: float, nsteps: int, save_every: int,
+    chunk: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """Every member of (Q0, V0) through the same compiled run, in parallel.
+
+    ``chunk``: members stepped in lockstep (:mod:`mbvi.engine.lockstep`); by default up to
+    :data:`mbvi.engine.lockstep.CHUNK`, at least two chunks per thread. It changes the speed, not the result.
 
     Returns
     -------
@@ -178,6 +188,6 @@ def integrate_batch(
         *model, _method(integrator), np.ascontiguousarray(Q0, float), np.ascontiguousarray(V0, float),
         float(t0), h, nsteps, save_every, integrator.tol, integrator.maxiter, float(system.length_scale),
         getattr(integrator, "max_turn", math.inf), Q, V, Wk,
-        info,
+        info, _chunk(B) if chunk is None else int(chunk),
     )  # fmt: skip
     return t0 + _saved_steps(nsave, nsteps, save_every) * h, Q, V, Wk[:, :nsave], info

@@ -1,0 +1,566 @@
+"""The RATTLE family over a chunk of batch members in lockstep: members on the inner (SIMD) axis.
+
+:func:`mbvi.engine.loop.run_batch` hands every member of a batch the same
+model; only the states differ. Run member by member, each kernel pays its
+index loads and loop overhead once per member (30–60 ns for the two rows of a
+double pendulum, where the arithmetic is a few ns). Here a chunk of ``m``
+members steps together: every buffer is ``(rows, m)`` with the member last,
+each kernel reads an index once and applies it to all members in a contiguous
+inner loop the compiler vectorizes.
+
+Each member performs exactly the operations of its serial run
+(:mod:`mbvi.engine.loop`, in the same order), so it reproduces that run. A
+SHAKE iteration goes on until every member has converged; a converged member
+is left untouched. Whatever the common path does not cover — a factorization
+that fails (the serial run's shifted pseudo-inverse), SHAKE stalling (its full
+Newton), a diverging or non-finite step — sends that one member back to the
+start of its step, and the driver finishes it with the serial
+:func:`mbvi.engine.loop.run`, which takes the step again with every fallback.
+
+Covers ``verlet``, ``symplectic_euler_a``/``_b`` and ``yoshida4`` on systems
+of particles (no rigid bodies) without velocity-dependent forces
+(:func:`eligible`); other batches run member by member.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mbvi.engine import kernels as K
+from mbvi.engine.kernels import jit, jit_alloc
+from mbvi.engine.slots import (
+    AW,
+    BA_I,
+    CU,
+    CW,
+    FIRST,
+    GVEC,
+    HAS_F,
+    HAS_VF,
+    KK,
+    NNZ,
+    NQ,
+    NU,
+    NW,
+    PA,
+    PB,
+    PCOL,
+    PERM,
+    PROW,
+    ROUND,
+    ROWSTART,
+    SAME,
+    SCALE,
+    SIZE_L,
+    SP_I,
+    SU,
+    SW,
+    T1_I,
+    TSTART,
+    UC,
+    UPOS,
+    UR,
+    UV,
+    WC,
+    WPOS,
+    WR,
+    WV,
+    N,
+    S,
+)  # fmt: skip
+from mbvi.engine.slots import W as INV_MASS
+
+__all__ = ["CHUNK", "eligible", "run_chunk"]
+
+#: members stepped together (the inner axis of every buffer): large enough to amortize the index
+#: loads, small enough that a chunk's buffers stay in the core's caches
+CHUNK = 32
+
+# lane buffers (rows, m): the tuple passed to :func:`_steps`, in this order
+(L_Q, L_V, L_QB, L_VB, L_Q1, L_VH, L_VFREE, L_F0, L_F1, L_GR0, L_GR1, L_CORR, L_DQ,  # nq rows
+ L_U, L_W,  # 3n rows
+ L_G, L_LAMV, L_DL, L_TMP, L_RHS,  # n rows
+ NLANE) = range(21)  # fmt: skip
+# per-member scalars: rows of the (8, m) float and int arrays
+(S_WORK, S_WORKB, S_R, S_PREV) = range(4)
+(J_ACT, J_BAD, J_GOING, J_SLOW) = range(4)
+
+
+@jit
+def eligible(I, bodies, method):
+    """True when the lockstep loop covers ``method`` (RATTLE family), no rigid ``bodies``, no velocity forces."""
+    return method <= 3 and bodies == 0 and not I[HAS_VF]
+
+
+# ------------------------------------------------------------------------------------ lane kernels
+# Each mirrors the kernel of the same name in mbvi.engine.kernels, operation for operation, with
+# every member c of the chunk in the inner loop.
+@jit
+def _affine_uw(I, F, q, u, w, m):
+    n3 = 3 * I[N]
+    cu, ur, uc, uv = I[CU], I[UR], I[UC], I[UV]
+    for i in range(n3):
+        x = F[cu + i]
+        for c in range(m):
+            u[i, c] = x
+    for e in range(I[NU]):
+        r, col, x = I[ur + e], I[uc + e], F[uv + e]
+        for c in range(m):
+            u[r, c] += x * q[col, c]
+    if not I[SAME]:
+        cw, wr, wc, wv = I[CW], I[WR], I[WC], I[WV]
+        for i in range(n3):
+            x = F[cw + i]
+            for c in range(m):
+                w[i, c] = x
+        for e in range(I[NW]):
+            r, col, x = I[wr + e], I[wc + e], F[wv + e]
+            for c in range(m):
+                w[r, c] += x * q[col, c]
+
+
+@jit
+def _constraint_values(I, F, q, u, w, g, m):
+    _affine_uw(I, F, q, u, w, m)
+    if I[SAME]:
+        w = u
+    s, k = I[S], I[KK]
+    for r in range(I[N]):
+        i = 3 * r
+        sr, kr = F[s + r], F[k + r]
+        for c in range(m):
+            g[r, c] = sr * (u[i, c] * w[i, c] + u[i + 1, c] * w[i + 1, c] + u[i + 2, c] * w[i + 2, c]) - kr
+
+
+@jit
+def _jacobian_values(I, F, u, w, gd, m):
+    for e in range(I[NNZ]):
+        for c in range(m):
+            gd[e, c] = 0.0
+    if I[SAME]:
+        w = u
+    ur, upos, su = I[UR], I[UPOS], I[SU]
+    for e in range(I[NU]):
+        p, r, x = I[upos + e], I[ur + e], F[su + e]
+        for c in range(m):
+            gd[p, c] += x * w[r, c]
+    if not I[SAME]:
+        wr, wpos, sw = I[WR], I[WPOS], I[SW]
+        for e in range(I[NW]):
+            p, r, x = I[wpos + e], I[wr + e], F[sw + e]
+            for c in range(m):
+                gd[p, c] += x * u[r, c]
+
+
+@jit
+def _residual(I, F, g, out, m):
+    """out[c] = the residual of member c (:func:`mbvi.engine.kernels.residual`)."""
+    for c in range(m):
+        out[c] = 0.0
+    sc, ro = I[SCALE], I[ROUND]
+    for i in range(I[N]):
+        rnd, scale = F[ro + i], F[sc + i]
+        for c in range(m):
+            a = abs(g[i, c])
+            if not a < math.inf:
+                out[c] = math.inf
+            else:
+                a = (a - rnd) / scale
+                if a > out[c]:
+                    out[c] = a
+
+
+@jit
+def _matvec(I, gd, x, out, m):
+    for i in range(I[N]):
+        for c in range(m):
+            out[i, c] = 0.0
+    prow, pcol = I[PROW], I[PCOL]
+    for i in range(I[NNZ]):
+        r, col = I[prow + i], I[pcol + i]
+        for c in range(m):
+            out[r, c] += gd[i, c] * x[col, c]
+
+
+@jit
+def _wgt(I, F, gd, y, out, m):
+    for i in range(I[NQ]):
+        for c in range(m):
+            out[i, c] = 0.0
+    prow, pcol, wo = I[PROW], I[PCOL], I[INV_MASS]
+    for i in range(I[NNZ]):
+        col, r = I[pcol + i], I[prow + i]
+        x = F[wo + col]
+        for c in range(m):
+            out[col, c] += x * gd[i, c] * y[r, c]
+
+
+@jit
+def _factor(I, F, gd, ab, bad, m):
+    """A = G M⁻¹ Gᵀ and its profile Cholesky for every member; a member whose A is not positive definite is bad."""
+    n = I[N]
+    if n == 0:
+        return
+    pa, pb, ts, aw = I[PA], I[PB], I[TSTART], I[AW]
+    for t in range(I[SIZE_L]):
+        for c in range(m):
+            ab[t, c] = 0.0
+        for i in range(I[ts + t], I[ts + t + 1]):
+            a, b, x = I[pa + i], I[pb + i], F[aw + i]
+            for c in range(m):
+                ab[t, c] += gd[a, c] * gd[b, c] * x
+    fo, ro = I[FIRST], I[ROWSTART]
+    for i in range(n):
+        fi = I[fo + i]
+        ri = I[ro + i] - fi
+        for j in range(fi, i):
+            fj = I[fo + j]
+            rj = I[ro + j] - fj
+            for k in range(max(fi, fj), j):
+                for c in range(m):
+                    ab[ri + j, c] -= ab[ri + k, c] * ab[rj + k, c]
+            for c in range(m):
+                ab[ri + j, c] *= ab[rj + j, c]
+        for k in range(fi, i):
+            for c in range(m):
+                ab[ri + i, c] -= ab[ri + k, c] * ab[ri + k, c]
+        for c in range(m):
+            d = ab[ri + i, c]
+            if not d > 0.0 or not d < math.inf:
+                bad[c] = 1
+                d = 1.0
+            ab[ri + i, c] = 1.0 / math.sqrt(d)
+
+
+@jit
+def _solve(I, ab, rhs, out, tmp, m):
+    n = I[N]
+    perm, fo, ro = I[PERM], I[FIRST], I[ROWSTART]
+    for i in range(n):
+        fi = I[fo + i]
+        ri = I[ro + i] - fi
+        p = I[perm + i]
+        for c in range(m):
+            tmp[i, c] = rhs[p, c]
+        for k in range(fi, i):
+            for c in range(m):
+                tmp[i, c] -= ab[ri + k, c] * tmp[k, c]
+        for c in range(m):
+            tmp[i, c] *= ab[ri + i, c]
+    for i in range(n - 1, -1, -1):
+        fi = I[fo + i]
+        ri = I[ro + i] - fi
+        for c in range(m):
+            tmp[i, c] *= ab[ri + i, c]
+        for k in range(fi, i):
+            for c in range(m):
+                tmp[k, c] -= ab[ri + k, c] * tmp[i, c]
+    for i in range(n):
+        p = I[perm + i]
+        for c in range(m):
+            out[p, c] = tmp[i, c]
+
+
+@jit
+def _gradient(I, F, q, out, m):
+    """∇U for every member: gravity in lockstep, the other conservative families member by member."""
+    gv = I[GVEC]
+    for i in range(I[NQ]):
+        x = -F[gv + i]
+        for c in range(m):
+            out[i, c] = x
+    if I[SP_I + 3] or I[T1_I + 3] or I[BA_I + 3]:
+        for c in range(m):
+            K.gradient_families(I, F, q[:, c], out[:, c])
+
+
+@jit
+def _kick(I, F, q, vF, v, cc, grad, f, out, m):
+    """out = v + cc M⁻¹(−∇U(q) + F(q, v_F)) (:func:`mbvi.engine.loop._kick`); F written into f."""
+    wo = I[INV_MASS]
+    if I[HAS_F]:
+        for c in range(m):
+            K.nonconservative_force(I, F, q[:, c], vF[:, c], f[:, c])
+        for i in range(I[NQ]):
+            x = cc * F[wo + i]
+            for c in range(m):
+                out[i, c] = v[i, c] + x * (f[i, c] - grad[i, c])
+    else:
+        for i in range(I[NQ]):
+            x = cc * F[wo + i]
+            for c in range(m):
+                out[i, c] = v[i, c] - x * grad[i, c]
+
+
+@jit
+def _remove_normal(I, F, gd, ab, v, L, m):
+    """v ← v − M⁻¹ Gᵀ A⁻¹ G v (the RATTLE projection) for every member."""
+    if I[N] == 0:
+        return
+    rhs, dl, dq, tmp = L[L_RHS], L[L_DL], L[L_DQ], L[L_TMP]
+    _matvec(I, gd, v, rhs, m)
+    _solve(I, ab, rhs, dl, tmp, m)
+    _wgt(I, F, gd, dl, dq, m)
+    for i in range(I[NQ]):
+        for c in range(m):
+            v[i, c] -= dq[i, c]
+
+
+@jit
+def _shake(I, F, gd0, ab0, q0, vfree, h, lam, tol, maxiter, L, SF, SI, m):
+    """SHAKE (:func:`mbvi.engine.loop._shake`, warm) for every member; a member that does not converge is bad."""
+    nq, n = I[NQ], I[N]
+    q1, vh = L[L_Q1], L[L_VH]
+    for i in range(nq):
+        for c in range(m):
+            q1[i, c] = q0[i, c] + h * vfree[i, c]
+    if n == 0:
+        for i in range(nq):
+            for c in range(m):
+                vh[i, c] = vfree[i, c]
+        return
+    lamv, dl, corr, dq = L[L_LAMV], L[L_DL], L[L_CORR], L[L_DQ]
+    u, w, g, tmp = L[L_U], L[L_W], L[L_G], L[L_TMP]
+    bad, going, slow = SI[J_BAD], SI[J_GOING], SI[J_SLOW]
+    r, prev = SF[S_R], SF[S_PREV]
+    for i in range(n):
+        for c in range(m):
+            lamv[i, c] = lam[i, c]
+    _wgt(I, F, gd0, lamv, corr, m)
+    for i in range(nq):
+        for c in range(m):
+            q1[i, c] -= corr[i, c]
+    for c in range(m):
+        going[c] = 1 if SI[J_ACT, c] and not bad[c] else 0
+        prev[c] = math.inf
+        slow[c] = 0
+    for _ in range(maxiter):
+        _constraint_values(I, F, q1, u, w, g, m)
+        _residual(I, F, g, r, m)
+        more = False
+        for c in range(m):
+            if not going[c]:
+                continue
+            if r[c] <= tol:
+                going[c] = 0
+                for i in range(n):
+                    lam[i, c] = lamv[i, c]
+                for i in range(nq):
+                    vh[i, c] = vfree[i, c] - corr[i, c] / h
+            elif not r[c] < math.inf:
+                going[c] = 0
+                bad[c] = 1
+            else:
+                slow[c] = slow[c] + 1 if r[c] > 0.25 * prev[c] else 0
+                prev[c] = r[c]
+                if slow[c] >= 3:  # the serial run switches to full Newton here
+                    going[c] = 0
+                    bad[c] = 1
+                else:
+                    more = True
+        if not more:
+            return
+        _solve(I, ab0, g, dl, tmp, m)
+        _wgt(I, F, gd0, dl, dq, m)
+        for i in range(n):
+            for c in range(m):
+                if going[c]:
+                    lamv[i, c] += dl[i, c]
+        for i in range(nq):
+            for c in range(m):
+                if going[c]:
+                    q1[i, c] -= dq[i, c]
+                    corr[i, c] += dq[i, c]
+    for c in range(m):
+        if going[c]:
+            bad[c] = 1
+
+
+@jit
+def _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, lam, tol, maxiter, L, SF, SI, m):
+    """One RATTLE-family substep of every member (:func:`mbvi.engine.loop._substep`); returns HAVE_GRAD."""
+    nq = I[NQ]
+    nxt = 1 - cur
+    q, v, q1, vh, vfree = L[L_Q], L[L_V], L[L_Q1], L[L_VH], L[L_VFREE]
+    f0, f1 = L[L_F0], L[L_F1]
+    grad0, grad1 = (L[L_GR0], L[L_GR1]) if cur == 0 else (L[L_GR1], L[L_GR0])
+    if c0 != 0.0 and not have_grad:
+        _gradient(I, F, q, grad0, m)
+    if c0 == 0.0:
+        _shake(I, F, GD[cur], AB[cur], q, v, h, lam, tol, maxiter, L, SF, SI, m)
+        for i in range(nq):
+            for c in range(m):
+                f0[i, c] = 0.0
+    else:
+        _kick(I, F, q, v, v, c0, grad0, f0, vfree, m)
+        _shake(I, F, GD[cur], AB[cur], q, vfree, h, lam, tol, maxiter, L, SF, SI, m)
+    for i in range(nq):
+        for c in range(m):
+            f1[i, c] = 0.0
+    if c1 != 0.0:
+        _gradient(I, F, q1, grad1, m)
+        _kick(I, F, q1, vh, vh, c1, grad1, f1, v, m)
+        have_grad = True
+    else:
+        for i in range(nq):
+            for c in range(m):
+                v[i, c] = vh[i, c]
+        have_grad = False
+    if I[HAS_F]:
+        work = SF[S_WORK]
+        for c in range(m):
+            acc = 0.0
+            for i in range(nq):
+                acc += (c0 * f0[i, c] + c1 * f1[i, c]) * (q1[i, c] - q[i, c])
+            work[c] += acc / h
+    # accept: G and the factor of A at q₁ (U and W are the last SHAKE iterate's, at q₁), q ← q₁, project
+    _jacobian_values(I, F, L[L_U], L[L_W], GD[nxt], m)
+    _factor(I, F, GD[nxt], AB[nxt], SI[J_BAD], m)
+    for i in range(nq):
+        for c in range(m):
+            q[i, c] = q1[i, c]
+    _remove_normal(I, F, GD[nxt], AB[nxt], v, L, m)
+    return have_grad
+
+
+@jit
+def _predict(lam, m):
+    """:func:`mbvi.engine.kernels.predict_multipliers` of lam[0] from lam[2], member by member."""
+    n = lam.shape[1]
+    for c in range(m):
+        cold = True
+        for i in range(n):
+            if lam[0, i, c] != 0.0:
+                cold = False
+                break
+        known = n > 0 and lam[2, 0, c] == lam[2, 0, c]
+        for i in range(n):
+            now = lam[0, i, c]
+            if known and not cold:
+                lam[0, i, c] = 2.0 * now - lam[2, i, c]
+            lam[2, i, c] = math.nan if cold else now
+
+
+@jit
+def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, b0, L, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ,
+           HQ, HV, HLAM, HW, m):  # fmt: skip
+    """The whole run of members b0 … b0+m−1 (:func:`mbvi.engine.loop.run` with ``project``), in lockstep.
+
+    Q[b, 0], V[b, 0] hold the initial states. A member that leaves the common
+    path gets HK = the step it must take again (else −1), HJ the next save
+    slot, and its state at the start of that step in HQ, HV, HLAM, HW.
+    """
+    nq, n = I[NQ], I[N]
+    q, v, qb, vb = L[L_Q], L[L_V], L[L_QB], L[L_VB]
+    act, bad = SI[J_ACT], SI[J_BAD]
+    work, workb = SF[S_WORK], SF[S_WORKB]
+    for c in range(m):
+        HK[c] = -1
+        act[c] = 1
+        bad[c] = 0
+        work[c] = 0.0
+        for i in range(nq):
+            q[i, c] = Q[b0 + c, 0, i]
+            v[i, c] = V[b0 + c, 0, i]
+    # the initial projection (run(..., project=True)): G and the factor of A at q into slot 0
+    _affine_uw(I, F, q, L[L_U], L[L_W], m)
+    _jacobian_values(I, F, L[L_U], L[L_W], GD[0], m)
+    _factor(I, F, GD[0], AB[0], bad, m)
+    _remove_normal(I, F, GD[0], AB[0], v, L, m)
+    for c in range(m):
+        if bad[c]:  # the serial run projects it (or reports why it cannot)
+            act[c] = 0
+            HK[c] = 0
+            HJ[c] = 0
+        else:
+            for i in range(nq):
+                V[b0 + c, 0, i] = v[i, c]
+    g1 = 1.0 / (2.0 - 2.0 ** (1.0 / 3.0))
+    h1, h2 = g1 * h, (1.0 - 2.0 * g1) * h
+    cur = 0
+    have_grad = False
+    j = 1
+    live = m
+    for k in range(nsteps):
+        if live == 0:
+            break
+        for c in range(m):
+            workb[c] = work[c]
+            for i in range(nq):
+                qb[i, c] = q[i, c]
+                vb[i, c] = v[i, c]
+        for r in range(3):
+            for i in range(n):
+                for c in range(m):
+                    LAMB[r, i, c] = LAM[r, i, c]
+        if method <= 2 and n:
+            _predict(LAM, m)
+        if method == 0:
+            have_grad = _substep(I, F, GD, AB, cur, have_grad, h, 0.5 * h, 0.5 * h, LAM[0], tol, maxiter, L, SF, SI, m)
+            cur = 1 - cur
+        elif method == 1:
+            have_grad = _substep(I, F, GD, AB, cur, have_grad, h, h, 0.0, LAM[0], tol, maxiter, L, SF, SI, m)
+            cur = 1 - cur
+        elif method == 2:
+            have_grad = _substep(I, F, GD, AB, cur, have_grad, h, 0.0, h, LAM[0], tol, maxiter, L, SF, SI, m)
+            cur = 1 - cur
+        else:
+            for hs, row in ((h1, 0), (h2, 1), (h1, 0)):
+                have_grad = _substep(I, F, GD, AB, cur, have_grad, hs, 0.5 * hs, 0.5 * hs, LAM[row], tol, maxiter, L,
+                                     SF, SI, m)  # fmt: skip
+                cur = 1 - cur
+        save = (k + 1) % save_every == 0 or k + 1 == nsteps
+        for c in range(m):
+            if not act[c]:
+                continue
+            if not bad[c]:
+                for i in range(nq):
+                    if not (abs(q[i, c]) < math.inf and abs(v[i, c]) < math.inf):
+                        bad[c] = 1
+                        break
+            if bad[c]:  # hand the step to the serial run, from its start
+                act[c] = 0
+                live -= 1
+                HK[c] = k
+                HJ[c] = j
+                HW[c] = workb[c]
+                for i in range(nq):
+                    HQ[c, i] = qb[i, c]
+                    HV[c, i] = vb[i, c]
+                for r in range(3):
+                    for i in range(n):
+                        HLAM[c, r, i] = LAMB[r, i, c]
+            elif save:
+                for i in range(nq):
+                    Q[b0 + c, j, i] = q[i, c]
+                    V[b0 + c, j, i] = v[i, c]
+                Wk[b0 + c, j] = work[c]
+        if save:
+            j += 1
+    for c in range(m):
+        if act[c]:
+            HJ[c] = j
+            Wk[b0 + c, Wk.shape[1] - 1] = work[c]
+
+
+@jit_alloc
+def run_chunk(I, F, method, h, nsteps, save_every, tol, maxiter, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW):
+    """Members b0 … b0+m−1 of a batch through :func:`_steps`, with buffers of their own (see :func:`_steps`)."""
+    nq, n = I[NQ], I[N]
+    L = (
+        np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)),
+        np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)),
+        np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)),
+        np.zeros((3 * n, m)), np.zeros((3 * n, m)),
+        np.zeros((n, m)), np.zeros((n, m)), np.zeros((n, m)), np.zeros((n, m)), np.zeros((n, m)),
+    )  # fmt: skip
+    GD = np.zeros((2, I[NNZ], m))
+    AB = np.zeros((2, I[SIZE_L], m))
+    LAM = np.zeros((3, n, m))
+    LAMB = np.zeros((3, n, m))
+    SF = np.zeros((4, m))
+    SI = np.zeros((4, m), dtype=np.int64)
+    _steps(I, F, method, h, nsteps, save_every, tol, maxiter, b0, L, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ, HQ,
+           HV, HLAM, HW, m)  # fmt: skip

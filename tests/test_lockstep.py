@@ -1,0 +1,141 @@
+"""Batches stepped in lockstep (:mod:`mbvi.engine.lockstep`): every member is exactly its own serial run.
+
+Each member of a chunk performs the operations of its serial run in the same
+order, so a member equals, bit for bit, the serial compiled run started from
+the batch's projected initial state — however the batch is cut into chunks,
+and whichever members leave the common path (full Newton, failure).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mbvi
+from mbvi.engine import lockstep, loop, runner
+
+FAMILY = ("verlet", "symplectic_euler_a", "symplectic_euler_b", "yoshida4")
+
+
+def _loaded_chain() -> mbvi.Scene:
+    """Three particles on rods under gravity, a spring (a conservative family) and a constant force (work)."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    for i, name in enumerate("abc"):
+        scene.add(mbvi.Particle(name, mass=1.0 + i, position=(1.0 + i, 0.0, 0.0)))
+    scene.add(mbvi.Rod("world", "a"))
+    scene.add(mbvi.Rod("a", "b"))
+    scene.add(mbvi.Rod("b", "c"))
+    scene.add(mbvi.Spring("world", "c", stiffness=20.0, rest_length=1.5))
+    scene.add(mbvi.ExternalForce("c", force=(0.0, 3.0, 1.0)))
+    return scene
+
+
+def _members(system: mbvi.System, count: int, scale: float, seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
+    s0 = system.initial_state()
+    rng = np.random.default_rng(seed)
+    V = np.array([system.project_velocity(s0.q, scale * rng.normal(size=system.nq)) for _ in range(count)])
+    return np.repeat(s0.q[None], count, axis=0), V
+
+
+def _serial(system, integrator: str, dt: float, q: np.ndarray, v: np.ndarray, nsteps: int, save_every: int):
+    stepper = mbvi.get_integrator(integrator)(system, dt)
+    try:
+        _t, Q, V = runner.integrate(stepper, system.engine_model(), mbvi.State(q, v), 0.0, nsteps, save_every)
+    except mbvi.SolverError as err:
+        return err, None, None
+    return Q, V, stepper.work
+
+
+@pytest.mark.parametrize("integrator", FAMILY)
+def test_each_member_is_its_serial_run_however_the_batch_is_chunked(integrator: str) -> None:
+    scene = _loaded_chain()
+    system = mbvi.assemble(scene)
+    model = system.engine_model()
+    assert lockstep.eligible(model[0], 0, loop.METHODS[integrator])
+    Q0, V0 = _members(system, 11, 1.0)
+    dt, nsteps, every = 2e-3, 400, 7
+    stepper = mbvi.get_integrator(integrator)(system, dt)
+    runs = {c: runner.integrate_batch(stepper, model, Q0, V0, 0.0, nsteps, every, chunk=c) for c in (1, 4, 11, 32)}
+    t, Q, V, W, info = runs[1]
+    assert np.all(info[:, 0] == loop.DONE) and np.all(info[:, 4] == 0)
+    for c, (_, Qc, Vc, Wc, _) in runs.items():  # the chunking changes nothing, not even round-off
+        assert np.array_equal(Qc, Q) and np.array_equal(Vc, V) and np.array_equal(Wc, W), c
+    for b in (0, 5, 10):
+        Qs, Vs, Ws = _serial(system, integrator, dt, Q[b, 0], V[b, 0], nsteps, every)
+        assert np.array_equal(Qs, Q[b]) and np.array_equal(Vs, V[b]) and np.array_equal(Ws, W[b])
+    # and the physics of every member: constraints to round-off, E − W in a band of O(h) (Euler) or O(h²)
+    band = 2e-2 if integrator.startswith("symplectic_euler") else 1e-3
+    for b in range(len(Q0)):
+        traj = mbvi.Trajectory.from_states(system, t, Q[b], V[b], scene=scene)
+        assert traj.constraint_error.max() <= 1e-11
+        balance = traj.energy - W[b]
+        assert np.ptp(balance) <= band * max(1.0, np.abs(traj.energy).max())
+        assert np.ptp(W[b]) > 1e-3  # the constant force does work: the balance is not trivial
+
+
+def test_members_that_need_full_newton_or_fail_leave_the_chunk_alone() -> None:
+    """A double pendulum at a coarse step: fast members stall SHAKE (full Newton) or fail; slow ones do not."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("a", mass=1.0, position=(1.0, 0.0, 0.0)))
+    scene.add(mbvi.Particle("b", mass=1.0, position=(2.0, 0.0, 0.0)))
+    scene.add(mbvi.Rod("world", "a"))
+    scene.add(mbvi.Rod("a", "b"))
+    system = mbvi.assemble(scene)
+    s0 = system.initial_state()
+    speeds = np.concatenate([np.linspace(0.0, 8.0, 13), [40.0, 1e3]])
+    V0 = np.array([system.project_velocity(s0.q, np.array([0, 0, -s, 0, 0, s], float)) for s in speeds])
+    Q0 = np.repeat(s0.q[None], len(V0), axis=0)
+    dt, nsteps = 0.03, 200
+    stepper = mbvi.get_integrator("verlet")(system, dt)
+    _t, Q, V, _W, info = runner.integrate_batch(stepper, system.engine_model(), Q0, V0, 0.0, nsteps, 1, chunk=len(Q0))
+    newton = info[:, 4] > 0
+    done = info[:, 0] == loop.DONE
+    assert newton.any() and (done & ~newton).any() and (done & newton).any() and (~done).any()
+    for b in range(len(Q0)):
+        Qs, Vs, _ = _serial(system, "verlet", dt, Q[b, 0], V[b, 0], nsteps, 1)
+        if done[b]:
+            assert np.array_equal(Qs, Q[b]) and np.array_equal(Vs, V[b])
+        else:  # the serial run fails at the same step; the batch keeps the member's states up to it
+            assert isinstance(Qs, mbvi.SolverError) and Qs.step == info[b, 1]
+            j = info[b, 2]
+            assert np.array_equal(Qs.partial[1], Q[b, :j])
+    # through the public API: the failure names its member and keeps everyone's trajectory
+    with pytest.raises(mbvi.SolverError) as err:
+        mbvi.simulate_batch(scene, nsteps * dt, dt, initial_states=(Q0, V0))
+    assert err.value.member == int(np.flatnonzero(~done)[0])
+    assert all(len(err.value.trajectory[b].t) == nsteps + 1 for b in np.flatnonzero(done))
+
+
+def test_a_member_at_a_singular_configuration_runs_as_it_would_alone() -> None:
+    """A four-bar member at its toggle (all links collinear: A = G M⁻¹ Gᵀ singular) among regular ones."""
+    P = np.array([2.0, 0.0, 0.0])
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    a = np.array([np.cos(1.0), 0.0, np.sin(1.0)])
+    # b: distance 2 from a and 1 from P, in the x-z plane
+    d = P - a
+    L = np.linalg.norm(d)
+    x = (L**2 + 4.0 - 1.0) / (2 * L)
+    perp = np.array([-d[2], 0.0, d[0]]) / L
+    b = a + x * d / L + np.sqrt(4.0 - x**2) * perp
+    scene.add(mbvi.Particle("a", mass=1.0, position=tuple(a)))
+    scene.add(mbvi.Particle("b", mass=1.0, position=tuple(b)))
+    scene.add(mbvi.Rod("world", "a"))
+    scene.add(mbvi.Rod("a", "b"))
+    scene.add(mbvi.Rod("world", "b", anchor_a=tuple(P)))
+    system = mbvi.assemble(scene)
+    s0 = system.initial_state()
+    toggle = np.array([1.0, 0.0, 0.0, 3.0, 0.0, 0.0])  # a = (1, 0, 0), b = (3, 0, 0): every link on the x axis
+    assert np.abs(system.rows.values(toggle[None])[0, system.active] / system.active_scale).max() <= 1e-15
+    Q0 = np.array([s0.q, toggle, s0.q, s0.q])
+    V0 = np.array([np.zeros(6), [0, 0, 0.5, 0, 0, 0.0], [0, 0.3, 0, 0, -0.2, 0], np.zeros(6)])
+    dt, nsteps = 1e-3, 100
+    stepper = mbvi.get_integrator("verlet")(system, dt)
+    _t, Q, V, _W, info = runner.integrate_batch(stepper, system.engine_model(), Q0, V0, 0.0, nsteps, 1, chunk=4)
+    for b in range(4):
+        Qs, Vs, _ = _serial(system, "verlet", dt, Q[b, 0], V[b, 0], nsteps, 1)
+        if isinstance(Qs, mbvi.SolverError):
+            assert info[b, 0] != loop.DONE
+        else:
+            assert info[b, 0] == loop.DONE
+            assert np.array_equal(Qs, Q[b]) and np.array_equal(Vs, V[b])
+    assert info[1, 3] > 0 or info[1, 0] != loop.DONE  # the toggle member took the pseudo-inverse (or failed)
