@@ -17,8 +17,11 @@ from mbvi.engine import lockstep, loop, runner
 FAMILY = ("verlet", "symplectic_euler_a", "symplectic_euler_b", "yoshida4")
 
 
-def _loaded_chain() -> mbvi.Scene:
-    """Three particles on rods under gravity, a spring (a conservative family) and a constant force (work)."""
+def _loaded_chain(damped: bool = False) -> mbvi.Scene:
+    """Three particles on rods under gravity, a spring (a conservative family) and a constant force (work).
+
+    ``damped``: and a damper and drag (velocity-dependent: each member's drift is a fixed point).
+    """
     scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
     for i, name in enumerate("abc"):
         scene.add(mbvi.Particle(name, mass=1.0 + i, position=(1.0 + i, 0.0, 0.0)))
@@ -27,6 +30,9 @@ def _loaded_chain() -> mbvi.Scene:
     scene.add(mbvi.Rod("b", "c"))
     scene.add(mbvi.Spring("world", "c", stiffness=20.0, rest_length=1.5))
     scene.add(mbvi.ExternalForce("c", force=(0.0, 3.0, 1.0)))
+    if damped:
+        scene.add(mbvi.Damper("world", "b", damping=0.4))
+        scene.add(mbvi.Drag("c", coefficient=0.3))
     return scene
 
 
@@ -46,9 +52,10 @@ def _serial(system, integrator: str, dt: float, q: np.ndarray, v: np.ndarray, ns
     return Q, V, stepper.work
 
 
+@pytest.mark.parametrize("damped", [False, True], ids=["conservative", "damped"])
 @pytest.mark.parametrize("integrator", FAMILY)
-def test_each_member_is_its_serial_run_however_the_batch_is_chunked(integrator: str) -> None:
-    scene = _loaded_chain()
+def test_each_member_is_its_serial_run_however_the_batch_is_chunked(integrator: str, damped: bool) -> None:
+    scene = _loaded_chain(damped)
     system = mbvi.assemble(scene)
     model = system.engine_model()
     assert lockstep.eligible(model[0], 0, loop.METHODS[integrator])

@@ -18,8 +18,8 @@ start of its step, and the driver finishes it with the serial
 :func:`mbvi.engine.loop.run`, which takes the step again with every fallback.
 
 Covers ``verlet``, ``symplectic_euler_a``/``_b`` and ``yoshida4`` on systems
-of particles (no rigid bodies) without velocity-dependent forces
-(:func:`eligible`); other batches run member by member.
+without rigid bodies (:func:`eligible`), velocity-dependent forces included
+(each member's own fixed point on v½); other batches run member by member.
 """
 
 from __future__ import annotations
@@ -79,19 +79,19 @@ __all__ = ["CHUNK", "eligible", "run_chunk"]
 CHUNK = 32
 
 # lane buffers (rows, m): the tuple passed to :func:`_steps`, in this order
-(L_Q, L_V, L_QB, L_VB, L_Q1, L_VH, L_VFREE, L_F0, L_F1, L_GR0, L_GR1, L_CORR, L_DQ,  # nq rows
+(L_Q, L_V, L_QB, L_VB, L_Q1, L_VH, L_VFREE, L_VNEW, L_F0, L_F1, L_GR0, L_GR1, L_CORR, L_DQ,  # nq rows
  L_U, L_W,  # 3n rows
  L_G, L_LAMV, L_DL, L_TMP, L_RHS,  # n rows
- NLANE) = range(21)  # fmt: skip
-# per-member scalars: rows of the (8, m) float and int arrays
-(S_WORK, S_WORKB, S_R, S_PREV) = range(4)
-(J_ACT, J_BAD, J_GOING, J_SLOW) = range(4)
+ NLANE) = range(22)  # fmt: skip
+# per-member scalars: rows of the (NS, m) float and (NJ, m) int arrays
+(S_WORK, S_WORKB, S_R, S_PREV, S_FPREV, NS) = range(6)
+(J_ACT, J_BAD, J_GOING, J_SLOW, J_FIXED, NJ) = range(6)
 
 
 @jit
 def eligible(I, bodies, method):
-    """True when the lockstep loop covers ``method`` (RATTLE family), no rigid ``bodies``, no velocity forces."""
-    return method <= 3 and bodies == 0 and not I[HAS_VF]
+    """True when the lockstep loop covers ``method`` (the RATTLE family) on a system without rigid ``bodies``."""
+    return method <= 3 and bodies == 0
 
 
 # ------------------------------------------------------------------------------------ lane kernels
@@ -295,6 +295,27 @@ def _kick(I, F, q, vF, v, cc, grad, f, out, m):
 
 
 @jit
+def _kick_some(I, F, q, vF, v, cc, grad, f, out, mask, m):
+    """:func:`_kick` of the members with ``mask`` set only (the others' f and out untouched)."""
+    wo = I[INV_MASS]
+    if I[HAS_F]:
+        for c in range(m):
+            if mask[c]:
+                K.nonconservative_force(I, F, q[:, c], vF[:, c], f[:, c])
+        for i in range(I[NQ]):
+            x = cc * F[wo + i]
+            for c in range(m):
+                if mask[c]:
+                    out[i, c] = v[i, c] + x * (f[i, c] - grad[i, c])
+    else:
+        for i in range(I[NQ]):
+            x = cc * F[wo + i]
+            for c in range(m):
+                if mask[c]:
+                    out[i, c] = v[i, c] - x * grad[i, c]
+
+
+@jit
 def _remove_normal(I, F, gd, ab, v, L, m):
     """v ← v − M⁻¹ Gᵀ A⁻¹ G v (the RATTLE projection) for every member."""
     if I[N] == 0:
@@ -309,31 +330,37 @@ def _remove_normal(I, F, gd, ab, v, L, m):
 
 
 @jit
-def _shake(I, F, gd0, ab0, q0, vfree, h, lam, tol, maxiter, L, SF, SI, m):
-    """SHAKE (:func:`mbvi.engine.loop._shake`, warm) for every member; a member that does not converge is bad."""
+def _shake(I, F, gd0, ab0, q0, vfree, h, lam, warm, tol, maxiter, L, SF, SI, vh, m):
+    """SHAKE (:func:`mbvi.engine.loop._shake`) of the members with SI[J_GOING] set, v½ into ``vh``.
+
+    The other members' q₁ and ``vh`` are left as they are; a member that does not converge is bad.
+    """
     nq, n = I[NQ], I[N]
-    q1, vh = L[L_Q1], L[L_VH]
+    q1 = L[L_Q1]
+    going = SI[J_GOING]
     for i in range(nq):
         for c in range(m):
-            q1[i, c] = q0[i, c] + h * vfree[i, c]
+            if going[c]:
+                q1[i, c] = q0[i, c] + h * vfree[i, c]
     if n == 0:
         for i in range(nq):
             for c in range(m):
-                vh[i, c] = vfree[i, c]
+                if going[c]:
+                    vh[i, c] = vfree[i, c]
         return
     lamv, dl, corr, dq = L[L_LAMV], L[L_DL], L[L_CORR], L[L_DQ]
     u, w, g, tmp = L[L_U], L[L_W], L[L_G], L[L_TMP]
-    bad, going, slow = SI[J_BAD], SI[J_GOING], SI[J_SLOW]
+    bad, slow = SI[J_BAD], SI[J_SLOW]
     r, prev = SF[S_R], SF[S_PREV]
     for i in range(n):
         for c in range(m):
-            lamv[i, c] = lam[i, c]
+            lamv[i, c] = lam[i, c] if warm else 0.0
     _wgt(I, F, gd0, lamv, corr, m)
     for i in range(nq):
         for c in range(m):
-            q1[i, c] -= corr[i, c]
+            if going[c]:
+                q1[i, c] -= corr[i, c]
     for c in range(m):
-        going[c] = 1 if SI[J_ACT, c] and not bad[c] else 0
         prev[c] = math.inf
         slow[c] = 0
     for _ in range(maxiter):
@@ -345,8 +372,9 @@ def _shake(I, F, gd0, ab0, q0, vfree, h, lam, tol, maxiter, L, SF, SI, m):
                 continue
             if r[c] <= tol:
                 going[c] = 0
-                for i in range(n):
-                    lam[i, c] = lamv[i, c]
+                if warm:
+                    for i in range(n):
+                        lam[i, c] = lamv[i, c]
                 for i in range(nq):
                     vh[i, c] = vfree[i, c] - corr[i, c] / h
             elif not r[c] < math.inf:
@@ -379,7 +407,63 @@ def _shake(I, F, gd0, ab0, q0, vfree, h, lam, tol, maxiter, L, SF, SI, m):
 
 
 @jit
-def _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, lam, tol, maxiter, L, SF, SI, m):
+def _enter(SI, m):
+    """SI[J_GOING] ← the members still on the common path."""
+    for c in range(m):
+        SI[J_GOING, c] = 1 if SI[J_ACT, c] and not SI[J_BAD, c] else 0
+
+
+@jit
+def _drift_fixed_point(I, F, GD, AB, cur, q, v, h, c0, grad0, lam, tol, maxiter, ls, L, SF, SI, m):
+    """The drift with velocity-dependent forces: v½ by a fixed point around SHAKE, member by member's own test.
+
+    :func:`mbvi.engine.loop._substep`'s loop: kick with F(q₀, v½), a cold SHAKE, and
+    :func:`mbvi.engine.kernels.settle` on v½; a member that stalls or fails is bad.
+    """
+    nq, n = I[NQ], I[N]
+    vh, vfree, vnew, f0 = L[L_VH], L[L_VFREE], L[L_VNEW], L[L_F0]
+    fixed, going, bad = SI[J_FIXED], SI[J_GOING], SI[J_BAD]
+    fprev = SF[S_FPREV]
+    floor = 10.0 * tol * max(1.0, ls) / abs(h) if n else 0.0
+    for c in range(m):
+        fixed[c] = 1 if SI[J_ACT, c] and not bad[c] else 0
+        fprev[c] = math.inf
+        for i in range(nq):
+            vh[i, c] = v[i, c]
+    for it in range(100):
+        more = False
+        for c in range(m):
+            going[c] = fixed[c]
+            more = more or fixed[c] != 0
+        if not more:
+            return
+        _kick_some(I, F, q, vh, v, c0, grad0, f0, vfree, going, m)  # v₀ + c₀ M⁻¹(F(q₀, v½) − ∇U(q₀))
+        _shake(I, F, GD[cur], AB[cur], q, vfree, h, lam, False, tol, maxiter, L, SF, SI, vnew, m)
+        for c in range(m):
+            if not fixed[c]:
+                continue
+            if bad[c]:
+                fixed[c] = 0
+                continue
+            delta = 0.0
+            big = 1.0
+            for i in range(nq):
+                delta = max(delta, abs(vnew[i, c] - vh[i, c]))
+                big = max(big, abs(vnew[i, c]))
+                vh[i, c] = vnew[i, c]
+            if delta <= 1e-13 * big + floor:
+                fixed[c] = 0
+            elif (it >= 1 and delta > fprev[c]) or (it >= 4 and delta > 0.5 * fprev[c]):
+                fixed[c] = 0
+                bad[c] = 1
+            fprev[c] = delta
+    for c in range(m):
+        if fixed[c]:
+            bad[c] = 1
+
+
+@jit
+def _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, lam, tol, maxiter, ls, L, SF, SI, m):
     """One RATTLE-family substep of every member (:func:`mbvi.engine.loop._substep`); returns HAVE_GRAD."""
     nq = I[NQ]
     nxt = 1 - cur
@@ -389,13 +473,17 @@ def _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, lam, tol, maxiter, L, SF, 
     if c0 != 0.0 and not have_grad:
         _gradient(I, F, q, grad0, m)
     if c0 == 0.0:
-        _shake(I, F, GD[cur], AB[cur], q, v, h, lam, tol, maxiter, L, SF, SI, m)
+        _enter(SI, m)
+        _shake(I, F, GD[cur], AB[cur], q, v, h, lam, True, tol, maxiter, L, SF, SI, vh, m)
         for i in range(nq):
             for c in range(m):
                 f0[i, c] = 0.0
-    else:
+    elif not I[HAS_VF]:
         _kick(I, F, q, v, v, c0, grad0, f0, vfree, m)
-        _shake(I, F, GD[cur], AB[cur], q, vfree, h, lam, tol, maxiter, L, SF, SI, m)
+        _enter(SI, m)
+        _shake(I, F, GD[cur], AB[cur], q, vfree, h, lam, True, tol, maxiter, L, SF, SI, vh, m)
+    else:
+        _drift_fixed_point(I, F, GD, AB, cur, q, v, h, c0, grad0, lam, tol, maxiter, ls, L, SF, SI, m)
     for i in range(nq):
         for c in range(m):
             f1[i, c] = 0.0
@@ -444,7 +532,7 @@ def _predict(lam, m):
 
 
 @jit
-def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, b0, L, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ,
+def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ,
            HQ, HV, HLAM, HW, m):  # fmt: skip
     """The whole run of members b0 … b0+m−1 (:func:`mbvi.engine.loop.run` with ``project``), in lockstep.
 
@@ -495,21 +583,17 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, b0, L, GD, AB, LAM
             for i in range(n):
                 for c in range(m):
                     LAMB[r, i, c] = LAM[r, i, c]
-        if method <= 2 and n:
+        if method <= 2 and n and not I[HAS_VF]:  # (:func:`mbvi.engine.kernels.extrapolate_warm_start`)
             _predict(LAM, m)
-        if method == 0:
-            have_grad = _substep(I, F, GD, AB, cur, have_grad, h, 0.5 * h, 0.5 * h, LAM[0], tol, maxiter, L, SF, SI, m)
-            cur = 1 - cur
-        elif method == 1:
-            have_grad = _substep(I, F, GD, AB, cur, have_grad, h, h, 0.0, LAM[0], tol, maxiter, L, SF, SI, m)
-            cur = 1 - cur
-        elif method == 2:
-            have_grad = _substep(I, F, GD, AB, cur, have_grad, h, 0.0, h, LAM[0], tol, maxiter, L, SF, SI, m)
+        if method <= 2:  # kicks (c₀, c₁): verlet (h/2, h/2), symplectic Euler A (h, 0), B (0, h)
+            c0 = 0.5 * h if method == 0 else (h if method == 1 else 0.0)
+            c1 = h - c0
+            have_grad = _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, LAM[0], tol, maxiter, ls, L, SF, SI, m)
             cur = 1 - cur
         else:
             for hs, row in ((h1, 0), (h2, 1), (h1, 0)):
-                have_grad = _substep(I, F, GD, AB, cur, have_grad, hs, 0.5 * hs, 0.5 * hs, LAM[row], tol, maxiter, L,
-                                     SF, SI, m)  # fmt: skip
+                have_grad = _substep(I, F, GD, AB, cur, have_grad, hs, 0.5 * hs, 0.5 * hs, LAM[row], tol, maxiter,
+                                     ls, L, SF, SI, m)  # fmt: skip
                 cur = 1 - cur
         save = (k + 1) % save_every == 0 or k + 1 == nsteps
         for c in range(m):
@@ -546,13 +630,13 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, b0, L, GD, AB, LAM
 
 
 @jit_alloc
-def run_chunk(I, F, method, h, nsteps, save_every, tol, maxiter, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW):
+def run_chunk(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW):
     """Members b0 … b0+m−1 of a batch through :func:`_steps`, with buffers of their own (see :func:`_steps`)."""
     nq, n = I[NQ], I[N]
     L = (
         np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)),
         np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)),
-        np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)),
+        np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)),
         np.zeros((3 * n, m)), np.zeros((3 * n, m)),
         np.zeros((n, m)), np.zeros((n, m)), np.zeros((n, m)), np.zeros((n, m)), np.zeros((n, m)),
     )  # fmt: skip
@@ -560,7 +644,7 @@ def run_chunk(I, F, method, h, nsteps, save_every, tol, maxiter, b0, m, Q, V, Wk
     AB = np.zeros((2, I[SIZE_L], m))
     LAM = np.zeros((3, n, m))
     LAMB = np.zeros((3, n, m))
-    SF = np.zeros((4, m))
-    SI = np.zeros((4, m), dtype=np.int64)
-    _steps(I, F, method, h, nsteps, save_every, tol, maxiter, b0, L, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ, HQ,
-           HV, HLAM, HW, m)  # fmt: skip
+    SF = np.zeros((NS, m))
+    SI = np.zeros((NJ, m), dtype=np.int64)
+    _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ,
+           HQ, HV, HLAM, HW, m)  # fmt: skip

@@ -755,7 +755,8 @@ def run_batch(I, F, Iv, Fv, IL, FL, method, Q0, V0, t0, h, nsteps, save_every, t
         HJ = np.zeros(m, dtype=np.int64)
         HQ, HV, HW = np.zeros((m, nq)), np.zeros((m, nq)), np.zeros(m)
         HLAM = np.zeros((m, 3, n))
-        LS.run_chunk(I_b, F_b, method, h, nsteps, save_every, tol, maxiter, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW)
+        LS.run_chunk(I_b, F_b, method, h, nsteps, save_every, tol, maxiter, ls, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM,
+                     HW)  # fmt: skip
         for c in range(m):
             b = b0 + c
             if HK[c] < 0:
