@@ -17,7 +17,8 @@ Cases (issue 10), all at dt = 1e-3 with gravity 9.81 m/s² along −z:
    RATTLE, whose trajectory must agree with mbvi's to ~1e-8 (same computation);
 4. serial-chain scaling of mbvi, N = 256 … 4096 links, with the fitted exponent;
 5. batched double pendulums: ``mbvi.simulate_batch`` (B = 8192, both cores)
-   against ``mujoco.rollout`` with 1 and 2 threads.
+   against ``mujoco.rollout`` with 1 and 2 threads, and the compiled loop in
+   lockstep chunks against the same loop member by member (``chunk=0``).
 
 Rounds are interleaved: in each round every engine is timed on every case;
 the table shows the median time per step over rounds and, for ratios, the
@@ -420,14 +421,14 @@ class Batch:
         mbvi.simulate_batch(self.scene, t_end=self.n * DT, dt=DT, initial_states=(self.Q, self.V), save_every=self.n)
         return (time.perf_counter() - t0) / (self.B * self.n)
 
-    def mbvi_engine(self) -> float:
-        """The compiled batch loop alone (``mbvi.engine.runner.integrate_batch``)."""
+    def mbvi_engine(self, chunk: int | None = None) -> float:
+        """The compiled batch loop alone (``mbvi.engine.runner.integrate_batch``); ``chunk=0``: member by member."""
         from mbvi.engine import runner
 
         stepper = mbvi.get_integrator("verlet")(self.system, DT)
         model = self.system.engine_model()
         t0 = time.perf_counter()
-        _, _, _, _, info = runner.integrate_batch(stepper, model, self.Q, self.V, 0.0, self.n, self.n)
+        _, _, _, _, info = runner.integrate_batch(stepper, model, self.Q, self.V, 0.0, self.n, self.n, chunk=chunk)
         dt = time.perf_counter() - t0
         if np.any(info[:, 0] != 0):
             raise RuntimeError(f"mbvi batch: {int(np.sum(info[:, 0] != 0))} members failed")
@@ -461,7 +462,7 @@ def cache_state() -> str:
     import mbvi.engine  # runs the cache consistency check (drops stale files)
 
     cache = Path(mbvi.engine.__file__).parent / "__pycache__"
-    have = {f: any(cache.glob(f"loop.{f}-*.nbi")) for f in ("run", "run_batch")}
+    have = {f: any(cache.glob(f"loop.{f}-*.nbi")) for f in ("run", "run_batch")}  # the serial and batch loops
     return ", ".join(f"{f}: {'warm' if ok else 'cold'}" for f, ok in have.items())
 
 
@@ -544,6 +545,7 @@ def main(argv: list[str] | None = None) -> None:
     cases["batch"] = {
         "mbvi": batch.mbvi_api,
         "mbvi engine": batch.mbvi_engine,
+        "member by member": lambda: batch.mbvi_engine(chunk=0),
         "mujoco 1 thread": lambda: batch.mujoco(1),
         "mujoco 2 threads": lambda: batch.mujoco(2),
     }
@@ -664,7 +666,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {e_:<17} {med(rates):>10.3g}  [{min(rates):.3g}–{max(rates):.3g}]")
     print(
         f"  mbvi / MuJoCo 2 threads: {ratio(r['mujoco 2 threads'], r['mbvi'])} (rate ratio); "
-        f"mbvi / MuJoCo 1 thread: {ratio(r['mujoco 1 thread'], r['mbvi'])}"
+        f"mbvi / MuJoCo 1 thread: {ratio(r['mujoco 1 thread'], r['mbvi'])}; engine / MuJoCo 2 threads: "
+        f"{ratio(r['mujoco 2 threads'], r['mbvi engine'])}"
+    )
+    print(
+        f"  lockstep chunks / member by member (the same compiled loop, chunk=0): "
+        f"{ratio(r['member by member'], r['mbvi engine'])}"
     )
     print(
         f"  (same initial states as hinge rates: |ΔT| of member 0 = {batch.mapping_error:.2g} J, "

@@ -88,9 +88,8 @@ CHUNK = 32
 (J_ACT, J_BAD, J_GOING, J_SLOW, J_FIXED, NJ) = range(6)
 
 
-@jit
-def eligible(I, bodies, method):
-    """True when the lockstep loop covers ``method`` (the RATTLE family) on a system without rigid ``bodies``."""
+def eligible(bodies: int, method: int) -> bool:
+    """True when the lockstep loop covers ``method`` (a RATTLE-family code) on a system without rigid ``bodies``."""
     return method <= 3 and bodies == 0
 
 
@@ -264,8 +263,25 @@ def _solve(I, ab, rhs, out, tmp, m):
 
 
 @jit
-def _gradient(I, F, q, out, m):
-    """∇U for every member: gravity in lockstep, the other conservative families member by member."""
+def _column(A, c, out):
+    """out ← A[:, c] (a contiguous copy: the serial kernels then run as compiled for one system)."""
+    for i in range(len(out)):
+        out[i] = A[i, c]
+
+
+@jit
+def _set_column(A, c, x):
+    """A[:, c] ← x."""
+    for i in range(len(x)):
+        A[i, c] = x[i]
+
+
+@jit
+def _gradient(I, F, q, out, X, m):
+    """∇U for every member: gravity in lockstep, the other conservative families member by member.
+
+    X: (3, nq) scratch rows for one member's q and ∇U.
+    """
     gv = I[GVEC]
     for i in range(I[NQ]):
         x = -F[gv + i]
@@ -273,16 +289,28 @@ def _gradient(I, F, q, out, m):
             out[i, c] = x
     if I[SP_I + 3] or I[T1_I + 3] or I[BA_I + 3]:
         for c in range(m):
-            K.gradient_families(I, F, q[:, c], out[:, c])
+            _column(q, c, X[0])
+            _column(out, c, X[1])
+            K.gradient_families(I, F, X[0], X[1])
+            _set_column(out, c, X[1])
 
 
 @jit
-def _kick(I, F, q, vF, v, cc, grad, f, out, m):
+def _force(I, F, q, vF, f, X, c):
+    """f[:, c] ← F(q[:, c], vF[:, c]) of the compiled non-conservative families, through the scratch rows X."""
+    _column(q, c, X[0])
+    _column(vF, c, X[1])
+    K.nonconservative_force(I, F, X[0], X[1], X[2])
+    _set_column(f, c, X[2])
+
+
+@jit
+def _kick(I, F, q, vF, v, cc, grad, f, out, X, m):
     """out = v + cc M⁻¹(−∇U(q) + F(q, v_F)) (:func:`mbvi.engine.loop._kick`); F written into f."""
     wo = I[INV_MASS]
     if I[HAS_F]:
         for c in range(m):
-            K.nonconservative_force(I, F, q[:, c], vF[:, c], f[:, c])
+            _force(I, F, q, vF, f, X, c)
         for i in range(I[NQ]):
             x = cc * F[wo + i]
             for c in range(m):
@@ -295,13 +323,13 @@ def _kick(I, F, q, vF, v, cc, grad, f, out, m):
 
 
 @jit
-def _kick_some(I, F, q, vF, v, cc, grad, f, out, mask, m):
+def _kick_some(I, F, q, vF, v, cc, grad, f, out, X, mask, m):
     """:func:`_kick` of the members with ``mask`` set only (the others' f and out untouched)."""
     wo = I[INV_MASS]
     if I[HAS_F]:
         for c in range(m):
             if mask[c]:
-                K.nonconservative_force(I, F, q[:, c], vF[:, c], f[:, c])
+                _force(I, F, q, vF, f, X, c)
         for i in range(I[NQ]):
             x = cc * F[wo + i]
             for c in range(m):
@@ -414,7 +442,7 @@ def _enter(SI, m):
 
 
 @jit
-def _drift_fixed_point(I, F, GD, AB, cur, q, v, h, c0, grad0, lam, tol, maxiter, ls, L, SF, SI, m):
+def _drift_fixed_point(I, F, GD, AB, cur, q, v, h, c0, grad0, lam, tol, maxiter, ls, L, X, SF, SI, m):
     """The drift with velocity-dependent forces: v½ by a fixed point around SHAKE, member by member's own test.
 
     :func:`mbvi.engine.loop._substep`'s loop: kick with F(q₀, v½), a cold SHAKE, and
@@ -437,7 +465,7 @@ def _drift_fixed_point(I, F, GD, AB, cur, q, v, h, c0, grad0, lam, tol, maxiter,
             more = more or fixed[c] != 0
         if not more:
             return
-        _kick_some(I, F, q, vh, v, c0, grad0, f0, vfree, going, m)  # v₀ + c₀ M⁻¹(F(q₀, v½) − ∇U(q₀))
+        _kick_some(I, F, q, vh, v, c0, grad0, f0, vfree, X, going, m)  # v₀ + c₀ M⁻¹(F(q₀, v½) − ∇U(q₀))
         _shake(I, F, GD[cur], AB[cur], q, vfree, h, lam, False, tol, maxiter, L, SF, SI, vnew, m)
         for c in range(m):
             if not fixed[c]:
@@ -463,7 +491,7 @@ def _drift_fixed_point(I, F, GD, AB, cur, q, v, h, c0, grad0, lam, tol, maxiter,
 
 
 @jit
-def _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, lam, tol, maxiter, ls, L, SF, SI, m):
+def _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, lam, tol, maxiter, ls, L, X, SF, SI, m):
     """One RATTLE-family substep of every member (:func:`mbvi.engine.loop._substep`); returns HAVE_GRAD."""
     nq = I[NQ]
     nxt = 1 - cur
@@ -471,7 +499,7 @@ def _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, lam, tol, maxiter, ls, L, 
     f0, f1 = L[L_F0], L[L_F1]
     grad0, grad1 = (L[L_GR0], L[L_GR1]) if cur == 0 else (L[L_GR1], L[L_GR0])
     if c0 != 0.0 and not have_grad:
-        _gradient(I, F, q, grad0, m)
+        _gradient(I, F, q, grad0, X, m)
     if c0 == 0.0:
         _enter(SI, m)
         _shake(I, F, GD[cur], AB[cur], q, v, h, lam, True, tol, maxiter, L, SF, SI, vh, m)
@@ -479,17 +507,17 @@ def _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, lam, tol, maxiter, ls, L, 
             for c in range(m):
                 f0[i, c] = 0.0
     elif not I[HAS_VF]:
-        _kick(I, F, q, v, v, c0, grad0, f0, vfree, m)
+        _kick(I, F, q, v, v, c0, grad0, f0, vfree, X, m)
         _enter(SI, m)
         _shake(I, F, GD[cur], AB[cur], q, vfree, h, lam, True, tol, maxiter, L, SF, SI, vh, m)
     else:
-        _drift_fixed_point(I, F, GD, AB, cur, q, v, h, c0, grad0, lam, tol, maxiter, ls, L, SF, SI, m)
+        _drift_fixed_point(I, F, GD, AB, cur, q, v, h, c0, grad0, lam, tol, maxiter, ls, L, X, SF, SI, m)
     for i in range(nq):
         for c in range(m):
             f1[i, c] = 0.0
     if c1 != 0.0:
-        _gradient(I, F, q1, grad1, m)
-        _kick(I, F, q1, vh, vh, c1, grad1, f1, v, m)
+        _gradient(I, F, q1, grad1, X, m)
+        _kick(I, F, q1, vh, vh, c1, grad1, f1, v, X, m)
         have_grad = True
     else:
         for i in range(nq):
@@ -532,7 +560,7 @@ def _predict(lam, m):
 
 
 @jit
-def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ,
+def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ,
            HQ, HV, HLAM, HW, m):  # fmt: skip
     """The whole run of members b0 … b0+m−1 (:func:`mbvi.engine.loop.run` with ``project``), in lockstep.
 
@@ -588,12 +616,12 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, GD, AB,
         if method <= 2:  # kicks (c₀, c₁): verlet (h/2, h/2), symplectic Euler A (h, 0), B (0, h)
             c0 = 0.5 * h if method == 0 else (h if method == 1 else 0.0)
             c1 = h - c0
-            have_grad = _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, LAM[0], tol, maxiter, ls, L, SF, SI, m)
+            have_grad = _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, LAM[0], tol, maxiter, ls, L, X, SF, SI, m)
             cur = 1 - cur
         else:
             for hs, row in ((h1, 0), (h2, 1), (h1, 0)):
                 have_grad = _substep(I, F, GD, AB, cur, have_grad, hs, 0.5 * hs, 0.5 * hs, LAM[row], tol, maxiter,
-                                     ls, L, SF, SI, m)  # fmt: skip
+                                     ls, L, X, SF, SI, m)  # fmt: skip
                 cur = 1 - cur
         save = (k + 1) % save_every == 0 or k + 1 == nsteps
         for c in range(m):
@@ -646,5 +674,6 @@ def run_chunk(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, m, Q, V
     LAMB = np.zeros((3, n, m))
     SF = np.zeros((NS, m))
     SI = np.zeros((NJ, m), dtype=np.int64)
-    _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ,
+    X = np.zeros((3, nq))
+    _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ,
            HQ, HV, HLAM, HW, m)  # fmt: skip

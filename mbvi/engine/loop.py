@@ -19,7 +19,7 @@ operation for operation):
 their implicit force around SHAKE, or a dense Newton when it is too stiff
 (:func:`_implicit_step`). The same
 :func:`run` serves one system (:func:`mbvi.simulate`) and each member of a
-batch (:func:`run_batch`, parallel over members).
+batch (:func:`run_batch`, on every core).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
 
 from mbvi.engine import kernels as K
 from mbvi.engine import lieloop as LIE
@@ -718,58 +717,56 @@ def run(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every
     _report(info, status, k, j, WI)
 
 
-@njit(cache=True, parallel=True, error_model="numpy")
-def run_batch(I, F, Iv, Fv, IL, FL, method, Q0, V0, t0, h, nsteps, save_every, tol, maxiter, ls, max_turn, Q, V, Wk,
-              info, chunk=LS.CHUNK):  # fmt: skip
-    """:func:`run` for every member b of (Q0[b], V0[b]), in parallel; outputs indexed [b, ...].
+@jit_alloc
+def _batch_unit(I, F, Iv, Fv, IL, FL, method, Q0, V0, t0, h, nsteps, save_every, tol, maxiter, ls, max_turn, Q, V, Wk,
+                info, b0, m, lockstep):  # fmt: skip
+    """Members b0 … b0+m−1 of :func:`run_batch`: in lockstep, or one by one through :func:`run`."""
+    # private copies of the model: numba reference-counts every array it passes, and two threads
+    # counting references to one shared array contend for its cache line on every call
+    I, F, Iv, Fv, IL, FL = I.copy(), F.copy(), Iv.copy(), Fv.copy(), IL.copy(), FL.copy()
+    nq, n = I[NQ], I[N]
+    HK = np.zeros(m, dtype=np.int64)  # the step each member must (re)start from on the serial loop
+    HJ = np.zeros(m, dtype=np.int64)  # its next save slot (0: from the start, with the projection)
+    HQ, HV, HW = np.zeros((m, nq)), np.zeros((m, nq)), np.zeros(m)
+    HLAM = np.zeros((m, 3, n))
+    if lockstep:
+        LS.run_chunk(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM,
+                     HW)  # fmt: skip
+    for c in range(m):
+        b = b0 + c
+        if HK[c] < 0:  # finished in lockstep
+            info[b, 0] = DONE
+            info[b, 1] = nsteps
+            info[b, 2] = HJ[c]
+        else:  # on the serial loop: the whole run (HJ = 0: not in lockstep, or its projection failed), or the rest
+            start = HJ[c] == 0  # (a run-time flag: a literal would compile another specialization of run)
+            if start:
+                HQ[c] = Q0[b]
+                HV[c] = V0[b]
+                HLAM[c] = 0.0
+                V[b, 0] = V0[b]
+            else:
+                Wk[b, Wk.shape[1] - 1] = HW[c]
+            run(I, F, Iv, Fv, IL, FL, method, HQ[c], HV[c], t0, h, HK[c] if not start else 0, nsteps, nsteps,
+                save_every, tol, maxiter, ls, max_turn, HLAM[c], Q[b], V[b], Wk[b], max(HJ[c], 1), info[b],
+                start)  # fmt: skip
 
-    Each member's velocity is first projected onto the constraints at its positions. Batches the
-    lockstep loop covers (:func:`mbvi.engine.lockstep.eligible`) step in chunks of members
-    together (``chunk`` at most); a member that leaves its common path is finished here by
-    :func:`run`, from the start of the step it left at. Other batches run member by member.
+
+@jit_alloc
+def run_batch(I, F, Iv, Fv, IL, FL, method, Q0, V0, t0, h, nsteps, save_every, tol, maxiter, ls, max_turn, Q, V, Wk,
+              info, size, lockstep, u0, u1):  # fmt: skip
+    """Units u0 … u1−1 of a batch: unit u is members u·size … (u+1)·size−1 of (Q0, V0); outputs indexed [b, ...].
+
+    Q[b, 0], V[b, 0] must hold the initial states and Wk[b, 0], Wk[b, −1] zero.
+    Each member's velocity is first projected onto the constraints at its
+    positions. With ``lockstep`` (:func:`mbvi.engine.lockstep.eligible`) a
+    unit's members step together; a member that leaves their common path is
+    finished by :func:`run`, from the start of the step it left at. Without,
+    each member is one :func:`run`. Releases the GIL: threads run disjoint
+    ranges of units at once (:func:`mbvi.engine.runner.integrate_batch`).
     """
     B = Q0.shape[0]
-    for b in range(B):
-        Q[b, 0] = Q0[b]
-        V[b, 0] = V0[b]
-        Wk[b, 0] = 0.0
-        Wk[b, Wk.shape[1] - 1] = 0.0
-    if not LS.eligible(I, IL[L_NB], method):
-        for b in prange(B):
-            # private copies of the model: numba reference-counts every array it passes, and two threads
-            # counting references to one shared array contend for its cache line on every call
-            I_b, F_b, Iv_b, Fv_b, IL_b, FL_b = I.copy(), F.copy(), Iv.copy(), Fv.copy(), IL.copy(), FL.copy()
-            lam = np.zeros((3, I[N]))
-            q = Q0[b].copy()
-            v = V0[b].copy()
-            run(I_b, F_b, Iv_b, Fv_b, IL_b, FL_b, method, q, v, t0, h, 0, nsteps, nsteps, save_every, tol, maxiter,
-                ls, max_turn, lam, Q[b], V[b], Wk[b], 1, info[b], True)  # fmt: skip
-        return
-    size = max(1, chunk)
-    nq, n = I[NQ], I[N]
-    for ch in prange(-(-B // size)):
-        b0 = ch * size
-        m = min(size, B - b0)
-        I_b, F_b, Iv_b, Fv_b, IL_b, FL_b = I.copy(), F.copy(), Iv.copy(), Fv.copy(), IL.copy(), FL.copy()
-        HK = np.zeros(m, dtype=np.int64)
-        HJ = np.zeros(m, dtype=np.int64)
-        HQ, HV, HW = np.zeros((m, nq)), np.zeros((m, nq)), np.zeros(m)
-        HLAM = np.zeros((m, 3, n))
-        LS.run_chunk(I_b, F_b, method, h, nsteps, save_every, tol, maxiter, ls, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM,
-                     HW)  # fmt: skip
-        for c in range(m):
-            b = b0 + c
-            if HK[c] < 0:
-                info[b, 0] = DONE
-                info[b, 1] = nsteps
-                info[b, 2] = HJ[c]
-            elif HJ[c] == 0:  # the initial projection failed: the serial run from the start
-                q, v = Q0[b].copy(), V0[b].copy()
-                V[b, 0] = v
-                run(I_b, F_b, Iv_b, Fv_b, IL_b, FL_b, method, q, v, t0, h, 0, nsteps, nsteps, save_every, tol,
-                    maxiter, ls, max_turn, np.zeros((3, n)), Q[b], V[b], Wk[b], 1, info[b], True)  # fmt: skip
-            else:  # the serial run takes over at the step this member left the common path
-                Wk[b, Wk.shape[1] - 1] = HW[c]
-                q, v = HQ[c].copy(), HV[c].copy()
-                run(I_b, F_b, Iv_b, Fv_b, IL_b, FL_b, method, q, v, t0, h, HK[c], nsteps, nsteps, save_every, tol,
-                    maxiter, ls, max_turn, HLAM[c].copy(), Q[b], V[b], Wk[b], HJ[c], info[b], False)  # fmt: skip
+    for u in range(u0, u1):
+        b0 = u * size
+        _batch_unit(I, F, Iv, Fv, IL, FL, method, Q0, V0, t0, h, nsteps, save_every, tol, maxiter, ls, max_turn, Q, V,
+                    Wk, info, b0, min(size, B - b0), lockstep)  # fmt: skip

@@ -13,9 +13,11 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 
+import numba
 import numpy as np
-from numba import get_num_threads
 
 from mbvi.engine import lieloop as LIE
 from mbvi.engine import lockstep, loop
@@ -155,9 +157,14 @@ def _saved_steps(count: int, nsteps: int, save_every: int) -> np.ndarray:
     return k.astype(float)
 
 
+def threads() -> int:
+    """Threads a batch runs on: numba's thread count (``NUMBA_NUM_THREADS``, by default one per core)."""
+    return max(1, int(numba.config.NUMBA_NUM_THREADS))
+
+
 def _chunk(B: int) -> int:
     """Members per lockstep chunk: up to :data:`mbvi.engine.lockstep.CHUNK`, at least two chunks per thread."""
-    return min(lockstep.CHUNK, max(1, -(-B // (2 * get_num_threads()))))
+    return min(lockstep.CHUNK, max(1, -(-B // (2 * threads()))))
 
 
 def integrate_batch(
@@ -167,7 +174,8 @@ def integrate_batch(
     """Every member of (Q0, V0) through the same compiled run, in parallel.
 
     ``chunk``: members stepped in lockstep (:mod:`mbvi.engine.lockstep`); by default up to
-    :data:`mbvi.engine.lockstep.CHUNK`, at least two chunks per thread. It changes the speed, not the result.
+    :data:`mbvi.engine.lockstep.CHUNK`, at least two chunks per thread; 0: member by member.
+    It changes the speed, not the result.
 
     Returns
     -------
@@ -180,14 +188,27 @@ def integrate_batch(
     system, h = integrator.system, integrator.dt
     B = len(Q0)
     nsave = _nsave(nsteps, save_every)
+    Q0, V0 = np.ascontiguousarray(Q0, float), np.ascontiguousarray(V0, float)
     Q = np.zeros((B, nsave, system.nq))
     V = np.zeros((B, nsave, system.nq))
+    Q[:, 0], V[:, 0] = Q0, V0
     Wk = np.zeros((B, nsave + 1))
     info = np.zeros((B, 6), dtype=np.int64)
-    loop.run_batch(
-        *model, _method(integrator), np.ascontiguousarray(Q0, float), np.ascontiguousarray(V0, float),
-        float(t0), h, nsteps, save_every, integrator.tol, integrator.maxiter, float(system.length_scale),
-        getattr(integrator, "max_turn", math.inf), Q, V, Wk,
-        info, _chunk(B) if chunk is None else int(chunk),
-    )  # fmt: skip
+    method = _method(integrator)
+    chunk = _chunk(B) if chunk is None else int(chunk)
+    together = chunk >= 1 and lockstep.eligible(int(model[4][L_NB]), method)
+    size = chunk if together else 1
+    units = -(-B // size)
+    max_turn = getattr(integrator, "max_turn", math.inf)
+    args = (*model, method, Q0, V0, float(t0), h, nsteps, save_every, integrator.tol, integrator.maxiter,
+            float(system.length_scale), max_turn, Q, V, Wk, info, size, together)  # fmt: skip
+    # the compiled loop releases the GIL: threads take blocks of units (a few per thread, for balance)
+    nthreads = min(threads(), units)
+    blocks = np.linspace(0, units, min(units, 4 * nthreads) + 1).astype(int)
+    if nthreads == 1:
+        loop.run_batch(*args, 0, units)
+    else:
+        with ThreadPoolExecutor(nthreads) as pool:
+            for f in [pool.submit(loop.run_batch, *args, int(a), int(b)) for a, b in pairwise(blocks)]:
+                f.result()
     return t0 + _saved_steps(nsave, nsteps, save_every) * h, Q, V, Wk[:, :nsave], info
