@@ -36,6 +36,7 @@ from mbvi.engine.slots import (
     HD_RB,
     KK,
     NNZ,
+    NPAIR,
     NQ,
     NU,
     NW,
@@ -109,6 +110,21 @@ def workspace_view(WI, WS, slot, length):
     return WS[o : o + length]
 
 
+@njit(inline="always")
+def ints(I, slot, length):
+    """The int array at offset I[slot] of the model, as a view (indexing a view, not I[I[slot] + i], lets LLVM
+    keep the base in a register: the sparse kernels run 1.5× faster)."""
+    o = I[slot]
+    return I[o : o + length]
+
+
+@njit(inline="always")
+def floats(I, F, slot, length):
+    """The float array at offset I[slot] of F, as a view (see :func:`ints`)."""
+    o = I[slot]
+    return F[o : o + length]
+
+
 OK, SHIFTED, FAILED = 0, 1, 2
 
 
@@ -116,18 +132,19 @@ OK, SHIFTED, FAILED = 0, 1, 2
 @jit
 def affine_uw(I, F, q, u, w):
     """U and W of every active row at q, flat (3n,) each (W untouched when the maps coincide)."""
-    n3 = 3 * I[N]
-    cu, cw, ur, uc, uv = I[CU], I[CW], I[UR], I[UC], I[UV]
+    n3, nu = 3 * I[N], I[NU]
+    cu, ur, uc, uv = floats(I, F, CU, n3), ints(I, UR, nu), ints(I, UC, nu), floats(I, F, UV, nu)
     for i in range(n3):
-        u[i] = F[cu + i]
-    for e in range(I[NU]):
-        u[I[ur + e]] += F[uv + e] * q[I[uc + e]]
+        u[i] = cu[i]
+    for e in range(nu):
+        u[ur[e]] += uv[e] * q[uc[e]]
     if not I[SAME]:
-        wr, wc, wv = I[WR], I[WC], I[WV]
+        nw = I[NW]
+        cw, wr, wc, wv = floats(I, F, CW, n3), ints(I, WR, nw), ints(I, WC, nw), floats(I, F, WV, nw)
         for i in range(n3):
-            w[i] = F[cw + i]
-        for e in range(I[NW]):
-            w[I[wr + e]] += F[wv + e] * q[I[wc + e]]
+            w[i] = cw[i]
+        for e in range(nw):
+            w[wr[e]] += wv[e] * q[wc[e]]
 
 
 @jit
@@ -136,10 +153,11 @@ def constraint_values(I, F, q, u, w, g):
     affine_uw(I, F, q, u, w)
     if I[SAME]:
         w = u
-    s, k = I[S], I[KK]
-    for r in range(I[N]):
+    n = I[N]
+    s, k = floats(I, F, S, n), floats(I, F, KK, n)
+    for r in range(n):
         i = 3 * r
-        g[r] = F[s + r] * (u[i] * w[i] + u[i + 1] * w[i + 1] + u[i + 2] * w[i + 2]) - F[k + r]
+        g[r] = s[r] * (u[i] * w[i] + u[i + 1] * w[i + 1] + u[i + 2] * w[i + 2]) - k[r]
 
 
 @jit
@@ -148,25 +166,28 @@ def jacobian_values(I, F, u, w, gd):
     gd[:] = 0.0
     if I[SAME]:
         w = u
-    ur, upos, su = I[UR], I[UPOS], I[SU]
-    for e in range(I[NU]):
-        gd[I[upos + e]] += F[su + e] * w[I[ur + e]]
+    nu = I[NU]
+    ur, upos, su = ints(I, UR, nu), ints(I, UPOS, nu), floats(I, F, SU, nu)
+    for e in range(nu):
+        gd[upos[e]] += su[e] * w[ur[e]]
     if not I[SAME]:
-        wr, wpos, sw = I[WR], I[WPOS], I[SW]
-        for e in range(I[NW]):
-            gd[I[wpos + e]] += F[sw + e] * u[I[wr + e]]
+        nw = I[NW]
+        wr, wpos, sw = ints(I, WR, nw), ints(I, WPOS, nw), floats(I, F, SW, nw)
+        for e in range(nw):
+            gd[wpos[e]] += sw[e] * u[wr[e]]
 
 
 @jit
 def residual(I, F, g):
     """max |g / scale| over active rows, not counting round-off (dimensionless)."""
     r = 0.0
-    sc, ro = I[SCALE], I[ROUND]
-    for i in range(I[N]):
+    n = I[N]
+    sc, ro = floats(I, F, SCALE, n), floats(I, F, ROUND, n)
+    for i in range(n):
         a = abs(g[i])
         if not a < math.inf:
             return math.inf
-        a = (a - F[ro + i]) / F[sc + i]
+        a = (a - ro[i]) / sc[i]
         if a > r:
             r = a
     return r
@@ -283,19 +304,21 @@ def copy_into(dst, src):
 def matvec(I, gd, x, out):
     """out = G x."""
     out[:] = 0.0
-    prow, pcol = I[PROW], I[PCOL]
-    for i in range(I[NNZ]):
-        out[I[prow + i]] += gd[i] * x[I[pcol + i]]
+    nnz = I[NNZ]
+    prow, pcol = ints(I, PROW, nnz), ints(I, PCOL, nnz)
+    for i in range(nnz):
+        out[prow[i]] += gd[i] * x[pcol[i]]
 
 
 @jit
 def wgt(I, F, gd, y, out):
     """out = M⁻¹ Gᵀ y."""
     out[:] = 0.0
-    prow, pcol, wo = I[PROW], I[PCOL], I[INV_MASS]
-    for i in range(I[NNZ]):
-        c = I[pcol + i]
-        out[c] += F[wo + c] * gd[i] * y[I[prow + i]]
+    nnz = I[NNZ]
+    prow, pcol, wi = ints(I, PROW, nnz), ints(I, PCOL, nnz), floats(I, F, INV_MASS, I[NQ])
+    for i in range(nnz):
+        c = pcol[i]
+        out[c] += wi[c] * gd[i] * y[prow[i]]
 
 
 # ----------------------------------------------------------------- A = G W Gᵀ, profile (skyline) Cholesky
@@ -306,13 +329,14 @@ def wgt(I, F, gd, y, out):
 @jit
 def _cholesky_profile(I, ab):
     """In-place Cholesky in profile storage; False when A is not positive definite."""
-    fo, ro = I[FIRST], I[ROWSTART]
-    for i in range(I[N]):
-        fi = I[fo + i]
-        ri = I[ro + i] - fi  # ab[ri + j] is L[i, j]
+    n = I[N]
+    first, rowstart = ints(I, FIRST, n), ints(I, ROWSTART, n)
+    for i in range(n):
+        fi = first[i]
+        ri = rowstart[i] - fi  # ab[ri + j] is L[i, j]
         for j in range(fi, i):
-            fj = I[fo + j]
-            rj = I[ro + j] - fj
+            fj = first[j]
+            rj = rowstart[j] - fj
             s = ab[ri + j]
             for k in range(max(fi, fj), j):
                 s -= ab[ri + k] * ab[rj + k]
@@ -329,11 +353,12 @@ def _cholesky_profile(I, ab):
 @jit
 def _assemble(I, F, gd, ab):
     """Values of A = G M⁻¹ Gᵀ into the profile storage ``ab``."""
-    pa, pb, ts, aw = I[PA], I[PB], I[TSTART], I[AW]
-    for t in range(I[SIZE_L]):  # the pairs of entry t, summed in a register (no store-to-load chain)
+    npair, size = I[NPAIR], I[SIZE_L]
+    pa, pb, aw, ts = ints(I, PA, npair), ints(I, PB, npair), floats(I, F, AW, npair), ints(I, TSTART, size + 1)
+    for t in range(size):  # the pairs of entry t, summed in a register (no store-to-load chain)
         s = 0.0
-        for i in range(I[ts + t], I[ts + t + 1]):
-            s += gd[I[pa + i]] * gd[I[pb + i]] * F[aw + i]
+        for i in range(ts[t], ts[t + 1]):
+            s += gd[pa[i]] * gd[pb[i]] * aw[i]
         ab[t] = s
 
 
@@ -368,23 +393,23 @@ def factor(I, F, gd, ab):
 def solve(I, ab, rhs, out, tmp):
     """out = A⁻¹ rhs with the factorization from :func:`factor`."""
     n = I[N]
-    perm, fo, ro = I[PERM], I[FIRST], I[ROWSTART]
+    perm, first, rowstart = ints(I, PERM, n), ints(I, FIRST, n), ints(I, ROWSTART, n)
     for i in range(n):
-        fi = I[fo + i]
-        ri = I[ro + i] - fi
-        s = rhs[I[perm + i]]
+        fi = first[i]
+        ri = rowstart[i] - fi
+        s = rhs[perm[i]]
         for k in range(fi, i):
             s -= ab[ri + k] * tmp[k]
         tmp[i] = s * ab[ri + i]
     for i in range(n - 1, -1, -1):  # Lᵀ x = y, column by column
-        fi = I[fo + i]
-        ri = I[ro + i] - fi
+        fi = first[i]
+        ri = rowstart[i] - fi
         x = tmp[i] * ab[ri + i]
         tmp[i] = x
         for k in range(fi, i):
             tmp[k] -= ab[ri + k] * x
     for i in range(n):
-        out[I[perm + i]] = tmp[i]
+        out[perm[i]] = tmp[i]
 
 
 # ----------------------------------------------------------------------------------- force families

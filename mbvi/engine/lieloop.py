@@ -125,12 +125,13 @@ def _jacobian_v(I, F, IL, FL, q, u, w, gdq, gdv):
     """G_v(q) on the velocity pattern from U, W at q (:func:`mbvi.engine.kernels.constraint_values`)."""
     K.jacobian_values(I, F, u, w, gdq)
     gdv[:] = 0.0
-    cq, cv = IL[L_CQ], IL[L_CV]
-    for e in range(IL[L_NCOPY]):
-        gdv[IL[cv + e]] = gdq[IL[cq + e]]
-    rv, rq, rr, rs = IL[L_RV], IL[L_RQ], IL[L_RR], IL[L_RS]
-    for e in range(IL[L_NROT]):
-        gdv[IL[rv + e]] += FL[rs + e] * q[IL[rr + e]] * gdq[IL[rq + e]]
+    nc, nr = IL[L_NCOPY], IL[L_NROT]
+    cq, cv = K.ints(IL, L_CQ, nc), K.ints(IL, L_CV, nc)
+    for e in range(nc):
+        gdv[cv[e]] = gdq[cq[e]]
+    rv, rq, rr, rs = K.ints(IL, L_RV, nr), K.ints(IL, L_RQ, nr), K.ints(IL, L_RR, nr), K.floats(IL, FL, L_RS, nr)
+    for e in range(nr):
+        gdv[rv[e]] += rs[e] * q[rr[e]] * gdq[rq[e]]
 
 
 @jit
