@@ -74,14 +74,19 @@ def _note_if_empty(ax: Axes, values: NDArray[np.float64], text: str) -> None:
 
 
 # ---------------------------------------------------------------- quantities
-def _relative_energy_error(traj: Any) -> NDArray[np.float64]:
-    """``|E - E0| / |E0|``, or relative to the energy scale when ``E0`` is ~0."""
-    e = np.asarray(traj.energy, dtype=float)
-    scale = abs(e[0])
+def _energy_scale(traj: Any) -> tuple[float, str]:
+    """The energy an error is relative to and its symbol: |E₀|, or max|T| + max|U| when E₀ is ~0."""
+    e0 = abs(float(np.asarray(traj.energy, dtype=float)[0]))
     typical = float(np.max(np.abs(traj.kinetic)) + np.max(np.abs(traj.potential)))
-    if scale <= 1e-12 * max(typical, 1e-300):
-        scale = typical if typical > 0 else 1.0
-    return np.abs(e - e[0]) / scale
+    if e0 <= 1e-12 * max(typical, 1e-300):
+        return (typical if typical > 0 else 1.0), "(max|T| + max|U|)"
+    return e0, "|E₀|"
+
+
+def _relative_energy_error(traj: Any) -> NDArray[np.float64]:
+    """``|E - E0| / |E0|``, or relative to the energy scale when ``E0`` is ~0 (:func:`_energy_scale`)."""
+    e = np.asarray(traj.energy, dtype=float)
+    return np.abs(e - e[0]) / _energy_scale(traj)[0]
 
 
 def _norm_drift(values: Any) -> NDArray[np.float64]:
@@ -159,7 +164,7 @@ def energy_error(traj: Any, ax: Axes | None = None) -> Figure:
     ax.semilogy(np.asarray(traj.t), _positive(err), lw=1.0, label="relative energy error")
     _note_if_empty(ax, err, "energy conserved to round-off")
     ax.set_xlabel("time t [s]")
-    ax.set_ylabel("|E − E₀| / |E₀|")
+    ax.set_ylabel(f"|E − E₀| / {_energy_scale(traj)[1]}")  # E₀ = 0 (a pendulum released at U = 0): not |E₀|
     ax.set_title("Energy error")
     ax.grid(True, which="both", alpha=0.3)
     return fig

@@ -53,14 +53,20 @@ def test_energy_error_is_relative_and_logarithmic(traj) -> None:
     np.testing.assert_allclose(y[finite], expected[finite])
     assert np.all(expected[~finite] == 0)  # exact zeros are gaps on a log axis
     assert 0 < np.nanmax(y) < 1e-2  # Verlet: a small bounded band
+    assert ax.get_ylabel() == "|E − E₀| / |E₀|"
 
 
 def test_energy_error_with_zero_initial_energy_uses_the_energy_scale() -> None:
     scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
     scene.add(mbvi.Particle("a", mass=1.0, position=(0.0, 0.0, 0.0), velocity=(0.0, 0.0, 0.0)))
     traj = mbvi.simulate(scene, t_end=0.5, dt=0.01)  # free fall from the origin: E(0) = 0
-    y = np.asarray(plot.energy_error(traj).axes[0].get_lines()[0].get_ydata(), dtype=float)
+    ax = plot.energy_error(traj).axes[0]
+    y = np.asarray(ax.get_lines()[0].get_ydata(), dtype=float)
     assert np.all(np.isnan(y) | (y < 1e-6))
+    scale = np.max(np.abs(traj.kinetic)) + np.max(np.abs(traj.potential))
+    expected = np.abs(traj.energy - traj.energy[0]) / scale
+    np.testing.assert_allclose(y[np.isfinite(y)], expected[np.isfinite(y)])  # exact zeros: gaps on a log axis
+    assert ax.get_ylabel() == "|E − E₀| / (max|T| + max|U|)"  # not |E₀| = 0
 
 
 def test_momentum_components(traj) -> None:
