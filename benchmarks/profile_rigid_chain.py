@@ -1,0 +1,210 @@
+"""Where a step of a rigid chain goes: the compiled Lie loop's kernels timed one by one.
+
+Run: ``python benchmarks/profile_rigid_chain.py [links]`` (default 32, the
+chain of ``bench_engine.py``: solid cylinders on revolute joints with axes
+alternating y and z, released horizontal; dt = 1e-3). Not part of ``make
+bench``: a tool for whoever speeds up the rigid-body path. It prints
+
+1. the time per step of ``verlet`` at constraint tolerances 1e-12 … 1e-3
+   (what SHAKE's iterations cost);
+2. how many constrained drifts each of 200 steps takes (each step rerun with
+   ``maxiter`` = 1, 2, … until it succeeds);
+3. the residual the first drift leaves, relative to the tolerance, with the
+   multipliers extrapolated from the last 1 … 4 steps (constant, linear,
+   quadratic, cubic): whether a better warm start would save the second drift;
+4. each kernel of a step, timed in a compiled loop of 20000 calls: the
+   constraint values, the Jacobian in velocity coordinates, the assembly and
+   the profile Cholesky of A = G M⁻¹ Gᵀ, a solve, the drift of every body,
+   M⁻¹Gᵀy.
+
+Timings are the best of 5 runs (µs); they use the engine's private kernels.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+import mbvi
+from mbvi.engine import kernels as K
+from mbvi.engine import lieloop as LIE
+from mbvi.engine import loop
+from mbvi.engine import model as M
+from mbvi.engine import slots as S
+from mbvi.engine.kernels import workspace_view as _buf
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_engine import rigid_chain
+
+H = 1e-3
+TOL = 1e-12
+
+
+def best(f, *args, n: int = 20000) -> float:
+    """Best of 5 runs of ``f(n, *args)``, µs per call."""
+    f(10, *args)
+    t = np.inf
+    for _ in range(5):
+        t0 = time.perf_counter()
+        f(n, *args)
+        t = min(t, (time.perf_counter() - t0) / n)
+    return t * 1e6
+
+
+@njit
+def _constraint_values(k, I, F, WI, WS, q):
+    n = I[S.N]
+    u, w, g = _buf(WI, WS, S.X_U, 3 * n), _buf(WI, WS, S.X_W, 3 * n), _buf(WI, WS, S.X_G, n)
+    for _ in range(k):
+        K.constraint_values(I, F, q, u, w, g)
+
+
+@njit
+def _jacobian(k, I, F, Iv, IL, FL, WI, WS, bufs, q):
+    n, nnz = I[S.N], Iv[S.NNZ]
+    u, w = _buf(WI, WS, S.X_U, 3 * n), _buf(WI, WS, S.X_W, 3 * n)
+    gd = WS[WI[S.X_GD] : WI[S.X_GD] + nnz]
+    for _ in range(k):
+        LIE._jacobian_v(I, F, IL, FL, q, u, w, bufs[LIE.B_GDQ], gd)
+
+
+@njit
+def _assemble(k, Iv, Fv, WI, WS):
+    gd = WS[WI[S.X_GD] : WI[S.X_GD] + Iv[S.NNZ]]
+    ab = WS[WI[S.X_AB] : WI[S.X_AB] + WI[S.SIZE_AB]]
+    for _ in range(k):
+        K._assemble(Iv, Fv, gd, ab)
+
+
+@njit
+def _assemble_cholesky(k, Iv, Fv, WI, WS):
+    gd = WS[WI[S.X_GD] : WI[S.X_GD] + Iv[S.NNZ]]
+    ab = WS[WI[S.X_AB] : WI[S.X_AB] + WI[S.SIZE_AB]]
+    for _ in range(k):
+        K._assemble(Iv, Fv, gd, ab)
+        K._cholesky_profile(Iv, ab)
+
+
+@njit
+def _solve(k, Iv, WI, WS, rhs, out):
+    ab = WS[WI[S.X_AB] : WI[S.X_AB] + WI[S.SIZE_AB]]
+    tmp = _buf(WI, WS, S.X_TMP, Iv[S.N])
+    for _ in range(k):
+        K.solve(Iv, ab, rhs, out, tmp)
+
+
+@njit
+def _drift(k, IL, FL, q0, uh, q1, ua, um, xs):
+    for _ in range(k):
+        LIE._drift(IL, FL, q0, uh, H, q1, ua, um, xs)
+
+
+@njit
+def _wgt(k, Iv, Fv, WI, WS, y, out):
+    gd = WS[WI[S.X_GD] : WI[S.X_GD] + Iv[S.NNZ]]
+    for _ in range(k):
+        K.wgt(Iv, Fv, gd, y, out)
+
+
+@njit
+def _first_residuals(I, F, Iv, Fv, IL, FL, q, u, nsteps, order, out):
+    """Verlet steps; before each, the residual of one drift from multipliers extrapolated to ``order``."""
+    WI, WS = loop.workspace(Iv)
+    bufs = LIE.lie_buffers(I, Iv, IL)
+    n = I[S.N]
+    hist = np.zeros((4, n))  # multipliers of the last steps, newest first
+    lam = np.zeros(n)
+    LIE._factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, WI[S.CUR], False)
+    WI[S.HAVE_FACTOR] = 1
+    weights = ((1.0, 0.0, 0.0, 0.0), (2.0, -1.0, 0.0, 0.0), (3.0, -3.0, 1.0, 0.0), (4.0, -6.0, 4.0, -1.0))
+    for k in range(nsteps):
+        use = min(order, k)  # as many past steps as there are
+        for i in range(n):
+            lam[i] = 0.0
+            if use > 0:
+                for j in range(use):
+                    lam[i] += weights[use - 1][j] * hist[j, i]
+        grad = bufs[LIE.B_GRAD0] if WI[S.CUR] == 0 else bufs[LIE.B_GRAD1]
+        K.gradient(I, F, q, grad)
+        LIE._forces(I, F, IL, q, u, grad, bufs, bufs[LIE.B_FV0])
+        LIE._kick(Iv, Fv, u, 0.5 * H, bufs[LIE.B_TMPV], bufs[LIE.B_UFREE])
+        probe = lam.copy()
+        LIE._shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, WI[S.CUR], q, bufs[LIE.B_UFREE], H, probe, True, TOL, 1)
+        out[k] = K.residual(I, F, _buf(WI, WS, S.X_G, n)) / TOL
+        WI[S.HAVE_GRAD] = 0
+        LIE._substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, H, 0.5 * H, 0.5 * H, lam, TOL, 50, 1.0)
+        for j in range(3, 0, -1):
+            hist[j] = hist[j - 1]
+        hist[0] = lam
+
+
+def main(links: int) -> None:
+    system = mbvi.assemble(rigid_chain(links))
+    stepper = mbvi.get_integrator("verlet")(system, H)
+    _, Q, V = stepper.integrate(system.initial_state(), 0.0, 500, save_every=500)
+    q0, v0 = Q[-1].copy(), V[-1].copy()  # half a second in: the chain is moving
+    I, F, Iv, Fv, IL, FL = M.build(system)
+    n, nv = Iv[S.N], Iv[S.NQ]
+    print(f"{links}-link rigid chain: {n} constraint rows, {nv} velocity coordinates, G has {Iv[S.NNZ]} entries, "
+          f"A's profile {Iv[S.SIZE_L]} entries ({Iv[S.NPAIR]} products)")  # fmt: skip
+
+    print("\n1. time per verlet step against the tolerance")
+    for tol in (1e-12, 1e-10, 1e-8, 1e-6, 1e-3):
+        stepper.tol = tol
+        t = np.inf
+        for _ in range(3):
+            t0 = time.perf_counter()
+            stepper.integrate(mbvi.State(q0, v0), 0.0, 2000, save_every=2000)
+            t = min(t, (time.perf_counter() - t0) / 2000)
+        print(f"   tol {tol:7.0e}: {t * 1e6:6.1f} µs")
+    stepper.tol = TOL
+
+    print("\n2. constrained drifts per step (200 steps)")
+    q, v, lam = q0.copy(), v0.copy(), np.zeros((3, n))
+    counts = []
+    for _ in range(200):
+        for maxiter in range(1, 30):
+            qq, vv, ll = q.copy(), v.copy(), lam.copy()
+            Qs, Vs, Wk, info = np.empty((2, len(q))), np.empty((2, len(q))), np.zeros(3), np.zeros(6, np.int64)
+            loop.run(I, F, Iv, Fv, IL, FL, 0, qq, vv, 0.0, H, 0, 1, 1, 1, TOL, maxiter, float(system.length_scale),
+                     np.inf, ll, Qs, Vs, Wk, 1, info)  # fmt: skip
+            if info[0] == loop.DONE:
+                break
+        counts.append(maxiter)
+        q, v, lam = qq, vv, ll
+    print("   " + ", ".join(f"{c} drifts: {k} steps" for c, k in enumerate(np.bincount(counts)) if k))
+
+    print("\n3. residual of the first drift / tolerance, by warm start (median, 90th percentile)")
+    u = np.zeros(nv)
+    LIE.to_u(IL, q0, v0, u)
+    for order, name in ((1, "last step's"), (2, "linear"), (3, "quadratic"), (4, "cubic")):
+        out = np.zeros(300)
+        _first_residuals(I, F, Iv, Fv, IL, FL, q0.copy(), u.copy(), 300, order, out)
+        r = out[10:]
+        print(f"   {name:12s} {np.median(r):9.3g} {np.percentile(r, 90):9.3g}   (a second drift is needed above 0.5)")
+
+    print("\n4. kernels, µs per call")
+    WI, WS = loop.workspace(Iv)
+    bufs = LIE.lie_buffers(I, Iv, IL)
+    LIE._factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q0, 0, False)
+    rhs, out = np.random.default_rng(0).random(n), np.zeros(n)
+    scratch = (q0, u.copy(), q0.copy(), u.copy(), u.copy(), np.zeros(3 * links))  # q0, u½, q1, u after, ū, x
+    rows = (
+        ("constraint values g(q)", best(_constraint_values, I, F, WI, WS, q0)),
+        ("Jacobian G_v", best(_jacobian, I, F, Iv, IL, FL, WI, WS, bufs, q0)),
+        ("assembly of A", best(_assemble, Iv, Fv, WI, WS)),
+        ("assembly + profile Cholesky", best(_assemble_cholesky, Iv, Fv, WI, WS)),
+        ("solve with the factor", best(_solve, Iv, WI, WS, rhs, out)),
+        ("drift of every body (Cayley)", best(_drift, IL, FL, *scratch)),
+        ("M⁻¹Gᵀy", best(_wgt, Iv, Fv, WI, WS, rhs, np.zeros(nv))),
+    )
+    for name, t in rows:
+        print(f"   {name:30s} {t:7.2f}")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 32)
