@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 from numba import njit
+from numba import uint64 as U
 
 from mbvi.engine.slots import (
     AW,
@@ -125,6 +126,11 @@ def floats(I, F, slot, length):
     return F[o : o + length]
 
 
+# An index known to be ≥ 0 is cast to unsigned where it indexes in the sparse kernels below, ``a[U(i)]``:
+# a signed index makes numba test it for Python's negative wraparound on every access, which costs
+# these gather/scatter loops two thirds of their time (assembly of A on a 32-link rigid chain: 11 → 3.7 µs).
+# Only the index is cast, never a term of index arithmetic (int64 ± uint64 is a float in numba).
+
 OK, SHIFTED, FAILED = 0, 1, 2
 
 
@@ -137,14 +143,14 @@ def affine_uw(I, F, q, u, w):
     for i in range(n3):
         u[i] = cu[i]
     for e in range(nu):
-        u[ur[e]] += uv[e] * q[uc[e]]
+        u[U(ur[e])] += uv[e] * q[U(uc[e])]
     if not I[SAME]:
         nw = I[NW]
         cw, wr, wc, wv = floats(I, F, CW, n3), ints(I, WR, nw), ints(I, WC, nw), floats(I, F, WV, nw)
         for i in range(n3):
             w[i] = cw[i]
         for e in range(nw):
-            w[wr[e]] += wv[e] * q[wc[e]]
+            w[U(wr[e])] += wv[e] * q[U(wc[e])]
 
 
 @jit
@@ -169,12 +175,12 @@ def jacobian_values(I, F, u, w, gd):
     nu = I[NU]
     ur, upos, su = ints(I, UR, nu), ints(I, UPOS, nu), floats(I, F, SU, nu)
     for e in range(nu):
-        gd[upos[e]] += su[e] * w[ur[e]]
+        gd[U(upos[e])] += su[e] * w[U(ur[e])]
     if not I[SAME]:
         nw = I[NW]
         wr, wpos, sw = ints(I, WR, nw), ints(I, WPOS, nw), floats(I, F, SW, nw)
         for e in range(nw):
-            gd[wpos[e]] += sw[e] * u[wr[e]]
+            gd[U(wpos[e])] += sw[e] * u[U(wr[e])]
 
 
 @jit
@@ -307,7 +313,7 @@ def matvec(I, gd, x, out):
     nnz = I[NNZ]
     prow, pcol = ints(I, PROW, nnz), ints(I, PCOL, nnz)
     for i in range(nnz):
-        out[prow[i]] += gd[i] * x[pcol[i]]
+        out[U(prow[i])] += gd[i] * x[U(pcol[i])]
 
 
 @jit
@@ -317,8 +323,8 @@ def wgt(I, F, gd, y, out):
     nnz = I[NNZ]
     prow, pcol, wi = ints(I, PROW, nnz), ints(I, PCOL, nnz), floats(I, F, INV_MASS, I[NQ])
     for i in range(nnz):
-        c = pcol[i]
-        out[c] += wi[c] * gd[i] * y[prow[i]]
+        c = U(pcol[i])
+        out[c] += wi[c] * gd[i] * y[U(prow[i])]
 
 
 # ----------------------------------------------------------------- A = G W Gᵀ, profile (skyline) Cholesky
@@ -333,20 +339,20 @@ def _cholesky_profile(I, ab):
     first, rowstart = ints(I, FIRST, n), ints(I, ROWSTART, n)
     for i in range(n):
         fi = first[i]
-        ri = rowstart[i] - fi  # ab[ri + j] is L[i, j]
+        ri = rowstart[i] - fi  # ab[ri + j] is L[i, j] (ri may be < 0, ri + j is not)
         for j in range(fi, i):
-            fj = first[j]
-            rj = rowstart[j] - fj
-            s = ab[ri + j]
+            fj = first[U(j)]
+            rj = rowstart[U(j)] - fj
+            s = ab[U(ri + j)]
             for k in range(max(fi, fj), j):
-                s -= ab[ri + k] * ab[rj + k]
-            ab[ri + j] = s * ab[rj + j]
-        d = ab[ri + i]
+                s -= ab[U(ri + k)] * ab[U(rj + k)]
+            ab[U(ri + j)] = s * ab[U(rj + j)]
+        d = ab[U(ri + i)]
         for k in range(fi, i):
-            d -= ab[ri + k] * ab[ri + k]
+            d -= ab[U(ri + k)] * ab[U(ri + k)]
         if not d > 0.0 or not d < math.inf:
             return False
-        ab[ri + i] = 1.0 / math.sqrt(d)
+        ab[U(ri + i)] = 1.0 / math.sqrt(d)
     return True
 
 
@@ -358,7 +364,7 @@ def _assemble(I, F, gd, ab):
     for t in range(size):  # the pairs of entry t, summed in a register (no store-to-load chain)
         s = 0.0
         for i in range(ts[t], ts[t + 1]):
-            s += gd[pa[i]] * gd[pb[i]] * aw[i]
+            s += gd[U(pa[U(i)])] * gd[U(pb[U(i)])] * aw[U(i)]
         ab[t] = s
 
 
@@ -397,19 +403,19 @@ def solve(I, ab, rhs, out, tmp):
     for i in range(n):
         fi = first[i]
         ri = rowstart[i] - fi
-        s = rhs[perm[i]]
+        s = rhs[U(perm[i])]
         for k in range(fi, i):
-            s -= ab[ri + k] * tmp[k]
-        tmp[i] = s * ab[ri + i]
+            s -= ab[U(ri + k)] * tmp[U(k)]
+        tmp[i] = s * ab[U(ri + i)]
     for i in range(n - 1, -1, -1):  # Lᵀ x = y, column by column
-        fi = first[i]
-        ri = rowstart[i] - fi
-        x = tmp[i] * ab[ri + i]
-        tmp[i] = x
+        fi = first[U(i)]
+        ri = rowstart[U(i)] - fi
+        x = tmp[U(i)] * ab[U(ri + i)]
+        tmp[U(i)] = x
         for k in range(fi, i):
-            tmp[k] -= ab[ri + k] * x
+            tmp[U(k)] -= ab[U(ri + k)] * x
     for i in range(n):
-        out[perm[i]] = tmp[i]
+        out[U(perm[i])] = tmp[i]
 
 
 # ----------------------------------------------------------------------------------- force families

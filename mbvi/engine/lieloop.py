@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import uint64 as U
 
 from mbvi.engine import kernels as K
 from mbvi.engine import rotation as ROT
@@ -128,10 +129,10 @@ def _jacobian_v(I, F, IL, FL, q, u, w, gdq, gdv):
     nc, nr = IL[L_NCOPY], IL[L_NROT]
     cq, cv = K.ints(IL, L_CQ, nc), K.ints(IL, L_CV, nc)
     for e in range(nc):
-        gdv[cv[e]] = gdq[cq[e]]
+        gdv[U(cv[e])] = gdq[U(cq[e])]
     rv, rq, rr, rs = K.ints(IL, L_RV, nr), K.ints(IL, L_RQ, nr), K.ints(IL, L_RR, nr), K.floats(IL, FL, L_RS, nr)
     for e in range(nr):
-        gdv[rv[e]] += rs[e] * q[rr[e]] * gdq[rq[e]]
+        gdv[U(rv[e])] += rs[e] * q[U(rr[e])] * gdq[U(rq[e])]
 
 
 @jit
