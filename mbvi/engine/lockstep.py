@@ -585,9 +585,11 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, 
     _jacobian_values(I, F, L[L_U], L[L_W], GD[0], m)
     _factor(I, F, GD[0], AB[0], bad, m)
     _remove_normal(I, F, GD[0], AB[0], v, L, m)
+    live = m
     for c in range(m):
         if bad[c]:  # the serial run projects it (or reports why it cannot)
             act[c] = 0
+            live -= 1
             HK[c] = 0
             HJ[c] = 0
         else:
@@ -598,7 +600,6 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, 
     cur = 0
     have_grad = False
     j = 1
-    live = m
     for k in range(nsteps):
         if live == 0:
             break

@@ -158,8 +158,8 @@ def _saved_steps(count: int, nsteps: int, save_every: int) -> np.ndarray:
 
 
 def threads() -> int:
-    """Threads a batch runs on: numba's thread count (``NUMBA_NUM_THREADS``, by default one per core)."""
-    return max(1, int(numba.config.NUMBA_NUM_THREADS))
+    """Threads a batch runs on: numba's (``numba.set_num_threads``, ``NUMBA_NUM_THREADS``; by default one per core)."""
+    return max(1, int(numba.get_num_threads()))
 
 
 def _chunk(B: int) -> int:
@@ -204,10 +204,10 @@ def integrate_batch(
             float(system.length_scale), max_turn, Q, V, Wk, info, size, together)  # fmt: skip
     # the compiled loop releases the GIL: threads take blocks of units (a few per thread, for balance)
     nthreads = min(threads(), units)
-    blocks = np.linspace(0, units, min(units, 4 * nthreads) + 1).astype(int)
     if nthreads == 1:
         loop.run_batch(*args, 0, units)
-    else:
+    elif nthreads > 1:
+        blocks = np.linspace(0, units, min(units, 4 * nthreads) + 1).astype(int)
         with ThreadPoolExecutor(nthreads) as pool:
             for f in [pool.submit(loop.run_batch, *args, int(a), int(b)) for a, b in pairwise(blocks)]:
                 f.result()
