@@ -73,20 +73,14 @@ def _jacobian(k, I, F, Iv, IL, FL, WI, WS, bufs, q):
 
 
 @njit
-def _assemble(k, Iv, Fv, WI, WS):
+def _assemble(k, Iv, Fv, WI, WS, cholesky):
+    """The assembly of A, and with ``cholesky`` its profile Cholesky after it."""
     gd = WS[WI[S.X_GD] : WI[S.X_GD] + Iv[S.NNZ]]
     ab = WS[WI[S.X_AB] : WI[S.X_AB] + WI[S.SIZE_AB]]
     for _ in range(k):
         K._assemble(Iv, Fv, gd, ab)
-
-
-@njit
-def _assemble_cholesky(k, Iv, Fv, WI, WS):
-    gd = WS[WI[S.X_GD] : WI[S.X_GD] + Iv[S.NNZ]]
-    ab = WS[WI[S.X_AB] : WI[S.X_AB] + WI[S.SIZE_AB]]
-    for _ in range(k):
-        K._assemble(Iv, Fv, gd, ab)
-        K._cholesky_profile(Iv, ab)
+        if cholesky:
+            K._cholesky_profile(Iv, ab)
 
 
 @njit
@@ -196,8 +190,8 @@ def main(links: int) -> None:
     rows = (
         ("constraint values g(q)", best(_constraint_values, I, F, WI, WS, q0)),
         ("Jacobian G_v", best(_jacobian, I, F, Iv, IL, FL, WI, WS, bufs, q0)),
-        ("assembly of A", best(_assemble, Iv, Fv, WI, WS)),
-        ("assembly + profile Cholesky", best(_assemble_cholesky, Iv, Fv, WI, WS)),
+        ("assembly of A", best(_assemble, Iv, Fv, WI, WS, False)),
+        ("assembly + profile Cholesky", best(_assemble, Iv, Fv, WI, WS, True)),
         ("solve with the factor", best(_solve, Iv, WI, WS, rhs, out)),
         ("drift of every body (Cayley)", best(_drift, IL, FL, *scratch)),
         ("M⁻¹Gᵀy", best(_wgt, Iv, Fv, WI, WS, rhs, np.zeros(nv))),

@@ -383,13 +383,13 @@ def factor(I, F, gd, ab):
     if _cholesky_profile(I, ab):
         return OK
     _assemble(I, F, gd, ab)
-    fo, ro = I[FIRST], I[ROWSTART]
+    first, rowstart = ints(I, FIRST, n), ints(I, ROWSTART, n)
     big = 0.0
     for i in range(n):
-        big = max(big, abs(ab[I[ro + i] - I[fo + i] + i]))
+        big = max(big, abs(ab[rowstart[i] - first[i] + i]))
     shift = 1e-12 * big if big > 0.0 else 1e-300
     for i in range(n):
-        ab[I[ro + i] - I[fo + i] + i] += shift
+        ab[rowstart[i] - first[i] + i] += shift
     if _cholesky_profile(I, ab):
         return SHIFTED
     return FAILED
