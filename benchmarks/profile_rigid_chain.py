@@ -14,8 +14,9 @@ bench``: a tool for whoever speeds up the rigid-body path. It prints
    quadratic, cubic): whether a better warm start would save the second drift;
 4. each kernel of a step, timed in a compiled loop of 20000 calls: the
    constraint values, the Jacobian in velocity coordinates, the assembly and
-   the profile Cholesky of A = G M⁻¹ Gᵀ, a solve, the drift of every body,
-   M⁻¹Gᵀy.
+   the profile Cholesky of A = G M⁻¹ Gᵀ, a solve, the drift of every body
+   (Newton on its Cayley parameter from h ω, or from the previous SHAKE
+   iterate's parameter), the rates after the accepted drift, M⁻¹Gᵀy.
 
 Timings are the best of 5 runs (µs); they use the engine's private kernels.
 """
@@ -92,9 +93,15 @@ def _solve(k, Iv, WI, WS, rhs, out):
 
 
 @njit
-def _drift(k, IL, FL, q0, uh, q1, ua, um, xs):
+def _drift(k, IL, FL, q0, uh, q1, xs, warm):
     for _ in range(k):
-        LIE._drift(IL, FL, q0, uh, H, q1, ua, um, xs)
+        LIE._drift(IL, FL, q0, uh, H, q1, xs, warm)
+
+
+@njit
+def _drift_rates(k, IL, FL, uh, xs, ua, um):
+    for _ in range(k):
+        LIE._drift_rates(IL, FL, uh, H, xs, ua, um)
 
 
 @njit
@@ -158,7 +165,7 @@ def main(links: int) -> None:
     stepper.tol = TOL
 
     print("\n2. constrained drifts per step (200 steps)")
-    q, v, lam = q0.copy(), v0.copy(), np.zeros((3, n))
+    q, v, lam = q0.copy(), v0.copy(), np.zeros((S.WARM_ROWS, n))
     counts = []
     for _ in range(200):
         for maxiter in range(1, 30):
@@ -186,14 +193,17 @@ def main(links: int) -> None:
     bufs = LIE.lie_buffers(I, Iv, IL)
     LIE._factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q0, 0, False)
     rhs, out = np.random.default_rng(0).random(n), np.zeros(n)
-    scratch = (q0, u.copy(), q0.copy(), u.copy(), u.copy(), np.zeros(3 * links))  # q0, u½, q1, u after, ū, x
+    xs = np.zeros(3 * links)  # the Cayley parameters of the drift
+    LIE._drift(IL, FL, q0, u, H, q0.copy(), xs, False)
     rows = (
         ("constraint values g(q)", best(_constraint_values, I, F, WI, WS, q0)),
         ("Jacobian G_v", best(_jacobian, I, F, Iv, IL, FL, WI, WS, bufs, q0)),
         ("assembly of A", best(_assemble, Iv, Fv, WI, WS, False)),
         ("assembly + profile Cholesky", best(_assemble, Iv, Fv, WI, WS, True)),
         ("solve with the factor", best(_solve, Iv, WI, WS, rhs, out)),
-        ("drift of every body (Cayley)", best(_drift, IL, FL, *scratch)),
+        ("drift of every body (Cayley)", best(_drift, IL, FL, q0, u, q0.copy(), xs.copy(), False)),
+        ("  the same from the last drift's x", best(_drift, IL, FL, q0, u, q0.copy(), xs.copy(), True)),
+        ("rates after the accepted drift", best(_drift_rates, IL, FL, u, xs, u.copy(), u.copy())),
         ("M⁻¹Gᵀy", best(_wgt, Iv, Fv, WI, WS, rhs, np.zeros(nv))),
     )
     for name, t in rows:

@@ -178,17 +178,19 @@ class BilinearRows:
         #: pattern of the constraint Jacobian G (each (row, col) once)
         self.pattern = SparsePattern(ukey // max(nq, 1), ukey % max(nq, 1), (n, nq))
 
-    def roundoff(self, q: np.ndarray) -> np.ndarray:
+    def roundoff(self, q: np.ndarray, ulps: float = 16.0) -> np.ndarray:
         """Size of the floating-point error in evaluating each row at q, shape (n,).
 
         g = s (U·W) − k is computed from coordinates of magnitude |q|: its
-        round-off scales with Σ (|∂U| |q| + |c_U|)·|W| + |U|·(|∂W| |q| + |c_W|).
+        round-off scales with Σ (|∂U| |q| + |c_U|)·|W| + |U|·(|∂W| |q| + |c_W|),
+        times ``ulps`` units of round-off (16: a generous bound on the evaluation;
+        1: each coordinate rounded once, what a converged state carries).
         """
         aq = np.abs(q)
         mu = abs(self._AU) @ aq + np.abs(self._cu)
         mw = abs(self._AW) @ aq + np.abs(self._cw)
         u, w = self._affine(q)
-        return 16.0 * np.finfo(float).eps * np.abs(self.s) * (self._dot3(mu, np.abs(w)) + self._dot3(np.abs(u), mw))
+        return ulps * np.finfo(float).eps * np.abs(self.s) * (self._dot3(mu, np.abs(w)) + self._dot3(np.abs(u), mw))
 
     def _affine(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """U and W, flat (3n,) for a single q."""

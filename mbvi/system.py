@@ -61,8 +61,11 @@ class System:
         self.active = np.asarray(active, dtype=np.intp)
         self.constraint_scale = rows.scale
         self.active_scale = rows.scale[self.active]
-        # what round-off alone leaves in g (scenes far from the origin): never asked of a solver
-        self.active_roundoff = 4.0 * rows.roundoff(layout.q0)[self.active] if rows.n else np.zeros(0)
+        # what round-off alone leaves in g (scenes far from the origin): never asked of a solver. One rounding
+        # of each coordinate (not the generous bound of 64, which let SHAKE stop 10 ulps of |q| off the
+        # constraints when its first iterate landed there); SHAKE accepts more only when it stalls
+        # (mbvi.engine.kernels.residual_at_roundoff)
+        self.active_roundoff = rows.roundoff(layout.q0, ulps=1.0)[self.active] if rows.n else np.zeros(0)
         self.tolerance = 1e-12
         self.length_scale = layout.length_scale
         self.laws = laws

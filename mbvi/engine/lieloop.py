@@ -159,29 +159,51 @@ def _solve(Iv, WI, WS, slot, rhs, out):
 
 # ------------------------------------------------------------------------------------------ drift
 @jit
-def _drift(IL, FL, q0, uh, h, q1, ua, um, xs):
+def _drift(IL, FL, q0, uh, h, q1, xs, warm):
     """q₁ = drift(q₀, u½, h): straight lines for translations, Cayley steps for rotations.
 
-    ua receives u after the drift, um the step's mean velocity ((x₁ − x₀)/h and
-    the rate log(R₀ᵀR₁)/h at which the body turned), xs the Cayley parameters (3 per body).
+    xs receives the Cayley parameters (3 per body); with ``warm`` it holds those
+    of a nearby drift (the previous SHAKE iterate), Newton's first guess
+    (one Newton step when u½ barely moved), else the guess is
+    :func:`mbvi.engine.rotation.cayley_guess`.
     """
     K.copy_into(q1, q0)
     tq, tv = IL[L_TQ], IL[L_TV]
     for i in range(IL[L_NT]):
         q1[IL[tq + i]] = q0[IL[tq + i]] + h * uh[IL[tv + i]]
-        ua[IL[tv + i]] = uh[IL[tv + i]]
-        um[IL[tv + i]] = uh[IL[tv + i]]
     bq, bv, jo = IL[L_BQ], IL[L_BV], IL[L_J]
     for b in range(IL[L_NB]):
         oq, ov, j = IL[bq + b], IL[bv + b] + 3, jo + 3 * b
-        ok, x0, x1, x2, a0, a1, a2 = ROT.drift_columns(FL[j], FL[j + 1], FL[j + 2], uh[ov], uh[ov + 1], uh[ov + 2],
-                                                       h, q0, q1, oq)  # fmt: skip
+        w0, w1, w2 = uh[ov], uh[ov + 1], uh[ov + 2]
+        if warm:
+            g0, g1, g2 = xs[3 * b], xs[3 * b + 1], xs[3 * b + 2]
+        else:
+            g0, g1, g2 = ROT.cayley_guess(FL[j], FL[j + 1], FL[j + 2], h * w0, h * w1, h * w2)
+        ok, x0, x1, x2 = ROT.rotate_columns(FL[j], FL[j + 1], FL[j + 2], w0, w1, w2, h, q0, q1, oq, g0, g1, g2)
         if not ok:
             return False
         xs[3 * b], xs[3 * b + 1], xs[3 * b + 2] = x0, x1, x2
-        ua[ov], ua[ov + 1], ua[ov + 2] = a0, a1, a2
-        um[ov], um[ov + 1], um[ov + 2] = ROT.mean_rate(x0, x1, x2, h)
     return True
+
+
+@jit
+def _drift_rates(IL, FL, uh, h, xs, ua, um):
+    """After the drift that SHAKE accepted: ua the velocity after it, um the step's mean velocity.
+
+    (x₁ − x₀)/h = u½ for translations; for a body, the rate J⁻¹ cay(x)ᵀ J ω½
+    after the drift and the rate log(cay(x))/h at which it turned.
+    """
+    tv = IL[L_TV]
+    for i in range(IL[L_NT]):
+        ua[IL[tv + i]] = uh[IL[tv + i]]
+        um[IL[tv + i]] = uh[IL[tv + i]]
+    bv, jo = IL[L_BV], IL[L_J]
+    for b in range(IL[L_NB]):
+        ov, j = IL[bv + b] + 3, jo + 3 * b
+        x0, x1, x2 = xs[3 * b], xs[3 * b + 1], xs[3 * b + 2]
+        ua[ov], ua[ov + 1], ua[ov + 2] = ROT.rate_after(FL[j], FL[j + 1], FL[j + 2], uh[ov], uh[ov + 1], uh[ov + 2],
+                                                        x0, x1, x2)  # fmt: skip
+        um[ov], um[ov + 1], um[ov + 2] = ROT.mean_rate(x0, x1, x2, h)
 
 
 @jit_alloc
@@ -195,8 +217,8 @@ def _drift_sensitivity(IL, FL, q0, uh, h, q1, Bq):
         w0, w1, w2 = uh[ov], uh[ov + 1], uh[ov + 2]
         eps = 1e-7 * (math.sqrt(w0**2 + w1**2 + w2**2) + 1.0 / abs(h))
         for k in range(3):
-            ROT.drift_columns(FL[j], FL[j + 1], FL[j + 2], w0 + (eps if k == 0 else 0.0),
-                              w1 + (eps if k == 1 else 0.0), w2 + (eps if k == 2 else 0.0), h, q0, qp, oq)  # fmt: skip
+            p0, p1, p2 = w0 + (eps if k == 0 else 0.0), w1 + (eps if k == 1 else 0.0), w2 + (eps if k == 2 else 0.0)
+            ROT.rotate_columns(FL[j], FL[j + 1], FL[j + 2], p0, p1, p2, h, q0, qp, oq, h * p0, h * p1, h * p2)
             # η = vee(skew(R₁ᵀ Rp)) / eps
             for kk, (ca, cc) in enumerate(((2, 1), (0, 2), (1, 0))):
                 s = 0.0
@@ -213,7 +235,7 @@ def _shake_newton(I, F, Iv, Fv, IL, FL, WI, WS, bufs, gd0, q0, ufree, h, lamv, t
         return NEEDS_NUMPY
     WI[NEWTON_USED] += 1
     prow, pcol, wo = Iv[PROW], Iv[PCOL], Iv[INV_MASS]
-    q1, uh, ua, dv, xs = bufs[B_Q1], bufs[B_UH], bufs[B_UA], bufs[B_DV], bufs[B_X]
+    q1, uh, dv, xs = bufs[B_Q1], bufs[B_UH], bufs[B_DV], bufs[B_X]
     u, w, g = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n), _buf(WI, WS, X_G, n)
     # M⁻¹ G(q₀)ᵀ, dense (nv, n)
     WG0 = np.zeros((nv, n))
@@ -230,7 +252,7 @@ def _shake_newton(I, F, Iv, Fv, IL, FL, WI, WS, bufs, gd0, q0, ufree, h, lamv, t
         K.wgt(Iv, Fv, gd0, lamv, dv)
         for i in range(nv):
             uh[i] = ufree[i] - dv[i] / h
-        if not _drift(IL, FL, q0, uh, h, q1, ua, bufs[B_UM], xs):
+        if not _drift(IL, FL, q0, uh, h, q1, xs, it > 0):
             return SHAKE_FAILED
         K.constraint_values(I, F, q1, u, w, g)
         r = K.residual(I, F, g)
@@ -259,9 +281,19 @@ def _shake_newton(I, F, Iv, Fv, IL, FL, WI, WS, bufs, gd0, q0, ufree, h, lamv, t
 
 @jit
 def _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, lam, warm, tol, maxiter):
-    """Constrained drift from u_free: u½ (bufs[B_UH]), q₁ (bufs[B_Q1]) and u after it (bufs[B_UA])."""
+    """Constrained drift from u_free: u½ (bufs[B_UH]), q₁ (bufs[B_Q1]), u after it (bufs[B_UA]) and the
+    step's mean velocity (bufs[B_UM])."""
+    st = _shake_multipliers(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, lam, warm, tol, maxiter)
+    if st == DONE:
+        _drift_rates(IL, FL, bufs[B_UH], h, bufs[B_X], bufs[B_UA], bufs[B_UM])
+    return st
+
+
+@jit
+def _shake_multipliers(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, lam, warm, tol, maxiter):
+    """SHAKE on the multipliers: u½ and q₁ (the rates after the drift are :func:`_drift_rates`)."""
     n, nnz = I[N], Iv[NNZ]
-    q1, uh, ua, dv, xs = bufs[B_Q1], bufs[B_UH], bufs[B_UA], bufs[B_DV], bufs[B_X]
+    q1, uh, dv, xs = bufs[B_Q1], bufs[B_UH], bufs[B_DV], bufs[B_X]
     lamv, dl = _buf(WI, WS, X_LAMV, n), _buf(WI, WS, X_DL, n)
     u, w, g = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n), _buf(WI, WS, X_G, n)
     gd0 = WS[WI[X_GD] + slot0 * nnz : WI[X_GD] + (slot0 + 1) * nnz]
@@ -269,14 +301,14 @@ def _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, lam, warm, t
         lamv[i] = lam[i] if warm else 0.0
     prev = math.inf
     slow = 0
-    for _ in range(maxiter):
+    for it in range(maxiter):
         if n:
             K.wgt(Iv, Fv, gd0, lamv, dv)
             for i in range(len(uh)):
                 uh[i] = ufree[i] - dv[i] / h
         else:
             K.copy_into(uh, ufree)
-        if not _drift(IL, FL, q0, uh, h, q1, ua, bufs[B_UM], xs):
+        if not _drift(IL, FL, q0, uh, h, q1, xs, it > 0):
             return SHAKE_FAILED
         if n == 0:
             return DONE

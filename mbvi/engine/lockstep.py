@@ -63,6 +63,8 @@ from mbvi.engine.slots import (
     UPOS,
     UR,
     UV,
+    WARM_HISTORY,
+    WARM_ROWS,
     WC,
     WPOS,
     WR,
@@ -543,20 +545,9 @@ def _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, lam, tol, maxiter, ls, L, 
 
 @jit
 def _predict(lam, m):
-    """:func:`mbvi.engine.kernels.predict_multipliers` of lam[0] from lam[2], member by member."""
-    n = lam.shape[1]
+    """:func:`mbvi.engine.kernels.predict_multipliers` of lam[0] from its history rows, member by member."""
     for c in range(m):
-        cold = True
-        for i in range(n):
-            if lam[0, i, c] != 0.0:
-                cold = False
-                break
-        known = n > 0 and lam[2, 0, c] == lam[2, 0, c]
-        for i in range(n):
-            now = lam[0, i, c]
-            if known and not cold:
-                lam[0, i, c] = 2.0 * now - lam[2, i, c]
-            lam[2, i, c] = math.nan if cold else now
+        K.predict_multipliers(lam[0, :, c], lam[WARM_HISTORY:WARM_ROWS, :, c])
 
 
 @jit
@@ -608,7 +599,7 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, 
             for i in range(nq):
                 qb[i, c] = q[i, c]
                 vb[i, c] = v[i, c]
-        for r in range(3):
+        for r in range(WARM_ROWS):
             for i in range(n):
                 for c in range(m):
                     LAMB[r, i, c] = LAM[r, i, c]
@@ -642,7 +633,7 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, 
                 for i in range(nq):
                     HQ[c, i] = qb[i, c]
                     HV[c, i] = vb[i, c]
-                for r in range(3):
+                for r in range(WARM_ROWS):
                     for i in range(n):
                         HLAM[c, r, i] = LAMB[r, i, c]
             elif save:
@@ -671,8 +662,8 @@ def run_chunk(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, m, Q, V
     )  # fmt: skip
     GD = np.zeros((2, I[NNZ], m))
     AB = np.zeros((2, I[SIZE_L], m))
-    LAM = np.zeros((3, n, m))
-    LAMB = np.zeros((3, n, m))
+    LAM = np.zeros((WARM_ROWS, n, m))
+    LAMB = np.zeros((WARM_ROWS, n, m))
     SF = np.zeros((NS, m))
     SI = np.zeros((NJ, m), dtype=np.int64)
     X = np.zeros((3, nq))

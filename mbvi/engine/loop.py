@@ -56,6 +56,7 @@ from mbvi.engine.slots import (
     SIZE_AB,
     SIZE_L,
     STIFF,
+    WARM_ROWS,
     X_AB,
     X_CORR,
     X_DL,
@@ -728,7 +729,7 @@ def _batch_unit(I, F, Iv, Fv, IL, FL, method, Q0, V0, t0, h, nsteps, save_every,
     HK = np.zeros(m, dtype=np.int64)  # the step each member must (re)start from on the serial loop
     HJ = np.zeros(m, dtype=np.int64)  # its next save slot (0: from the start, with the projection)
     HQ, HV, HW = np.zeros((m, nq)), np.zeros((m, nq)), np.zeros(m)
-    HLAM = np.zeros((m, 3, n))
+    HLAM = np.zeros((m, WARM_ROWS, n))
     if lockstep:
         LS.run_chunk(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM,
                      HW)  # fmt: skip

@@ -253,6 +253,19 @@ def _profile(pi: np.ndarray, pj: np.ndarray, n: int) -> tuple[np.ndarray, np.nda
     return first, rowstart, int(widths.sum())
 
 
+def _profile_columns(first: np.ndarray, rowstart: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The envelope below the diagonal by columns: for column j, the rows k > j with f_k ≤ j (ascending)
+    from colptr[j] to colptr[j + 1], with the position of L[k, j] in the profile storage."""
+    n = len(first)
+    widths = np.arange(n) - first
+    k = np.repeat(np.arange(n), widths)
+    j = first[k] + np.arange(len(k)) - np.repeat(np.cumsum(widths) - widths, widths)
+    order = np.lexsort((k, j))
+    k, j = k[order], j[order]
+    colptr = np.searchsorted(j, np.arange(n + 1)).astype(np.int64)
+    return colptr, k.astype(np.int64), (rowstart[k] - first[k] + j).astype(np.int64)
+
+
 def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
     """Pack the constraint rows of ``system`` and the factorization data of A = G W Gᵀ.
 
@@ -319,6 +332,7 @@ def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
         order = np.argsort(target, kind="stable")  # the pairs of each profile entry contiguous
         pa, pb, aw = pa[order], pb[order], aw[order]
         tstart = np.searchsorted(target[order], np.arange(size + 1)).astype(np.int64)
+    colptr, colrows, colpos = _profile_columns(first, rowstart)
     pk.set(S.NQ, nq)
     pk.set(S.N, n)
     pk.set(S.SAME, same)
@@ -343,6 +357,9 @@ def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
         (S.PERM, perm),
         (S.FIRST, first),
         (S.ROWSTART, rowstart),
+        (S.COLPTR, colptr),
+        (S.COLROWS, colrows),
+        (S.COLPOS, colpos),
     ):
         pk.int_array(slot, arr)
     for slot, arr in (

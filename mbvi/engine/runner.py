@@ -22,6 +22,7 @@ import numpy as np
 from mbvi.engine import lieloop as LIE
 from mbvi.engine import lockstep, loop
 from mbvi.engine.lie import L_NB
+from mbvi.engine.slots import WARM_ROWS
 from mbvi.errors import RedundantConstraintWarning, SolverError
 from mbvi.state import State
 
@@ -80,8 +81,8 @@ def integrate(
     Q[0], V[0] = q, v
     n = int(model[0][loop.N])
     lam = getattr(integrator, "_engine_lam", None)
-    if lam is None or lam.shape != (3, n):  # warm starts of the compiled SHAKE (see ShakeRattle._lam)
-        lam = integrator._engine_lam = np.zeros((3, n))
+    if lam is None or lam.shape != (WARM_ROWS, n):  # warm starts of the compiled SHAKE (see ShakeRattle._lam)
+        lam = integrator._engine_lam = np.zeros((WARM_ROWS, n))
     info = np.zeros(6, dtype=np.int64)
     k, j = 0, 1
     burst = 1  # NumPy steps after a fallback: doubles while the compiled step keeps handing steps back

@@ -14,7 +14,7 @@ run's integer state, ``WS`` (float64) every buffer.
 # sizes and flags
 (NQ, N, SAME, SIZE_L, DENSE_OK, HAS_F, HAS_VF, NU, NW, NNZ, NPAIR,
  # offsets of int arrays in I
- UR, UC, UPOS, WR, WC, WPOS, PROW, PCOL, PA, PB, TSTART, PERM, FIRST, ROWSTART,
+ UR, UC, UPOS, WR, WC, WPOS, PROW, PCOL, PA, PB, TSTART, PERM, FIRST, ROWSTART, COLPTR, COLROWS, COLPOS,
  # offsets of float arrays in F
  W, UV, SU, WV, SW, CU, CW, S, KK, SCALE, ROUND, AW, GVEC,
  # affine maps: idx offset (I), weights and constants (F), count, terms
@@ -33,7 +33,7 @@ run's integer state, ``WS`` (float64) every buffer.
  # per-instance arrays
  SP_STIFF, SP_REST, TS_STIFF, TS_REST, DP_COEF, DR_COEF, PF_FORCE, TQ_M, TQ_COLS, TQ_TAU,
  HD_CA, HD_CB, HD_RA, HD_RB, HD_COEF, SD_COEF, BE_KAPPA,
- NSLOTS) = range(116)  # fmt: skip
+ NSLOTS) = range(119)  # fmt: skip
 
 #: the affine maps, by family prefix
 MAPS = ("SP", "DP", "DR", "PF", "T1", "T2", "TW", "HD", "SN", "SD", "BA", "BB")
@@ -44,6 +44,11 @@ MAPS = ("SP", "DP", "DR", "PF", "T1", "T2", "TW", "HD", "SN", "SD", "BA", "BB")
  SIZE_AB,
  CUR, HAVE_FACTOR, HAVE_GRAD, SHIFT_USED, NEWTON_USED, REFINED, STIFF,
  XSLOTS) = range(31)  # fmt: skip
+
+# --- SHAKE's warm starts (rows of a run's ``lam``) ---------------------------------------------------------
+#: row 0: the last step's multipliers; row 1: Yoshida's middle substep's; rows 2 … 5: the multipliers of
+#: the last four steps before row 0's, newest first (NaN: unknown), to extrapolate from
+WARM_ROWS, WARM_HISTORY = 6, 2
 
 # --- status codes of a run ------------------------------------------------------------------------------
 DONE, SHAKE_FAILED, NONFINITE, DRIFT_FAILED, NEEDS_NUMPY = range(5)
