@@ -285,6 +285,35 @@ def _extrapolated(order, now, p1, p2, p3):
 
 
 @jit
+def _misses(lam, hist):
+    """How far orders 0 … 3 through the steps before (hist) missed this step's multipliers lam (max norm);
+    one pass (an order without the history it needs gives a meaningless value, not used)."""
+    e0 = e1 = e2 = e3 = 0.0
+    for i in range(len(lam)):
+        now, p1, p2, p3, p4 = lam[i], hist[0, i], hist[1, i], hist[2, i], hist[3, i]
+        e0 = max(e0, abs(now - _extrapolated(0, p1, p2, p3, p4)))
+        e1 = max(e1, abs(now - _extrapolated(1, p1, p2, p3, p4)))
+        e2 = max(e2, abs(now - _extrapolated(2, p1, p2, p3, p4)))
+        e3 = max(e3, abs(now - _extrapolated(3, p1, p2, p3, p4)))
+    return e0, e1, e2, e3
+
+
+@jit
+def _best_order(known, e0, e1, e2, e3):
+    """The order (0 … 3, at most known − 1) whose miss is least; a higher order must halve the miss of the
+    best lower one, so that noise alone does not switch orders."""
+    top = min(known - 1, 3)
+    order, best = 0, e0
+    if top >= 1 and e1 < 0.5 * best:
+        order, best = 1, e1
+    if top >= 2 and e2 < 0.5 * best:
+        order, best = 2, e2
+    if top >= 3 and e3 < 0.5 * best:
+        order = 3
+    return order
+
+
+@jit
 def predict_multipliers(lam, hist):
     """Warm start of the next SHAKE: lam ← the multipliers extrapolated from the last steps; hist shifted.
 
@@ -312,13 +341,8 @@ def predict_multipliers(lam, hist):
             known += 1
     order = min(known, 1)
     if known >= 2:
-        best = math.inf
-        for k in range(min(known - 1, 3) + 1):  # order k predicted this step from the k + 1 before
-            err = 0.0
-            for i in range(n):
-                err = max(err, abs(lam[i] - _extrapolated(k, hist[0, i], hist[1, i], hist[2, i], hist[3, i])))
-            if err < 0.5 * best:  # a higher order must halve the miss: noise alone does not switch
-                best, order = err, k
+        e0, e1, e2, e3 = _misses(lam, hist)
+        order = _best_order(known, e0, e1, e2, e3)
     for i in range(n):
         now = lam[i]
         lam[i] = _extrapolated(order, now, hist[0, i], hist[1, i], hist[2, i])

@@ -86,8 +86,8 @@ CHUNK = 32
  L_G, L_LAMV, L_DL, L_TMP, L_RHS,  # n rows
  NLANE) = range(22)  # fmt: skip
 # per-member scalars: rows of the (NS, m) float and (NJ, m) int arrays
-(S_WORK, S_WORKB, S_R, S_PREV, S_FPREV, NS) = range(6)
-(J_ACT, J_BAD, J_GOING, J_SLOW, J_FIXED, NJ) = range(6)
+(S_WORK, S_WORKB, S_R, S_PREV, S_FPREV, S_E0, S_E1, S_E2, S_E3, S_FIN, NS) = range(11)
+(J_ACT, J_BAD, J_GOING, J_SLOW, J_FIXED, J_COLD, J_KNOWN, J_ORDER, NJ) = range(9)
 
 
 def eligible(bodies: int, method: int) -> bool:
@@ -544,10 +544,48 @@ def _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, lam, tol, maxiter, ls, L, 
 
 
 @jit
-def _predict(lam, m):
-    """:func:`mbvi.engine.kernels.predict_multipliers` of lam[0] from its history rows, member by member."""
+def _predict(lam, SF, SI, m):
+    """:func:`mbvi.engine.kernels.predict_multipliers` of every member, members on the inner axis.
+
+    The serial function's operations, member by member (bit for bit): the
+    miss of each order is the max over rows, which does not depend on the
+    order of the rows.
+    """
+    n = lam.shape[1]
+    hr = WARM_HISTORY
+    cold, known, order = SI[J_COLD], SI[J_KNOWN], SI[J_ORDER]
+    e0, e1, e2, e3 = SF[S_E0], SF[S_E1], SF[S_E2], SF[S_E3]
     for c in range(m):
-        K.predict_multipliers(lam[0, :, c], lam[WARM_HISTORY:WARM_ROWS, :, c])
+        cold[c] = 1
+        e0[c] = e1[c] = e2[c] = e3[c] = 0.0
+    for i in range(n):
+        for c in range(m):
+            now, p1, p2, p3, p4 = lam[0, i, c], lam[hr, i, c], lam[hr + 1, i, c], lam[hr + 2, i, c], lam[hr + 3, i, c]
+            if now != 0.0:
+                cold[c] = 0
+            e0[c] = max(e0[c], abs(now - K._extrapolated(0, p1, p2, p3, p4)))
+            e1[c] = max(e1[c], abs(now - K._extrapolated(1, p1, p2, p3, p4)))
+            e2[c] = max(e2[c], abs(now - K._extrapolated(2, p1, p2, p3, p4)))
+            e3[c] = max(e3[c], abs(now - K._extrapolated(3, p1, p2, p3, p4)))
+    for c in range(m):
+        k = 0
+        if not cold[c]:
+            while k < 4 and lam[hr + k, 0, c] == lam[hr + k, 0, c]:
+                k += 1
+        known[c] = k
+        order[c] = K._best_order(k, e0[c], e1[c], e2[c], e3[c]) if k >= 2 else min(k, 1)
+    for i in range(n):
+        for c in range(m):
+            now = lam[0, i, c]
+            lam[0, i, c] = K._extrapolated(order[c], now, lam[hr, i, c], lam[hr + 1, i, c], lam[hr + 2, i, c])
+            if cold[c]:
+                for r in range(4):
+                    lam[hr + r, i, c] = math.nan
+            else:
+                lam[hr + 3, i, c] = lam[hr + 2, i, c]
+                lam[hr + 2, i, c] = lam[hr + 1, i, c]
+                lam[hr + 1, i, c] = lam[hr, i, c]
+                lam[hr, i, c] = now
 
 
 @jit
@@ -562,7 +600,7 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, 
     nq, n = I[NQ], I[N]
     q, v, qb, vb = L[L_Q], L[L_V], L[L_QB], L[L_VB]
     act, bad = SI[J_ACT], SI[J_BAD]
-    work, workb = SF[S_WORK], SF[S_WORKB]
+    work, workb, fin = SF[S_WORK], SF[S_WORKB], SF[S_FIN]
     for c in range(m):
         HK[c] = -1
         act[c] = 1
@@ -596,7 +634,8 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, 
             break
         for c in range(m):
             workb[c] = work[c]
-            for i in range(nq):
+        for i in range(nq):  # members on the inner axis: contiguous copies
+            for c in range(m):
                 qb[i, c] = q[i, c]
                 vb[i, c] = v[i, c]
         for r in range(WARM_ROWS):
@@ -604,7 +643,7 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, 
                 for c in range(m):
                     LAMB[r, i, c] = LAM[r, i, c]
         if method <= 2 and n and not I[HAS_VF]:  # (:func:`mbvi.engine.kernels.extrapolate_warm_start`)
-            _predict(LAM, m)
+            _predict(LAM, SF, SI, m)
         if method <= 2:  # kicks (c₀, c₁): verlet (h/2, h/2), symplectic Euler A (h, 0), B (0, h)
             c0 = 0.5 * h if method == 0 else (h if method == 1 else 0.0)
             c1 = h - c0
@@ -617,13 +656,15 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, 
                 cur = 1 - cur
         save = (k + 1) % save_every == 0 or k + 1 == nsteps
         for c in range(m):
+            fin[c] = 0.0
+        for i in range(nq):  # 0 · x is NaN for an inf or NaN x: one branch-free pass over the members
+            for c in range(m):
+                fin[c] += 0.0 * q[i, c] + 0.0 * v[i, c]
+        for c in range(m):
             if not act[c]:
                 continue
-            if not bad[c]:
-                for i in range(nq):
-                    if not (abs(q[i, c]) < math.inf and abs(v[i, c]) < math.inf):
-                        bad[c] = 1
-                        break
+            if not bad[c] and not fin[c] == 0.0:
+                bad[c] = 1
             if bad[c]:  # hand the step to the serial run, from its start
                 act[c] = 0
                 live -= 1
