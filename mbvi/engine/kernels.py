@@ -358,7 +358,8 @@ def extrapolate_warm_start(I, method, lam):
     (:func:`predict_multipliers`).
 
     For the methods of one drift a step (``verlet``, ``symplectic_euler_a``/``_b``) without
-    velocity-dependent forces (whose drift is a cold-started fixed point); a 2-row ``lam`` has no history.
+    velocity-dependent forces (whose drift is a cold-started fixed point); a ``lam`` of fewer than
+    ``WARM_ROWS`` rows has no history and runs without the extrapolation.
     """
     if method <= 2 and not I[HAS_VF] and lam.shape[0] >= WARM_ROWS:
         predict_multipliers(lam[0], lam[WARM_HISTORY:WARM_ROWS])

@@ -7,8 +7,8 @@ operation for operation):
 * a kick v ← v + c₀ M⁻¹(−∇U + F) at q₀ (c₀ = h/2 for ``verlet``, h for
   ``symplectic_euler_a``, 0 for ``symplectic_euler_b``);
 * a constrained drift (SHAKE), quasi-Newton with A(q₀) = G M⁻¹ Gᵀ warm-started
-  from the multipliers extrapolated from the last two steps
-  (:func:`mbvi.engine.kernels.predict_multipliers`), full Newton when it
+  from the multipliers extrapolated from the last steps (a polynomial of the
+  order that predicted the last step best, :func:`mbvi.engine.kernels.predict_multipliers`), full Newton when it
   contracts slowly; with velocity-dependent forces a fixed point on the drift
   velocity around it;
 * a kick c₁ at q₁ and the velocity projection (RATTLE), whose factorization of

@@ -173,12 +173,13 @@ def predict_multipliers(lam: np.ndarray, hist: np.ndarray) -> None:
         while known < 4 and not np.isnan(hist[known, 0]):
             known += 1
     order = min(known, 1)
-    if known >= 2:
-        best = math.inf
-        for k in range(min(known - 1, 3) + 1):  # order k predicted this step from the k + 1 before
-            err = float(np.max(np.abs(now - _extrapolated(k, hist[0], hist[1], hist[2], hist[3]))))
-            if err < 0.5 * best:  # a higher order must halve the miss (as the compiled twin)
-                best, order = err, k
+    if known >= 2:  # the compiled twin's choice (kernels._best_order), max(e, d) ignoring NaN as it does
+        e = [float(np.fmax.reduce(np.abs(now - _extrapolated(k, hist[0], hist[1], hist[2], hist[3])), initial=0.0))
+             for k in range(4)]  # fmt: skip
+        order, best = 0, e[0]
+        for k in range(1, min(known - 1, 3) + 1):
+            if e[k] < 0.5 * best:  # a higher order must halve the miss: noise alone does not switch
+                order, best = k, e[k]
     lam[:] = _extrapolated(order, now, hist[0], hist[1], hist[2])
     hist[1:] = hist[:-1].copy()
     hist[0] = now
