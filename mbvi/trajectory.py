@@ -121,13 +121,22 @@ class Trajectory:
         # one template, copied per member (the per-member constructor's checks cost ~10 µs a member)
         first = cls(**{k: (a if k == "t" else a[0]) for k, a in fields.items()}, geometry=system.geometry,
                     scene=scene, info=info)  # fmt: skip
+        # each member's views of the batch arrays, made by iterating over the batch axis (in C), as rows
+        keys = [k for k in fields if k != "t"]
+        rows = list(zip(*(list(fields[k]) for k in keys), strict=True))
+        t_all, nsave, base = fields["t"], len(fields["t"]), first.__dict__
         out = []
         for b, n in enumerate(counts):
             traj = object.__new__(cls)
-            traj.__dict__.update(first.__dict__)
-            traj.info = dict(first.info)
-            for k, a in fields.items():
-                setattr(traj, k, a[:n] if k == "t" else a[b, :n])
+            d = traj.__dict__
+            d.update(base)
+            d["info"] = dict(first.info)
+            d.update(zip(keys, rows[b], strict=True))
+            d["t"] = t_all
+            if n != nsave:  # a member that stopped early: its valid states only
+                for k in keys:
+                    d[k] = d[k][:n]
+                d["t"] = t_all[:n]
             out.append(traj)
         return out
 
