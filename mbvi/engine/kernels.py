@@ -285,23 +285,34 @@ def _extrapolated(order, now, p1, p2, p3):
 
 
 @jit
+def _misses_at(now, p1, p2, p3, p4):
+    """How far orders 0 … 3 through the steps before (p₁ newest) missed one multiplier ``now``."""
+    return (
+        abs(now - _extrapolated(0, p1, p2, p3, p4)),
+        abs(now - _extrapolated(1, p1, p2, p3, p4)),
+        abs(now - _extrapolated(2, p1, p2, p3, p4)),
+        abs(now - _extrapolated(3, p1, p2, p3, p4)),
+    )
+
+
+@jit
 def _misses(lam, hist):
-    """How far orders 0 … 3 through the steps before (hist) missed this step's multipliers lam (max norm);
-    one pass (an order without the history it needs gives a meaningless value, not used)."""
+    """The misses of :func:`_misses_at` over all rows (max norm), in one pass (an order without the history
+    it needs gives a meaningless value, not used)."""
     e0 = e1 = e2 = e3 = 0.0
     for i in range(len(lam)):
-        now, p1, p2, p3, p4 = lam[i], hist[0, i], hist[1, i], hist[2, i], hist[3, i]
-        e0 = max(e0, abs(now - _extrapolated(0, p1, p2, p3, p4)))
-        e1 = max(e1, abs(now - _extrapolated(1, p1, p2, p3, p4)))
-        e2 = max(e2, abs(now - _extrapolated(2, p1, p2, p3, p4)))
-        e3 = max(e3, abs(now - _extrapolated(3, p1, p2, p3, p4)))
+        d0, d1, d2, d3 = _misses_at(lam[i], hist[0, i], hist[1, i], hist[2, i], hist[3, i])
+        e0, e1, e2, e3 = max(e0, d0), max(e1, d1), max(e2, d2), max(e3, d3)
     return e0, e1, e2, e3
 
 
 @jit
 def _best_order(known, e0, e1, e2, e3):
     """The order (0 … 3, at most known − 1) whose miss is least; a higher order must halve the miss of the
-    best lower one, so that noise alone does not switch orders."""
+    best lower one, so that noise alone does not switch orders. With fewer than two steps known there is
+    nothing to compare: linear when one is, none when none is (the misses are not read)."""
+    if known < 2:
+        return known
     top = min(known - 1, 3)
     order, best = 0, e0
     if top >= 1 and e1 < 0.5 * best:
@@ -339,10 +350,10 @@ def predict_multipliers(lam, hist):
     if not cold:
         while known < 4 and n > 0 and hist[known, 0] == hist[known, 0]:
             known += 1
-    order = min(known, 1)
+    e0 = e1 = e2 = e3 = 0.0
     if known >= 2:
         e0, e1, e2, e3 = _misses(lam, hist)
-        order = _best_order(known, e0, e1, e2, e3)
+    order = _best_order(known, e0, e1, e2, e3)
     for i in range(n):
         now = lam[i]
         lam[i] = _extrapolated(order, now, hist[0, i], hist[1, i], hist[2, i])

@@ -87,7 +87,7 @@ CHUNK = 32
  NLANE) = range(22)  # fmt: skip
 # per-member scalars: rows of the (NS, m) float and (NJ, m) int arrays
 (S_WORK, S_WORKB, S_R, S_PREV, S_FPREV, S_E0, S_E1, S_E2, S_E3, S_FIN, NS) = range(11)
-(J_ACT, J_BAD, J_GOING, J_SLOW, J_FIXED, J_COLD, J_KNOWN, J_ORDER, NJ) = range(9)
+(J_ACT, J_BAD, J_GOING, J_SLOW, J_FIXED, J_COLD, J_ORDER, NJ) = range(8)
 
 
 def eligible(bodies: int, method: int) -> bool:
@@ -553,7 +553,7 @@ def _predict(lam, SF, SI, m):
     """
     n = lam.shape[1]
     hr = WARM_HISTORY
-    cold, known, order = SI[J_COLD], SI[J_KNOWN], SI[J_ORDER]
+    cold, order = SI[J_COLD], SI[J_ORDER]
     e0, e1, e2, e3 = SF[S_E0], SF[S_E1], SF[S_E2], SF[S_E3]
     for c in range(m):
         cold[c] = 1
@@ -563,17 +563,14 @@ def _predict(lam, SF, SI, m):
             now, p1, p2, p3, p4 = lam[0, i, c], lam[hr, i, c], lam[hr + 1, i, c], lam[hr + 2, i, c], lam[hr + 3, i, c]
             if now != 0.0:
                 cold[c] = 0
-            e0[c] = max(e0[c], abs(now - K._extrapolated(0, p1, p2, p3, p4)))
-            e1[c] = max(e1[c], abs(now - K._extrapolated(1, p1, p2, p3, p4)))
-            e2[c] = max(e2[c], abs(now - K._extrapolated(2, p1, p2, p3, p4)))
-            e3[c] = max(e3[c], abs(now - K._extrapolated(3, p1, p2, p3, p4)))
+            d0, d1, d2, d3 = K._misses_at(now, p1, p2, p3, p4)
+            e0[c], e1[c], e2[c], e3[c] = max(e0[c], d0), max(e1[c], d1), max(e2[c], d2), max(e3[c], d3)
     for c in range(m):
-        k = 0
+        known = 0
         if not cold[c]:
-            while k < 4 and lam[hr + k, 0, c] == lam[hr + k, 0, c]:
-                k += 1
-        known[c] = k
-        order[c] = K._best_order(k, e0[c], e1[c], e2[c], e3[c]) if k >= 2 else min(k, 1)
+            while known < 4 and lam[hr + known, 0, c] == lam[hr + known, 0, c]:
+                known += 1
+        order[c] = K._best_order(known, e0[c], e1[c], e2[c], e3[c])
     for i in range(n):
         for c in range(m):
             now = lam[0, i, c]

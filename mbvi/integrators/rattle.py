@@ -145,7 +145,7 @@ def _extrapolated(order: int, now: np.ndarray, p1: np.ndarray, p2: np.ndarray, p
     """A polynomial of ``order`` (0 … 3) through the last multipliers, one step on (same operations as the
     compiled twin, :func:`mbvi.engine.kernels._extrapolated`)."""
     if order == 0:
-        return now.copy()
+        return now
     if order == 1:
         return 2.0 * now - p1
     if order == 2:
