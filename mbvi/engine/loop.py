@@ -618,16 +618,19 @@ def _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_
     u = np.zeros(nv)
     LIE.to_u(IL, q, v, u)
     if project and j0 > 0:
-        if not LIE.lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u):
+        if not LIE.lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, u):
             _report(info, NEEDS_NUMPY, k0, j0, WI)
             return
         LIE.to_vq(IL, q, u, v)
         V[j0 - 1] = v
     WS[WI[X_WORK]] = Wk[len(Wk) - 1]  # the work so far
-    qb, ub, qs, us = q.copy(), u.copy(), q.copy(), u.copy()
+    # u leaves a step off the joints (RATTLE's projection changes no position, only the velocity read
+    # out): uo is its projection, made when a state is saved or returned
+    qb, ub, qs, us, uo = q.copy(), u.copy(), q.copy(), u.copy(), u.copy()
     j = j0
     status = DONE
     k = k0
+    projected = False
     while k < kstop:
         K.copy_into(qb, q)
         K.copy_into(ub, u)
@@ -641,19 +644,29 @@ def _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_
             for i in range(nv):
                 if not abs(u[i]) < math.inf:
                     status = NONFINITE
+        projected = False
+        if status == DONE and ((k + 1) % save_every == 0 or k + 1 == nsteps):
+            projected = LIE.lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, uo)
+            if not projected:
+                status = NEEDS_NUMPY
         if status != DONE:
             K.copy_into(q, qb)  # leave the last good state
             K.copy_into(u, ub)
             WS[WI[X_WORK]] = wb
+            WI[HAVE_FACTOR] = 0
             break
         k += 1
-        if k % save_every == 0 or k == nsteps:
+        if projected:
             Q[j] = q
-            LIE.to_vq(IL, q, u, v)
+            LIE.to_vq(IL, q, uo, v)
             V[j] = v
             Wk[j] = WS[WI[X_WORK]]
             j += 1
-    LIE.to_vq(IL, q, u, v)
+    if not projected:
+        if LIE.lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, uo):
+            LIE.to_vq(IL, q, uo, v)
+        else:  # A cannot be factored here: the velocity as the steps left it (NumPy takes the next step)
+            LIE.to_vq(IL, q, u, v)
     Wk[len(Wk) - 1] = WS[WI[X_WORK]]
     _report(info, status, k, j, WI)
 
