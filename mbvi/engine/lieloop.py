@@ -35,11 +35,14 @@ from mbvi.engine.kernels import jit, jit_alloc
 from mbvi.engine.kernels import workspace_view as _buf
 from mbvi.engine.lie import L_BQ, L_BV, L_CQ, L_CV, L_J, L_NB, L_NCOPY, L_NROT, L_NT, L_RQ, L_RR, L_RS, L_RV, L_TQ, L_TV
 from mbvi.engine.slots import (
+    BA_M,
+    CONST_FORCE,
     CUR,
     DENSE_OK,
     DONE,
     DRIFT_FAILED,
     DRIFTS,
+    GVEC,
     HAS_F,
     HAS_VF,
     HAVE_FACTOR,
@@ -54,6 +57,8 @@ from mbvi.engine.slots import (
     SHAKE_FAILED,
     SHIFT_USED,
     SIZE_AB,
+    SP_M,
+    T1_M,
     X_AB,
     X_DL,
     X_G,
@@ -68,12 +73,12 @@ from mbvi.engine.slots import (
 )  # fmt: skip
 from mbvi.engine.slots import W as INV_MASS
 
-__all__ = ["lie_buffers", "lie_project", "lie_step", "to_u", "to_vq"]
+__all__ = ["lie_buffers", "lie_prepare", "lie_project", "lie_step", "to_u", "to_vq"]
 
 
 # buffers of a Lie run (a tuple of float arrays): q-sized, then v-sized
 (B_GDQ, B_Q1, B_GRAD0, B_GRAD1, B_FQ, B_VQ, B_UFREE, B_UH, B_UA, B_UNEW, B_FV0, B_FV1, B_DV, B_TMPV, B_UM, B_X,
- NBUF) = range(17)  # fmt: skip
+ B_FC, NBUF) = range(18)  # fmt: skip
 
 
 @jit_alloc
@@ -82,7 +87,7 @@ def lie_buffers(I, Iv, IL):
     nq, nv, nnz = I[NQ], Iv[NQ], I[NNZ]
     return (np.zeros(nnz), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq),
             np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv),
-            np.zeros(nv), np.zeros(nv), np.zeros(3 * max(IL[L_NB], 1)))  # fmt: skip
+            np.zeros(nv), np.zeros(nv), np.zeros(3 * max(IL[L_NB], 1)), np.zeros(nv))  # fmt: skip
 
 
 #: the loosest SHAKE tolerance at which a step leaves RATTLE's velocity projection to the next step's
@@ -375,6 +380,28 @@ def _kick(Iv, Fv, u_in, c, f, out):
 
 
 @jit
+def lie_prepare(I, F, IL, WI, bufs, q, u):
+    """Sets ``WI[CONST_FORCE]`` when the generalized force is constant in velocity coordinates, and then
+    stores it in bufs[B_FC]: gravity alone (no spring, torsion or bending family, no non-conservative
+    force) acting on the bodies' centres (no gravity entry on a rotation column, so no torque), as in the
+    chains, pendulums and tops most scenes are. Its steps skip the force evaluations, with the same
+    result bit for bit (:func:`_forces` gives this force at every q)."""
+    gv = I[GVEC]
+    const = not I[HAS_F] and I[SP_M] == 0 and I[T1_M] == 0 and I[BA_M] == 0
+    bq = IL[L_BQ]
+    for b in range(IL[L_NB]):
+        for c in range(9):
+            if F[gv + IL[bq + b] + 3 + c] != 0.0:
+                const = False
+    WI[CONST_FORCE] = 1 if const else 0
+    if const:
+        grad = bufs[B_GRAD0]
+        K.gradient(I, F, q, grad)
+        _forces(I, F, IL, q, u, grad, bufs, bufs[B_FV0])
+        K.copy_into(bufs[B_FC], bufs[B_TMPV])
+
+
+@jit
 def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, c0, c1, lam, tol, maxiter, length_scale):
     """One RATTLE-family substep of (q, u) in place: kick c₀, constrained Lie drift h, kick c₁.
 
@@ -393,7 +420,8 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, c0, c1, lam, tol, maxi
         WI[HAVE_FACTOR] = 1
     grad0 = bufs[B_GRAD0] if cur == 0 else bufs[B_GRAD1]
     grad1 = bufs[B_GRAD1] if cur == 0 else bufs[B_GRAD0]
-    if c0 != 0.0 and not WI[HAVE_GRAD]:
+    cf = WI[CONST_FORCE]
+    if c0 != 0.0 and not WI[HAVE_GRAD] and not cf:
         K.gradient(I, F, q, grad0)
     ufree, ua, unew, fv0, fv1 = bufs[B_UFREE], bufs[B_UA], bufs[B_UNEW], bufs[B_FV0], bufs[B_FV1]
     q1 = bufs[B_Q1]
@@ -401,6 +429,9 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, c0, c1, lam, tol, maxi
     if c0 == 0.0:
         K.copy_into(ufree, u)
         fv0[:] = 0.0
+        st = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, True, tol, maxiter)
+    elif cf:
+        _kick(Iv, Fv, u, c0, bufs[B_FC], ufree)
         st = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, True, tol, maxiter)
     elif not I[HAS_VF]:
         _forces(I, F, IL, q, u, grad0, bufs, fv0)
@@ -432,7 +463,9 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, c0, c1, lam, tol, maxi
         return st
     # --- kick c₁ at q₁ and projection onto G_v(q₁) u = 0
     fv1[:] = 0.0
-    if c1 != 0.0:
+    if c1 != 0.0 and cf:
+        _kick(Iv, Fv, ua, c1, bufs[B_FC], u)
+    elif c1 != 0.0:
         K.gradient(I, F, q1, grad1)
         _forces(I, F, IL, q1, bufs[B_UM], grad1, bufs, fv1)
         _kick(Iv, Fv, ua, c1, bufs[B_TMPV], u)

@@ -617,6 +617,7 @@ def _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_
     nq, nv = I[NQ], Iv[NQ]
     u = np.zeros(nv)
     LIE.to_u(IL, q, v, u)
+    LIE.lie_prepare(I, F, IL, WI, bufs, q, u)
     if project and j0 > 0:
         if not LIE.lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, u):
             _report(info, NEEDS_NUMPY, k0, j0, WI)
