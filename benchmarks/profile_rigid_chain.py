@@ -9,8 +9,9 @@ bench``: a tool for whoever speeds up the rigid-body path. It prints
    (what SHAKE's iterations cost);
 2. how many constrained drifts each of 3000 steps of one run takes, from half a second in;
 3. the residual the first drift leaves, relative to the tolerance, with the
-   multipliers extrapolated from the last 1 … 4 steps (constant, linear,
-   quadratic, cubic): whether a better warm start would save the second drift;
+   multipliers extrapolated from the last 1 … 6 steps (constant … quintic):
+   whether a better warm start would save the second drift (the quartic and
+   quintic miss by more than the cubic: past it, the multipliers' noise wins);
 4. each kernel of a step, timed in a compiled loop of 20000 calls: the
    constraint values, the Jacobian in velocity coordinates, the assembly and
    the profile Cholesky of A = G M⁻¹ Gᵀ, a solve, the drift of every body
@@ -116,11 +117,13 @@ def _first_residuals(I, F, Iv, Fv, IL, FL, q, u, nsteps, order, out):
     WI, WS = loop.workspace(Iv)
     bufs = LIE.lie_buffers(I, Iv, IL)
     n = I[S.N]
-    hist = np.zeros((4, n))  # multipliers of the last steps, newest first
+    hist = np.zeros((6, n))  # multipliers of the last steps, newest first
     lam = np.zeros(n)
     LIE._factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, WI[S.CUR], False)
     WI[S.HAVE_FACTOR] = 1
-    weights = ((1.0, 0.0, 0.0, 0.0), (2.0, -1.0, 0.0, 0.0), (3.0, -3.0, 1.0, 0.0), (4.0, -6.0, 4.0, -1.0))
+    weights = ((1.0, 0.0, 0.0, 0.0, 0.0, 0.0), (2.0, -1.0, 0.0, 0.0, 0.0, 0.0), (3.0, -3.0, 1.0, 0.0, 0.0, 0.0),
+               (4.0, -6.0, 4.0, -1.0, 0.0, 0.0), (5.0, -10.0, 10.0, -5.0, 1.0, 0.0),
+               (6.0, -15.0, 20.0, -15.0, 6.0, -1.0))
     for k in range(nsteps):
         use = min(order, k)  # as many past steps as there are
         for i in range(n):
@@ -137,7 +140,7 @@ def _first_residuals(I, F, Iv, Fv, IL, FL, q, u, nsteps, order, out):
         out[k] = K.residual(I, F, _buf(WI, WS, S.X_G, n)) / TOL
         WI[S.HAVE_GRAD] = 0
         LIE._substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, H, 0.5 * H, 0.5 * H, lam, TOL, 50, 1.0)
-        for j in range(3, 0, -1):
+        for j in range(5, 0, -1):
             hist[j] = hist[j - 1]
         hist[0] = lam
 
@@ -186,7 +189,8 @@ def main(links: int) -> None:
     print("\n3. residual of the first drift / tolerance, by warm start (median, 90th percentile)")
     u = np.zeros(nv)
     LIE.to_u(IL, q0, v0, u)
-    for order, name in ((1, "last step's"), (2, "linear"), (3, "quadratic"), (4, "cubic")):
+    for order, name in ((1, "last step's"), (2, "linear"), (3, "quadratic"), (4, "cubic"), (5, "quartic"),
+                        (6, "quintic")):
         out = np.zeros(300)
         _first_residuals(I, F, Iv, Fv, IL, FL, q0.copy(), u.copy(), 300, order, out)
         r = out[10:]
@@ -197,7 +201,7 @@ def main(links: int) -> None:
     bufs = LIE.lie_buffers(I, Iv, IL)
     LIE._factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q0, 0, False)
     rhs, out = np.random.default_rng(0).random(n), np.zeros(n)
-    xs = np.zeros(3 * links)  # the Cayley parameters of the drift
+    xs = np.zeros(6 * links)  # the Cayley parameters of the drift (and the first guess's misses)
     LIE._drift(IL, FL, q0, u, H, q0.copy(), xs, False)
     rows = (
         ("constraint values g(q)", best(_constraint_values, I, F, WI, WS, q0)),

@@ -86,6 +86,49 @@ def test_velocity_coordinate_jacobian_matches_finite_differences_of_the_joints()
     np.testing.assert_allclose((gp - g0) / eps, G @ d, atol=1e-6)
 
 
+def _every_joint() -> mbvi.Scene:
+    """Rigid bodies and particles on every joint type (each body off its joints' axes)."""
+    s = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    for i, name in enumerate(("a", "b", "c", "d")):
+        s.add(mbvi.RigidBody(name, mass=1.0 + i, inertia=(0.2, 0.25, 0.3), position=(i, 0.1 * i, -0.2 * i)))
+    s.add(mbvi.Particle("p", mass=0.5, position=(4.0, 0.3, -1.0)))
+    s.add(mbvi.Revolute("world", "a", anchor=(-0.5, 0.0, 0.0), axis=(0.0, 1.0, 0.0)))
+    s.add(mbvi.Spherical("a", "b", anchor=(0.5, 0.05, -0.1)))
+    s.add(mbvi.Prismatic("b", "c", axis=(1.0, 0.0, 0.2)))
+    s.add(mbvi.Fixed("c", "d", anchor=(2.5, 0.2, -0.5)))
+    s.add(mbvi.Rod("d", "p", anchor_a=(0.2, 0.0, 0.1)))
+    return s
+
+
+@pytest.mark.parametrize("scene", ["rigid_chain", "spinning_top", "every_joint"])
+def test_the_fused_velocity_jacobian_is_the_two_step_one_bit_for_bit(scene: str) -> None:
+    """U, W → G_v in one pass or through G on the configuration pattern: the same numbers, at a random
+    configuration off the joints (each entry of G has one term, or two with a prismatic joint)."""
+    from mbvi.engine import kernels as K
+    from mbvi.engine import lieloop
+    from mbvi.engine.slots import NNZ, N
+
+    if scene == "every_joint":
+        built = _every_joint()
+    else:
+        spec = importlib.util.spec_from_file_location(scene, SCENES / f"{scene}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        built = module.build()
+    system = assemble(built)
+    I, F, Iv, _, IL, FL = system.engine_model()
+    assert IL[lie.L_NB] > 0 and IL[lie.L_FUSED] == (2 if scene == "every_joint" else 1)  # prismatic: two terms
+    q = system.layout.q0 + 0.3 * np.random.default_rng(1).normal(size=system.nq)  # off the joints too
+    n = int(I[N])
+    uw, g = np.zeros(6 * n), np.zeros(n)
+    K.constraint_values(I, F, q, uw[: 3 * n], uw[3 * n :], g)
+    two, one = np.zeros(int(Iv[NNZ])), np.full(int(Iv[NNZ]), np.nan)
+    lieloop._jacobian_v(I, F, IL, FL, q, uw[: 3 * n], uw[3 * n :], np.zeros(int(I[NNZ])), two)
+    lieloop._jacobian_v_fused(IL, FL, q, uw, one)
+    assert np.any(two != 0.0)
+    np.testing.assert_array_equal(one, two)
+
+
 # -- acceptance ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("integrator", ["verlet", "yoshida4"])
 def test_free_body_near_its_intermediate_axis_at_two_radians_per_step(integrator: str) -> None:

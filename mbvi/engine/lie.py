@@ -29,14 +29,16 @@ from mbvi.bodies import RigidBody
 from mbvi.kernels import SparsePattern
 from mbvi.linalg import ConstraintSolver
 
-__all__ = ["LSLOTS", "lie_tables", "owner_is_rotation"]
+__all__ = ["LSLOTS", "fuse_jacobian", "lie_tables", "owner_is_rotation"]
 
 # --- header of IL ------------------------------------------------------------------------------------
 (L_NB, L_NV, L_NT, L_NCOPY, L_NROT,
  L_BQ, L_BV, L_TQ, L_TV, L_CQ, L_CV, L_RV, L_RQ, L_RR,
  # offsets into FL
  L_J, L_RS,
- LSLOTS) = range(17)  # fmt: skip
+ # the fused map (see fuse_jacobian): flag; per copy and product term, the U/W entry and its coefficient
+ L_FUSED, L_FCS, L_FRS, L_FCC, L_FRC,
+ LSLOTS) = range(22)  # fmt: skip
 
 # body-frame component k of ω, a torque or ∂g/∂η pairs columns (a, b) of R
 _AB = ((2, 1), (0, 2), (1, 0))
@@ -148,3 +150,54 @@ def lie_tables(system, qsys) -> tuple[SparsePattern, ConstraintSolver, np.ndarra
     FL = np.concatenate([J.ravel(), tm[:, 3]])
     IL[L_J], IL[L_RS] = 0, J.size
     return pattern, solver, IL, np.ascontiguousarray(FL), winv, nv
+
+
+def fuse_jacobian(IL: np.ndarray, FL: np.ndarray, I: np.ndarray, F: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(IL, FL) with the map from U and W straight to G_v.
+
+    G's entry p on the configuration pattern is the sum of s_e W_r over the
+    terms e of the U map that land on p, then of s_e U_r over the W map's
+    (:func:`mbvi.engine.kernels.jacobian_values`); the velocity Jacobian then
+    copies or multiplies those entries. When no p has more than two terms
+    (every joint of the built-in types: one, or two where both factors of a
+    row turn with one body, as a prismatic joint's) both steps fold into one
+    pass over the copies and products, reading U and W directly.
+    ``L_FUSED`` is the most terms of an entry (0: not fused); ``L_FCS``/
+    ``L_FRS`` index the concatenated (U, W) of the workspace and ``L_FCC``/
+    ``L_FRC`` hold s_e, first terms then second terms (coefficient 0 where an
+    entry has one). The floating-point operations are the same, in the same
+    order, so is the result.
+    """
+    from mbvi.engine import slots as S
+
+    n, nu, nw, nnz = int(I[S.N]), int(I[S.NU]), int(I[S.NW]), int(I[S.NNZ])
+    same = bool(I[S.SAME])
+    pos = [I[I[S.UPOS] : I[S.UPOS] + nu]]
+    src = [I[I[S.UR] : I[S.UR] + nu] + (0 if same else 3 * n)]  # a U term multiplies W (U when they coincide)
+    cof = [F[I[S.SU] : I[S.SU] + nu]]
+    if not same:
+        pos.append(I[I[S.WPOS] : I[S.WPOS] + nw])
+        src.append(I[I[S.WR] : I[S.WR] + nw])
+        cof.append(F[I[S.SW] : I[S.SW] + nw])
+    pos, src, cof = np.concatenate(pos), np.concatenate(src), np.concatenate(cof)  # in the order they are added
+    count = np.bincount(pos, minlength=nnz)
+    head = IL[:LSLOTS].copy()
+    most = int(count.max()) if nnz else 0
+    if nnz == 0 or most > 2 or count.min() < 1:
+        head[L_FUSED] = 0
+        return np.concatenate([head, IL[LSLOTS:]]), FL
+    src2, cof2 = np.zeros((most, nnz), np.int64), np.zeros((most, nnz))
+    seen = np.zeros(nnz, np.int64)
+    for p, s, c in zip(pos.tolist(), src.tolist(), cof.tolist(), strict=True):
+        src2[seen[p], p], cof2[seen[p], p] = s, c
+        seen[p] += 1
+    nc, nr = int(IL[L_NCOPY]), int(IL[L_NROT])
+    cq, rq = IL[IL[L_CQ] : IL[L_CQ] + nc], IL[IL[L_RQ] : IL[L_RQ] + nr]
+    head[L_FUSED] = most
+    head[L_FCS] = len(IL)
+    head[L_FRS] = len(IL) + most * nc
+    head[L_FCC] = len(FL)
+    head[L_FRC] = len(FL) + most * nc
+    IL = np.concatenate([head, IL[LSLOTS:], src2[:, cq].ravel(), src2[:, rq].ravel()])
+    FL = np.concatenate([FL, cof2[:, cq].ravel(), cof2[:, rq].ravel()])
+    return IL, np.ascontiguousarray(FL)

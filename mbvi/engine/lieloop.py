@@ -33,7 +33,28 @@ from mbvi.engine import kernels as K
 from mbvi.engine import rotation as ROT
 from mbvi.engine.kernels import jit, jit_alloc
 from mbvi.engine.kernels import workspace_view as _buf
-from mbvi.engine.lie import L_BQ, L_BV, L_CQ, L_CV, L_J, L_NB, L_NCOPY, L_NROT, L_NT, L_RQ, L_RR, L_RS, L_RV, L_TQ, L_TV
+from mbvi.engine.lie import (
+    L_BQ,
+    L_BV,
+    L_CQ,
+    L_CV,
+    L_FCC,
+    L_FCS,
+    L_FRC,
+    L_FRS,
+    L_FUSED,
+    L_J,
+    L_NB,
+    L_NCOPY,
+    L_NROT,
+    L_NT,
+    L_RQ,
+    L_RR,
+    L_RS,
+    L_RV,
+    L_TQ,
+    L_TV,
+)
 from mbvi.engine.slots import (
     BA_M,
     CONST_FORCE,
@@ -87,7 +108,7 @@ def lie_buffers(I, Iv, IL):
     nq, nv, nnz = I[NQ], Iv[NQ], I[NNZ]
     return (np.zeros(nnz), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq),
             np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv),
-            np.zeros(nv), np.zeros(nv), np.zeros(3 * max(IL[L_NB], 1)), np.zeros(nv))  # fmt: skip
+            np.zeros(nv), np.zeros(nv), np.zeros(6 * max(IL[L_NB], 1)), np.zeros(nv))  # fmt: skip
 
 
 #: the loosest SHAKE tolerance at which a step leaves RATTLE's velocity projection to the next step's
@@ -149,6 +170,31 @@ def _jacobian_v(I, F, IL, FL, q, u, w, gdq, gdv):
 
 
 @jit
+def _jacobian_v_fused(IL, FL, q, uw, gdv):
+    """:func:`_jacobian_v` in one pass from the concatenated (U, W) when ``IL[L_FUSED]`` (see
+    :func:`mbvi.engine.lie.fuse_jacobian`): the same operations, without G on the configuration pattern."""
+    gdv[:] = 0.0
+    nc, nr, two = IL[L_NCOPY], IL[L_NROT], IL[L_FUSED] == 2
+    cv, cs, cc = (
+        K.ints(IL, L_CV, nc),
+        K.ints(IL, L_FCS, 2 * nc if two else nc),
+        K.floats(IL, FL, L_FCC, 2 * nc if two else nc),
+    )
+    rv, rr, rs = K.ints(IL, L_RV, nr), K.ints(IL, L_RR, nr), K.floats(IL, FL, L_RS, nr)
+    fs, fc = K.ints(IL, L_FRS, 2 * nr if two else nr), K.floats(IL, FL, L_FRC, 2 * nr if two else nr)
+    if two:  # an entry of G is (0 + first term) + second term, as jacobian_values sums it
+        for e in range(nc):
+            gdv[U(cv[e])] = (0.0 + cc[e] * uw[U(cs[e])]) + cc[nc + e] * uw[U(cs[nc + e])]
+        for e in range(nr):
+            gdv[U(rv[e])] += rs[e] * q[U(rr[e])] * ((0.0 + fc[e] * uw[U(fs[e])]) + fc[nr + e] * uw[U(fs[nr + e])])
+        return
+    for e in range(nc):
+        gdv[U(cv[e])] = 0.0 + cc[e] * uw[U(cs[e])]
+    for e in range(nr):
+        gdv[U(rv[e])] += rs[e] * q[U(rr[e])] * (0.0 + fc[e] * uw[U(fs[e])])
+
+
+@jit
 def _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, slot, fresh):
     """G_v(q) and the factorization of A(q) into buffer ``slot`` (``fresh``: U, W already at q)."""
     n, nnz = I[N], Iv[NNZ]
@@ -156,7 +202,10 @@ def _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, slot, fresh):
     gd = WS[WI[X_GD] + slot * nnz : WI[X_GD] + (slot + 1) * nnz]
     if not fresh:
         K.affine_uw(I, F, q, u, w)
-    _jacobian_v(I, F, IL, FL, q, u, w, bufs[B_GDQ], gd)
+    if IL[L_FUSED]:
+        _jacobian_v_fused(IL, FL, q, _buf(WI, WS, X_U, 6 * n), gd)
+    else:
+        _jacobian_v(I, F, IL, FL, q, u, w, bufs[B_GDQ], gd)
     size = WI[SIZE_AB]
     kind = K.factor(Iv, Fv, gd, WS[WI[X_AB] + slot * size : WI[X_AB] + (slot + 1) * size])
     if kind == K.SHIFTED:
@@ -175,23 +224,28 @@ def _solve(Iv, WI, WS, slot, rhs, out):
 def _drift(IL, FL, q0, uh, h, q1, xs, warm):
     """q₁ = drift(q₀, u½, h): straight lines for translations, Cayley steps for rotations.
 
-    xs receives the Cayley parameters (3 per body); with ``warm`` it holds those
-    of a nearby drift (the previous SHAKE iterate), Newton's first guess
-    (one Newton step when u½ barely moved), else the guess is
-    :func:`mbvi.engine.rotation.cayley_guess`.
+    xs receives the Cayley parameters (3 per body, the first 3 NB entries); with
+    ``warm`` they are those of a nearby drift (the previous SHAKE iterate),
+    Newton's first guess (one Newton step when u½ barely moved). Else the guess
+    is :func:`mbvi.engine.rotation.cayley_guess` plus its miss at the last
+    accepted drift (xs[3 NB:], from :func:`_drift_rates`): the guess misses by
+    O(|hω|³), and that miss changes little from one step to the next, so
+    Newton again needs one step where the bare guess needed two.
     """
     K.copy_into(q1, q0)
     tq, tv = IL[L_TQ], IL[L_TV]
     for i in range(IL[L_NT]):
         q1[IL[tq + i]] = q0[IL[tq + i]] + h * uh[IL[tv + i]]
-    bq, bv, jo = IL[L_BQ], IL[L_BV], IL[L_J]
-    for b in range(IL[L_NB]):
+    bq, bv, jo, nb = IL[L_BQ], IL[L_BV], IL[L_J], IL[L_NB]
+    for b in range(nb):
         oq, ov, j = IL[bq + b], IL[bv + b] + 3, jo + 3 * b
         w0, w1, w2 = uh[ov], uh[ov + 1], uh[ov + 2]
         if warm:
             g0, g1, g2 = xs[3 * b], xs[3 * b + 1], xs[3 * b + 2]
         else:
             g0, g1, g2 = ROT.cayley_guess(FL[j], FL[j + 1], FL[j + 2], h * w0, h * w1, h * w2)
+            m = 3 * (nb + b)
+            g0, g1, g2 = g0 + xs[m], g1 + xs[m + 1], g2 + xs[m + 2]
         ok, x0, x1, x2 = ROT.rotate_columns(FL[j], FL[j + 1], FL[j + 2], w0, w1, w2, h, q0, q1, oq, g0, g1, g2)
         if not ok:
             return False
@@ -204,19 +258,24 @@ def _drift_rates(IL, FL, uh, h, xs, ua, um):
     """After the drift that SHAKE accepted: ua the velocity after it, um the step's mean velocity.
 
     (x₁ − x₀)/h = u½ for translations; for a body, the rate J⁻¹ cay(x)ᵀ J ω½
-    after the drift and the rate log(cay(x))/h at which it turned.
+    after the drift and the rate log(cay(x))/h at which it turned. Stores the
+    miss of :func:`mbvi.engine.rotation.cayley_guess` at this drift in xs[3 NB:]
+    (the next step's first guess, see :func:`_drift`).
     """
     tv = IL[L_TV]
     for i in range(IL[L_NT]):
         ua[IL[tv + i]] = uh[IL[tv + i]]
         um[IL[tv + i]] = uh[IL[tv + i]]
-    bv, jo = IL[L_BV], IL[L_J]
-    for b in range(IL[L_NB]):
+    bv, jo, nb = IL[L_BV], IL[L_J], IL[L_NB]
+    for b in range(nb):
         ov, j = IL[bv + b] + 3, jo + 3 * b
         x0, x1, x2 = xs[3 * b], xs[3 * b + 1], xs[3 * b + 2]
-        ua[ov], ua[ov + 1], ua[ov + 2] = ROT.rate_after(FL[j], FL[j + 1], FL[j + 2], uh[ov], uh[ov + 1], uh[ov + 2],
-                                                        x0, x1, x2)  # fmt: skip
+        w0, w1, w2 = uh[ov], uh[ov + 1], uh[ov + 2]
+        ua[ov], ua[ov + 1], ua[ov + 2] = ROT.rate_after(FL[j], FL[j + 1], FL[j + 2], w0, w1, w2, x0, x1, x2)
         um[ov], um[ov + 1], um[ov + 2] = ROT.mean_rate(x0, x1, x2, h)
+        c0, c1, c2 = ROT.cayley_guess(FL[j], FL[j + 1], FL[j + 2], h * w0, h * w1, h * w2)
+        m = 3 * (nb + b)
+        xs[m], xs[m + 1], xs[m + 2] = x0 - c0, x1 - c1, x2 - c2
 
 
 @jit_alloc

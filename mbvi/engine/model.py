@@ -421,9 +421,10 @@ def build(system) -> tuple[np.ndarray, ...] | None:
         from mbvi.engine.lie import LSLOTS
 
         return I, F, I, F, np.zeros(LSLOTS, np.int64), np.zeros(1)
-    from mbvi.engine.lie import lie_tables
+    from mbvi.engine.lie import fuse_jacobian, lie_tables
 
     pattern, solver, IL, FL, winv, nv = lie_tables(system, qsys)
+    IL, FL = fuse_jacobian(IL, FL, I, F)
     pv = _Packer()
     if not _pack_constraints(pv, qsys, (pattern, solver, winv, nv)):
         _log_sparse()
