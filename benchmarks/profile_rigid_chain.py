@@ -37,6 +37,7 @@ from mbvi.engine import loop
 from mbvi.engine import model as M
 from mbvi.engine import slots as S
 from mbvi.engine.kernels import workspace_view as _buf
+from mbvi.engine.lie import L_FUSED
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import rigid_chain
@@ -69,8 +70,12 @@ def _jacobian(k, I, F, Iv, IL, FL, WI, WS, bufs, q):
     n, nnz = I[S.N], Iv[S.NNZ]
     u, w = _buf(WI, WS, S.X_U, 3 * n), _buf(WI, WS, S.X_W, 3 * n)
     gd = WS[WI[S.X_GD] : WI[S.X_GD] + nnz]
+    uw = _buf(WI, WS, S.X_U, 6 * n)
     for _ in range(k):
-        LIE._jacobian_v(I, F, IL, FL, q, u, w, bufs[LIE.B_GDQ], gd)
+        if IL[L_FUSED]:  # as the loop does (lie.fuse_jacobian)
+            LIE._jacobian_v_fused(IL, FL, q, uw, gd)
+        else:
+            LIE._jacobian_v(I, F, IL, FL, q, u, w, bufs[LIE.B_GDQ], gd)
 
 
 @njit
@@ -121,9 +126,14 @@ def _first_residuals(I, F, Iv, Fv, IL, FL, q, u, nsteps, order, out):
     lam = np.zeros(n)
     LIE._factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, WI[S.CUR], False)
     WI[S.HAVE_FACTOR] = 1
-    weights = ((1.0, 0.0, 0.0, 0.0, 0.0, 0.0), (2.0, -1.0, 0.0, 0.0, 0.0, 0.0), (3.0, -3.0, 1.0, 0.0, 0.0, 0.0),
-               (4.0, -6.0, 4.0, -1.0, 0.0, 0.0), (5.0, -10.0, 10.0, -5.0, 1.0, 0.0),
-               (6.0, -15.0, 20.0, -15.0, 6.0, -1.0))
+    weights = (
+        (1.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+        (2.0, -1.0, 0.0, 0.0, 0.0, 0.0),
+        (3.0, -3.0, 1.0, 0.0, 0.0, 0.0),
+        (4.0, -6.0, 4.0, -1.0, 0.0, 0.0),
+        (5.0, -10.0, 10.0, -5.0, 1.0, 0.0),
+        (6.0, -15.0, 20.0, -15.0, 6.0, -1.0),
+    )
     for k in range(nsteps):
         use = min(order, k)  # as many past steps as there are
         for i in range(n):
@@ -189,8 +199,14 @@ def main(links: int) -> None:
     print("\n3. residual of the first drift / tolerance, by warm start (median, 90th percentile)")
     u = np.zeros(nv)
     LIE.to_u(IL, q0, v0, u)
-    for order, name in ((1, "last step's"), (2, "linear"), (3, "quadratic"), (4, "cubic"), (5, "quartic"),
-                        (6, "quintic")):
+    for order, name in (
+        (1, "last step's"),
+        (2, "linear"),
+        (3, "quadratic"),
+        (4, "cubic"),
+        (5, "quartic"),
+        (6, "quintic"),
+    ):
         out = np.zeros(300)
         _first_residuals(I, F, Iv, Fv, IL, FL, q0.copy(), u.copy(), 300, order, out)
         r = out[10:]
@@ -205,7 +221,7 @@ def main(links: int) -> None:
     LIE._drift(IL, FL, q0, u, H, q0.copy(), xs, False)
     rows = (
         ("constraint values g(q)", best(_constraint_values, I, F, WI, WS, q0)),
-        ("Jacobian G_v", best(_jacobian, I, F, Iv, IL, FL, WI, WS, bufs, q0)),
+        ("Jacobian G_v (fused)", best(_jacobian, I, F, Iv, IL, FL, WI, WS, bufs, q0)),
         ("assembly of A", best(_assemble, Iv, Fv, WI, WS, False)),
         ("assembly + profile Cholesky", best(_assemble, Iv, Fv, WI, WS, True)),
         ("solve with the factor", best(_solve, Iv, WI, WS, rhs, out)),
