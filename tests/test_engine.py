@@ -333,3 +333,35 @@ def test_project_position_validates_its_options(kwargs: dict, match: str) -> Non
     system = mbvi.assemble(_far_scene(0.0))
     with pytest.raises(ValueError, match=match):
         system.project_position(system.layout.q0, **kwargs)
+
+
+@pytest.mark.parametrize("path", SCENE_FILES, ids=[p.stem for p in SCENE_FILES])
+def test_u_computed_once_for_repeated_rows_is_the_full_map_bit_for_bit(path: Path) -> None:
+    """A joint's point rows share one U, computed once and copied (``model._u_aliases``): the same numbers as
+    every row's own terms summed in order, at a random configuration."""
+    from mbvi.engine import kernels as K
+    from mbvi.engine import slots as S
+
+    scene = _scene(path)
+    if not isinstance(scene, mbvi.Scene):
+        pytest.skip("not a scene of bodies and joints")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mbvi.RedundantConstraintWarning)
+        system = mbvi.assemble(scene)
+    model = system.engine_model()
+    if model is None:
+        pytest.skip("no compiled model")
+    I, F = model[:2]
+    n, nu = int(I[S.N]), int(I[S.NU])
+    if n == 0:
+        pytest.skip("no constraint rows")
+    q = np.asarray(system.layout.q0, float) + 0.3 * np.random.default_rng(2).normal(size=system.nq)
+    full = F[I[S.CU] : I[S.CU] + 3 * n].copy()
+    ur, uc, uv = I[I[S.UR] : I[S.UR] + nu], I[I[S.UC] : I[S.UC] + nu], F[I[S.UV] : I[S.UV] + nu]
+    for e in range(nu):
+        full[ur[e]] += uv[e] * q[uc[e]]
+    u, w = np.full(3 * n, np.nan), np.zeros(3 * n)
+    K.affine_uw(I, F, q, u, w)
+    np.testing.assert_array_equal(u, full)
+    if path.stem == "rigid_chain":  # a revolute joint's 3 point rows share one U, its 2 axis rows another
+        assert I[S.NALIAS] == 3 * int(I[S.N]) // 5

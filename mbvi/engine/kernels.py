@@ -15,6 +15,8 @@ from numba import njit
 from numba import uint64 as U
 
 from mbvi.engine.slots import (
+    ALIAS_DST,
+    ALIAS_SRC,
     AW,
     BA_I,
     BB_I,
@@ -39,10 +41,12 @@ from mbvi.engine.slots import (
     HD_RA,
     HD_RB,
     KK,
+    NALIAS,
     NNZ,
     NPAIR,
     NQ,
     NU,
+    NU1,
     NW,
     PA,
     PB,
@@ -73,6 +77,9 @@ from mbvi.engine.slots import (
     TS_STIFF,
     TSTART,
     TW_I,
+    U1C,
+    U1R,
+    U1V,
     UC,
     UPOS,
     UR,
@@ -142,13 +149,23 @@ OK, SHIFTED, FAILED = 0, 1, 2
 # ------------------------------------------------------------------------------------- constraints
 @jit
 def affine_uw(I, F, q, u, w):
-    """U and W of every active row at q, flat (3n,) each (W untouched when the maps coincide)."""
-    n3, nu = 3 * I[N], I[NU]
-    cu, ur, uc, uv = floats(I, F, CU, n3), ints(I, UR, nu), ints(I, UC, nu), floats(I, F, UV, nu)
+    """U and W of every active row at q, flat (3n,) each (W untouched when the maps coincide).
+
+    A row whose U map repeats an earlier row's copies its U (``NALIAS``, see
+    :func:`mbvi.engine.model._u_aliases`): the same numbers, a third of the terms on a rigid chain.
+    """
+    n3, nu = 3 * I[N], I[NU1]
+    cu, ur, uc, uv = floats(I, F, CU, n3), ints(I, U1R, nu), ints(I, U1C, nu), floats(I, F, U1V, nu)
     for i in range(n3):
         u[i] = cu[i]
     for e in range(nu):
         u[U(ur[e])] += uv[e] * q[U(uc[e])]
+    na = I[NALIAS]
+    dst, src = ints(I, ALIAS_DST, na), ints(I, ALIAS_SRC, na)
+    for a in range(na):
+        d, s = 3 * dst[a], 3 * src[a]
+        for c in range(3):
+            u[U(d + c)] = u[U(s + c)]
     if not I[SAME]:
         nw = I[NW]
         cw, wr, wc, wv = floats(I, F, CW, n3), ints(I, WR, nw), ints(I, WC, nw), floats(I, F, WV, nw)

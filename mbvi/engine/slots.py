@@ -33,7 +33,10 @@ run's integer state, ``WS`` (float64) every buffer.
  # per-instance arrays
  SP_STIFF, SP_REST, TS_STIFF, TS_REST, DP_COEF, DR_COEF, PF_FORCE, TQ_M, TQ_COLS, TQ_TAU,
  HD_CA, HD_CB, HD_RA, HD_RB, HD_COEF, SD_COEF, BE_KAPPA,
- NSLOTS) = range(119)  # fmt: skip
+ # U computed once for rows of one U map (see model._u_aliases): its terms without the repeats (count, rows,
+ # columns, weights), then the repeating rows and the rows they copy
+ NU1, U1R, U1C, U1V, NALIAS, ALIAS_DST, ALIAS_SRC,
+ NSLOTS) = range(126)  # fmt: skip
 
 #: the affine maps, by family prefix
 MAPS = ("SP", "DP", "DR", "PF", "T1", "T2", "TW", "HD", "SN", "SD", "BA", "BB")
