@@ -7,7 +7,8 @@ bench``: a tool for whoever speeds up the rigid-body path. It prints
 
 1. the time per step of ``verlet`` at constraint tolerances 1e-12 … 1e-3
    (what SHAKE's iterations cost);
-2. how many constrained drifts each of 3000 steps of one run takes, from half a second in;
+2. how many constrained drifts each of 3000 steps of one run takes, from half a second in, and how
+   many factorizations of A they made;
 3. the residual the first drift leaves, relative to the tolerance, with the
    multipliers extrapolated from the last 1 … 6 steps (constant … quintic):
    whether a better warm start would save the second drift (the quartic and
@@ -157,7 +158,7 @@ def _first_residuals(I, F, Iv, Fv, IL, FL, q, u, nsteps, order, out):
 
 @njit
 def _count_drifts(I, F, Iv, Fv, IL, FL, q, u, ls, counts):
-    """Verlet steps of one run (the workspace, warm starts and factor carry over), drifts of each."""
+    """Verlet steps of one run (the workspace, warm starts and factor carry over), drifts of each; factorizations."""
     WI, WS = loop.workspace(Iv)
     bufs = LIE.lie_buffers(I, Iv, IL)
     lam = np.zeros((S.WARM_ROWS, I[S.N]))
@@ -166,6 +167,7 @@ def _count_drifts(I, F, Iv, Fv, IL, FL, q, u, ls, counts):
         before = WI[S.DRIFTS]
         LIE.lie_step_refined(I, F, Iv, Fv, IL, FL, WI, WS, bufs, 0, q, u, H, lam, TOL, 50, ls, np.inf, qs, us)
         counts[k] = WI[S.DRIFTS] - before
+    return WI[S.REFACTORED]
 
 
 def main(links: int) -> None:
@@ -193,8 +195,9 @@ def main(links: int) -> None:
     counts = np.zeros(3000, dtype=np.int64)
     u0 = np.zeros(nv)
     LIE.to_u(IL, q0, v0, u0)
-    _count_drifts(I, F, Iv, Fv, IL, FL, q0.copy(), u0, float(system.length_scale), counts)
+    factors = _count_drifts(I, F, Iv, Fv, IL, FL, q0.copy(), u0, float(system.length_scale), counts)
     print("   " + ", ".join(f"{c} drifts: {k} steps" for c, k in enumerate(np.bincount(counts)) if k))
+    print(f"   factorizations of A: {factors} in {len(counts)} steps (the others refine an older factor)")
 
     print("\n3. residual of the first drift / tolerance, by warm start (median, 90th percentile)")
     u = np.zeros(nv)

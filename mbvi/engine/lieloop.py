@@ -63,6 +63,7 @@ from mbvi.engine.slots import (
     DONE,
     DRIFT_FAILED,
     DRIFTS,
+    FACTOR_AGE,
     GVEC,
     HAS_F,
     HAS_VF,
@@ -74,7 +75,9 @@ from mbvi.engine.slots import (
     NQ,
     PCOL,
     PROW,
+    REFACTORED,
     REFINED,
+    REFRESH,
     SHAKE_FAILED,
     SHIFT_USED,
     SIZE_AB,
@@ -99,7 +102,7 @@ __all__ = ["lie_buffers", "lie_prepare", "lie_project", "lie_step", "to_u", "to_
 
 # buffers of a Lie run (a tuple of float arrays): q-sized, then v-sized
 (B_GDQ, B_Q1, B_GRAD0, B_GRAD1, B_FQ, B_VQ, B_UFREE, B_UH, B_UA, B_UNEW, B_FV0, B_FV1, B_DV, B_TMPV, B_UM, B_X,
- B_FC, NBUF) = range(18)  # fmt: skip
+ B_FC, B_DL2, NBUF) = range(19)  # fmt: skip
 
 
 @jit_alloc
@@ -108,8 +111,14 @@ def lie_buffers(I, Iv, IL):
     nq, nv, nnz = I[NQ], Iv[NQ], I[NNZ]
     return (np.zeros(nnz), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq),
             np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv),
-            np.zeros(nv), np.zeros(nv), np.zeros(6 * max(IL[L_NB], 1)), np.zeros(nv))  # fmt: skip
+            np.zeros(nv), np.zeros(nv), np.zeros(6 * max(IL[L_NB], 1)), np.zeros(nv),
+            np.zeros(max(I[N], 1)))  # fmt: skip
 
+
+#: steps a factor of A serves SHAKE at most (:func:`_correction`), and the contraction of its correction
+#: (new residual / old) above which it is refreshed at the end of the step
+MAX_FACTOR_AGE = 8
+STALE_CONTRACTION = 0.05
 
 #: the loosest SHAKE tolerance at which a step leaves RATTLE's velocity projection to the next step's
 #: multipliers (:func:`_substep`). A step's residual may leave up to ~tol ℓ/h of velocity off the joints,
@@ -195,8 +204,8 @@ def _jacobian_v_fused(IL, FL, q, uw, gdv):
 
 
 @jit
-def _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, slot, fresh):
-    """G_v(q) and the factorization of A(q) into buffer ``slot`` (``fresh``: U, W already at q)."""
+def _jacobian_at(I, F, Iv, IL, FL, WI, WS, bufs, q, slot, fresh):
+    """G_v(q) into Jacobian buffer ``slot`` (``fresh``: U, W in the workspace are already those at q)."""
     n, nnz = I[N], Iv[NNZ]
     u, w = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n)
     gd = WS[WI[X_GD] + slot * nnz : WI[X_GD] + (slot + 1) * nnz]
@@ -206,17 +215,52 @@ def _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, slot, fresh):
         _jacobian_v_fused(IL, FL, q, _buf(WI, WS, X_U, 6 * n), gd)
     else:
         _jacobian_v(I, F, IL, FL, q, u, w, bufs[B_GDQ], gd)
-    size = WI[SIZE_AB]
-    kind = K.factor(Iv, Fv, gd, WS[WI[X_AB] + slot * size : WI[X_AB] + (slot + 1) * size])
+
+
+@jit
+def _refactor(Iv, Fv, WI, WS, slot):
+    """SHAKE's factor of A = G_v M_v⁻¹ G_vᵀ from Jacobian buffer ``slot``; False when A cannot be factored.
+
+    The factor may then serve a few steps (``FACTOR_AGE``; see :func:`_correction`).
+    """
+    nnz, size = Iv[NNZ], WI[SIZE_AB]
+    kind = K.factor(Iv, Fv, WS[WI[X_GD] + slot * nnz : WI[X_GD] + (slot + 1) * nnz], WS[WI[X_AB] : WI[X_AB] + size])
     if kind == K.SHIFTED:
         WI[SHIFT_USED] += 1
+    WI[FACTOR_AGE] = 0
+    WI[REFRESH] = 0
+    WI[REFACTORED] += 1
     return kind != K.FAILED
 
 
 @jit
-def _solve(Iv, WI, WS, slot, rhs, out):
-    size = WI[SIZE_AB]
-    K.solve(Iv, WS[WI[X_AB] + slot * size : WI[X_AB] + (slot + 1) * size], rhs, out, _buf(WI, WS, X_TMP, Iv[N]))
+def _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, slot, fresh):
+    """G_v(q) into Jacobian buffer ``slot`` and SHAKE's factor of A(q) (``fresh``: U, W already at q)."""
+    _jacobian_at(I, F, Iv, IL, FL, WI, WS, bufs, q, slot, fresh)
+    return _refactor(Iv, Fv, WI, WS, slot)
+
+
+@jit
+def _solve(Iv, WI, WS, rhs, out):
+    K.solve(Iv, WS[WI[X_AB] : WI[X_AB] + WI[SIZE_AB]], rhs, out, _buf(WI, WS, X_TMP, Iv[N]))
+
+
+@jit
+def _correction(Iv, Fv, WI, WS, bufs, gd0, g, dl):
+    """dl = A(q₀)⁻¹ g: a solve with SHAKE's factor, plus one step of iterative refinement on A(q₀) = G₀ M⁻¹ G₀ᵀ
+    when the factor is of an earlier configuration (its error is then squared: as good as a fresh factor's)."""
+    _solve(Iv, WI, WS, g, dl)
+    if WI[FACTOR_AGE] == 0:
+        return
+    n = Iv[N]
+    dv, rhs, dl2 = bufs[B_DV], _buf(WI, WS, X_RHS, n), bufs[B_DL2]
+    K.wgt(Iv, Fv, gd0, dl, dv)
+    K.matvec(Iv, gd0, dv, rhs)
+    for i in range(n):
+        rhs[i] = g[i] - rhs[i]
+    _solve(Iv, WI, WS, rhs, dl2)
+    for i in range(n):
+        dl[i] += dl2[i]
 
 
 # ------------------------------------------------------------------------------------------ drift
@@ -390,11 +434,17 @@ def _shake_multipliers(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, 
         if r <= 0.5 * tol:  # not tol: a warm start whose error creeps up step by step stops well inside it
             if warm:
                 K.copy_into(lam, lamv)
+            if it >= 2 or (it == 1 and WI[FACTOR_AGE] and r > STALE_CONTRACTION * prev):
+                WI[REFRESH] = 1  # a step that needed more than one correction, or an old factor that served less well
             return DONE
         if not r < math.inf:
             break
         slow = slow + 1 if r > 0.25 * prev else 0
         prev = r
+        if slow and WI[FACTOR_AGE]:  # first a fresh factor, at q₀
+            if not _refactor(Iv, Fv, WI, WS, slot0):
+                return NEEDS_NUMPY
+            slow = 0
         if slow >= 2 and K.residual_at_roundoff(I, F, q1, u, w, g) <= tol:  # stalled at round-off: done
             if warm:
                 K.copy_into(lam, lamv)
@@ -406,7 +456,7 @@ def _shake_multipliers(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, 
             elif warm:
                 lam[:] = 0.0
             return st
-        _solve(Iv, WI, WS, slot0, g, dl)
+        _correction(Iv, Fv, WI, WS, bufs, gd0, g, dl)
         for i in range(n):
             lamv[i] += dl[i]
     return SHAKE_FAILED
@@ -537,13 +587,18 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, c0, c1, lam, tol, maxi
         for i in range(nv):
             acc += (c0 * fv0[i] + c1 * fv1[i]) * bufs[B_UM][i]
         WS[WI[X_WORK]] += acc
-    if not _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q1, nxt, True):
-        return NEEDS_NUMPY
+    project = tol > LAZY_TOL or I[HAS_VF]
+    _jacobian_at(I, F, Iv, IL, FL, WI, WS, bufs, q1, nxt, True)
+    if project or WI[REFRESH] or WI[FACTOR_AGE] + 1 >= MAX_FACTOR_AGE:
+        if not _refactor(Iv, Fv, WI, WS, nxt):
+            return NEEDS_NUMPY
+    else:
+        WI[FACTOR_AGE] += 1
     K.copy_into(q, q1)
     WI[CUR] = nxt
     # u stays off the joints at a tight tolerance (the velocity along M_v⁻¹ G_vᵀ it carries is ~tol ℓ/h
     # from the step's residual plus O(h) from the kicks) when no force reads the velocity
-    if tol > LAZY_TOL or I[HAS_VF]:
+    if project:
         _project(Iv, Fv, WI, WS, bufs, nxt, u, u)
     return DONE
 
@@ -556,7 +611,7 @@ def _project(Iv, Fv, WI, WS, bufs, slot, u, out):
         gd = WS[WI[X_GD] + slot * nnz : WI[X_GD] + (slot + 1) * nnz]
         rhs, dl, dv = _buf(WI, WS, X_RHS, n), _buf(WI, WS, X_DL, n), bufs[B_DV]
         K.matvec(Iv, gd, u, rhs)
-        _solve(Iv, WI, WS, slot, rhs, dl)
+        _solve(Iv, WI, WS, rhs, dl)
         K.wgt(Iv, Fv, gd, dl, dv)
         for i in range(len(u)):
             out[i] = u[i] - dv[i]
@@ -577,6 +632,8 @@ def lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, out):
         if not _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, cur, False):
             return False
         WI[HAVE_FACTOR] = 1
+    elif WI[FACTOR_AGE] and not _refactor(Iv, Fv, WI, WS, cur):
+        return False
     _project(Iv, Fv, WI, WS, bufs, cur, u, out)
     return True
 
