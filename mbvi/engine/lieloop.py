@@ -10,10 +10,12 @@ columns:
   and body torques;
 * constrained drift (SHAKE on the position-level multipliers Λ):
   u½ = u_free − M_v⁻¹ G_v(q₀)ᵀ Λ / h, q₁ = drift(q₀, u½, h), g(q₁) = 0 —
-  quasi-Newton with A(q₀) = G_v M_v⁻¹ G_vᵀ, and full Newton with the exact
-  Jacobian G_v(q₁) (∂η₁/∂u½) M_v⁻¹ G_v(q₀)ᵀ / h when a body turns far in one
-  step and the quasi-Newton iteration stalls;
-* kick c₁ at q₁ and the projection of u onto G_v(q₁) u = 0 (RATTLE).
+  quasi-Newton with A(q₀) = G_v M_v⁻¹ G_vᵀ (a factor up to
+  :data:`MAX_FACTOR_AGE` steps old, refined once on A(q₀): :func:`_correction`),
+  and full Newton with the exact Jacobian G_v(q₁) (∂η₁/∂u½) M_v⁻¹ G_v(q₀)ᵀ / h
+  when a body turns far in one step and the quasi-Newton iteration stalls;
+* kick c₁ at q₁, and the projection of u onto G_v(q₁) u = 0 (RATTLE) when a
+  state is read: it changes no position (:func:`_substep`, :func:`lie_project`).
 
 Each step is the discrete Lagrange–d'Alembert map of a discrete Lagrangian
 (the trapezoid rule for translations and potentials, the Cayley discrete
