@@ -16,7 +16,9 @@ from pathlib import Path
 __all__ = ["ensure_fresh"]
 
 HERE = Path(__file__).resolve().parent
-SOURCES = ("slots.py", "kernels.py", "loop.py", "lie.py", "rotation.py", "lieloop.py", "lockstep.py")
+SOURCES = (
+    "slots.py", "extrapolation.py", "kernels.py", "loop.py", "lie.py", "rotation.py", "lieloop.py", "lockstep.py",
+)  # fmt: skip
 _done = False
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit
 from numba import uint64 as U
 
+from mbvi.engine import extrapolation
 from mbvi.engine.slots import (
     ALIAS_DST,
     ALIAS_SRC,
@@ -288,17 +289,9 @@ def settle(new, old, floor, it, prev):
     return GOING, delta
 
 
-@jit
-def _extrapolated(order, now, p1, p2, p3):
-    """The multipliers of the next step extrapolated with a polynomial of ``order`` (0 … 3) through the
-    last ones: now, 2 now − p₁, 3 now − 3p₁ + p₂, 4 now − 6p₁ + 4p₂ − p₃."""
-    if order == 0:
-        return now
-    if order == 1:
-        return 2.0 * now - p1
-    if order == 2:
-        return 3.0 * now - 3.0 * p1 + p2
-    return 4.0 * now - 6.0 * p1 + 4.0 * p2 - p3
+#: the warm start rule of :mod:`mbvi.engine.extrapolation`, compiled (the NumPy path calls the same functions)
+_extrapolated = jit(extrapolation.extrapolated)
+_best_order = jit(extrapolation.best_order)
 
 
 @jit
@@ -321,24 +314,6 @@ def _misses(lam, hist):
         d0, d1, d2, d3 = _misses_at(lam[i], hist[0, i], hist[1, i], hist[2, i], hist[3, i])
         e0, e1, e2, e3 = max(e0, d0), max(e1, d1), max(e2, d2), max(e3, d3)
     return e0, e1, e2, e3
-
-
-@jit
-def _best_order(known, e0, e1, e2, e3):
-    """The order (0 … 3, at most known − 1) whose miss is least; a higher order must halve the miss of the
-    best lower one, so that noise alone does not switch orders. With fewer than two steps known there is
-    nothing to compare: linear when one is, none when none is (the misses are not read)."""
-    if known < 2:
-        return known
-    top = min(known - 1, 3)
-    order, best = 0, e0
-    if top >= 1 and e1 < 0.5 * best:
-        order, best = 1, e1
-    if top >= 2 and e2 < 0.5 * best:
-        order, best = 2, e2
-    if top >= 3 and e3 < 0.5 * best:
-        order = 3
-    return order
 
 
 @jit

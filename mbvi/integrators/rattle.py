@@ -26,6 +26,7 @@ import scipy.linalg as sla
 import scipy.sparse.linalg as spla
 
 from mbvi import kinematics
+from mbvi.engine.extrapolation import best_order, extrapolated
 from mbvi.engine.slots import WARM_HISTORY, WARM_ROWS
 from mbvi.errors import SolverError
 from mbvi.hookspecs import hookimpl
@@ -141,18 +142,6 @@ def shake(
     raise SolverError("SHAKE (constrained drift) did not converge", culprit=culprit, suggested_dt=dt_hint)
 
 
-def _extrapolated(order: int, now: np.ndarray, p1: np.ndarray, p2: np.ndarray, p3: np.ndarray) -> np.ndarray:
-    """A polynomial of ``order`` (0 … 3) through the last multipliers, one step on (same operations as the
-    compiled twin, :func:`mbvi.engine.kernels._extrapolated`)."""
-    if order == 0:
-        return now
-    if order == 1:
-        return 2.0 * now - p1
-    if order == 2:
-        return 3.0 * now - 3.0 * p1 + p2
-    return 4.0 * now - 6.0 * p1 + 4.0 * p2 - p3
-
-
 def predict_multipliers(lam: np.ndarray, hist: np.ndarray) -> None:
     """Warm start of the next SHAKE, in place: lam ← the multipliers extrapolated from the last steps.
 
@@ -172,15 +161,11 @@ def predict_multipliers(lam: np.ndarray, hist: np.ndarray) -> None:
     if not cold and len(lam):
         while known < 4 and not np.isnan(hist[known, 0]):
             known += 1
-    order = min(known, 1)
-    if known >= 2:  # the compiled twin's choice (kernels._best_order), max(e, d) ignoring NaN as it does
-        e = [float(np.fmax.reduce(np.abs(now - _extrapolated(k, hist[0], hist[1], hist[2], hist[3])), initial=0.0))
+    e = [0.0] * 4
+    if known >= 2:  # the misses as the compiled twin takes them: max norm, ignoring NaN as its max() does
+        e = [float(np.fmax.reduce(np.abs(now - extrapolated(k, hist[0], hist[1], hist[2], hist[3])), initial=0.0))
              for k in range(4)]  # fmt: skip
-        order, best = 0, e[0]
-        for k in range(1, min(known - 1, 3) + 1):
-            if e[k] < 0.5 * best:  # a higher order must halve the miss: noise alone does not switch
-                order, best = k, e[k]
-    lam[:] = _extrapolated(order, now, hist[0], hist[1], hist[2])
+    lam[:] = extrapolated(best_order(known, *e), now, hist[0], hist[1], hist[2])
     hist[1:] = hist[:-1].copy()
     hist[0] = now
     if cold:
