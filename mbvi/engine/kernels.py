@@ -325,13 +325,24 @@ def predict_multipliers(lam, hist):
     NaN row: unknown). The multipliers of a smooth motion are a smooth
     function of time, so a polynomial through the last ones predicts the
     next: linear leaves SHAKE an O(h²) residual, cubic an O(h⁴) one, and a
-    32-link rigid chain takes two constrained drifts a step instead of 2.75.
+    32-link rigid chain takes two constrained drifts a step instead of 2.75 (the compiled Lie loop compares
+    the orders by the impulses they apply: :func:`mbvi.engine.lieloop._warm_start`).
     The order (0 … 3) is the one that best predicted this step's multipliers
     from the steps before (max norm): a motion that is not smooth at the
     step's scale (a stiff spring's fast oscillation) falls back to a low
     order instead of amplifying its wiggles. Linear while the history is
     too short to compare.
     """
+    cold, known = history_known(lam, hist)
+    e0 = e1 = e2 = e3 = 0.0
+    if known >= 2:
+        e0, e1, e2, e3 = _misses(lam, hist)
+    advance_warm_start(lam, hist, _best_order(known, e0, e1, e2, e3), cold)
+
+
+@jit
+def history_known(lam, hist):
+    """(cold, known): whether ``lam`` is all zero (a cold start), and how many rows of ``hist`` are known."""
     n = len(lam)
     cold = True
     for i in range(n):
@@ -342,11 +353,14 @@ def predict_multipliers(lam, hist):
     if not cold:
         while known < 4 and n > 0 and hist[known, 0] == hist[known, 0]:
             known += 1
-    e0 = e1 = e2 = e3 = 0.0
-    if known >= 2:
-        e0, e1, e2, e3 = _misses(lam, hist)
-    order = _best_order(known, e0, e1, e2, e3)
-    for i in range(n):
+    return cold, known
+
+
+@jit
+def advance_warm_start(lam, hist, order, cold):
+    """lam ← its extrapolation of ``order`` through ``hist``, and lam pushed onto ``hist`` (which a cold start
+    forgets)."""
+    for i in range(len(lam)):
         now = lam[i]
         lam[i] = _extrapolated(order, now, hist[0, i], hist[1, i], hist[2, i])
         hist[3, i] = math.nan if cold else hist[2, i]

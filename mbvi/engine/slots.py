@@ -47,9 +47,10 @@ MAPS = ("SP", "DP", "DR", "PF", "T1", "T2", "TW", "HD", "SN", "SD", "BA", "BB")
  SIZE_AB,
  CUR, HAVE_FACTOR, HAVE_GRAD, SHIFT_USED, NEWTON_USED, REFINED, STIFF,
  # constrained drifts of the Lie loop so far (a counter, for profiling); the Lie loop's force is constant;
- # steps since SHAKE's factor of A was made; refactor at the next step; factorizations so far (a counter)
- DRIFTS, CONST_FORCE, FACTOR_AGE, REFRESH, REFACTORED,
- XSLOTS) = range(36)  # fmt: skip
+ # steps since SHAKE's factor of A was made; refactor at the next step; factorizations so far (a counter);
+ # the Lie loop's history of the impulses M⁻¹GᵀΛ of the last steps: rows known, row of the newest
+ DRIFTS, CONST_FORCE, FACTOR_AGE, REFRESH, REFACTORED, Z_KNOWN, Z_HEAD,
+ XSLOTS) = range(38)  # fmt: skip
 
 # --- SHAKE's warm starts (rows of a run's ``lam``) ---------------------------------------------------------
 #: row 0: the last step's multipliers; row 1: Yoshida's middle substep's; rows 2 … 5: the multipliers of
