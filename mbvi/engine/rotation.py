@@ -32,6 +32,7 @@ __all__ = [
     "cayley_parameter",
     "column_rates",
     "mean_rate",
+    "orthonormalize",
     "rate_after",
     "rotate_columns",
     "solve_cayley",
@@ -152,9 +153,10 @@ def cayley_parameter(J, hpi, x):
 def rotate_columns(J0, J1, J2, w0, w1, w2, h, q0, q1, o, g0, g1, g2):
     """Free rotational drift of the body whose x starts at q[o], from body rate w over h.
 
-    R₁ = R₀ cay(x) is read from q0's rotation columns and written into q1's,
-    re-normalized; Newton on x starts from the guess g (h w, or the x of a
-    nearby drift). Returns (converged, x), x the Cayley parameter; no allocation.
+    R₁ = R₀ cay(x) is read from q0's rotation columns and written into q1's
+    (:func:`orthonormalize` then removes the product's round-off, once for the
+    drift a step keeps); Newton on x starts from the guess g (h w, or the x of
+    a nearby drift). Returns (converged, x), x the Cayley parameter; no allocation.
     """
     ok, x0, x1, x2 = solve_cayley(J0, J1, J2, h * J0 * w0, h * J1 * w1, h * J2 * w2, g0, g1, g2)
     if not ok:
@@ -166,19 +168,25 @@ def rotate_columns(J0, J1, J2, w0, w1, w2, h, q0, q1, o, g0, g1, g2):
         q1[a + i] = r0 * c00 + r1 * c10 + r2 * c20
         q1[a + 3 + i] = r0 * c01 + r1 * c11 + r2 * c21
         q1[a + 6 + i] = r0 * c02 + r1 * c12 + r2 * c22
-    # R₁ ← R₁ (3I − R₁ᵀR₁)/2: round-off of the product (1e-16 per step) does not accumulate in RᵀR − I
-    g00 = 1.5 - 0.5 * (q1[a] ** 2 + q1[a + 1] ** 2 + q1[a + 2] ** 2)
-    g11 = 1.5 - 0.5 * (q1[a + 3] ** 2 + q1[a + 4] ** 2 + q1[a + 5] ** 2)
-    g22 = 1.5 - 0.5 * (q1[a + 6] ** 2 + q1[a + 7] ** 2 + q1[a + 8] ** 2)
-    g01 = -0.5 * (q1[a] * q1[a + 3] + q1[a + 1] * q1[a + 4] + q1[a + 2] * q1[a + 5])
-    g02 = -0.5 * (q1[a] * q1[a + 6] + q1[a + 1] * q1[a + 7] + q1[a + 2] * q1[a + 8])
-    g12 = -0.5 * (q1[a + 3] * q1[a + 6] + q1[a + 4] * q1[a + 7] + q1[a + 5] * q1[a + 8])
-    for i in range(3):
-        r0, r1, r2 = q1[a + i], q1[a + 3 + i], q1[a + 6 + i]
-        q1[a + i] = r0 * g00 + r1 * g01 + r2 * g02
-        q1[a + 3 + i] = r0 * g01 + r1 * g11 + r2 * g12
-        q1[a + 6 + i] = r0 * g02 + r1 * g12 + r2 * g22
     return True, x0, x1, x2
+
+
+@jit
+def orthonormalize(q, o):
+    """R ← R (3I − RᵀR)/2 for the body whose x starts at q[o]: the round-off of R₀ cay(x) (1e-16 a step)
+    does not accumulate in RᵀR − I."""
+    a = o + 3
+    g00 = 1.5 - 0.5 * (q[a] ** 2 + q[a + 1] ** 2 + q[a + 2] ** 2)
+    g11 = 1.5 - 0.5 * (q[a + 3] ** 2 + q[a + 4] ** 2 + q[a + 5] ** 2)
+    g22 = 1.5 - 0.5 * (q[a + 6] ** 2 + q[a + 7] ** 2 + q[a + 8] ** 2)
+    g01 = -0.5 * (q[a] * q[a + 3] + q[a + 1] * q[a + 4] + q[a + 2] * q[a + 5])
+    g02 = -0.5 * (q[a] * q[a + 6] + q[a + 1] * q[a + 7] + q[a + 2] * q[a + 8])
+    g12 = -0.5 * (q[a + 3] * q[a + 6] + q[a + 4] * q[a + 7] + q[a + 5] * q[a + 8])
+    for i in range(3):
+        r0, r1, r2 = q[a + i], q[a + 3 + i], q[a + 6 + i]
+        q[a + i] = r0 * g00 + r1 * g01 + r2 * g02
+        q[a + 3 + i] = r0 * g01 + r1 * g11 + r2 * g12
+        q[a + 6 + i] = r0 * g02 + r1 * g12 + r2 * g22
 
 
 @jit
