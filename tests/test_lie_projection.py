@@ -15,30 +15,17 @@ force computed once per run, with the same result bit for bit.
 from __future__ import annotations
 
 import numpy as np
+from scene_loader import rigid_chain
 
 import mbvi
 
 DT = 1e-3
 
 
-def _rigid_chain(links: int) -> mbvi.Scene:
-    """Solid cylinders (1 kg, 1 m, radius 0.05) on revolute joints, axes y, z, y, …, released horizontal."""
-    s = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
-    r = 0.05
-    inertia = (r**2 / 2, (3 * r**2 + 1.0) / 12, (3 * r**2 + 1.0) / 12)
-    parent = "world"
-    for i in range(links):
-        s.add(mbvi.RigidBody(f"link{i}", mass=1.0, inertia=inertia, position=(i + 0.5, 0.0, 0.0)))
-        axis = (0.0, 1.0, 0.0) if i % 2 == 0 else (0.0, 0.0, 1.0)
-        s.add(mbvi.Revolute(parent, f"link{i}", anchor=(float(i), 0.0, 0.0), axis=axis))
-        parent = f"link{i}"
-    return s
-
-
 def test_positions_do_not_depend_on_when_the_velocity_is_projected() -> None:
     """One run of 300 steps against 300 one-step runs, each of which returns a projected velocity
     (RATTLE as written): the same states, to SHAKE's tolerance."""
-    system = mbvi.assemble(_rigid_chain(8))
+    system = mbvi.assemble(rigid_chain(8))
     s0 = system.initial_state()
     lazy = mbvi.get_integrator("verlet")(system, DT)
     _, Q, V = lazy.integrate(s0, 0.0, 300, save_every=300)
@@ -55,7 +42,7 @@ def test_positions_do_not_depend_on_when_the_velocity_is_projected() -> None:
 def test_saved_velocities_are_on_the_joints_and_saving_changes_the_states_only_within_tolerance() -> None:
     """A saved state's projection refreshes SHAKE's factor of A, which otherwise serves a few steps: the
     iteration, not its solution, depends on what a run saves."""
-    system = mbvi.assemble(_rigid_chain(8))
+    system = mbvi.assemble(rigid_chain(8))
     s0 = system.initial_state()
     sparse = mbvi.get_integrator("verlet")(system, DT).integrate(s0, 0.0, 350, save_every=7)
     dense = mbvi.get_integrator("verlet")(system, DT).integrate(s0, 0.0, 350, save_every=1)
@@ -73,7 +60,7 @@ def test_shake_with_an_older_factor_refined_holds_the_joints_and_the_energy() ->
     to the solver tolerance, in positions and in energy."""
     from mbvi.engine import lieloop
 
-    system = mbvi.assemble(_rigid_chain(32))
+    system = mbvi.assemble(rigid_chain(32))
     s0 = system.initial_state()
     old = mbvi.get_integrator("verlet")(system, DT).integrate(s0, 0.0, 400, save_every=400)
     fresh = mbvi.get_integrator("verlet")(system, DT).integrate(s0, 0.0, 400, save_every=1)
@@ -88,7 +75,7 @@ def test_shake_with_an_older_factor_refined_holds_the_joints_and_the_energy() ->
 def test_a_loose_tolerance_still_projects_at_every_step() -> None:
     """At tol 1e-2 a step may leave ~tol ℓ/h = 10 m/s off the joints, which a step accepted as predicted
     does not absorb: left unprojected, it piled up and SHAKE failed 178 steps in. Every step projects there."""
-    system = mbvi.assemble(_rigid_chain(8))
+    system = mbvi.assemble(rigid_chain(8))
     stepper = mbvi.get_integrator("verlet")(system, DT, tol=1e-2)
     _, Q, V = stepper.integrate(system.initial_state(), 0.0, 1000, save_every=10)
     assert np.all(np.isfinite(Q)) and np.all(np.isfinite(V))
@@ -101,8 +88,8 @@ def test_gravity_alone_is_applied_as_a_constant_force_with_the_same_result_bit_f
     """Under gravity alone through the bodies' centres the Lie loop kicks with a force computed once per
     run. A spring of zero stiffness changes no force but makes the loop evaluate forces at every step:
     the two runs are the same to the last bit, for every method of the family."""
-    plain = _rigid_chain(6)
-    evaluated = _rigid_chain(6)
+    plain = rigid_chain(6)
+    evaluated = rigid_chain(6)
     evaluated.add(mbvi.Spring("link0", "link5", stiffness=0.0))
     for integrator in ("verlet", "symplectic_euler_a", "symplectic_euler_b", "yoshida4"):
         runs = []

@@ -7,26 +7,16 @@ momentum maps exactly and RᵀR = I to round-off (see mbvi.engine.rotation).
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+from scene_loader import load_scene
 from scipy.spatial.transform import Rotation
 
 import mbvi
 from mbvi.assembly import assemble
 from mbvi.engine import lie, rotation
-
-SCENES = Path(__file__).resolve().parents[1] / "scenes"
-
-
-def _chain_module():
-    spec = importlib.util.spec_from_file_location("rigid_chain", SCENES / "rigid_chain.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _orthonormality(R: np.ndarray) -> float:
@@ -56,7 +46,7 @@ def test_cayley_map_and_its_inverse_momentum_equation() -> None:
 
 def test_velocity_coordinate_jacobian_matches_finite_differences_of_the_joints() -> None:
     """∂g/∂η from the configuration Jacobian (δR = R η̂) equals finite differences of g along R exp(εη̂)."""
-    chain = _chain_module().build(links=3, length=0.9)
+    chain = load_scene("rigid_chain").build(links=3, length=0.9)
     system = assemble(chain)
     I, F, Iv, _, IL, FL = system.engine_model()
     from mbvi.engine import kernels as K
@@ -111,10 +101,7 @@ def test_the_fused_velocity_jacobian_is_the_two_step_one_bit_for_bit(scene: str)
     if scene == "every_joint":
         built = _every_joint()
     else:
-        spec = importlib.util.spec_from_file_location(scene, SCENES / f"{scene}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        built = module.build()
+        built = load_scene(scene).build()
     system = assemble(built)
     I, F, Iv, _, IL, FL = system.engine_model()
     assert IL[lie.L_NB] > 0 and IL[lie.L_FUSED] == (2 if scene == "every_joint" else 1)  # prismatic: two terms
@@ -174,7 +161,7 @@ def test_whipping_chain_completes_a_hundred_seconds_at_a_centisecond() -> None:
     dt = 1e-2 with every joint held to 1e-9 and the energy in a band below 25 %
     of the available energy (the potential drop to hanging straight down).
     """
-    scene = _chain_module().build(links=10, length=1.0, radius=0.01, density=2800.0)
+    scene = load_scene("rigid_chain").build(links=10, length=1.0, radius=0.01, density=2800.0)
     masses = np.array([b.mass for b in scene.bodies])
     assert np.allclose(masses, 0.1, rtol=0.01)
     traj = mbvi.simulate(scene, 100.0, 1e-2)
@@ -189,7 +176,7 @@ def test_whipping_chain_completes_a_hundred_seconds_at_a_centisecond() -> None:
 
 def test_whipping_chain_first_seconds_agree_with_a_fine_reference() -> None:
     """The refined large steps follow the motion: at dt = 1e-2 the first 1.5 s match dt = 1e-4 to 2 %."""
-    scene = _chain_module().build(links=10, length=1.0, radius=0.01, density=2800.0)
+    scene = load_scene("rigid_chain").build(links=10, length=1.0, radius=0.01, density=2800.0)
     coarse = mbvi.simulate(scene, 1.5, 1e-2)
     fine = mbvi.simulate(scene, 1.5, 1e-4, save_every=100)
     tip_c, tip_f = coarse.position("link9"), fine.position("link9")

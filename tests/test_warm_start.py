@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 import pytest
-from scene_loader import SCENES, load_scene
+from scene_loader import SCENES, load_scene, rigid_chain
 
 import mbvi
 from mbvi.engine import kernels as K
@@ -151,20 +151,6 @@ def test_extrapolated_start_saves_shake_iterations(monkeypatch: pytest.MonkeyPat
     assert counts["chosen"] <= counts["linear"] - 0.2, counts
 
 
-def _rigid_chain(links: int) -> mbvi.Scene:
-    """Solid cylinders (1 kg, 1 m, radius 0.05) on revolute joints, axes y, z, y, …, released horizontal."""
-    s = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
-    r = 0.05
-    inertia = (r**2 / 2, (3 * r**2 + 1.0) / 12, (3 * r**2 + 1.0) / 12)
-    parent = "world"
-    for i in range(links):
-        s.add(mbvi.RigidBody(f"link{i}", mass=1.0, inertia=inertia, position=(i + 0.5, 0.0, 0.0)))
-        axis = (0.0, 1.0, 0.0) if i % 2 == 0 else (0.0, 0.0, 1.0)
-        s.add(mbvi.Revolute(parent, f"link{i}", anchor=(float(i), 0.0, 0.0), axis=axis))
-        parent = f"link{i}"
-    return s
-
-
 def _verlet_drifts(system: mbvi.System, start: mbvi.State, nsteps: int, by_impulse: bool) -> tuple[int, int]:
     """Constrained drifts and factorizations of A in ``nsteps`` compiled Lie-loop verlet steps (dt = 1e-3,
     tol 1e-12) from ``start``, the warm start's order chosen by the last step's impulse M⁻¹GᵀΛ (as the loop
@@ -198,7 +184,7 @@ def test_rigid_chain_orders_are_compared_by_the_impulse_they_apply() -> None:
     noise along the soft modes of A = G M⁻¹ Gᵀ, which moves nothing but, measured on Λ, hides how much better
     the cubic predicts. Compared by the impulse M⁻¹GᵀΛ each order would have applied, the warm start needs
     fewer constrained drifts (2.24 a step against 2.28) and fewer factorizations of A (839 against 925)."""
-    system = mbvi.assemble(_rigid_chain(32))
+    system = mbvi.assemble(rigid_chain(32))
     _, Q, V = mbvi.get_integrator("verlet")(system, 1e-3).integrate(system.initial_state(), 0.0, 500, save_every=500)
     start = mbvi.State(Q[-1], V[-1])
     drifts_z, factors_z = _verlet_drifts(system, start, 3000, True)
