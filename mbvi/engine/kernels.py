@@ -306,12 +306,13 @@ def _misses_at(now, p1, p2, p3, p4):
 
 
 @jit
-def _misses(lam, hist):
-    """The misses of :func:`_misses_at` over all rows (max norm), in one pass (an order without the history
-    it needs gives a meaningless value, not used)."""
+def misses(now, p1, p2, p3, p4):
+    """The misses of :func:`_misses_at` over all rows of ``now`` (max norm), through the rows p₁ … p₄ of the
+    steps before, newest first, in one pass (an order without the history it needs gives a meaningless
+    value, not used)."""
     e0 = e1 = e2 = e3 = 0.0
-    for i in range(len(lam)):
-        d0, d1, d2, d3 = _misses_at(lam[i], hist[0, i], hist[1, i], hist[2, i], hist[3, i])
+    for i in range(len(now)):
+        d0, d1, d2, d3 = _misses_at(now[i], p1[i], p2[i], p3[i], p4[i])
         e0, e1, e2, e3 = max(e0, d0), max(e1, d1), max(e2, d2), max(e3, d3)
     return e0, e1, e2, e3
 
@@ -336,7 +337,7 @@ def predict_multipliers(lam, hist):
     cold, known = history_known(lam, hist)
     e0 = e1 = e2 = e3 = 0.0
     if known >= 2:
-        e0, e1, e2, e3 = _misses(lam, hist)
+        e0, e1, e2, e3 = misses(lam, hist[0], hist[1], hist[2], hist[3])
     advance_warm_start(lam, hist, _best_order(known, e0, e1, e2, e3), cold)
 
 
@@ -378,8 +379,14 @@ def extrapolate_warm_start(I, method, lam):
     velocity-dependent forces (whose drift is a cold-started fixed point); a ``lam`` of fewer than
     ``WARM_ROWS`` rows has no history and runs without the extrapolation.
     """
-    if method <= 2 and not I[HAS_VF] and lam.shape[0] >= WARM_ROWS:
+    if extrapolates(I, method, lam):
         predict_multipliers(lam[0], lam[WARM_HISTORY:WARM_ROWS])
+
+
+@jit
+def extrapolates(I, method, lam):
+    """Whether a step of ``method`` starts SHAKE from extrapolated multipliers (:func:`extrapolate_warm_start`)."""
+    return method <= 2 and not I[HAS_VF] and lam.shape[0] >= WARM_ROWS
 
 
 @jit

@@ -657,11 +657,9 @@ Z_ROWS = 5
 def _push_impulse(WI, bufs):
     """After a constrained drift: its impulse M_v⁻¹ G_vᵀ Λ (bufs[B_DV], velocity units) onto the ring of the
     last :data:`Z_ROWS` (:func:`_warm_start`)."""
-    zh, dv = bufs[B_ZH], bufs[B_DV]
-    nv = len(dv)
+    dv = bufs[B_DV]
     head = (WI[Z_HEAD] + 1) % Z_ROWS
-    for i in range(nv):
-        zh[head * nv + i] = dv[i]
+    K.copy_into(bufs[B_ZH].reshape((Z_ROWS, len(dv)))[head], dv)
     WI[Z_HEAD] = head
     WI[Z_KNOWN] = min(WI[Z_KNOWN] + 1, Z_ROWS)
 
@@ -672,13 +670,8 @@ def _impulse_misses(WI, bufs):
     zh = bufs[B_ZH]
     nv = len(zh) // Z_ROWS
     h0 = WI[Z_HEAD]
-    r0, r1, r2 = h0 * nv, ((h0 + 4) % Z_ROWS) * nv, ((h0 + 3) % Z_ROWS) * nv
-    r3, r4 = ((h0 + 2) % Z_ROWS) * nv, ((h0 + 1) % Z_ROWS) * nv
-    e0 = e1 = e2 = e3 = 0.0
-    for i in range(nv):
-        d0, d1, d2, d3 = K._misses_at(zh[r0 + i], zh[r1 + i], zh[r2 + i], zh[r3 + i], zh[r4 + i])
-        e0, e1, e2, e3 = max(e0, d0), max(e1, d1), max(e2, d2), max(e3, d3)
-    return e0, e1, e2, e3
+    z = zh.reshape((Z_ROWS, nv))
+    return K.misses(z[h0], z[(h0 + 4) % Z_ROWS], z[(h0 + 3) % Z_ROWS], z[(h0 + 2) % Z_ROWS], z[(h0 + 1) % Z_ROWS])
 
 
 @jit
@@ -692,17 +685,18 @@ def _warm_start(I, WI, bufs, method, lam):
     whipping, 2.24 drifts a step instead of 2.28 and 839 factorizations of A instead of 925. Until the
     impulses of five steps are known (a run's first steps), by Λ.
     """
-    if method > 2 or I[HAS_VF] or lam.shape[0] < WARM_ROWS:
+    if not K.extrapolates(I, method, lam):
         return
     now, hist = lam[0], lam[WARM_HISTORY:WARM_ROWS]
     cold, known = K.history_known(now, hist)
     if cold:
         WI[Z_KNOWN] = 0
+    e0 = e1 = e2 = e3 = 0.0
     if known >= 2 and WI[Z_KNOWN] > known:
         e0, e1, e2, e3 = _impulse_misses(WI, bufs)
-        K.advance_warm_start(now, hist, K._best_order(known, e0, e1, e2, e3), cold)
-    else:
-        K.predict_multipliers(now, hist)
+    elif known >= 2:
+        e0, e1, e2, e3 = K.misses(now, hist[0], hist[1], hist[2], hist[3])
+    K.advance_warm_start(now, hist, K._best_order(known, e0, e1, e2, e3), cold)
 
 
 @jit
