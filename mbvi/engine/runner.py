@@ -83,6 +83,9 @@ def integrate(
     lam = getattr(integrator, "_engine_lam", None)
     if lam is None or lam.shape != (WARM_ROWS, n):  # warm starts of the compiled SHAKE (see ShakeRattle._lam)
         lam = integrator._engine_lam = np.zeros((WARM_ROWS, n))
+    elif not np.array_equal(q, getattr(integrator, "_engine_end", None)):
+        lam[...] = 0.0  # they are those of the state the last run ended at: a run from another starts cold
+    integrator._engine_end = None  # until this run ends well
     info = np.zeros(6, dtype=np.int64)
     k, j = 0, 1
     burst = 1  # NumPy steps after a fallback: doubles while the compiled step keeps handing steps back
@@ -133,6 +136,7 @@ def integrate(
         )
     integrator.work = Wk[:j]
     integrator.refined_steps = int(info[5])
+    integrator._engine_end = q.copy()  # where the warm starts in lam belong (a run from here continues them)
     return t0 + _saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j]
 
 
