@@ -36,3 +36,36 @@ def rigid_chain(links: int) -> mbvi.Scene:
         s.add(mbvi.Revolute(parent, f"link{i}", anchor=(float(i), 0.0, 0.0), axis=axis))
         parent = f"link{i}"
     return s
+
+
+def verlet_drifts(
+    system: mbvi.System, start: mbvi.State, nsteps: int, *, tol: float = 1e-12, by_impulse: bool = True
+) -> tuple[int, int]:
+    """Constrained drifts and factorizations of A in ``nsteps`` compiled Lie-loop verlet steps (dt = 1e-3) from
+    ``start``, the warm start's order chosen by the last step's impulse M⁻¹GᵀΛ (as the loop does) or by Λ.
+    Asserts that every step succeeds and that the joints hold to ``tol`` at the end."""
+    import numpy as np
+
+    from mbvi.engine import kernels as K
+    from mbvi.engine import lieloop as LIE
+    from mbvi.engine import loop
+    from mbvi.engine import model as M
+    from mbvi.engine import slots as S
+
+    I, F, Iv, Fv, IL, FL = M.build(system)
+    WI, WS = loop.workspace(Iv)
+    bufs = LIE.lie_buffers(I, Iv, IL)
+    q, u = start.q.copy(), np.zeros(Iv[S.NQ])
+    LIE.to_u(IL, q, start.v, u)
+    LIE.lie_prepare(I, F, IL, WI, bufs, q, u)
+    lam = np.zeros((S.WARM_ROWS, I[S.N]))
+    h, ls = 1e-3, float(system.length_scale)
+    for _ in range(nsteps):
+        if by_impulse:
+            LIE._warm_start(I, WI, bufs, 0, lam)
+        else:
+            K.extrapolate_warm_start(I, 0, lam)
+        status = LIE._substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, 0.5 * h, 0.5 * h, lam[0], tol, 50, ls)
+        assert status == S.DONE
+    assert system.residual(system.active_constraints(q)) <= tol  # the joints held
+    return int(WI[S.DRIFTS]), int(WI[S.REFACTORED])

@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 import pytest
-from scene_loader import SCENES, load_scene, rigid_chain
+from scene_loader import SCENES, load_scene, rigid_chain, verlet_drifts
 
 import mbvi
 from mbvi.engine import kernels as K
@@ -151,34 +151,6 @@ def test_extrapolated_start_saves_shake_iterations(monkeypatch: pytest.MonkeyPat
     assert counts["chosen"] <= counts["linear"] - 0.2, counts
 
 
-def _verlet_drifts(system: mbvi.System, start: mbvi.State, nsteps: int, by_impulse: bool) -> tuple[int, int]:
-    """Constrained drifts and factorizations of A in ``nsteps`` compiled Lie-loop verlet steps (dt = 1e-3,
-    tol 1e-12) from ``start``, the warm start's order chosen by the last step's impulse M⁻¹GᵀΛ (as the loop
-    does) or by Λ."""
-    from mbvi.engine import lieloop as LIE
-    from mbvi.engine import loop
-    from mbvi.engine import model as M
-    from mbvi.engine import slots as S
-
-    I, F, Iv, Fv, IL, FL = M.build(system)
-    WI, WS = loop.workspace(Iv)
-    bufs = LIE.lie_buffers(I, Iv, IL)
-    q, u = start.q.copy(), np.zeros(Iv[S.NQ])
-    LIE.to_u(IL, q, start.v, u)
-    LIE.lie_prepare(I, F, IL, WI, bufs, q, u)
-    lam = np.zeros((S.WARM_ROWS, I[S.N]))
-    h, ls = 1e-3, float(system.length_scale)
-    for _ in range(nsteps):
-        if by_impulse:
-            LIE._warm_start(I, WI, bufs, 0, lam)
-        else:
-            K.extrapolate_warm_start(I, 0, lam)
-        status = LIE._substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, 0.5 * h, 0.5 * h, lam[0], 1e-12, 50, ls)
-        assert status == S.DONE
-    assert system.residual(system.active_constraints(q)) <= 1e-12  # the joints held
-    return int(WI[S.DRIFTS]), int(WI[S.REFACTORED])
-
-
 def test_rigid_chain_orders_are_compared_by_the_impulse_they_apply() -> None:
     """A 32-link rigid chain whipping after it swung down (3000 steps from 0.5 s in): its multipliers carry
     noise along the soft modes of A = G M⁻¹ Gᵀ, which moves nothing but, measured on Λ, hides how much better
@@ -187,8 +159,8 @@ def test_rigid_chain_orders_are_compared_by_the_impulse_they_apply() -> None:
     system = mbvi.assemble(rigid_chain(32))
     _, Q, V = mbvi.get_integrator("verlet")(system, 1e-3).integrate(system.initial_state(), 0.0, 500, save_every=500)
     start = mbvi.State(Q[-1], V[-1])
-    drifts_z, factors_z = _verlet_drifts(system, start, 3000, True)
-    drifts_lam, factors_lam = _verlet_drifts(system, start, 3000, False)
+    drifts_z, factors_z = verlet_drifts(system, start, 3000, by_impulse=True)
+    drifts_lam, factors_lam = verlet_drifts(system, start, 3000, by_impulse=False)
     assert drifts_z <= 2.26 * 3000, drifts_z
     assert drifts_lam >= drifts_z + 60, (drifts_lam, drifts_z)
     assert factors_lam >= factors_z + 40, (factors_lam, factors_z)
