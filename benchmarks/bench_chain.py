@@ -1,4 +1,9 @@
-"""Time per step of an N-link particle chain: mbvi's RATTLE against a hand-written one.
+"""Time per step of an N-link particle chain on the NumPy path: mbvi's RATTLE against a hand-written one.
+
+mbvi steps one ``Integrator.step`` call at a time here, the NumPy path that
+plugins and the step-by-step API use, so its Python overhead per call is in
+the times (and flattens the scaling exponent). The compiled run, one call for
+the whole run, is timed by ``bench_engine.py``.
 
 Run: ``python benchmarks/bench_chain.py`` (or ``make bench``). Prints a table of
 microseconds per step for N = 8 … 4096, the scaling exponent between N = 256
@@ -121,6 +126,7 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=200)
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
+    print("the NumPy path, one Integrator.step call per step (the compiled run: bench_engine.py)")
     print(f"{'N':>6} {'mbvi us/step':>13} {'hand us/step':>13} {'ratio':>7}  factorization")
     res = {}
     for n in sizes:
