@@ -254,14 +254,15 @@ def _solve(Iv, WI, WS, rhs, out):
 
 
 @jit
-def _correction(Iv, Fv, WI, WS, bufs, gd0, g, dl):
+def _correction(Iv, Fv, WI, WS, bufs, gd0, g, dl, rhs):
     """dl = A(q₀)⁻¹ g: a solve with SHAKE's factor, plus one step of iterative refinement on A(q₀) = G₀ M⁻¹ G₀ᵀ
-    when the factor is of an earlier configuration (its error is then squared: as good as a fresh factor's)."""
+    when the factor is of an earlier configuration (its error is then squared: as good as a fresh factor's).
+    ``rhs`` (n,) is scratch for the refinement's residual (not g); bufs[B_DV] and bufs[B_DL2] are overwritten."""
     _solve(Iv, WI, WS, g, dl)
     if WI[FACTOR_AGE] == 0:
         return
     n = Iv[N]
-    dv, rhs, dl2 = bufs[B_DV], _buf(WI, WS, X_RHS, n), bufs[B_DL2]
+    dv, dl2 = bufs[B_DV], bufs[B_DL2]
     K.wgt(Iv, Fv, gd0, dl, dv)
     K.matvec(Iv, gd0, dv, rhs)
     for i in range(n):
@@ -468,7 +469,7 @@ def _shake_multipliers(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, 
             elif warm:
                 lam[:] = 0.0
             return st
-        _correction(Iv, Fv, WI, WS, bufs, gd0, g, dl)
+        _correction(Iv, Fv, WI, WS, bufs, gd0, g, dl, _buf(WI, WS, X_RHS, n))
         for i in range(n):
             lamv[i] += dl[i]
     return SHAKE_FAILED
@@ -621,25 +622,16 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, c0, c1, lam, tol, maxi
 def _project(Iv, Fv, WI, WS, bufs, slot, u, out):
     """out = u − M_v⁻¹ G_vᵀ A⁻¹ G_v u with G_v in buffer ``slot`` (out may be u).
 
-    With SHAKE's factor of an earlier configuration (``FACTOR_AGE`` > 0), A⁻¹ is its solve plus one step of
-    iterative refinement on A = G_v M_v⁻¹ G_vᵀ, as in :func:`_correction`: the velocity it leaves along
-    M_v⁻¹ G_vᵀ is the square of the factor's error times the velocity there was.
+    With SHAKE's factor of an earlier configuration (``FACTOR_AGE`` > 0), A⁻¹ is :func:`_correction`'s solve
+    with one step of iterative refinement on A = G_v M_v⁻¹ G_vᵀ: the velocity it leaves along M_v⁻¹ G_vᵀ is the
+    square of the factor's error times the velocity there was.
     """
     n, nnz = Iv[N], Iv[NNZ]
     if n:
         gd = WS[WI[X_GD] + slot * nnz : WI[X_GD] + (slot + 1) * nnz]
         rhs, dl, dv = _buf(WI, WS, X_RHS, n), _buf(WI, WS, X_DL, n), bufs[B_DV]
         K.matvec(Iv, gd, u, rhs)
-        _solve(Iv, WI, WS, rhs, dl)
-        if WI[FACTOR_AGE]:
-            ad, dl2 = _buf(WI, WS, X_G, n), bufs[B_DL2]
-            K.wgt(Iv, Fv, gd, dl, dv)
-            K.matvec(Iv, gd, dv, ad)
-            for i in range(n):
-                ad[i] = rhs[i] - ad[i]
-            _solve(Iv, WI, WS, ad, dl2)
-            for i in range(n):
-                dl[i] += dl2[i]
+        _correction(Iv, Fv, WI, WS, bufs, gd, rhs, dl, _buf(WI, WS, X_G, n))
         K.wgt(Iv, Fv, gd, dl, dv)
         for i in range(len(u)):
             out[i] = u[i] - dv[i]
