@@ -99,9 +99,9 @@ def _solve(k, Iv, WI, WS, rhs, out):
 
 
 @njit
-def _drift(k, IL, FL, q0, uh, q1, xs, warm):
+def _drift(k, IL, FL, q0, uh, q1, xs, warm, bufs):
     for _ in range(k):
-        LIE._drift(IL, FL, q0, uh, H, q1, xs, warm)
+        LIE._drift(IL, FL, q0, uh, H, q1, xs, warm, bufs)
 
 
 @njit
@@ -221,15 +221,15 @@ def main(links: int) -> None:
     LIE._factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q0, 0, False)
     rhs, out = np.random.default_rng(0).random(n), np.zeros(n)
     xs = np.zeros(6 * links)  # the Cayley parameters of the drift (and the first guess's misses)
-    LIE._drift(IL, FL, q0, u, H, q0.copy(), xs, False)
+    LIE._drift(IL, FL, q0, u, H, q0.copy(), xs, False, bufs)
     rows = (
         ("constraint values g(q)", best(_constraint_values, I, F, WI, WS, q0)),
         ("Jacobian G_v (fused)", best(_jacobian, I, F, Iv, IL, FL, WI, WS, bufs, q0)),
         ("assembly of A", best(_assemble, Iv, Fv, WI, WS, False)),
         ("assembly + profile Cholesky", best(_assemble, Iv, Fv, WI, WS, True)),
         ("solve with the factor", best(_solve, Iv, WI, WS, rhs, out)),
-        ("drift of every body (Cayley)", best(_drift, IL, FL, q0, u, q0.copy(), xs.copy(), False)),
-        ("  the same from the last drift's x", best(_drift, IL, FL, q0, u, q0.copy(), xs.copy(), True)),
+        ("drift of every body (Cayley)", best(_drift, IL, FL, q0, u, q0.copy(), xs.copy(), False, bufs)),
+        ("  the same from the last drift's x", best(_drift, IL, FL, q0, u, q0.copy(), xs.copy(), True, bufs)),
         ("rates after the accepted drift", best(_drift_rates, IL, FL, u, xs, u.copy(), u.copy())),
         ("M⁻¹Gᵀy", best(_wgt, Iv, Fv, WI, WS, rhs, np.zeros(nv))),
     )

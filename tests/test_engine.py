@@ -394,3 +394,25 @@ def test_u_computed_once_for_repeated_rows_is_the_full_map_bit_for_bit(path: Pat
     np.testing.assert_array_equal(u, full)
     if path.stem == "rigid_chain":  # a revolute joint's 3 point rows share one U, its 2 axis rows another
         assert I[S.NALIAS] == 3 * int(I[S.N]) // 5
+
+
+def test_residual_divides_only_where_a_row_may_raise_the_maximum_and_is_numpy_s_bit_for_bit() -> None:
+    """The compiled residual skips the division of rows that cannot raise the running maximum; its value
+    is NumPy's max((|g| − round-off) / scale) exactly, near-ties and rows below round-off included."""
+    from mbvi.engine import kernels as K
+    from mbvi.engine.slots import ROUND, SCALE, N
+
+    system = mbvi.assemble(load_scene("rigid_chain").build(links=6))
+    I, F = system.engine_model()[:2]
+    n = int(I[N])
+    sc, ro = F[I[SCALE] : I[SCALE] + n], F[I[ROUND] : I[ROUND] + n]
+    rng = np.random.default_rng(4)
+    for trial in range(2000):
+        g = rng.normal(size=n) * 10.0 ** rng.uniform(-16, -8, size=n)
+        if trial % 3 == 0:  # rows whose quotients tie with the largest to within an ulp or two
+            k = rng.integers(n)
+            top = (abs(g[k]) - ro[k]) / sc[k]
+            g = np.where(rng.random(n) < 0.5, (top * sc + ro) * (1.0 + rng.integers(-2, 3, size=n) * 1e-16), g)
+        expected = max(0.0, float(np.max((np.abs(g) - ro) / sc)))
+        assert K.residual(I, F, g) == expected
+    assert K.residual(I, F, np.full(n, np.nan)) == np.inf

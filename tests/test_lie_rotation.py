@@ -44,6 +44,53 @@ def test_cayley_map_and_its_inverse_momentum_equation() -> None:
         np.testing.assert_allclose(Jy + np.cross(y, Jy) / 2 + y * (y @ Jy) / 4, hpi, rtol=0, atol=1e-14 * scale * 10)
 
 
+@pytest.mark.parametrize("warm", [False, True])
+def test_all_bodies_at_once_drift_is_the_body_by_body_cayley_solve_bit_for_bit(warm: bool) -> None:
+    """The drift's Newton on every body at once (SIMD lanes, then the unsettled bodies alone) gives each body
+    the Cayley parameter and R₁ = R₀ cay(x) of :func:`rotation.rotate_columns` from the same first guess, bit for
+    bit: slow bodies settled by one step, and spins up to h|ω| = 300 that need the line search."""
+    from mbvi.engine import lieloop
+
+    rng = np.random.default_rng(11)
+    nb, h = 40, 1e-3
+    spins = np.repeat([1e-2, 1.0, 50.0, 300.0 / h], 10)  # |ω| (rad/s): none to 300 rad a step
+    J = rng.uniform(0.01, 2.0, size=(nb, 3))
+    w = rng.normal(size=(nb, 3))
+    w *= (spins / np.linalg.norm(w, axis=1))[:, None]
+    R0 = Rotation.random(nb, random_state=5).as_matrix()
+    q0 = np.zeros(12 * nb)
+    for b in range(nb):
+        q0[12 * b + 3 : 12 * b + 12] = R0[b].T.ravel()  # column c of R at 3 + 3c
+    head = np.zeros(lie.LSLOTS, np.int64)
+    bq, bv = 12 * np.arange(nb), 6 * np.arange(nb)
+    IL = np.concatenate([head, bq, bv]).astype(np.int64)
+    IL[lie.L_NB], IL[lie.L_NT], IL[lie.L_BQ], IL[lie.L_BV], IL[lie.L_J] = nb, 0, lie.LSLOTS, lie.LSLOTS + nb, 0
+    FL = np.ascontiguousarray(J.T.ravel())
+    uh = np.zeros(6 * nb)
+    uh.reshape(nb, 6)[:, 3:] = w
+    xs = np.zeros(6 * nb)
+    xs[: 3 * nb] = (h * w + 1e-13 * rng.normal(size=(nb, 3))).T.ravel()  # a nearby drift's x (warm)
+    xs[3 * nb :] = 1e-9 * rng.normal(size=3 * nb)  # the guess's misses at the last drift (cold)
+    bufs = (np.zeros(3 * nb), np.zeros(13 * nb))
+    all_bufs = tuple(np.zeros(1) for _ in range(lieloop.B_CW)) + bufs
+    q1 = np.zeros_like(q0)
+    x = xs.copy()
+    assert lieloop._drift(IL, FL, q0, uh, h, q1, x, warm, all_bufs)
+    X = x.reshape(6, nb)
+    for b in range(nb):
+        if warm:
+            g = xs.reshape(6, nb)[:3, b]
+        else:
+            g = np.array(rotation.cayley_guess(*J[b], *(h * w[b]))) + xs.reshape(6, nb)[3:, b]
+        ref = np.zeros_like(q0)
+        ok, *xb = rotation.rotate_columns(*J[b], *w[b], h, q0, ref, 12 * b, *g)
+        assert ok
+        assert np.array_equal(X[:3, b], xb), b
+        assert np.array_equal(q1[12 * b + 3 : 12 * b + 12], ref[12 * b + 3 : 12 * b + 12]), b
+    assert np.any(bufs[1].reshape(13, nb)[9] != 0.0)  # some bodies went on alone
+    assert np.any(bufs[1].reshape(13, nb)[9] == 0.0)  # and most did not
+
+
 def test_velocity_coordinate_jacobian_matches_finite_differences_of_the_joints() -> None:
     """∂g/∂η from the configuration Jacobian (δR = R η̂) equals finite differences of g along R exp(εη̂)."""
     chain = load_scene("rigid_chain").build(links=3, length=0.9)

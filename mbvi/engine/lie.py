@@ -147,7 +147,7 @@ def lie_tables(system, qsys) -> tuple[SparsePattern, ConstraintSolver, np.ndarra
     put(L_RR, tm[:, 2].astype(np.int64))
     IL = np.concatenate([head, *ints])
     J = np.array([b[2] for b in bodies], float).reshape(-1, 3)
-    FL = np.concatenate([J.ravel(), tm[:, 3]])
+    FL = np.concatenate([J.T.ravel(), tm[:, 3]])  # J by rows (3, NB): the drift's Newton runs over bodies
     IL[L_J], IL[L_RS] = 0, J.size
     return pattern, solver, IL, np.ascontiguousarray(FL), winv, nv
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 from numba import uint64 as U
 
 from mbvi.engine import kernels as K
@@ -108,17 +109,17 @@ __all__ = ["lie_buffers", "lie_prepare", "lie_project", "lie_step", "to_u", "to_
 
 # buffers of a Lie run (a tuple of float arrays): q-sized, then v-sized
 (B_GDQ, B_Q1, B_GRAD0, B_GRAD1, B_FQ, B_VQ, B_UFREE, B_UH, B_UA, B_UNEW, B_FV0, B_FV1, B_DV, B_TMPV, B_UM, B_X,
- B_FC, B_DL2, B_ZH, NBUF) = range(20)  # fmt: skip
+ B_FC, B_DL2, B_ZH, B_CW, B_CC, NBUF) = range(22)  # fmt: skip
 
 
 @jit_alloc
 def lie_buffers(I, Iv, IL):
     """The float buffers of a Lie run, in the order of the ``B_*`` constants."""
-    nq, nv, nnz = I[NQ], Iv[NQ], I[NNZ]
+    nq, nv, nnz, nb1 = I[NQ], Iv[NQ], I[NNZ], max(IL[L_NB], 1)
     return (np.zeros(nnz), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq),
             np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv),
-            np.zeros(nv), np.zeros(nv), np.zeros(6 * max(IL[L_NB], 1)), np.zeros(nv),
-            np.zeros(max(I[N], 1)), np.zeros(Z_ROWS * nv))  # fmt: skip
+            np.zeros(nv), np.zeros(nv), np.zeros(6 * nb1), np.zeros(nv),
+            np.zeros(max(I[N], 1)), np.zeros(Z_ROWS * nv), np.zeros(3 * nb1), np.zeros(13 * nb1))  # fmt: skip
 
 
 #: steps a factor of A serves SHAKE at most (:func:`_correction`), and the contraction of its correction
@@ -273,37 +274,62 @@ def _correction(Iv, Fv, WI, WS, bufs, gd0, g, dl, rhs):
 
 
 # ------------------------------------------------------------------------------------------ drift
+@njit(inline="always")  # a view: inlined (see mbvi.engine.kernels.workspace_view)
+def _moments(IL, FL):
+    """The bodies' principal moments J (3, NB), kg m², one column per body."""
+    nb, jo = IL[L_NB], IL[L_J]
+    return FL[jo : jo + 3 * nb].reshape((3, nb))
+
+
 @jit
-def _drift(IL, FL, q0, uh, h, q1, xs, warm):
+def _drift(IL, FL, q0, uh, h, q1, xs, warm, bufs):
     """q₁ = drift(q₀, u½, h): straight lines for translations, Cayley steps for rotations (R₁ = R₀ cay(x),
     orthonormalized by :func:`_shake` once SHAKE keeps the drift).
 
-    xs receives the Cayley parameters (3 per body, the first 3 NB entries); with
-    ``warm`` they are those of a nearby drift (the previous SHAKE iterate),
-    Newton's first guess (one Newton step when u½ barely moved). Else the guess
-    is :func:`mbvi.engine.rotation.cayley_guess` plus its miss at the last
-    accepted drift (xs[3 NB:], from :func:`_drift_rates`): the guess misses by
-    O(|hω|³), and that miss changes little from one step to the next, so
-    Newton again needs one step where the bare guess needed two.
+    xs (6, NB) by rows receives the Cayley parameters (rows 0–2, one column per
+    body); with ``warm`` they are those of a nearby drift (the previous SHAKE
+    iterate), Newton's first guess (one Newton step when u½ barely moved). Else
+    the guess is :func:`mbvi.engine.rotation.cayley_guess` plus its miss at the
+    last accepted drift (rows 3–5, from :func:`_drift_rates`): the guess misses
+    by O(|hω|³), and that miss changes little from one step to the next, so
+    Newton again needs one step where the bare guess needed two. Every body's
+    first Newton step runs at once (:func:`mbvi.engine.rotation.cayley_newton_all`),
+    the rare body it does not settle goes on alone; bufs[B_CW], bufs[B_CC] are its scratch.
     """
     K.copy_into(q1, q0)
     tq, tv = IL[L_TQ], IL[L_TV]
     for i in range(IL[L_NT]):
         q1[IL[tq + i]] = q0[IL[tq + i]] + h * uh[IL[tv + i]]
-    bq, bv, jo, nb = IL[L_BQ], IL[L_BV], IL[L_J], IL[L_NB]
+    bv, nb = IL[L_BV], IL[L_NB]
+    if nb == 0:
+        return True
+    J, X = _moments(IL, FL), xs[: 6 * nb].reshape((6, nb))
+    W, C = bufs[B_CW][: 3 * nb].reshape((3, nb)), bufs[B_CC][: 13 * nb].reshape((13, nb))
     for b in range(nb):
-        oq, ov, j = IL[bq + b], IL[bv + b] + 3, jo + 3 * b
-        w0, w1, w2 = uh[ov], uh[ov + 1], uh[ov + 2]
-        if warm:
-            g0, g1, g2 = xs[3 * b], xs[3 * b + 1], xs[3 * b + 2]
-        else:
-            g0, g1, g2 = ROT.cayley_guess(FL[j], FL[j + 1], FL[j + 2], h * w0, h * w1, h * w2)
-            m = 3 * (nb + b)
-            g0, g1, g2 = g0 + xs[m], g1 + xs[m + 1], g2 + xs[m + 2]
-        ok, x0, x1, x2 = ROT.rotate_columns(FL[j], FL[j + 1], FL[j + 2], w0, w1, w2, h, q0, q1, oq, g0, g1, g2)
-        if not ok:
-            return False
-        xs[3 * b], xs[3 * b + 1], xs[3 * b + 2] = x0, x1, x2
+        ov = IL[bv + b] + 3
+        W[0, b], W[1, b], W[2, b] = uh[ov], uh[ov + 1], uh[ov + 2]
+    ROT.cayley_newton_all(J, W, X, C, h, warm)
+    for b in range(nb):
+        if C[9, b] != 0.0:  # not settled by one Newton step: on alone from the first guess
+            J0, J1, J2, w0, w1, w2 = J[0, b], J[1, b], J[2, b], W[0, b], W[1, b], W[2, b]
+            p0, p1, p2 = h * J0 * w0, h * J1 * w1, h * J2 * w2
+            ok, x0, x1, x2 = ROT.solve_cayley(J0, J1, J2, p0, p1, p2, C[10, b], C[11, b], C[12, b])
+            if not ok:
+                return False
+            X[0, b], X[1, b], X[2, b] = x0, x1, x2
+            C[0, b], C[1, b], C[2, b], C[3, b], C[4, b], C[5, b], C[6, b], C[7, b], C[8, b] = ROT.cayley_entries(
+                x0, x1, x2
+            )
+    bq = IL[L_BQ]
+    for b in range(nb):
+        c00, c01, c02, c10, c11, c12, c20, c21, c22 = (
+            C[0, b], C[1, b], C[2, b], C[3, b], C[4, b], C[5, b], C[6, b], C[7, b], C[8, b])  # fmt: skip
+        a = IL[bq + b] + 3  # column c of R at q[a + 3c : a + 3c + 3]; R₁ = R₀ C, row by row
+        for i in range(3):
+            r0, r1, r2 = q0[a + i], q0[a + 3 + i], q0[a + 6 + i]
+            q1[a + i] = r0 * c00 + r1 * c10 + r2 * c20
+            q1[a + 3 + i] = r0 * c01 + r1 * c11 + r2 * c21
+            q1[a + 6 + i] = r0 * c02 + r1 * c12 + r2 * c22
     return True
 
 
@@ -313,38 +339,42 @@ def _drift_rates(IL, FL, uh, h, xs, ua, um):
 
     (x₁ − x₀)/h = u½ for translations; for a body, the rate J⁻¹ cay(x)ᵀ J ω½
     after the drift and the rate log(cay(x))/h at which it turned. Stores the
-    miss of :func:`mbvi.engine.rotation.cayley_guess` at this drift in xs[3 NB:]
+    miss of :func:`mbvi.engine.rotation.cayley_guess` at this drift in rows 3–5 of xs (6, NB)
     (the next step's first guess, see :func:`_drift`).
     """
     tv = IL[L_TV]
     for i in range(IL[L_NT]):
         ua[IL[tv + i]] = uh[IL[tv + i]]
         um[IL[tv + i]] = uh[IL[tv + i]]
-    bv, jo, nb = IL[L_BV], IL[L_J], IL[L_NB]
+    bv, nb = IL[L_BV], IL[L_NB]
+    if nb == 0:
+        return
+    J, X = _moments(IL, FL), xs[: 6 * nb].reshape((6, nb))
     for b in range(nb):
-        ov, j = IL[bv + b] + 3, jo + 3 * b
-        x0, x1, x2 = xs[3 * b], xs[3 * b + 1], xs[3 * b + 2]
+        ov = IL[bv + b] + 3
+        J0, J1, J2 = J[0, b], J[1, b], J[2, b]
+        x0, x1, x2 = X[0, b], X[1, b], X[2, b]
         w0, w1, w2 = uh[ov], uh[ov + 1], uh[ov + 2]
-        ua[ov], ua[ov + 1], ua[ov + 2] = ROT.rate_after(FL[j], FL[j + 1], FL[j + 2], w0, w1, w2, x0, x1, x2)
+        ua[ov], ua[ov + 1], ua[ov + 2] = ROT.rate_after(J0, J1, J2, w0, w1, w2, x0, x1, x2)
         um[ov], um[ov + 1], um[ov + 2] = ROT.mean_rate(x0, x1, x2, h)
-        c0, c1, c2 = ROT.cayley_guess(FL[j], FL[j + 1], FL[j + 2], h * w0, h * w1, h * w2)
-        m = 3 * (nb + b)
-        xs[m], xs[m + 1], xs[m + 2] = x0 - c0, x1 - c1, x2 - c2
+        c0, c1, c2 = ROT.cayley_guess(J0, J1, J2, h * w0, h * w1, h * w2)
+        X[3, b], X[4, b], X[5, b] = x0 - c0, x1 - c1, x2 - c2
 
 
 @jit_alloc
 def _drift_sensitivity(IL, FL, q0, uh, h, q1, Bq):
     """∂η₁/∂ω½ (3×3) of every body by forward differences (η₁: body-frame increment at R₁); Bq (NB, 3, 3)."""
-    bq, bv, jo = IL[L_BQ], IL[L_BV], IL[L_J]
+    bq, bv = IL[L_BQ], IL[L_BV]
+    J = _moments(IL, FL)
     qp = q1.copy()
     for b in range(IL[L_NB]):
-        oq, ov, j = IL[bq + b], IL[bv + b] + 3, jo + 3 * b
+        oq, ov = IL[bq + b], IL[bv + b] + 3
         a = oq + 3  # R[i, c] = q[a + 3c + i]
         w0, w1, w2 = uh[ov], uh[ov + 1], uh[ov + 2]
         eps = 1e-7 * (math.sqrt(w0**2 + w1**2 + w2**2) + 1.0 / abs(h))
         for k in range(3):
             p0, p1, p2 = w0 + (eps if k == 0 else 0.0), w1 + (eps if k == 1 else 0.0), w2 + (eps if k == 2 else 0.0)
-            ROT.rotate_columns(FL[j], FL[j + 1], FL[j + 2], p0, p1, p2, h, q0, qp, oq, h * p0, h * p1, h * p2)
+            ROT.rotate_columns(J[0, b], J[1, b], J[2, b], p0, p1, p2, h, q0, qp, oq, h * p0, h * p1, h * p2)
             # η = vee(skew(R₁ᵀ Rp)) / eps
             for kk, (ca, cc) in enumerate(((2, 1), (0, 2), (1, 0))):
                 s = 0.0
@@ -378,7 +408,7 @@ def _shake_newton(I, F, Iv, Fv, IL, FL, WI, WS, bufs, gd0, q0, ufree, h, lamv, t
         K.wgt(Iv, Fv, gd0, lamv, dv)
         for i in range(nv):
             uh[i] = ufree[i] - dv[i] / h
-        if not _drift(IL, FL, q0, uh, h, q1, xs, it > 0):
+        if not _drift(IL, FL, q0, uh, h, q1, xs, it > 0, bufs):
             return SHAKE_FAILED
         K.constraint_values(I, F, q1, u, w, g)
         r = K.residual(I, F, g)
@@ -438,7 +468,7 @@ def _shake_multipliers(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, 
         else:
             K.copy_into(uh, ufree)
         WI[DRIFTS] += 1
-        if not _drift(IL, FL, q0, uh, h, q1, xs, it > 0):
+        if not _drift(IL, FL, q0, uh, h, q1, xs, it > 0, bufs):
             return SHAKE_FAILED
         if n == 0:
             return DONE

@@ -22,13 +22,17 @@ from __future__ import annotations
 
 import math
 
+from numba import njit
+
 from mbvi.engine.kernels import jit
 
 __all__ = [
     "body_rates",
     "body_torque",
     "cayley",
+    "cayley_entries",
     "cayley_guess",
+    "cayley_newton_all",
     "cayley_parameter",
     "column_rates",
     "mean_rate",
@@ -40,7 +44,7 @@ __all__ = [
 
 
 @jit
-def _cayley_entries(a, b, c):
+def cayley_entries(a, b, c):
     """The nine entries (row by row) of cay(x) = (I − x̂/2)⁻¹ (I + x̂/2), x = (a, b, c)."""
     s = a * a + b * b + c * c
     d = 1.0 / (1.0 + 0.25 * s)  # cay(x) = I + d (x̂ + x̂²/2), x̂² = x xᵀ − |x|² I
@@ -54,7 +58,7 @@ def _cayley_entries(a, b, c):
 @jit
 def cayley(x, out):
     """out (3, 3) = cay(x) = (I − x̂/2)⁻¹ (I + x̂/2)."""
-    e = _cayley_entries(x[0], x[1], x[2])
+    e = cayley_entries(x[0], x[1], x[2])
     for i in range(3):
         for j in range(3):
             out[i, j] = e[3 * i + j]
@@ -91,6 +95,24 @@ def _solve3(d00, d01, d02, d10, d11, d12, d20, d21, d22, r0, r1, r2):
     )
 
 
+@njit(inline="always")  # inlined where it is called, so that cayley_newton_all's loop runs in SIMD lanes
+def _newton_step(J0, J1, J2, x0, x1, x2, r0, r1, r2):
+    """Newton's step D⁻¹ r on the Cayley equation at x (residual r): D its Jacobian."""
+    jx0, jx1, jx2 = J0 * x0, J1 * x1, J2 * x2
+    xjx = x0 * jx0 + x1 * jx1 + x2 * jx2
+    # D = J + ½(x̂J − (Jx)^) + ¼((xᵀJx) I + 2 x (Jx)ᵀ)
+    d00 = 0.5 * x0 * jx0 + (J0 + 0.25 * xjx)
+    d11 = 0.5 * x1 * jx1 + (J1 + 0.25 * xjx)
+    d22 = 0.5 * x2 * jx2 + (J2 + 0.25 * xjx)
+    d01 = 0.5 * x0 * jx1 + 0.5 * (-x2 * J1) - 0.5 * (-jx2)
+    d02 = 0.5 * x0 * jx2 + 0.5 * (x1 * J2) - 0.5 * jx1
+    d10 = 0.5 * x1 * jx0 + 0.5 * (x2 * J0) - 0.5 * jx2
+    d12 = 0.5 * x1 * jx2 + 0.5 * (-x0 * J2) - 0.5 * (-jx0)
+    d20 = 0.5 * x2 * jx0 + 0.5 * (-x1 * J0) - 0.5 * (-jx1)
+    d21 = 0.5 * x2 * jx1 + 0.5 * (x0 * J1) - 0.5 * jx0
+    return _solve3(d00, d01, d02, d10, d11, d12, d20, d21, d22, r0, r1, r2)
+
+
 @jit
 def solve_cayley(J0, J1, J2, p0, p1, p2, x0, x1, x2):
     """Solve (I + x̂/2 + xxᵀ/4) J x = hπ = p from the first guess x: (converged, x₀, x₁, x₂).
@@ -102,19 +124,7 @@ def solve_cayley(J0, J1, J2, p0, p1, p2, x0, x1, x2):
     for _ in range(60):
         if res <= 4e-16 * scale:
             return True, x0, x1, x2
-        jx0, jx1, jx2 = J0 * x0, J1 * x1, J2 * x2
-        xjx = x0 * jx0 + x1 * jx1 + x2 * jx2
-        # D = J + ½(x̂J − (Jx)^) + ¼((xᵀJx) I + 2 x (Jx)ᵀ)
-        d00 = 0.5 * x0 * jx0 + (J0 + 0.25 * xjx)
-        d11 = 0.5 * x1 * jx1 + (J1 + 0.25 * xjx)
-        d22 = 0.5 * x2 * jx2 + (J2 + 0.25 * xjx)
-        d01 = 0.5 * x0 * jx1 + 0.5 * (-x2 * J1) - 0.5 * (-jx2)
-        d02 = 0.5 * x0 * jx2 + 0.5 * (x1 * J2) - 0.5 * jx1
-        d10 = 0.5 * x1 * jx0 + 0.5 * (x2 * J0) - 0.5 * jx2
-        d12 = 0.5 * x1 * jx2 + 0.5 * (-x0 * J2) - 0.5 * (-jx0)
-        d20 = 0.5 * x2 * jx0 + 0.5 * (-x1 * J0) - 0.5 * (-jx1)
-        d21 = 0.5 * x2 * jx1 + 0.5 * (x0 * J1) - 0.5 * jx0
-        e0, e1, e2 = _solve3(d00, d01, d02, d10, d11, d12, d20, d21, d22, r0, r1, r2)
+        e0, e1, e2 = _newton_step(J0, J1, J2, x0, x1, x2, r0, r1, r2)
         step = 1.0
         while True:
             t0, t1, t2 = x0 - step * e0, x1 - step * e1, x2 - step * e2
@@ -143,6 +153,47 @@ def cayley_guess(J0, J1, J2, x0, x1, x2):
 
 
 @jit
+def cayley_newton_all(J, W, X, C, h, warm):
+    """The first Newton step of :func:`solve_cayley` for every body at once, in rows (one column per body).
+
+    J (3, NB) principal moments, W (3, NB) body rates ω½, X (6, NB) the Cayley
+    parameters (rows 0–2; in: the nearby drift's when ``warm``, out: the
+    solution) and the misses of :func:`cayley_guess` (rows 3–5, see
+    :func:`mbvi.engine.lieloop._drift`). C (13, NB) receives cay(x) row by row
+    (rows 0–8), 1.0 in row 9 where a body needs more than this step (then
+    :func:`solve_cayley` from the first guess, kept in rows 10–12, takes over,
+    as if alone), else 0.0. A body settled at its first guess or after one
+    full Newton step gets the same x bit for bit as :func:`solve_cayley`, with
+    the same operations; without branches, the loop runs in SIMD lanes
+    (0.09 µs for 32 bodies against ~0.6 µs body by body).
+    """
+    nb = J.shape[1]
+    for b in range(nb):  # the first guesses, into rows 10–12 (three loops: each one runs in SIMD lanes)
+        if warm:
+            C[10, b], C[11, b], C[12, b] = X[0, b], X[1, b], X[2, b]
+        else:
+            g0, g1, g2 = cayley_guess(J[0, b], J[1, b], J[2, b], h * W[0, b], h * W[1, b], h * W[2, b])
+            C[10, b], C[11, b], C[12, b] = g0 + X[3, b], g1 + X[4, b], g2 + X[5, b]
+    for b in range(nb):
+        J0, J1, J2 = J[0, b], J[1, b], J[2, b]
+        w0, w1, w2 = W[0, b], W[1, b], W[2, b]
+        x0, x1, x2 = C[10, b], C[11, b], C[12, b]
+        p0, p1, p2 = h * J0 * w0, h * J1 * w1, h * J2 * w2
+        tol = 4e-16 * (abs(p0) + abs(p1) + abs(p2) + 1e-300)
+        r0, r1, r2, res = _residual(J0, J1, J2, x0, x1, x2, p0, p1, p2)
+        e0, e1, e2 = _newton_step(J0, J1, J2, x0, x1, x2, r0, r1, r2)
+        t0, t1, t2 = x0 - e0, x1 - e1, x2 - e2
+        rt = _residual(J0, J1, J2, t0, t1, t2, p0, p1, p2)[3]
+        settled = res <= tol
+        X[0, b], X[1, b], X[2, b] = (x0 if settled else t0), (x1 if settled else t1), (x2 if settled else t2)
+        C[9, b] = 0.0 if settled or (rt < res and rt <= tol) else 1.0
+    for b in range(nb):
+        C[0, b], C[1, b], C[2, b], C[3, b], C[4, b], C[5, b], C[6, b], C[7, b], C[8, b] = cayley_entries(
+            X[0, b], X[1, b], X[2, b]
+        )
+
+
+@jit
 def cayley_parameter(J, hpi, x):
     """:func:`solve_cayley` on arrays: x (3) holds the first guess and returns x; False if Newton fails."""
     ok, x[0], x[1], x[2] = solve_cayley(J[0], J[1], J[2], hpi[0], hpi[1], hpi[2], x[0], x[1], x[2])
@@ -161,7 +212,7 @@ def rotate_columns(J0, J1, J2, w0, w1, w2, h, q0, q1, o, g0, g1, g2):
     ok, x0, x1, x2 = solve_cayley(J0, J1, J2, h * J0 * w0, h * J1 * w1, h * J2 * w2, g0, g1, g2)
     if not ok:
         return False, x0, x1, x2
-    c00, c01, c02, c10, c11, c12, c20, c21, c22 = _cayley_entries(x0, x1, x2)
+    c00, c01, c02, c10, c11, c12, c20, c21, c22 = cayley_entries(x0, x1, x2)
     a = o + 3  # column c of R at q[a + 3c : a + 3c + 3]
     for i in range(3):  # R₁ = R₀ C, row by row
         r0, r1, r2 = q0[a + i], q0[a + 3 + i], q0[a + 6 + i]
@@ -192,7 +243,7 @@ def orthonormalize(q, o):
 @jit
 def rate_after(J0, J1, J2, w0, w1, w2, x0, x1, x2):
     """The body rate after a drift with Cayley parameter x from rate w: J⁻¹ cay(x)ᵀ J w (π⁻ = cay(x)ᵀ π⁺)."""
-    c00, c01, c02, c10, c11, c12, c20, c21, c22 = _cayley_entries(x0, x1, x2)
+    c00, c01, c02, c10, c11, c12, c20, c21, c22 = cayley_entries(x0, x1, x2)
     u0 = (c00 * J0 * w0 + c10 * J1 * w1 + c20 * J2 * w2) / J0
     u1 = (c01 * J0 * w0 + c11 * J1 * w1 + c21 * J2 * w2) / J1
     u2 = (c02 * J0 * w0 + c12 * J1 * w1 + c22 * J2 * w2) / J2
