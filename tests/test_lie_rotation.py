@@ -152,6 +152,7 @@ def test_the_fused_velocity_jacobian_is_the_two_step_one_bit_for_bit(scene: str)
     system = assemble(built)
     I, F, Iv, _, IL, FL = system.engine_model()
     assert IL[lie.L_NB] > 0 and IL[lie.L_FUSED] == (2 if scene == "every_joint" else 1)  # prismatic: two terms
+    assert IL[lie.L_ROT3] == 1  # an entry's rotation terms in threes, summed three at a time
     q = system.layout.q0 + 0.3 * np.random.default_rng(1).normal(size=system.nq)  # off the joints too
     n = int(I[N])
     uw, g = np.zeros(6 * n), np.zeros(n)

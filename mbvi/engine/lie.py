@@ -38,7 +38,9 @@ __all__ = ["LSLOTS", "fuse_jacobian", "lie_tables", "owner_is_rotation"]
  L_J, L_RS,
  # the fused map (see fuse_jacobian): flag; per copy and product term, the U/W entry and its coefficient
  L_FUSED, L_FCS, L_FRS, L_FCC, L_FRC,
- LSLOTS) = range(22)  # fmt: skip
+ # 1 when the product terms come in threes, each three adding to one entry of G_v (see lie_tables)
+ L_ROT3,
+ LSLOTS) = range(23)  # fmt: skip
 
 # body-frame component k of ω, a torque or ∂g/∂η pairs columns (a, b) of R
 _AB = ((2, 1), (0, 2), (1, 0))
@@ -124,6 +126,10 @@ def lie_tables(system, qsys) -> tuple[SparsePattern, ConstraintSolver, np.ndarra
     solver = ConstraintSolver(pattern, winv)
     cp = np.asarray(copies, np.int64).reshape(-1, 2)
     tm = np.asarray(terms, float).reshape(-1, 4)
+    # an entry's terms side by side, in the order they are added (a stable sort: the same sums bit for bit),
+    # so that the Jacobian adds them in a register and stores the entry once (L_ROT3)
+    tm = tm[np.argsort(tm[:, 0], kind="stable")]
+    runs = np.diff(np.flatnonzero(np.r_[True, tm[1:, 0] != tm[:-1, 0], True])) if len(tm) else np.zeros(0)
     head = np.zeros(LSLOTS, np.int64)
     ints: list[np.ndarray] = []
     pos = LSLOTS
@@ -136,6 +142,7 @@ def lie_tables(system, qsys) -> tuple[SparsePattern, ConstraintSolver, np.ndarra
         pos += len(a)
 
     head[L_NB], head[L_NV], head[L_NT], head[L_NCOPY], head[L_NROT] = len(bodies), nv, len(tq), len(cp), len(tm)
+    head[L_ROT3] = int(len(runs) > 0 and bool(np.all(runs % 3 == 0)))
     put(L_BQ, [b[0] for b in bodies])
     put(L_BV, [b[1] for b in bodies])
     put(L_TQ, tq)

@@ -51,6 +51,7 @@ from mbvi.engine.lie import (
     L_NCOPY,
     L_NROT,
     L_NT,
+    L_ROT3,
     L_RQ,
     L_RR,
     L_RS,
@@ -208,6 +209,14 @@ def _jacobian_v_fused(IL, FL, q, uw, gdv):
         return
     for e in range(nc):
         gdv[U(cv[e])] = 0.0 + cc[e] * uw[U(cs[e])]
+    if IL[L_ROT3]:  # an entry's terms side by side, in threes: each three summed in a register, in order
+        for k in range(nr // 3):
+            e = 3 * k
+            t = U(rv[e])
+            acc = gdv[t] + rs[e] * q[U(rr[e])] * (0.0 + fc[e] * uw[U(fs[e])])
+            acc += rs[e + 1] * q[U(rr[e + 1])] * (0.0 + fc[e + 1] * uw[U(fs[e + 1])])
+            gdv[t] = acc + rs[e + 2] * q[U(rr[e + 2])] * (0.0 + fc[e + 2] * uw[U(fs[e + 2])])
+        return
     for e in range(nr):
         gdv[U(rv[e])] += rs[e] * q[U(rr[e])] * (0.0 + fc[e] * uw[U(fs[e])])
 
