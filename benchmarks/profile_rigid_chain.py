@@ -107,7 +107,7 @@ def _drift(k, IL, FL, q0, uh, q1, xs, warm, bufs):
 @njit
 def _drift_rates(k, IL, FL, uh, xs, ua, um):
     for _ in range(k):
-        LIE._drift_rates(IL, FL, uh, H, xs, ua, um)
+        LIE._drift_rates(IL, FL, uh, H, xs, ua, um, False)
 
 
 @njit

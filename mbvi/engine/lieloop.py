@@ -343,8 +343,9 @@ def _drift(IL, FL, q0, uh, h, q1, xs, warm, bufs):
 
 
 @jit
-def _drift_rates(IL, FL, uh, h, xs, ua, um):
-    """After the drift that SHAKE accepted: ua the velocity after it, um the step's mean velocity.
+def _drift_rates(IL, FL, uh, h, xs, ua, um, mean):
+    """After the drift that SHAKE accepted: ua the velocity after it, and with ``mean`` um the step's mean
+    velocity (read only by non-conservative forces: ``HAS_F``).
 
     (x₁ − x₀)/h = u½ for translations; for a body, the rate J⁻¹ cay(x)ᵀ J ω½
     after the drift and the rate log(cay(x))/h at which it turned. Stores the
@@ -365,7 +366,8 @@ def _drift_rates(IL, FL, uh, h, xs, ua, um):
         x0, x1, x2 = X[0, b], X[1, b], X[2, b]
         w0, w1, w2 = uh[ov], uh[ov + 1], uh[ov + 2]
         ua[ov], ua[ov + 1], ua[ov + 2] = ROT.rate_after(J0, J1, J2, w0, w1, w2, x0, x1, x2)
-        um[ov], um[ov + 1], um[ov + 2] = ROT.mean_rate(x0, x1, x2, h)
+        if mean:  # an arctangent a body: skipped when no force reads it
+            um[ov], um[ov + 1], um[ov + 2] = ROT.mean_rate(x0, x1, x2, h)
         c0, c1, c2 = ROT.cayley_guess(J0, J1, J2, h * w0, h * w1, h * w2)
         X[3, b], X[4, b], X[5, b] = x0 - c0, x1 - c1, x2 - c2
 
@@ -446,14 +448,14 @@ def _shake_newton(I, F, Iv, Fv, IL, FL, WI, WS, bufs, gd0, q0, ufree, h, lamv, t
 
 @jit
 def _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, lam, warm, tol, maxiter):
-    """Constrained drift from u_free: u½ (bufs[B_UH]), q₁ (bufs[B_Q1]), u after it (bufs[B_UA]) and the
-    step's mean velocity (bufs[B_UM])."""
+    """Constrained drift from u_free: u½ (bufs[B_UH]), q₁ (bufs[B_Q1]), u after it (bufs[B_UA]) and, when
+    non-conservative forces read it, the step's mean velocity (bufs[B_UM])."""
     st = _shake_multipliers(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, lam, warm, tol, maxiter)
     if st == DONE:
         q1, bq = bufs[B_Q1], IL[L_BQ]
         for b in range(IL[L_NB]):  # once for the drift kept, not for every SHAKE iterate
             ROT.orthonormalize(q1, IL[bq + b])
-        _drift_rates(IL, FL, bufs[B_UH], h, bufs[B_X], bufs[B_UA], bufs[B_UM])
+        _drift_rates(IL, FL, bufs[B_UH], h, bufs[B_X], bufs[B_UA], bufs[B_UM], I[HAS_F] != 0)
     return st
 
 
