@@ -305,11 +305,12 @@ def _drift(IL, FL, q0, uh, h, q1, xs, warm, bufs):
     first Newton step runs at once (:func:`mbvi.engine.rotation.cayley_newton_all`),
     the rare body it does not settle goes on alone; bufs[B_CW], bufs[B_CC] are its scratch.
     """
-    K.copy_into(q1, q0)
+    bv, nb = IL[L_BV], IL[L_NB]
+    if IL[L_NT] + 9 * nb != len(q1):  # coordinates that are neither positions nor rotation columns stay
+        K.copy_into(q1, q0)
     tq, tv = IL[L_TQ], IL[L_TV]
     for i in range(IL[L_NT]):
         q1[IL[tq + i]] = q0[IL[tq + i]] + h * uh[IL[tv + i]]
-    bv, nb = IL[L_BV], IL[L_NB]
     if nb == 0:
         return True
     J, X = _moments(IL, FL), xs[: 6 * nb].reshape((6, nb))
