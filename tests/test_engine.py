@@ -416,3 +416,27 @@ def test_residual_divides_only_where_a_row_may_raise_the_maximum_and_is_numpy_s_
         expected = max(0.0, float(np.max((np.abs(g) - ro) / sc)))
         assert K.residual(I, F, g) == expected
     assert K.residual(I, F, np.full(n, np.nan)) == np.inf
+
+
+@pytest.mark.filterwarnings("ignore::mbvi.RedundantConstraintWarning")
+@pytest.mark.parametrize("scene", ["double_pendulum", "rigid_chain", "four_bar", "hanging_chain"])
+def test_g_times_x_row_by_row_is_the_entry_by_entry_sum_bit_for_bit(scene: str) -> None:
+    """G x summed row by row in a register (G's entries listed row by row) adds the same terms in the same
+    order as entry by entry into memory: the same numbers, in both the configuration and velocity models."""
+    from mbvi.engine import kernels as K
+    from mbvi.engine.slots import GSORTED, NNZ, NQ, PCOL, PROW, N
+
+    system = mbvi.assemble(load_scene(scene).build())
+    I, _, Iv, _ = system.engine_model()[:4]
+    rng = np.random.default_rng(2)
+    for M in (I, Iv):
+        n, nnz, nq = int(M[N]), int(M[NNZ]), int(M[NQ])
+        assert M[GSORTED] == 1
+        prow, pcol = M[M[PROW] : M[PROW] + nnz], M[M[PCOL] : M[PCOL] + nnz]
+        gd, x = rng.normal(size=nnz), rng.normal(size=nq)
+        expected = [0.0] * n
+        for i in range(nnz):
+            expected[prow[i]] += float(gd[i]) * float(x[pcol[i]])
+        out = np.full(n, np.nan)
+        K.matvec(M, gd, x, out)
+        assert out.tolist() == expected

@@ -32,6 +32,8 @@ from mbvi.engine.slots import (
     DR_COEF,
     DR_I,
     FIRST,
+    GROWPTR,
+    GSORTED,
     GVEC,
     HAS_F,
     HAS_VF,
@@ -406,10 +408,20 @@ def copy_into(dst, src):
 
 @jit
 def matvec(I, gd, x, out):
-    """out = G x."""
-    out[:] = 0.0
+    """out = G x (row by row in a register when ``GSORTED``: the same sums in the same order)."""
     nnz = I[NNZ]
-    prow, pcol = ints(I, PROW, nnz), ints(I, PCOL, nnz)
+    pcol = ints(I, PCOL, nnz)
+    if I[GSORTED]:
+        n = I[N]
+        rp = ints(I, GROWPTR, n + 1)
+        for r in range(n):
+            acc = 0.0
+            for i in range(U(rp[r]), U(rp[r + 1])):
+                acc += gd[i] * x[U(pcol[i])]
+            out[r] = acc
+        return
+    out[:] = 0.0
+    prow = ints(I, PROW, nnz)
     for i in range(nnz):
         out[U(prow[i])] += gd[i] * x[U(pcol[i])]
 

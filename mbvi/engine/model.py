@@ -372,6 +372,9 @@ def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
     pk.set(S.NU, len(ur))
     pk.set(S.NW, len(wr))
     pk.set(S.NNZ, len(prow))
+    gsorted = bool(np.all(np.diff(prow) >= 0))  # row by row: products and sums by rows, in a register
+    growptr = np.concatenate([[0], np.cumsum(np.bincount(prow, minlength=n))]) if gsorted else np.zeros(n + 1, int)
+    pk.set(S.GSORTED, int(gsorted))
     pk.set(S.NPAIR, len(pa))
     cu = rows._cu[sel3]
     ur1, uc1, uv1, alias_dst, alias_src = _u_aliases(ur, uc, uv, cu, n)
@@ -386,6 +389,7 @@ def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
         (S.WPOS, wpos),
         (S.PROW, prow),
         (S.PCOL, pcol),
+        (S.GROWPTR, growptr),
         (S.PA, pa),
         (S.PB, pb),
         (S.TSTART, tstart),

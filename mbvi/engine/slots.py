@@ -36,7 +36,9 @@ run's integer state, ``WS`` (float64) every buffer.
  # U computed once for rows of one U map (see model._u_aliases): its terms without the repeats (count, rows,
  # columns, weights), then the repeating rows and the rows they copy
  NU1, U1R, U1C, U1V, NALIAS, ALIAS_DST, ALIAS_SRC,
- NSLOTS) = range(126)  # fmt: skip
+ # 1 when G's pattern lists its entries row by row; then where each row's entries start (N + 1)
+ GSORTED, GROWPTR,
+ NSLOTS) = range(128)  # fmt: skip
 
 #: the affine maps, by family prefix
 MAPS = ("SP", "DP", "DR", "PF", "T1", "T2", "TW", "HD", "SN", "SD", "BA", "BB")
