@@ -161,8 +161,17 @@ def affine_uw(I, F, q, u, w):
     cu, ur, uc, uv = floats(I, F, CU, n3), ints(I, U1R, nu), ints(I, U1C, nu), floats(I, F, U1V, nu)
     for i in range(n3):
         u[i] = cu[i]
-    for e in range(nu):
-        u[U(ur[e])] += uv[e] * q[U(uc[e])]
+    if nu:  # the terms come entry by entry (model: a stable sort), each entry's summed in a register
+        cur = U(ur[0])
+        acc = u[cur]
+        for e in range(nu):
+            r = U(ur[e])
+            if r != cur:
+                u[cur] = acc
+                cur = r
+                acc = u[r]
+            acc += uv[e] * q[U(uc[e])]
+        u[cur] = acc
     na = I[NALIAS]
     dst, src = ints(I, ALIAS_DST, na), ints(I, ALIAS_SRC, na)
     for a in range(na):

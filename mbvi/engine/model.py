@@ -378,6 +378,8 @@ def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
     pk.set(S.NPAIR, len(pa))
     cu = rows._cu[sel3]
     ur1, uc1, uv1, alias_dst, alias_src = _u_aliases(ur, uc, uv, cu, n)
+    o = np.argsort(ur1, kind="stable")  # an entry's terms side by side, in their order: summed in a register
+    ur1, uc1, uv1 = ur1[o], uc1[o], uv1[o]
     pk.set(S.NU1, len(ur1))
     pk.set(S.NALIAS, len(alias_dst))
     for slot, arr in (
