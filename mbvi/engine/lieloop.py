@@ -319,27 +319,17 @@ def _drift(IL, FL, q0, uh, h, q1, xs, warm, bufs):
         ov = IL[bv + b] + 3
         W[0, b], W[1, b], W[2, b] = uh[ov], uh[ov + 1], uh[ov + 2]
     ROT.cayley_newton_all(J, W, X, C, h, warm)
-    for b in range(nb):
-        if C[9, b] != 0.0:  # not settled by one Newton step: on alone from the first guess
-            J0, J1, J2, w0, w1, w2 = J[0, b], J[1, b], J[2, b], W[0, b], W[1, b], W[2, b]
-            p0, p1, p2 = h * J0 * w0, h * J1 * w1, h * J2 * w2
-            ok, x0, x1, x2 = ROT.solve_cayley(J0, J1, J2, p0, p1, p2, C[10, b], C[11, b], C[12, b])
-            if not ok:
-                return False
-            X[0, b], X[1, b], X[2, b] = x0, x1, x2
-            C[0, b], C[1, b], C[2, b], C[3, b], C[4, b], C[5, b], C[6, b], C[7, b], C[8, b] = ROT.cayley_entries(
-                x0, x1, x2
-            )
     bq = IL[L_BQ]
     for b in range(nb):
-        c00, c01, c02, c10, c11, c12, c20, c21, c22 = (
-            C[0, b], C[1, b], C[2, b], C[3, b], C[4, b], C[5, b], C[6, b], C[7, b], C[8, b])  # fmt: skip
-        a = IL[bq + b] + 3  # column c of R at q[a + 3c : a + 3c + 3]; R₁ = R₀ C, row by row
-        for i in range(3):
-            r0, r1, r2 = q0[a + i], q0[a + 3 + i], q0[a + 6 + i]
-            q1[a + i] = r0 * c00 + r1 * c10 + r2 * c20
-            q1[a + 3 + i] = r0 * c01 + r1 * c11 + r2 * c21
-            q1[a + 6 + i] = r0 * c02 + r1 * c12 + r2 * c22
+        oq = IL[bq + b]
+        if C[9, b] == 0.0:  # settled by the one Newton step: R₁ = R₀ cay(x)
+            ROT.rotate_by(q0, q1, oq, C[0, b], C[1, b], C[2, b], C[3, b], C[4, b], C[5, b], C[6, b], C[7, b], C[8, b])
+            continue
+        ok, X[0, b], X[1, b], X[2, b] = ROT.rotate_columns(  # on alone, from the first guess
+            J[0, b], J[1, b], J[2, b], W[0, b], W[1, b], W[2, b], h, q0, q1, oq, C[10, b], C[11, b], C[12, b]
+        )
+        if not ok:
+            return False
     return True
 
 

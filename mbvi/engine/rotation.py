@@ -38,6 +38,7 @@ __all__ = [
     "mean_rate",
     "orthonormalize",
     "rate_after",
+    "rotate_by",
     "rotate_columns",
     "solve_cayley",
 ]
@@ -95,6 +96,16 @@ def _solve3(d00, d01, d02, d10, d11, d12, d20, d21, d22, r0, r1, r2):
     )
 
 
+#: relative residual at which Newton on the Cayley equation has settled (round-off of its terms)
+SETTLED = 4e-16
+
+
+@njit(inline="always")
+def _scale(p0, p1, p2):
+    """|p|₁ (+ a tiny floor): the size the Cayley equation's residual is measured against."""
+    return abs(p0) + abs(p1) + abs(p2) + 1e-300
+
+
 @njit(inline="always")  # inlined where it is called, so that cayley_newton_all's loop runs in SIMD lanes
 def _newton_step(J0, J1, J2, x0, x1, x2, r0, r1, r2):
     """Newton's step D⁻¹ r on the Cayley equation at x (residual r): D its Jacobian."""
@@ -119,10 +130,10 @@ def solve_cayley(J0, J1, J2, p0, p1, p2, x0, x1, x2):
 
     Newton with a backtracking line search on |residual|; converges to round-off.
     """
-    scale = abs(p0) + abs(p1) + abs(p2) + 1e-300
+    scale = _scale(p0, p1, p2)
     r0, r1, r2, res = _residual(J0, J1, J2, x0, x1, x2, p0, p1, p2)
     for _ in range(60):
-        if res <= 4e-16 * scale:
+        if res <= SETTLED * scale:
             return True, x0, x1, x2
         e0, e1, e2 = _newton_step(J0, J1, J2, x0, x1, x2, r0, r1, r2)
         step = 1.0
@@ -179,7 +190,7 @@ def cayley_newton_all(J, W, X, C, h, warm):
         w0, w1, w2 = W[0, b], W[1, b], W[2, b]
         x0, x1, x2 = C[10, b], C[11, b], C[12, b]
         p0, p1, p2 = h * J0 * w0, h * J1 * w1, h * J2 * w2
-        tol = 4e-16 * (abs(p0) + abs(p1) + abs(p2) + 1e-300)
+        tol = SETTLED * _scale(p0, p1, p2)
         r0, r1, r2, res = _residual(J0, J1, J2, x0, x1, x2, p0, p1, p2)
         e0, e1, e2 = _newton_step(J0, J1, J2, x0, x1, x2, r0, r1, r2)
         t0, t1, t2 = x0 - e0, x1 - e1, x2 - e2
@@ -212,14 +223,19 @@ def rotate_columns(J0, J1, J2, w0, w1, w2, h, q0, q1, o, g0, g1, g2):
     ok, x0, x1, x2 = solve_cayley(J0, J1, J2, h * J0 * w0, h * J1 * w1, h * J2 * w2, g0, g1, g2)
     if not ok:
         return False, x0, x1, x2
-    c00, c01, c02, c10, c11, c12, c20, c21, c22 = cayley_entries(x0, x1, x2)
+    rotate_by(q0, q1, o, *cayley_entries(x0, x1, x2))
+    return True, x0, x1, x2
+
+
+@jit
+def rotate_by(q0, q1, o, c00, c01, c02, c10, c11, c12, c20, c21, c22):
+    """R₁ = R₀ C into q1's rotation columns of the body whose x starts at q[o], C given row by row."""
     a = o + 3  # column c of R at q[a + 3c : a + 3c + 3]
     for i in range(3):  # R₁ = R₀ C, row by row
         r0, r1, r2 = q0[a + i], q0[a + 3 + i], q0[a + 6 + i]
         q1[a + i] = r0 * c00 + r1 * c10 + r2 * c20
         q1[a + 3 + i] = r0 * c01 + r1 * c11 + r2 * c21
         q1[a + 6 + i] = r0 * c02 + r1 * c12 + r2 * c22
-    return True, x0, x1, x2
 
 
 @jit
