@@ -440,3 +440,27 @@ def test_g_times_x_row_by_row_is_the_entry_by_entry_sum_bit_for_bit(scene: str) 
         out = np.full(n, np.nan)
         K.matvec(M, gd, x, out)
         assert out.tolist() == expected
+
+
+@pytest.mark.filterwarnings("ignore::mbvi.RedundantConstraintWarning")
+@pytest.mark.parametrize("scene", ["rigid_chain", "four_bar", "spinning_top", "hanging_chain"])
+def test_m_inverse_g_transpose_y_by_columns_is_the_entry_by_entry_sum_bit_for_bit(scene: str) -> None:
+    """M⁻¹Gᵀy summed column by column in a register (G's entries listed by columns, each column's in pattern
+    order) adds the same terms in the same order as entry by entry into memory, in both models."""
+    from mbvi.engine import kernels as K
+    from mbvi.engine.slots import NNZ, NQ, PCOL, PROW, N, W
+
+    system = mbvi.assemble(load_scene(scene).build())
+    I, F, Iv, Fv = system.engine_model()[:4]
+    rng = np.random.default_rng(3)
+    for M, Mf in ((I, F), (Iv, Fv)):
+        n, nnz, nq = int(M[N]), int(M[NNZ]), int(M[NQ])
+        prow, pcol = M[M[PROW] : M[PROW] + nnz], M[M[PCOL] : M[PCOL] + nnz]
+        wi = Mf[M[W] : M[W] + nq]
+        gd, y = rng.normal(size=nnz), rng.normal(size=n)
+        expected = [0.0] * nq
+        for i in range(nnz):
+            expected[pcol[i]] += float(wi[pcol[i]]) * float(gd[i]) * float(y[prow[i]])
+        out = np.full(nq, np.nan)
+        K.wgt(M, Mf, gd, y, out)
+        assert out.tolist() == expected

@@ -32,6 +32,9 @@ from mbvi.engine.slots import (
     DR_COEF,
     DR_I,
     FIRST,
+    GCOLENT,
+    GCOLPTR,
+    GCOLROW,
     GROWPTR,
     GSORTED,
     GVEC,
@@ -437,13 +440,18 @@ def matvec(I, gd, x, out):
 
 @jit
 def wgt(I, F, gd, y, out):
-    """out = M⁻¹ Gᵀ y."""
-    out[:] = 0.0
-    nnz = I[NNZ]
-    prow, pcol, wi = ints(I, PROW, nnz), ints(I, PCOL, nnz), floats(I, F, INV_MASS, I[NQ])
-    for i in range(nnz):
-        c = U(pcol[i])
-        out[c] += wi[c] * gd[i] * y[U(prow[i])]
+    """out = M⁻¹ Gᵀ y, column by column, each column's terms summed in a register in G's pattern order
+    (``GCOLPTR``, ``GCOLENT``, ``GCOLROW``): the sums of the entry-by-entry form bit for bit, without its
+    store-to-load round trip on every entry of a column."""
+    nnz, nq = I[NNZ], I[NQ]
+    cp, ent, row = ints(I, GCOLPTR, nq + 1), ints(I, GCOLENT, nnz), ints(I, GCOLROW, nnz)
+    wi = floats(I, F, INV_MASS, nq)
+    for c in range(nq):
+        acc = 0.0
+        w = wi[c]
+        for a in range(U(cp[c]), U(cp[c + 1])):
+            acc += w * gd[U(ent[a])] * y[U(row[a])]
+        out[c] = acc
 
 
 # ----------------------------------------------------------------- A = G W Gᵀ, profile (skyline) Cholesky

@@ -375,6 +375,8 @@ def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
     gsorted = bool(np.all(np.diff(prow) >= 0))  # row by row: products and sums by rows, in a register
     growptr = np.concatenate([[0], np.cumsum(np.bincount(prow, minlength=n))]) if gsorted else np.zeros(n + 1, int)
     pk.set(S.GSORTED, int(gsorted))
+    gcolent = np.argsort(pcol, kind="stable")  # a column's entries in pattern order: M⁻¹Gᵀy sums them in a register
+    gcolptr = np.concatenate([[0], np.cumsum(np.bincount(pcol, minlength=nq))])
     pk.set(S.NPAIR, len(pa))
     cu = rows._cu[sel3]
     ur1, uc1, uv1, alias_dst, alias_src = _u_aliases(ur, uc, uv, cu, n)
@@ -392,6 +394,9 @@ def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
         (S.PROW, prow),
         (S.PCOL, pcol),
         (S.GROWPTR, growptr),
+        (S.GCOLPTR, gcolptr),
+        (S.GCOLENT, gcolent),
+        (S.GCOLROW, prow[gcolent]),
         (S.PA, pa),
         (S.PB, pb),
         (S.TSTART, tstart),

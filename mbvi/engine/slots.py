@@ -38,7 +38,10 @@ run's integer state, ``WS`` (float64) every buffer.
  NU1, U1R, U1C, U1V, NALIAS, ALIAS_DST, ALIAS_SRC,
  # 1 when G's pattern lists its entries row by row; then where each row's entries start (N + 1)
  GSORTED, GROWPTR,
- NSLOTS) = range(128)  # fmt: skip
+ # G's pattern by columns: where each column's entries start (NQ + 1), its entries in pattern order (NNZ)
+ # and their rows (NNZ)
+ GCOLPTR, GCOLENT, GCOLROW,
+ NSLOTS) = range(131)  # fmt: skip
 
 #: the affine maps, by family prefix
 MAPS = ("SP", "DP", "DR", "PF", "T1", "T2", "TW", "HD", "SN", "SD", "BA", "BB")
