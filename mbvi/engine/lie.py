@@ -38,7 +38,8 @@ __all__ = ["LSLOTS", "fuse_jacobian", "lie_tables", "owner_is_rotation"]
  L_J, L_RS,
  # the fused map (see fuse_jacobian): flag; per copy and product term, the U/W entry and its coefficient
  L_FUSED, L_FCS, L_FRS, L_FCC, L_FRC,
- # 1 when the product terms come in threes, each three adding to one entry of G_v (see lie_tables)
+ # 1 when the product terms come in threes, each three adding to one entry of G_v; 2 when besides every
+ # entry of G_v is either one copy or one three (written once, without a zero fill first; see lie_tables)
  L_ROT3,
  LSLOTS) = range(23)  # fmt: skip
 
@@ -143,6 +144,10 @@ def lie_tables(system, qsys) -> tuple[SparsePattern, ConstraintSolver, np.ndarra
 
     head[L_NB], head[L_NV], head[L_NT], head[L_NCOPY], head[L_NROT] = len(bodies), nv, len(tq), len(cp), len(tm)
     head[L_ROT3] = int(len(runs) > 0 and bool(np.all(runs % 3 == 0)))
+    rot_targets = tm[::3, 0].astype(np.int64) if len(tm) else np.zeros(0, np.int64)
+    targets = np.concatenate([cp[:, 1], rot_targets])
+    if head[L_ROT3] and np.all(runs == 3) and np.array_equal(np.sort(targets), np.arange(len(vrows))):
+        head[L_ROT3] = 2  # each entry is one copy or one three: written once, without a zero fill first
     put(L_BQ, [b[0] for b in bodies])
     put(L_BV, [b[1] for b in bodies])
     put(L_TQ, tq)
@@ -172,8 +177,11 @@ def fuse_jacobian(IL: np.ndarray, FL: np.ndarray, I: np.ndarray, F: np.ndarray) 
     ``L_FUSED`` is the most terms of an entry (0: not fused); ``L_FCS``/
     ``L_FRS`` index the concatenated (U, W) of the workspace and ``L_FCC``/
     ``L_FRC`` hold s_e, first terms then second terms (coefficient 0 where an
-    entry has one). The floating-point operations are the same, in the same
-    order, so is the result.
+    entry has one); a product term's sign (±1, ``L_RS``) is folded into its
+    coefficients, which changes no value: ±(a + b) = (±a) + (±b) and
+    ±(a b) = (±a) b exactly, and a zero's sign is lost in the sum that
+    starts from +0. The floating-point operations are otherwise the same, in
+    the same order, so is the result.
     """
     from mbvi.engine import slots as S
 
@@ -200,11 +208,15 @@ def fuse_jacobian(IL: np.ndarray, FL: np.ndarray, I: np.ndarray, F: np.ndarray) 
         seen[p] += 1
     nc, nr = int(IL[L_NCOPY]), int(IL[L_NROT])
     cq, rq = IL[IL[L_CQ] : IL[L_CQ] + nc], IL[IL[L_RQ] : IL[L_RQ] + nr]
+    sign = FL[IL[L_RS] : IL[L_RS] + nr]  # ±1: folded into the coefficients, exactly (see above)
+    if not np.all(np.abs(sign) == 1.0):
+        head[L_FUSED] = 0
+        return np.concatenate([head, IL[LSLOTS:]]), FL
     head[L_FUSED] = most
     head[L_FCS] = len(IL)
     head[L_FRS] = len(IL) + most * nc
     head[L_FCC] = len(FL)
     head[L_FRC] = len(FL) + most * nc
     IL = np.concatenate([head, IL[LSLOTS:], src2[:, cq].ravel(), src2[:, rq].ravel()])
-    FL = np.concatenate([FL, cof2[:, cq].ravel(), cof2[:, rq].ravel()])
+    FL = np.concatenate([FL, cof2[:, cq].ravel(), (cof2[:, rq] * sign).ravel()])
     return IL, np.ascontiguousarray(FL)

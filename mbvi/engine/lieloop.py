@@ -192,33 +192,34 @@ def _jacobian_v(I, F, IL, FL, q, u, w, gdq, gdv):
 def _jacobian_v_fused(IL, FL, q, uw, gdv):
     """:func:`_jacobian_v` in one pass from the concatenated (U, W) when ``IL[L_FUSED]`` (see
     :func:`mbvi.engine.lie.fuse_jacobian`): the same operations, without G on the configuration pattern."""
-    gdv[:] = 0.0
-    nc, nr, two = IL[L_NCOPY], IL[L_NROT], IL[L_FUSED] == 2
+    nc, nr, two, rot3 = IL[L_NCOPY], IL[L_NROT], IL[L_FUSED] == 2, IL[L_ROT3]
+    if two or rot3 != 2:  # else every entry is written once below, by its copy or its three
+        gdv[:] = 0.0
     cv, cs, cc = (
         K.ints(IL, L_CV, nc),
         K.ints(IL, L_FCS, 2 * nc if two else nc),
         K.floats(IL, FL, L_FCC, 2 * nc if two else nc),
     )
-    rv, rr, rs = K.ints(IL, L_RV, nr), K.ints(IL, L_RR, nr), K.floats(IL, FL, L_RS, nr)
+    rv, rr = K.ints(IL, L_RV, nr), K.ints(IL, L_RR, nr)
     fs, fc = K.ints(IL, L_FRS, 2 * nr if two else nr), K.floats(IL, FL, L_FRC, 2 * nr if two else nr)
     if two:  # an entry of G is (0 + first term) + second term, as jacobian_values sums it
         for e in range(nc):
             gdv[U(cv[e])] = (0.0 + cc[e] * uw[U(cs[e])]) + cc[nc + e] * uw[U(cs[nc + e])]
         for e in range(nr):
-            gdv[U(rv[e])] += rs[e] * q[U(rr[e])] * ((0.0 + fc[e] * uw[U(fs[e])]) + fc[nr + e] * uw[U(fs[nr + e])])
+            gdv[U(rv[e])] += q[U(rr[e])] * ((0.0 + fc[e] * uw[U(fs[e])]) + fc[nr + e] * uw[U(fs[nr + e])])
         return
     for e in range(nc):
         gdv[U(cv[e])] = 0.0 + cc[e] * uw[U(cs[e])]
-    if IL[L_ROT3]:  # an entry's terms side by side, in threes: each three summed in a register, in order
+    if rot3:  # an entry's terms side by side, in threes: each three summed in a register, in order
         for k in range(nr // 3):
             e = 3 * k
             t = U(rv[e])
-            acc = gdv[t] + rs[e] * q[U(rr[e])] * (0.0 + fc[e] * uw[U(fs[e])])
-            acc += rs[e + 1] * q[U(rr[e + 1])] * (0.0 + fc[e + 1] * uw[U(fs[e + 1])])
-            gdv[t] = acc + rs[e + 2] * q[U(rr[e + 2])] * (0.0 + fc[e + 2] * uw[U(fs[e + 2])])
+            acc = (0.0 if rot3 == 2 else gdv[t]) + q[U(rr[e])] * (0.0 + fc[e] * uw[U(fs[e])])
+            acc += q[U(rr[e + 1])] * (0.0 + fc[e + 1] * uw[U(fs[e + 1])])
+            gdv[t] = acc + q[U(rr[e + 2])] * (0.0 + fc[e + 2] * uw[U(fs[e + 2])])
         return
     for e in range(nr):
-        gdv[U(rv[e])] += rs[e] * q[U(rr[e])] * (0.0 + fc[e] * uw[U(fs[e])])
+        gdv[U(rv[e])] += q[U(rr[e])] * (0.0 + fc[e] * uw[U(fs[e])])
 
 
 @jit
