@@ -35,10 +35,9 @@ import mbvi
 from mbvi.engine import kernels as K
 from mbvi.engine import lieloop as LIE
 from mbvi.engine import loop
-from mbvi.engine import model as M
-from mbvi.engine import slots as S
+from mbvi.engine import model as MODEL
+from mbvi.engine.fields import LB, LT, WARM_ROWS, WK, M
 from mbvi.engine.kernels import workspace_view as _buf
-from mbvi.engine.lie import L_FUSED
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import rigid_chain
@@ -60,30 +59,30 @@ def best(f, *args, n: int = 20000) -> float:
 
 @njit
 def _constraint_values(k, I, F, WI, WS, q):
-    n = I[S.N]
-    u, w, g = _buf(WI, WS, S.X_U, 3 * n), _buf(WI, WS, S.X_W, 3 * n), _buf(WI, WS, S.X_G, n)
+    n = I[M.N]
+    u, w, g = _buf(WI, WS, WK.U, 3 * n), _buf(WI, WS, WK.W, 3 * n), _buf(WI, WS, WK.G, n)
     for _ in range(k):
         K.constraint_values(I, F, q, u, w, g)
 
 
 @njit
 def _jacobian(k, I, F, Iv, IL, FL, WI, WS, bufs, q):
-    n, nnz = I[S.N], Iv[S.NNZ]
-    u, w = _buf(WI, WS, S.X_U, 3 * n), _buf(WI, WS, S.X_W, 3 * n)
-    gd = WS[WI[S.X_GD] : WI[S.X_GD] + nnz]
-    uw = _buf(WI, WS, S.X_U, 6 * n)
+    n, nnz = I[M.N], Iv[M.NNZ]
+    u, w = _buf(WI, WS, WK.U, 3 * n), _buf(WI, WS, WK.W, 3 * n)
+    gd = WS[WI[WK.GD] : WI[WK.GD] + nnz]
+    uw = _buf(WI, WS, WK.U, 6 * n)
     for _ in range(k):
-        if IL[L_FUSED]:  # as the loop does (lie.fuse_jacobian)
+        if IL[LT.FUSED]:  # as the loop does (lie.fuse_jacobian)
             LIE._jacobian_v_fused(IL, FL, q, uw, gd)
         else:
-            LIE._jacobian_v(I, F, IL, FL, q, u, w, bufs[LIE.B_GDQ], gd)
+            LIE._jacobian_v(I, F, IL, FL, q, u, w, bufs[LB.GDQ], gd)
 
 
 @njit
 def _assemble(k, Iv, Fv, WI, WS, cholesky):
     """The assembly of A, and with ``cholesky`` its profile Cholesky after it."""
-    gd = WS[WI[S.X_GD] : WI[S.X_GD] + Iv[S.NNZ]]
-    ab = WS[WI[S.X_AB] : WI[S.X_AB] + WI[S.SIZE_AB]]
+    gd = WS[WI[WK.GD] : WI[WK.GD] + Iv[M.NNZ]]
+    ab = WS[WI[WK.AB] : WI[WK.AB] + WI[WK.SIZE_AB]]
     for _ in range(k):
         K._assemble(Iv, Fv, gd, ab)
         if cholesky:
@@ -92,8 +91,8 @@ def _assemble(k, Iv, Fv, WI, WS, cholesky):
 
 @njit
 def _solve(k, Iv, WI, WS, rhs, out):
-    ab = WS[WI[S.X_AB] : WI[S.X_AB] + WI[S.SIZE_AB]]
-    tmp = _buf(WI, WS, S.X_TMP, Iv[S.N])
+    ab = WS[WI[WK.AB] : WI[WK.AB] + WI[WK.SIZE_AB]]
+    tmp = _buf(WI, WS, WK.TMP, Iv[M.N])
     for _ in range(k):
         K.solve(Iv, ab, rhs, out, tmp)
 
@@ -112,7 +111,7 @@ def _drift_rates(k, IL, FL, uh, xs, ua, um):
 
 @njit
 def _wgt(k, Iv, Fv, WI, WS, y, out):
-    gd = WS[WI[S.X_GD] : WI[S.X_GD] + Iv[S.NNZ]]
+    gd = WS[WI[WK.GD] : WI[WK.GD] + Iv[M.NNZ]]
     for _ in range(k):
         K.wgt(Iv, Fv, gd, y, out)
 
@@ -122,11 +121,11 @@ def _first_residuals(I, F, Iv, Fv, IL, FL, q, u, nsteps, order, out):
     """Verlet steps; before each, the residual of one drift from multipliers extrapolated to ``order``."""
     WI, WS = loop.workspace(Iv)
     bufs = LIE.lie_buffers(I, Iv, IL)
-    n = I[S.N]
+    n = I[M.N]
     hist = np.zeros((6, n))  # multipliers of the last steps, newest first
     lam = np.zeros(n)
-    LIE._factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, WI[S.CUR], False)
-    WI[S.HAVE_FACTOR] = 1
+    LIE._factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, WI[WK.CUR], False)
+    WI[WK.HAVE_FACTOR] = 1
     weights = (
         (1.0, 0.0, 0.0, 0.0, 0.0, 0.0),
         (2.0, -1.0, 0.0, 0.0, 0.0, 0.0),
@@ -142,14 +141,14 @@ def _first_residuals(I, F, Iv, Fv, IL, FL, q, u, nsteps, order, out):
             if use > 0:
                 for j in range(use):
                     lam[i] += weights[use - 1][j] * hist[j, i]
-        grad = bufs[LIE.B_GRAD0] if WI[S.CUR] == 0 else bufs[LIE.B_GRAD1]
+        grad = bufs[LB.GRAD0] if WI[WK.CUR] == 0 else bufs[LB.GRAD1]
         K.gradient(I, F, q, grad)
-        LIE._forces(I, F, IL, q, u, grad, bufs, bufs[LIE.B_FV0])
-        LIE._kick(Iv, Fv, u, 0.5 * H, bufs[LIE.B_TMPV], bufs[LIE.B_UFREE])
+        LIE._forces(I, F, IL, q, u, grad, bufs, bufs[LB.FV0])
+        LIE._kick(Iv, Fv, u, 0.5 * H, bufs[LB.TMPV], bufs[LB.UFREE])
         probe = lam.copy()
-        LIE._shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, WI[S.CUR], q, bufs[LIE.B_UFREE], H, probe, True, TOL, 1)
-        out[k] = K.residual(I, F, _buf(WI, WS, S.X_G, n)) / TOL
-        WI[S.HAVE_GRAD] = 0
+        LIE._shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, WI[WK.CUR], q, bufs[LB.UFREE], H, probe, True, TOL, 1)
+        out[k] = K.residual(I, F, _buf(WI, WS, WK.G, n)) / TOL
+        WI[WK.HAVE_GRAD] = 0
         LIE._substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, H, 0.5 * H, 0.5 * H, lam, TOL, 50, 1.0)
         for j in range(5, 0, -1):
             hist[j] = hist[j - 1]
@@ -161,13 +160,13 @@ def _count_drifts(I, F, Iv, Fv, IL, FL, q, u, ls, counts):
     """Verlet steps of one run (the workspace, warm starts and factor carry over), drifts of each; factorizations."""
     WI, WS = loop.workspace(Iv)
     bufs = LIE.lie_buffers(I, Iv, IL)
-    lam = np.zeros((S.WARM_ROWS, I[S.N]))
+    lam = np.zeros((WARM_ROWS, I[M.N]))
     qs, us = q.copy(), u.copy()
     for k in range(len(counts)):
-        before = WI[S.DRIFTS]
+        before = WI[WK.DRIFTS]
         LIE.lie_step_refined(I, F, Iv, Fv, IL, FL, WI, WS, bufs, 0, q, u, H, lam, TOL, 50, ls, np.inf, qs, us)
-        counts[k] = WI[S.DRIFTS] - before
-    return WI[S.REFACTORED]
+        counts[k] = WI[WK.DRIFTS] - before
+    return WI[WK.REFACTORED]
 
 
 def main(links: int) -> None:
@@ -175,10 +174,10 @@ def main(links: int) -> None:
     stepper = mbvi.get_integrator("verlet")(system, H)
     _, Q, V = stepper.integrate(system.initial_state(), 0.0, 500, save_every=500)
     q0, v0 = Q[-1].copy(), V[-1].copy()  # half a second in: the chain is moving
-    I, F, Iv, Fv, IL, FL = M.build(system)
-    n, nv = Iv[S.N], Iv[S.NQ]
-    print(f"{links}-link rigid chain: {n} constraint rows, {nv} velocity coordinates, G has {Iv[S.NNZ]} entries, "
-          f"A's profile {Iv[S.SIZE_L]} entries ({Iv[S.NPAIR]} products)")  # fmt: skip
+    I, F, Iv, Fv, IL, FL = MODEL.build(system)
+    n, nv = Iv[M.N], Iv[M.NQ]
+    print(f"{links}-link rigid chain: {n} constraint rows, {nv} velocity coordinates, G has {Iv[M.NNZ]} entries, "
+          f"A's profile {Iv[M.SIZE_L]} entries ({Iv[M.NPAIR]} products)")  # fmt: skip
 
     print("\n1. time per verlet step against the tolerance")
     for tol in (1e-12, 1e-10, 1e-8, 1e-6, 1e-3):

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from mbvi.assembly import assemble
+from mbvi.engine.fields import ST
 from mbvi.errors import SolverError
 from mbvi.scene import Scene
 from mbvi.simulate import resolve_integrator, run_info, step_count
@@ -139,12 +140,12 @@ def simulate_batch(
         return [_serial(stepper, system, scene, q, v, t0, nsteps, save_every, info, b) for b, (q, v) in
                 enumerate(zip(Q, V, strict=True))]  # fmt: skip
     t, Qs, Vs, _, status = runner.integrate_batch(stepper, model, Q, V, t0, nsteps, save_every)
-    failed = [b for b in range(len(Q)) if status[b, 0] != loop.DONE]
+    failed = [b for b in range(len(Q)) if status[b, 0] != ST.DONE]
     with np.errstate(over="ignore", invalid="ignore"):
         trajs = Trajectory.many_from_states(system, t, Qs, Vs, status[:, 2], scene=scene, info=info)
     for b in failed:
         j = int(status[b, 2])
-        if status[b, 0] == loop.NEEDS_NUMPY:  # finish this member on the NumPy path from its last saved state
+        if status[b, 0] == ST.NEEDS_NUMPY:  # finish this member on the NumPy path from its last saved state
             k = min((j - 1) * save_every, nsteps)
             rest = _serial(stepper, system, scene, Qs[b, j - 1], Vs[b, j - 1], t0 + k * dt, nsteps - k, save_every,
                            info, b)  # fmt: skip
@@ -152,7 +153,7 @@ def simulate_batch(
             qb = np.concatenate([Qs[b, :j], rest.q[1:]])
             vb = np.concatenate([Vs[b, :j], rest.v[1:]])
             trajs[b] = Trajectory.from_states(system, tb, qb, vb, scene=scene, info=info)
-    failed = [b for b in failed if status[b, 0] != loop.NEEDS_NUMPY]
+    failed = [b for b in failed if status[b, 0] != ST.NEEDS_NUMPY]
     if failed:
         b = failed[0]
         k = int(status[b, 1])

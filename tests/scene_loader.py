@@ -49,16 +49,16 @@ def verlet_drifts(
     from mbvi.engine import kernels as K
     from mbvi.engine import lieloop as LIE
     from mbvi.engine import loop
-    from mbvi.engine import model as M
-    from mbvi.engine import slots as S
+    from mbvi.engine import model as MODEL
+    from mbvi.engine.fields import ST, WARM_ROWS, WK, M
 
-    I, F, Iv, Fv, IL, FL = M.build(system)
+    I, F, Iv, Fv, IL, FL = MODEL.build(system)
     WI, WS = loop.workspace(Iv)
     bufs = LIE.lie_buffers(I, Iv, IL)
-    q, u = start.q.copy(), np.zeros(Iv[S.NQ])
+    q, u = start.q.copy(), np.zeros(Iv[M.NQ])
     LIE.to_u(IL, q, start.v, u)
     LIE.lie_prepare(I, F, IL, WI, bufs, q, u)
-    lam = np.zeros((S.WARM_ROWS, I[S.N]))
+    lam = np.zeros((WARM_ROWS, I[M.N]))
     h, ls = 1e-3, float(system.length_scale)
     for _ in range(nsteps):
         if by_impulse:
@@ -66,6 +66,6 @@ def verlet_drifts(
         else:
             K.extrapolate_warm_start(I, 0, lam)
         status = LIE._substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, 0.5 * h, 0.5 * h, lam[0], tol, 50, ls)
-        assert status == S.DONE
+        assert status == ST.DONE
     assert system.residual(system.active_constraints(q)) <= tol  # the joints held
-    return int(WI[S.DRIFTS]), int(WI[S.REFACTORED])
+    return int(WI[WK.DRIFTS]), int(WI[WK.REFACTORED])

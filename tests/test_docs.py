@@ -70,3 +70,13 @@ def test_readme_commands_are_make_targets_and_ci_runs_the_test_command() -> None
     for target in commands:
         assert re.search(rf"^{target}:", makefile, flags=re.M), f"Makefile has no target {target}"
     assert re.search(r"^make test$", (ROOT / ".ci" / "run").read_text(), flags=re.M)
+
+
+def test_the_engine_field_page_is_generated_from_the_table() -> None:
+    """docs/engine-fields.md is what ``python -m mbvi.engine.fields`` prints: the table is the one source."""
+    from mbvi.engine import fields
+
+    page = (DOCS / "engine-fields.md").read_text()
+    assert page == fields.markdown(), (
+        "docs/engine-fields.md is stale: run python -m mbvi.engine.fields > docs/engine-fields.md"
+    )

@@ -369,7 +369,7 @@ def test_u_computed_once_for_repeated_rows_is_the_full_map_bit_for_bit(path: Pat
     """A joint's point rows share one U, computed once and copied (``model._u_aliases``): the same numbers as
     every row's own terms summed in order, at a random configuration."""
     from mbvi.engine import kernels as K
-    from mbvi.engine import slots as S
+    from mbvi.engine.fields import M as S
 
     scene = _scene(path)
     if not isinstance(scene, mbvi.Scene):
@@ -400,7 +400,9 @@ def test_residual_divides_only_where_a_row_may_raise_the_maximum_and_is_numpy_s_
     """The compiled residual skips the division of rows that cannot raise the running maximum; its value
     is NumPy's max((|g| − round-off) / scale) exactly, near-ties and rows below round-off included."""
     from mbvi.engine import kernels as K
-    from mbvi.engine.slots import ROUND, SCALE, N
+    from mbvi.engine.fields import M
+
+    ROUND, SCALE, N = M.ROUND, M.SCALE, M.N
 
     system = mbvi.assemble(load_scene("rigid_chain").build(links=6))
     I, F = system.engine_model()[:2]
@@ -424,7 +426,9 @@ def test_g_times_x_row_by_row_is_the_entry_by_entry_sum_bit_for_bit(scene: str) 
     """G x summed row by row in a register (G's entries listed row by row) adds the same terms in the same
     order as entry by entry into memory: the same numbers, in both the configuration and velocity models."""
     from mbvi.engine import kernels as K
-    from mbvi.engine.slots import GSORTED, NNZ, NQ, PCOL, PROW, N
+    from mbvi.engine.fields import M as MF
+
+    GSORTED, NNZ, NQ, PCOL, PROW, N = MF.GSORTED, MF.NNZ, MF.NQ, MF.PCOL, MF.PROW, MF.N
 
     system = mbvi.assemble(load_scene(scene).build())
     I, _, Iv, _ = system.engine_model()[:4]
@@ -448,7 +452,9 @@ def test_m_inverse_g_transpose_y_by_columns_is_the_entry_by_entry_sum_bit_for_bi
     """M⁻¹Gᵀy summed column by column in a register (G's entries listed by columns, each column's in pattern
     order) adds the same terms in the same order as entry by entry into memory, in both models."""
     from mbvi.engine import kernels as K
-    from mbvi.engine.slots import NNZ, NQ, PCOL, PROW, N, W
+    from mbvi.engine.fields import M as MF
+
+    NNZ, NQ, PCOL, PROW, N, W = MF.NNZ, MF.NQ, MF.PCOL, MF.PROW, MF.N, MF.W
 
     system = mbvi.assemble(load_scene(scene).build())
     I, F, Iv, Fv = system.engine_model()[:4]

@@ -16,7 +16,8 @@ from scipy.spatial.transform import Rotation
 
 import mbvi
 from mbvi.assembly import assemble
-from mbvi.engine import lie, rotation
+from mbvi.engine import rotation
+from mbvi.engine.fields import LB, LT
 
 
 def _orthonormality(R: np.ndarray) -> float:
@@ -61,10 +62,10 @@ def test_all_bodies_at_once_drift_is_the_body_by_body_cayley_solve_bit_for_bit(w
     q0 = np.zeros(12 * nb)
     for b in range(nb):
         q0[12 * b + 3 : 12 * b + 12] = R0[b].T.ravel()  # column c of R at 3 + 3c
-    head = np.zeros(lie.LSLOTS, np.int64)
+    head = np.zeros(LT.count, np.int64)
     bq, bv = 12 * np.arange(nb), 6 * np.arange(nb)
     IL = np.concatenate([head, bq, bv]).astype(np.int64)
-    IL[lie.L_NB], IL[lie.L_NT], IL[lie.L_BQ], IL[lie.L_BV], IL[lie.L_J] = nb, 0, lie.LSLOTS, lie.LSLOTS + nb, 0
+    IL[LT.NB], IL[LT.NT], IL[LT.BQ], IL[LT.BV], IL[LT.J] = nb, 0, LT.count, LT.count + nb, 0
     FL = np.ascontiguousarray(J.T.ravel())
     uh = np.zeros(6 * nb)
     uh.reshape(nb, 6)[:, 3:] = w
@@ -72,7 +73,7 @@ def test_all_bodies_at_once_drift_is_the_body_by_body_cayley_solve_bit_for_bit(w
     xs[: 3 * nb] = (h * w + 1e-13 * rng.normal(size=(nb, 3))).T.ravel()  # a nearby drift's x (warm)
     xs[3 * nb :] = 1e-9 * rng.normal(size=3 * nb)  # the guess's misses at the last drift (cold)
     bufs = (np.zeros(3 * nb), np.zeros(13 * nb))
-    all_bufs = tuple(np.zeros(1) for _ in range(lieloop.B_CW)) + bufs
+    all_bufs = tuple(np.zeros(1) for _ in range(LB.CW)) + bufs
     q1 = np.zeros_like(q0)
     x = xs.copy()
     assert lieloop._drift(IL, FL, q0, uh, h, q1, x, warm, all_bufs)
@@ -98,7 +99,9 @@ def test_velocity_coordinate_jacobian_matches_finite_differences_of_the_joints()
     I, F, Iv, _, IL, FL = system.engine_model()
     from mbvi.engine import kernels as K
     from mbvi.engine import lieloop
-    from mbvi.engine.slots import NNZ, NQ, PCOL, PROW, N
+    from mbvi.engine.fields import M
+
+    NNZ, NQ, PCOL, PROW, N = M.NNZ, M.NQ, M.PCOL, M.PROW, M.N
 
     rng = np.random.default_rng(0)
     q = system.layout.q0.copy()
@@ -112,8 +115,8 @@ def test_velocity_coordinate_jacobian_matches_finite_differences_of_the_joints()
     d = rng.normal(size=nv)
     eps = 1e-7
     qp = q.copy()
-    for b in range(int(IL[lie.L_NB])):
-        oq, ov = int(IL[IL[lie.L_BQ] + b]), int(IL[IL[lie.L_BV] + b])
+    for b in range(int(IL[LT.NB])):
+        oq, ov = int(IL[IL[LT.BQ] + b]), int(IL[IL[LT.BV] + b])
         qp[oq : oq + 3] += eps * d[ov : ov + 3]
         R = q[oq + 3 : oq + 12].reshape(3, 3).T
         Rp = R @ Rotation.from_rotvec(eps * d[ov + 3 : ov + 6]).as_matrix()
@@ -144,7 +147,9 @@ def test_the_fused_velocity_jacobian_is_the_two_step_one_bit_for_bit(scene: str)
     pass folds each product term's sign into its coefficients: no value may change by it."""
     from mbvi.engine import kernels as K
     from mbvi.engine import lieloop
-    from mbvi.engine.slots import NNZ, N
+    from mbvi.engine.fields import M
+
+    NNZ, N = M.NNZ, M.N
 
     if scene == "every_joint":
         built = _every_joint()
@@ -156,14 +161,14 @@ def test_the_fused_velocity_jacobian_is_the_two_step_one_bit_for_bit(scene: str)
         built = load_scene(scene).build()
     system = assemble(built)
     I, F, Iv, _, IL, FL = system.engine_model()
-    assert IL[lie.L_NB] > 0 and IL[lie.L_FUSED] == (2 if scene == "every_joint" else 1)  # prismatic: two terms
+    assert IL[LT.NB] > 0 and IL[LT.FUSED] == (2 if scene == "every_joint" else 1)  # prismatic: two terms
     # an entry's rotation terms in threes, summed three at a time; where every entry of G_v is one copy or
     # one three (the upright top, the benchmark's chain), it is written once, without a zero fill first (not
     # where an entry has two threes, as the rigid_chain scene's, or two terms a product, a prismatic joint's).
     # The tilted top's tip, rotated into the body frame, may keep a round-off component (-8e-19 m on one
     # machine, 0 on another) that is a second three in one entry: either path, the same numbers below.
     expected = {"spinning_top": (1, 2), "upright_top": (2,), "bench_chain": (2,)}.get(scene, (1,))
-    assert IL[lie.L_ROT3] in expected
+    assert IL[LT.ROT3] in expected
     q = system.layout.q0 + 0.3 * np.random.default_rng(1).normal(size=system.nq)  # off the joints too
     n = int(I[N])
     uw, g = np.zeros(6 * n), np.zeros(n)

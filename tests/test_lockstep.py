@@ -13,6 +13,7 @@ import pytest
 
 import mbvi
 from mbvi.engine import lockstep, loop, runner
+from mbvi.engine.fields import ST
 
 FAMILY = ("verlet", "symplectic_euler_a", "symplectic_euler_b", "yoshida4")
 
@@ -64,7 +65,7 @@ def test_each_member_is_its_serial_run_however_the_batch_is_chunked(integrator: 
     stepper = mbvi.get_integrator(integrator)(system, dt)
     runs = {c: runner.integrate_batch(stepper, model, Q0, V0, 0.0, nsteps, every, chunk=c) for c in (0, 1, 4, 11, 32)}
     t, Q, V, W, info = runs[1]
-    assert np.all(info[:, 0] == loop.DONE) and np.all(info[:, 4] == 0)
+    assert np.all(info[:, 0] == ST.DONE) and np.all(info[:, 4] == 0)
     for c, (_, Qc, Vc, Wc, ic) in runs.items():  # chunked or member by member (0): not even round-off differs
         assert np.array_equal(Qc, Q) and np.array_equal(Vc, V) and np.array_equal(Wc, W), c
         assert np.array_equal(ic[:, :3], info[:, :3]), c  # status, steps taken, states saved
@@ -111,7 +112,7 @@ def test_members_that_need_full_newton_or_fail_leave_the_chunk_alone(integrator:
     model = system.engine_model()
     _t, Q, V, W, info = runner.integrate_batch(stepper, model, Q0, V0, 0.0, nsteps, every, chunk=len(Q0))
     newton = info[:, 4] > 0
-    done = info[:, 0] == loop.DONE
+    done = info[:, 0] == ST.DONE
     assert (done & ~newton).any() and (newton | ~done).any()  # some stay in lockstep, some leave it
     if integrator == "verlet" and not damped:
         assert (done & newton).any() and (~done).any()
@@ -162,10 +163,10 @@ def test_a_member_at_a_singular_configuration_runs_as_it_would_alone() -> None:
     for b in range(4):
         Qs, Vs, _ = _serial(system, "verlet", dt, Q[b, 0], V[b, 0], nsteps, 1)
         if isinstance(Qs, mbvi.SolverError):  # fails where the serial run fails, keeping the same states
-            assert info[b, 0] != loop.DONE and Qs.step == info[b, 1]
+            assert info[b, 0] != ST.DONE and Qs.step == info[b, 1]
             assert np.array_equal(Qs.partial[1], Q[b, : info[b, 2]])
         else:
-            assert info[b, 0] == loop.DONE
+            assert info[b, 0] == ST.DONE
             assert np.array_equal(Qs, Q[b]) and np.array_equal(Vs, V[b])
     assert info[1, 3] > 0  # the toggle member was factored with the pseudo-inverse (on the serial loop)
     assert np.all(info[[0, 2, 3], 3] == 0)  # the regular members never were

@@ -14,7 +14,7 @@ import pytest
 
 from mbvi.engine import kernels as K
 from mbvi.engine import model as M
-from mbvi.engine import slots as S
+from mbvi.engine.fields import M as S
 
 
 def _packed(first: np.ndarray, perm: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, int]:
@@ -32,7 +32,7 @@ def _packed(first: np.ndarray, perm: np.ndarray | None = None) -> tuple[np.ndarr
         S.COLROWS: colrows,
         S.COLPOS: colpos,
     }
-    I = np.zeros(S.NSLOTS, dtype=np.int64)
+    I = np.zeros(S.count, dtype=np.int64)
     I[S.N], I[S.SIZE_L] = n, size
     for slot, arr in arrays.items():
         I[slot] = len(I)

@@ -17,7 +17,7 @@ __all__ = ["ensure_fresh"]
 
 HERE = Path(__file__).resolve().parent
 SOURCES = (
-    "slots.py", "extrapolation.py", "kernels.py", "loop.py", "lie.py", "rotation.py", "lieloop.py", "lockstep.py",
+    "fields.py", "extrapolation.py", "kernels.py", "loop.py", "lie.py", "rotation.py", "lieloop.py", "lockstep.py",
 )  # fmt: skip
 _done = False
 

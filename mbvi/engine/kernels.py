@@ -15,91 +15,7 @@ from numba import njit
 from numba import uint64 as U
 
 from mbvi.engine import extrapolation
-from mbvi.engine.slots import (
-    ALIAS_DST,
-    ALIAS_SRC,
-    AW,
-    BA_I,
-    BB_I,
-    BE_KAPPA,
-    COLPOS,
-    COLPTR,
-    COLROWS,
-    CU,
-    CW,
-    DP_COEF,
-    DP_I,
-    DR_COEF,
-    DR_I,
-    FIRST,
-    GCOLENT,
-    GCOLPTR,
-    GCOLROW,
-    GROWPTR,
-    GSORTED,
-    GVEC,
-    HAS_F,
-    HAS_VF,
-    HD_CA,
-    HD_CB,
-    HD_COEF,
-    HD_I,
-    HD_RA,
-    HD_RB,
-    KK,
-    NALIAS,
-    NNZ,
-    NPAIR,
-    NQ,
-    NU,
-    NU1,
-    NW,
-    PA,
-    PB,
-    PCOL,
-    PERM,
-    PF_FORCE,
-    PF_I,
-    PROW,
-    ROUND,
-    ROWSTART,
-    SAME,
-    SCALE,
-    SD_COEF,
-    SD_I,
-    SIZE_L,
-    SN_I,
-    SP_I,
-    SP_REST,
-    SP_STIFF,
-    SU,
-    SW,
-    T1_I,
-    T2_I,
-    TQ_COLS,
-    TQ_M,
-    TQ_TAU,
-    TS_REST,
-    TS_STIFF,
-    TSTART,
-    TW_I,
-    U1C,
-    U1R,
-    U1V,
-    UC,
-    UPOS,
-    UR,
-    UV,
-    WARM_HISTORY,
-    WARM_ROWS,
-    WC,
-    WPOS,
-    WR,
-    WV,
-    N,
-    S,
-)  # fmt: skip
-from mbvi.engine.slots import W as INV_MASS
+from mbvi.engine.fields import WARM_HISTORY, WARM_ROWS, M
 
 __all__ = [
     "constraint_values",
@@ -160,8 +76,8 @@ def affine_uw(I, F, q, u, w):
     A row whose U map repeats an earlier row's copies its U (``NALIAS``, see
     :func:`mbvi.engine.model._u_aliases`): the same numbers, a third of the terms on a rigid chain.
     """
-    n3, nu = 3 * I[N], I[NU1]
-    cu, ur, uc, uv = floats(I, F, CU, n3), ints(I, U1R, nu), ints(I, U1C, nu), floats(I, F, U1V, nu)
+    n3, nu = 3 * I[M.N], I[M.NU1]
+    cu, ur, uc, uv = floats(I, F, M.CU, n3), ints(I, M.U1R, nu), ints(I, M.U1C, nu), floats(I, F, M.U1V, nu)
     for i in range(n3):
         u[i] = cu[i]
     if nu:  # the terms come entry by entry (model: a stable sort), each entry's summed in a register
@@ -175,15 +91,15 @@ def affine_uw(I, F, q, u, w):
                 acc = u[r]
             acc += uv[e] * q[U(uc[e])]
         u[cur] = acc
-    na = I[NALIAS]
-    dst, src = ints(I, ALIAS_DST, na), ints(I, ALIAS_SRC, na)
+    na = I[M.NALIAS]
+    dst, src = ints(I, M.ALIAS_DST, na), ints(I, M.ALIAS_SRC, na)
     for a in range(na):
         d, s = 3 * dst[a], 3 * src[a]
         for c in range(3):
             u[U(d + c)] = u[U(s + c)]
-    if not I[SAME]:
-        nw = I[NW]
-        cw, wr, wc, wv = floats(I, F, CW, n3), ints(I, WR, nw), ints(I, WC, nw), floats(I, F, WV, nw)
+    if not I[M.SAME]:
+        nw = I[M.NW]
+        cw, wr, wc, wv = floats(I, F, M.CW, n3), ints(I, M.WR, nw), ints(I, M.WC, nw), floats(I, F, M.WV, nw)
         for i in range(n3):
             w[i] = cw[i]
         for e in range(nw):
@@ -194,10 +110,10 @@ def affine_uw(I, F, q, u, w):
 def constraint_values(I, F, q, u, w, g):
     """g_r = s_r (U_r · W_r) − k_r on the active rows, at q."""
     affine_uw(I, F, q, u, w)
-    if I[SAME]:
+    if I[M.SAME]:
         w = u
-    n = I[N]
-    s, k = floats(I, F, S, n), floats(I, F, KK, n)
+    n = I[M.N]
+    s, k = floats(I, F, M.S, n), floats(I, F, M.KK, n)
     for r in range(n):
         i = 3 * r
         g[r] = s[r] * (u[i] * w[i] + u[i + 1] * w[i + 1] + u[i + 2] * w[i + 2]) - k[r]
@@ -207,15 +123,15 @@ def constraint_values(I, F, q, u, w, g):
 def jacobian_values(I, F, u, w, gd):
     """Values of G on its pattern, s (∂U · W + U · ∂W), from U and W (:func:`constraint_values`)."""
     gd[:] = 0.0
-    if I[SAME]:
+    if I[M.SAME]:
         w = u
-    nu = I[NU]
-    ur, upos, su = ints(I, UR, nu), ints(I, UPOS, nu), floats(I, F, SU, nu)
+    nu = I[M.NU]
+    ur, upos, su = ints(I, M.UR, nu), ints(I, M.UPOS, nu), floats(I, F, M.SU, nu)
     for e in range(nu):
         gd[U(upos[e])] += su[e] * w[U(ur[e])]
-    if not I[SAME]:
-        nw = I[NW]
-        wr, wpos, sw = ints(I, WR, nw), ints(I, WPOS, nw), floats(I, F, SW, nw)
+    if not I[M.SAME]:
+        nw = I[M.NW]
+        wr, wpos, sw = ints(I, M.WR, nw), ints(I, M.WPOS, nw), floats(I, F, M.SW, nw)
         for e in range(nw):
             gd[U(wpos[e])] += sw[e] * u[U(wr[e])]
 
@@ -230,8 +146,8 @@ def residual(I, F, g):
     handful of divisions instead of one a row (SHAKE calls this at every drift).
     """
     r = 0.0
-    n = I[N]
-    sc, ro = floats(I, F, SCALE, n), floats(I, F, ROUND, n)
+    n = I[M.N]
+    sc, ro = floats(I, F, M.SCALE, n), floats(I, F, M.ROUND, n)
     for i in range(n):
         a = abs(g[i])
         if not a < math.inf:
@@ -253,26 +169,26 @@ def residual_at_roundoff(I, F, q, u, w, g):
     it); SHAKE accepts a residual at that level when it stalls there. U and W
     must be those at q (:func:`constraint_values`).
     """
-    n = I[N]
-    if I[SAME]:
+    n = I[M.N]
+    if I[M.SAME]:
         w = u
     mu = np.zeros(3 * n)
     mw = np.zeros(3 * n)
-    ur, uc, uv, cu = I[UR], I[UC], I[UV], I[CU]
+    ur, uc, uv, cu = I[M.UR], I[M.UC], I[M.UV], I[M.CU]
     for i in range(3 * n):
         mu[i] = abs(F[cu + i])
-    for e in range(I[NU]):
+    for e in range(I[M.NU]):
         mu[I[ur + e]] += abs(F[uv + e] * q[I[uc + e]])
-    if I[SAME]:
+    if I[M.SAME]:
         mw[:] = mu
     else:
-        wr, wc, wv, cw = I[WR], I[WC], I[WV], I[CW]
+        wr, wc, wv, cw = I[M.WR], I[M.WC], I[M.WV], I[M.CW]
         for i in range(3 * n):
             mw[i] = abs(F[cw + i])
-        for e in range(I[NW]):
+        for e in range(I[M.NW]):
             mw[I[wr + e]] += abs(F[wv + e] * q[I[wc + e]])
     r = 0.0
-    s, sc = I[S], I[SCALE]
+    s, sc = I[M.S], I[M.SCALE]
     for i in range(n):
         a = abs(g[i])
         if not a < math.inf:
@@ -408,7 +324,7 @@ def extrapolate_warm_start(I, method, lam):
 @jit
 def extrapolates(I, method, lam):
     """Whether a step of ``method`` starts SHAKE from extrapolated multipliers (:func:`extrapolate_warm_start`)."""
-    return method <= 2 and not I[HAS_VF] and lam.shape[0] >= WARM_ROWS
+    return method <= 2 and not I[M.HAS_VF] and lam.shape[0] >= WARM_ROWS
 
 
 @jit
@@ -421,11 +337,11 @@ def copy_into(dst, src):
 @jit
 def matvec(I, gd, x, out):
     """out = G x (row by row in a register when ``GSORTED``: the same sums in the same order)."""
-    nnz = I[NNZ]
-    pcol = ints(I, PCOL, nnz)
-    if I[GSORTED]:
-        n = I[N]
-        rp = ints(I, GROWPTR, n + 1)
+    nnz = I[M.NNZ]
+    pcol = ints(I, M.PCOL, nnz)
+    if I[M.GSORTED]:
+        n = I[M.N]
+        rp = ints(I, M.GROWPTR, n + 1)
         for r in range(n):
             acc = 0.0
             for i in range(U(rp[r]), U(rp[r + 1])):
@@ -433,7 +349,7 @@ def matvec(I, gd, x, out):
             out[r] = acc
         return
     out[:] = 0.0
-    prow = ints(I, PROW, nnz)
+    prow = ints(I, M.PROW, nnz)
     for i in range(nnz):
         out[U(prow[i])] += gd[i] * x[U(pcol[i])]
 
@@ -443,9 +359,9 @@ def wgt(I, F, gd, y, out):
     """out = M⁻¹ Gᵀ y, column by column, each column's terms summed in a register in G's pattern order
     (``GCOLPTR``, ``GCOLENT``, ``GCOLROW``): the sums of the entry-by-entry form bit for bit, without its
     store-to-load round trip on every entry of a column."""
-    nnz, nq = I[NNZ], I[NQ]
-    cp, ent, row = ints(I, GCOLPTR, nq + 1), ints(I, GCOLENT, nnz), ints(I, GCOLROW, nnz)
-    wi = floats(I, F, INV_MASS, nq)
+    nnz, nq = I[M.NNZ], I[M.NQ]
+    cp, ent, row = ints(I, M.GCOLPTR, nq + 1), ints(I, M.GCOLENT, nnz), ints(I, M.GCOLROW, nnz)
+    wi = floats(I, F, M.W, nq)
     for c in range(nq):
         acc = 0.0
         w = wi[c]
@@ -471,9 +387,13 @@ def _cholesky_profile(I, ab):
     row-by-row form waits on each entry's dot product before the next (the
     latency chain that made the factor of a 32-link rigid chain take 4.5 µs, 3.0 now).
     """
-    n = I[N]
-    first, rowstart = ints(I, FIRST, n), ints(I, ROWSTART, n)
-    colptr, colrows, colpos = ints(I, COLPTR, n + 1), ints(I, COLROWS, I[SIZE_L] - n), ints(I, COLPOS, I[SIZE_L] - n)
+    n = I[M.N]
+    first, rowstart = ints(I, M.FIRST, n), ints(I, M.ROWSTART, n)
+    colptr, colrows, colpos = (
+        ints(I, M.COLPTR, n + 1),
+        ints(I, M.COLROWS, I[M.SIZE_L] - n),
+        ints(I, M.COLPOS, I[M.SIZE_L] - n),
+    )
     for j in range(n):
         dj = rowstart[j] - first[j] + j
         d = ab[U(dj)]
@@ -496,8 +416,8 @@ def _cholesky_profile(I, ab):
 @jit
 def _assemble(I, F, gd, ab):
     """Values of A = G M⁻¹ Gᵀ into the profile storage ``ab``."""
-    npair, size = I[NPAIR], I[SIZE_L]
-    pa, pb, aw, ts = ints(I, PA, npair), ints(I, PB, npair), floats(I, F, AW, npair), ints(I, TSTART, size + 1)
+    npair, size = I[M.NPAIR], I[M.SIZE_L]
+    pa, pb, aw, ts = ints(I, M.PA, npair), ints(I, M.PB, npair), floats(I, F, M.AW, npair), ints(I, M.TSTART, size + 1)
     for t in range(size):  # the pairs of entry t, summed in a register (no store-to-load chain)
         s = 0.0
         for i in range(ts[t], ts[t + 1]):
@@ -513,14 +433,14 @@ def factor(I, F, gd, ab):
     is factored as A + εI, ε = 1e-12 max diag(A): its solves give the
     least-squares multipliers of the consistent rows up to a relative 1e-12.
     """
-    n = I[N]
+    n = I[M.N]
     if n == 0:
         return OK
     _assemble(I, F, gd, ab)
     if _cholesky_profile(I, ab):
         return OK
     _assemble(I, F, gd, ab)
-    first, rowstart = ints(I, FIRST, n), ints(I, ROWSTART, n)
+    first, rowstart = ints(I, M.FIRST, n), ints(I, M.ROWSTART, n)
     big = 0.0
     for i in range(n):
         big = max(big, abs(ab[rowstart[i] - first[i] + i]))
@@ -541,8 +461,8 @@ def solve(I, ab, rhs, out, tmp):
     on the chain, which cost a 32-link rigid chain's solve a third of its time). The same terms in the same
     order: the same result bit for bit.
     """
-    n = I[N]
-    perm, first, rowstart = ints(I, PERM, n), ints(I, FIRST, n), ints(I, ROWSTART, n)
+    n = I[M.N]
+    perm, first, rowstart = ints(I, M.PERM, n), ints(I, M.FIRST, n), ints(I, M.ROWSTART, n)
     last = 0.0  # L y = P rhs, row by row; ``last`` is y[i − 1]
     for i in range(n):
         fi = first[i]
@@ -634,8 +554,8 @@ def _torque_on_columns(I, cols, i, t0, t1, t2, scale, q, out):
 @jit
 def gradient(I, F, q, out):
     """∇U(q) of the compiled conservative families into ``out`` (nq,)."""
-    gv = I[GVEC]
-    for i in range(I[NQ]):
+    gv = I[M.GVEC]
+    for i in range(I[M.NQ]):
         out[i] = -F[gv + i]
     gradient_families(I, F, q, out)
 
@@ -643,67 +563,67 @@ def gradient(I, F, q, out):
 @jit
 def gradient_families(I, F, q, out):
     """Adds ∇U(q) of the springs, torsion springs and bending (every conservative family but gravity) to ``out``."""
-    stiff, rest = I[SP_STIFF], I[SP_REST]
-    for i in range(I[SP_I + 3]):
-        d0, d1, d2 = _point(I, F, SP_I, i, q, True)
+    stiff, rest = I[M.SP_STIFF], I[M.SP_REST]
+    for i in range(I[M.SP_I + 3]):
+        d0, d1, d2 = _point(I, F, M.SP_I, i, q, True)
         r = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
         coef = F[stiff + i] * (r - F[rest + i]) / r if r > 0.0 else 0.0
-        _scatter(I, F, SP_I, i, coef * d0, coef * d1, coef * d2, out)
-    stiff, rest = I[TS_STIFF], I[TS_REST]
-    for i in range(I[T1_I + 3]):
-        a0, a1, a2 = _point(I, F, T1_I, i, q, True)
-        b0, b1, b2 = _point(I, F, T2_I, i, q, True)
-        w0, w1, w2 = _point(I, F, TW_I, i, q, True)
+        _scatter(I, F, M.SP_I, i, coef * d0, coef * d1, coef * d2, out)
+    stiff, rest = I[M.TS_STIFF], I[M.TS_REST]
+    for i in range(I[M.T1_I + 3]):
+        a0, a1, a2 = _point(I, F, M.T1_I, i, q, True)
+        b0, b1, b2 = _point(I, F, M.T2_I, i, q, True)
+        w0, w1, w2 = _point(I, F, M.TW_I, i, q, True)
         s = b0 * w0 + b1 * w1 + b2 * w2
         c = a0 * w0 + a1 * w1 + a2 * w2
         dev = (math.atan2(s, c) - F[rest + i] + math.pi) % (2.0 * math.pi) - math.pi
         coef = F[stiff + i] * dev / (s * s + c * c)
         ca, cb = coef * c, coef * s
-        _scatter(I, F, T2_I, i, ca * w0, ca * w1, ca * w2, out)
-        _scatter(I, F, T1_I, i, -cb * w0, -cb * w1, -cb * w2, out)
-        _scatter(I, F, TW_I, i, ca * b0 - cb * a0, ca * b1 - cb * a1, ca * b2 - cb * a2, out)
-    kappa = I[BE_KAPPA]
-    for i in range(I[BA_I + 3]):  # bending: U = κ (1 − êₐ·ê_b)
-        a0, a1, a2 = _point(I, F, BA_I, i, q, True)
-        b0, b1, b2 = _point(I, F, BB_I, i, q, True)
+        _scatter(I, F, M.T2_I, i, ca * w0, ca * w1, ca * w2, out)
+        _scatter(I, F, M.T1_I, i, -cb * w0, -cb * w1, -cb * w2, out)
+        _scatter(I, F, M.TW_I, i, ca * b0 - cb * a0, ca * b1 - cb * a1, ca * b2 - cb * a2, out)
+    kappa = I[M.BE_KAPPA]
+    for i in range(I[M.BA_I + 3]):  # bending: U = κ (1 − êₐ·ê_b)
+        a0, a1, a2 = _point(I, F, M.BA_I, i, q, True)
+        b0, b1, b2 = _point(I, F, M.BB_I, i, q, True)
         la = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
         lb = math.sqrt(b0 * b0 + b1 * b1 + b2 * b2)
         a0, a1, a2 = a0 / la, a1 / la, a2 / la
         b0, b1, b2 = b0 / lb, b1 / lb, b2 / lb
         c = a0 * b0 + a1 * b1 + a2 * b2
         ka, kb = -F[kappa + i] / la, -F[kappa + i] / lb
-        _scatter(I, F, BA_I, i, ka * (b0 - c * a0), ka * (b1 - c * a1), ka * (b2 - c * a2), out)
-        _scatter(I, F, BB_I, i, kb * (a0 - c * b0), kb * (a1 - c * b1), kb * (a2 - c * b2), out)
+        _scatter(I, F, M.BA_I, i, ka * (b0 - c * a0), ka * (b1 - c * a1), ka * (b2 - c * a2), out)
+        _scatter(I, F, M.BB_I, i, kb * (a0 - c * b0), kb * (a1 - c * b1), kb * (a2 - c * b2), out)
 
 
 @jit
 def nonconservative_force(I, F, q, v, out):
     """F(q, v) of the compiled non-conservative families into ``out`` (nq,)."""
     out[:] = 0.0
-    if not I[HAS_F]:
+    if not I[M.HAS_F]:
         return
-    coef = I[DP_COEF]
-    for i in range(I[DP_I + 3]):
-        d0, d1, d2 = _point(I, F, DP_I, i, q, True)
+    coef = I[M.DP_COEF]
+    for i in range(I[M.DP_I + 3]):
+        d0, d1, d2 = _point(I, F, M.DP_I, i, q, True)
         r = max(math.sqrt(d0 * d0 + d1 * d1 + d2 * d2), 1e-300)
         n0, n1, n2 = d0 / r, d1 / r, d2 / r
-        e0, e1, e2 = _point(I, F, DP_I, i, v, False)
+        e0, e1, e2 = _point(I, F, M.DP_I, i, v, False)
         f = -F[coef + i] * (n0 * e0 + n1 * e1 + n2 * e2)
-        _scatter(I, F, DP_I, i, f * n0, f * n1, f * n2, out)
-    coef = I[DR_COEF]
-    for i in range(I[DR_I + 3]):
-        e0, e1, e2 = _point(I, F, DR_I, i, v, False)
+        _scatter(I, F, M.DP_I, i, f * n0, f * n1, f * n2, out)
+    coef = I[M.DR_COEF]
+    for i in range(I[M.DR_I + 3]):
+        e0, e1, e2 = _point(I, F, M.DR_I, i, v, False)
         c = -F[coef + i]
-        _scatter(I, F, DR_I, i, c * e0, c * e1, c * e2, out)
-    fo = I[PF_FORCE]
-    for i in range(I[PF_I + 3]):
-        _scatter(I, F, PF_I, i, F[fo + 3 * i], F[fo + 3 * i + 1], F[fo + 3 * i + 2], out)
-    to = I[TQ_TAU]
-    for i in range(I[TQ_M]):
-        _torque_on_columns(I, I[TQ_COLS], i, F[to + 3 * i], F[to + 3 * i + 1], F[to + 3 * i + 2], 1.0, q, out)
-    coef, ra, rb, ca, cb = I[HD_COEF], I[HD_RA], I[HD_RB], I[HD_CA], I[HD_CB]
-    for i in range(I[HD_I + 3]):
-        n0, n1, n2 = _point(I, F, HD_I, i, q, True)
+        _scatter(I, F, M.DR_I, i, c * e0, c * e1, c * e2, out)
+    fo = I[M.PF_FORCE]
+    for i in range(I[M.PF_I + 3]):
+        _scatter(I, F, M.PF_I, i, F[fo + 3 * i], F[fo + 3 * i + 1], F[fo + 3 * i + 2], out)
+    to = I[M.TQ_TAU]
+    for i in range(I[M.TQ_M]):
+        _torque_on_columns(I, I[M.TQ_COLS], i, F[to + 3 * i], F[to + 3 * i + 1], F[to + 3 * i + 2], 1.0, q, out)
+    coef, ra, rb, ca, cb = I[M.HD_COEF], I[M.HD_RA], I[M.HD_RB], I[M.HD_CA], I[M.HD_CB]
+    for i in range(I[M.HD_I + 3]):
+        n0, n1, n2 = _point(I, F, M.HD_I, i, q, True)
         a0 = a1 = a2 = b0 = b1 = b2 = 0.0
         if F[ra + i] != 0.0:
             a0, a1, a2 = _omega(I, ca, i, q, v)
@@ -714,9 +634,9 @@ def nonconservative_force(I, F, q, v, out):
             _torque_on_columns(I, cb, i, f * n0, f * n1, f * n2, 1.0, q, out)
         if F[ra + i] != 0.0:
             _torque_on_columns(I, ca, i, f * n0, f * n1, f * n2, -1.0, q, out)
-    coef = I[SD_COEF]
-    for i in range(I[SN_I + 3]):
-        n0, n1, n2 = _point(I, F, SN_I, i, q, True)
-        e0, e1, e2 = _point(I, F, SD_I, i, v, False)
+    coef = I[M.SD_COEF]
+    for i in range(I[M.SN_I + 3]):
+        n0, n1, n2 = _point(I, F, M.SN_I, i, q, True)
+        e0, e1, e2 = _point(I, F, M.SD_I, i, v, False)
         f = -F[coef + i] * (n0 * e0 + n1 * e1 + n2 * e2)
-        _scatter(I, F, SD_I, i, f * n0, f * n1, f * n2, out)
+        _scatter(I, F, M.SD_I, i, f * n0, f * n1, f * n2, out)

@@ -17,8 +17,8 @@ force on R's columns becomes a body torque by the same map.
 
 This module builds, once per :class:`mbvi.System`, the arrays the loop reads:
 ``(Iv, Fv)``, the factorization model of A = G_v M_v⁻¹ G_vᵀ in the layout of
-:mod:`mbvi.engine.slots`, and ``(IL, FL)``, the bodies and the map tables
-(slots ``L_*`` below).
+:mod:`mbvi.engine.fields` (``M``), and ``(IL, FL)``, the bodies and the map tables
+(fields ``LT.*`` of :mod:`mbvi.engine.fields`).
 """
 
 from __future__ import annotations
@@ -26,22 +26,11 @@ from __future__ import annotations
 import numpy as np
 
 from mbvi.bodies import RigidBody
+from mbvi.engine.fields import LT
 from mbvi.kernels import SparsePattern
 from mbvi.linalg import ConstraintSolver
 
-__all__ = ["LSLOTS", "fuse_jacobian", "lie_tables", "owner_is_rotation"]
-
-# --- header of IL ------------------------------------------------------------------------------------
-(L_NB, L_NV, L_NT, L_NCOPY, L_NROT,
- L_BQ, L_BV, L_TQ, L_TV, L_CQ, L_CV, L_RV, L_RQ, L_RR,
- # offsets into FL
- L_J, L_RS,
- # the fused map (see fuse_jacobian): flag; per copy and product term, the U/W entry and its coefficient
- L_FUSED, L_FCS, L_FRS, L_FCC, L_FRC,
- # 1 when the product terms come in threes, each three adding to one entry of G_v; 2 when besides every
- # entry of G_v is either one copy or one three (written once, without a zero fill first; see lie_tables)
- L_ROT3,
- LSLOTS) = range(23)  # fmt: skip
+__all__ = ["fuse_jacobian", "lie_tables", "owner_is_rotation"]
 
 # body-frame component k of ω, a torque or ∂g/∂η pairs columns (a, b) of R
 _AB = ((2, 1), (0, 2), (1, 0))
@@ -131,9 +120,9 @@ def lie_tables(system, qsys) -> tuple[SparsePattern, ConstraintSolver, np.ndarra
     # so that the Jacobian adds them in a register and stores the entry once (L_ROT3)
     tm = tm[np.argsort(tm[:, 0], kind="stable")]
     runs = np.diff(np.flatnonzero(np.r_[True, tm[1:, 0] != tm[:-1, 0], True])) if len(tm) else np.zeros(0)
-    head = np.zeros(LSLOTS, np.int64)
+    head = np.zeros(LT.count, np.int64)
     ints: list[np.ndarray] = []
-    pos = LSLOTS
+    pos = LT.count
 
     def put(s: int, a) -> None:
         nonlocal pos
@@ -142,25 +131,25 @@ def lie_tables(system, qsys) -> tuple[SparsePattern, ConstraintSolver, np.ndarra
         ints.append(a)
         pos += len(a)
 
-    head[L_NB], head[L_NV], head[L_NT], head[L_NCOPY], head[L_NROT] = len(bodies), nv, len(tq), len(cp), len(tm)
-    head[L_ROT3] = int(len(runs) > 0 and bool(np.all(runs % 3 == 0)))
+    head[LT.NB], head[LT.NV], head[LT.NT], head[LT.NCOPY], head[LT.NROT] = len(bodies), nv, len(tq), len(cp), len(tm)
+    head[LT.ROT3] = int(len(runs) > 0 and bool(np.all(runs % 3 == 0)))
     rot_targets = tm[::3, 0].astype(np.int64) if len(tm) else np.zeros(0, np.int64)
     targets = np.concatenate([cp[:, 1], rot_targets])
-    if head[L_ROT3] and np.all(runs == 3) and np.array_equal(np.sort(targets), np.arange(len(vrows))):
-        head[L_ROT3] = 2  # each entry is one copy or one three: written once, without a zero fill first
-    put(L_BQ, [b[0] for b in bodies])
-    put(L_BV, [b[1] for b in bodies])
-    put(L_TQ, tq)
-    put(L_TV, tv)
-    put(L_CQ, cp[:, 0])
-    put(L_CV, cp[:, 1])
-    put(L_RV, tm[:, 0].astype(np.int64))
-    put(L_RQ, tm[:, 1].astype(np.int64))
-    put(L_RR, tm[:, 2].astype(np.int64))
+    if head[LT.ROT3] and np.all(runs == 3) and np.array_equal(np.sort(targets), np.arange(len(vrows))):
+        head[LT.ROT3] = 2  # each entry is one copy or one three: written once, without a zero fill first
+    put(LT.BQ, [b[0] for b in bodies])
+    put(LT.BV, [b[1] for b in bodies])
+    put(LT.TQ, tq)
+    put(LT.TV, tv)
+    put(LT.CQ, cp[:, 0])
+    put(LT.CV, cp[:, 1])
+    put(LT.RV, tm[:, 0].astype(np.int64))
+    put(LT.RQ, tm[:, 1].astype(np.int64))
+    put(LT.RR, tm[:, 2].astype(np.int64))
     IL = np.concatenate([head, *ints])
     J = np.array([b[2] for b in bodies], float).reshape(-1, 3)
     FL = np.concatenate([J.T.ravel(), tm[:, 3]])  # J by rows (3, NB): the drift's Newton runs over bodies
-    IL[L_J], IL[L_RS] = 0, J.size
+    IL[LT.J], IL[LT.RS] = 0, J.size
     return pattern, solver, IL, np.ascontiguousarray(FL), winv, nv
 
 
@@ -183,40 +172,40 @@ def fuse_jacobian(IL: np.ndarray, FL: np.ndarray, I: np.ndarray, F: np.ndarray) 
     starts from +0. The floating-point operations are otherwise the same, in
     the same order, so is the result.
     """
-    from mbvi.engine import slots as S
+    from mbvi.engine.fields import M
 
-    n, nu, nw, nnz = int(I[S.N]), int(I[S.NU]), int(I[S.NW]), int(I[S.NNZ])
-    same = bool(I[S.SAME])
-    pos = [I[I[S.UPOS] : I[S.UPOS] + nu]]
-    src = [I[I[S.UR] : I[S.UR] + nu] + (0 if same else 3 * n)]  # a U term multiplies W (U when they coincide)
-    cof = [F[I[S.SU] : I[S.SU] + nu]]
+    n, nu, nw, nnz = int(I[M.N]), int(I[M.NU]), int(I[M.NW]), int(I[M.NNZ])
+    same = bool(I[M.SAME])
+    pos = [I[I[M.UPOS] : I[M.UPOS] + nu]]
+    src = [I[I[M.UR] : I[M.UR] + nu] + (0 if same else 3 * n)]  # a U term multiplies W (U when they coincide)
+    cof = [F[I[M.SU] : I[M.SU] + nu]]
     if not same:
-        pos.append(I[I[S.WPOS] : I[S.WPOS] + nw])
-        src.append(I[I[S.WR] : I[S.WR] + nw])
-        cof.append(F[I[S.SW] : I[S.SW] + nw])
+        pos.append(I[I[M.WPOS] : I[M.WPOS] + nw])
+        src.append(I[I[M.WR] : I[M.WR] + nw])
+        cof.append(F[I[M.SW] : I[M.SW] + nw])
     pos, src, cof = np.concatenate(pos), np.concatenate(src), np.concatenate(cof)  # in the order they are added
     count = np.bincount(pos, minlength=nnz)
-    head = IL[:LSLOTS].copy()
+    head = IL[: LT.count].copy()
     most = int(count.max()) if nnz else 0
     if nnz == 0 or most > 2 or count.min() < 1:
-        head[L_FUSED] = 0
-        return np.concatenate([head, IL[LSLOTS:]]), FL
+        head[LT.FUSED] = 0
+        return np.concatenate([head, IL[LT.count :]]), FL
     src2, cof2 = np.zeros((most, nnz), np.int64), np.zeros((most, nnz))
     seen = np.zeros(nnz, np.int64)
     for p, s, c in zip(pos.tolist(), src.tolist(), cof.tolist(), strict=True):
         src2[seen[p], p], cof2[seen[p], p] = s, c
         seen[p] += 1
-    nc, nr = int(IL[L_NCOPY]), int(IL[L_NROT])
-    cq, rq = IL[IL[L_CQ] : IL[L_CQ] + nc], IL[IL[L_RQ] : IL[L_RQ] + nr]
-    sign = FL[IL[L_RS] : IL[L_RS] + nr]  # ±1: folded into the coefficients, exactly (see above)
+    nc, nr = int(IL[LT.NCOPY]), int(IL[LT.NROT])
+    cq, rq = IL[IL[LT.CQ] : IL[LT.CQ] + nc], IL[IL[LT.RQ] : IL[LT.RQ] + nr]
+    sign = FL[IL[LT.RS] : IL[LT.RS] + nr]  # ±1: folded into the coefficients, exactly (see above)
     if not np.all(np.abs(sign) == 1.0):
-        head[L_FUSED] = 0
-        return np.concatenate([head, IL[LSLOTS:]]), FL
-    head[L_FUSED] = most
-    head[L_FCS] = len(IL)
-    head[L_FRS] = len(IL) + most * nc
-    head[L_FCC] = len(FL)
-    head[L_FRC] = len(FL) + most * nc
-    IL = np.concatenate([head, IL[LSLOTS:], src2[:, cq].ravel(), src2[:, rq].ravel()])
+        head[LT.FUSED] = 0
+        return np.concatenate([head, IL[LT.count :]]), FL
+    head[LT.FUSED] = most
+    head[LT.FCS] = len(IL)
+    head[LT.FRS] = len(IL) + most * nc
+    head[LT.FCC] = len(FL)
+    head[LT.FRC] = len(FL) + most * nc
+    IL = np.concatenate([head, IL[LT.count :], src2[:, cq].ravel(), src2[:, rq].ravel()])
     FL = np.concatenate([FL, cof2[:, cq].ravel(), (cof2[:, rq] * sign).ravel()])
     return IL, np.ascontiguousarray(FL)

@@ -34,93 +34,21 @@ from numba import uint64 as U
 
 from mbvi.engine import kernels as K
 from mbvi.engine import rotation as ROT
+from mbvi.engine.fields import LB, LT, ST, WARM_HISTORY, WARM_ROWS, WK, M
 from mbvi.engine.kernels import jit, jit_alloc
 from mbvi.engine.kernels import workspace_view as _buf
-from mbvi.engine.lie import (
-    L_BQ,
-    L_BV,
-    L_CQ,
-    L_CV,
-    L_FCC,
-    L_FCS,
-    L_FRC,
-    L_FRS,
-    L_FUSED,
-    L_J,
-    L_NB,
-    L_NCOPY,
-    L_NROT,
-    L_NT,
-    L_ROT3,
-    L_RQ,
-    L_RR,
-    L_RS,
-    L_RV,
-    L_TQ,
-    L_TV,
-)
-from mbvi.engine.slots import (
-    BA_M,
-    CONST_FORCE,
-    CUR,
-    DENSE_OK,
-    DONE,
-    DRIFT_FAILED,
-    DRIFTS,
-    FACTOR_AGE,
-    GVEC,
-    HAS_F,
-    HAS_VF,
-    HAVE_FACTOR,
-    HAVE_GRAD,
-    NEEDS_NUMPY,
-    NEWTON_USED,
-    NNZ,
-    NQ,
-    PCOL,
-    PROW,
-    REFACTORED,
-    REFINED,
-    REFRESH,
-    SHAKE_FAILED,
-    SHIFT_USED,
-    SIZE_AB,
-    SP_M,
-    T1_M,
-    WARM_HISTORY,
-    WARM_ROWS,
-    X_AB,
-    X_DL,
-    X_G,
-    X_GD,
-    X_LAMV,
-    X_RHS,
-    X_TMP,
-    X_U,
-    X_W,
-    X_WORK,
-    Z_HEAD,
-    Z_KNOWN,
-    N,
-)  # fmt: skip
-from mbvi.engine.slots import W as INV_MASS
 
 __all__ = ["lie_buffers", "lie_prepare", "lie_project", "lie_step", "to_u", "to_vq"]
-
-
-# buffers of a Lie run (a tuple of float arrays): q-sized, then v-sized
-(B_GDQ, B_Q1, B_GRAD0, B_GRAD1, B_FQ, B_VQ, B_UFREE, B_UH, B_UA, B_UNEW, B_FV0, B_FV1, B_DV, B_TMPV, B_UM, B_X,
- B_FC, B_DL2, B_ZH, B_CW, B_CC, NBUF) = range(22)  # fmt: skip
 
 
 @jit_alloc
 def lie_buffers(I, Iv, IL):
     """The float buffers of a Lie run, in the order of the ``B_*`` constants."""
-    nq, nv, nnz, nb1 = I[NQ], Iv[NQ], I[NNZ], max(IL[L_NB], 1)
+    nq, nv, nnz, nb1 = I[M.NQ], Iv[M.NQ], I[M.NNZ], max(IL[LT.NB], 1)
     return (np.zeros(nnz), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq),
             np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv),
             np.zeros(nv), np.zeros(nv), np.zeros(6 * nb1), np.zeros(nv),
-            np.zeros(max(I[N], 1)), np.zeros(Z_ROWS * nv), np.zeros(3 * nb1), np.zeros(13 * nb1))  # fmt: skip
+            np.zeros(max(I[M.N], 1)), np.zeros(Z_ROWS * nv), np.zeros(3 * nb1), np.zeros(13 * nb1))  # fmt: skip
 
 
 #: steps a factor of A serves SHAKE at most (:func:`_correction`), and the contraction of its correction
@@ -141,11 +69,11 @@ LAZY_TOL = 1e-9
 @jit
 def to_u(IL, q, vq, u):
     """Velocity coordinates u = (ẋ, ω_body) from the column velocities vq at q."""
-    tq, tv = IL[L_TQ], IL[L_TV]
-    for i in range(IL[L_NT]):
+    tq, tv = IL[LT.TQ], IL[LT.TV]
+    for i in range(IL[LT.NT]):
         u[IL[tv + i]] = vq[IL[tq + i]]
-    bq, bv = IL[L_BQ], IL[L_BV]
-    for b in range(IL[L_NB]):
+    bq, bv = IL[LT.BQ], IL[LT.BV]
+    for b in range(IL[LT.NB]):
         ov = IL[bv + b]
         u[ov + 3], u[ov + 4], u[ov + 5] = ROT.body_rates(q, vq, IL[bq + b])
 
@@ -153,11 +81,11 @@ def to_u(IL, q, vq, u):
 @jit
 def to_vq(IL, q, u, vq):
     """Column velocities (ẋ, Ṙ = R ω̂) from the velocity coordinates u at q."""
-    tq, tv = IL[L_TQ], IL[L_TV]
-    for i in range(IL[L_NT]):
+    tq, tv = IL[LT.TQ], IL[LT.TV]
+    for i in range(IL[LT.NT]):
         vq[IL[tq + i]] = u[IL[tv + i]]
-    bq, bv = IL[L_BQ], IL[L_BV]
-    for b in range(IL[L_NB]):
+    bq, bv = IL[LT.BQ], IL[LT.BV]
+    for b in range(IL[LT.NB]):
         ov = IL[bv + b]
         ROT.column_rates(q, u[ov + 3], u[ov + 4], u[ov + 5], IL[bq + b], vq)
 
@@ -165,11 +93,11 @@ def to_vq(IL, q, u, vq):
 @jit
 def _to_fv(IL, q, fq, fv):
     """Forces and body torques f_v from the generalized force fq on q."""
-    tq, tv = IL[L_TQ], IL[L_TV]
-    for i in range(IL[L_NT]):
+    tq, tv = IL[LT.TQ], IL[LT.TV]
+    for i in range(IL[LT.NT]):
         fv[IL[tv + i]] = fq[IL[tq + i]]
-    bq, bv = IL[L_BQ], IL[L_BV]
-    for b in range(IL[L_NB]):
+    bq, bv = IL[LT.BQ], IL[LT.BV]
+    for b in range(IL[LT.NB]):
         ov = IL[bv + b]
         fv[ov + 3], fv[ov + 4], fv[ov + 5] = ROT.body_torque(q, fq, IL[bq + b])
 
@@ -179,11 +107,11 @@ def _jacobian_v(I, F, IL, FL, q, u, w, gdq, gdv):
     """G_v(q) on the velocity pattern from U, W at q (:func:`mbvi.engine.kernels.constraint_values`)."""
     K.jacobian_values(I, F, u, w, gdq)
     gdv[:] = 0.0
-    nc, nr = IL[L_NCOPY], IL[L_NROT]
-    cq, cv = K.ints(IL, L_CQ, nc), K.ints(IL, L_CV, nc)
+    nc, nr = IL[LT.NCOPY], IL[LT.NROT]
+    cq, cv = K.ints(IL, LT.CQ, nc), K.ints(IL, LT.CV, nc)
     for e in range(nc):
         gdv[U(cv[e])] = gdq[U(cq[e])]
-    rv, rq, rr, rs = K.ints(IL, L_RV, nr), K.ints(IL, L_RQ, nr), K.ints(IL, L_RR, nr), K.floats(IL, FL, L_RS, nr)
+    rv, rq, rr, rs = K.ints(IL, LT.RV, nr), K.ints(IL, LT.RQ, nr), K.ints(IL, LT.RR, nr), K.floats(IL, FL, LT.RS, nr)
     for e in range(nr):
         gdv[U(rv[e])] += rs[e] * q[U(rr[e])] * gdq[U(rq[e])]
 
@@ -192,16 +120,16 @@ def _jacobian_v(I, F, IL, FL, q, u, w, gdq, gdv):
 def _jacobian_v_fused(IL, FL, q, uw, gdv):
     """:func:`_jacobian_v` in one pass from the concatenated (U, W) when ``IL[L_FUSED]`` (see
     :func:`mbvi.engine.lie.fuse_jacobian`): the same operations, without G on the configuration pattern."""
-    nc, nr, two, rot3 = IL[L_NCOPY], IL[L_NROT], IL[L_FUSED] == 2, IL[L_ROT3]
+    nc, nr, two, rot3 = IL[LT.NCOPY], IL[LT.NROT], IL[LT.FUSED] == 2, IL[LT.ROT3]
     if two or rot3 != 2:  # else every entry is written once below, by its copy or its three
         gdv[:] = 0.0
     cv, cs, cc = (
-        K.ints(IL, L_CV, nc),
-        K.ints(IL, L_FCS, 2 * nc if two else nc),
-        K.floats(IL, FL, L_FCC, 2 * nc if two else nc),
+        K.ints(IL, LT.CV, nc),
+        K.ints(IL, LT.FCS, 2 * nc if two else nc),
+        K.floats(IL, FL, LT.FCC, 2 * nc if two else nc),
     )
-    rv, rr = K.ints(IL, L_RV, nr), K.ints(IL, L_RR, nr)
-    fs, fc = K.ints(IL, L_FRS, 2 * nr if two else nr), K.floats(IL, FL, L_FRC, 2 * nr if two else nr)
+    rv, rr = K.ints(IL, LT.RV, nr), K.ints(IL, LT.RR, nr)
+    fs, fc = K.ints(IL, LT.FRS, 2 * nr if two else nr), K.floats(IL, FL, LT.FRC, 2 * nr if two else nr)
     if two:  # an entry of G is (0 + first term) + second term, as jacobian_values sums it
         for e in range(nc):
             gdv[U(cv[e])] = (0.0 + cc[e] * uw[U(cs[e])]) + cc[nc + e] * uw[U(cs[nc + e])]
@@ -225,15 +153,15 @@ def _jacobian_v_fused(IL, FL, q, uw, gdv):
 @jit
 def _jacobian_at(I, F, Iv, IL, FL, WI, WS, bufs, q, slot, fresh):
     """G_v(q) into Jacobian buffer ``slot`` (``fresh``: U, W in the workspace are already those at q)."""
-    n, nnz = I[N], Iv[NNZ]
-    u, w = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n)
-    gd = WS[WI[X_GD] + slot * nnz : WI[X_GD] + (slot + 1) * nnz]
+    n, nnz = I[M.N], Iv[M.NNZ]
+    u, w = _buf(WI, WS, WK.U, 3 * n), _buf(WI, WS, WK.W, 3 * n)
+    gd = WS[WI[WK.GD] + slot * nnz : WI[WK.GD] + (slot + 1) * nnz]
     if not fresh:
         K.affine_uw(I, F, q, u, w)
-    if IL[L_FUSED]:
-        _jacobian_v_fused(IL, FL, q, _buf(WI, WS, X_U, 6 * n), gd)
+    if IL[LT.FUSED]:
+        _jacobian_v_fused(IL, FL, q, _buf(WI, WS, WK.U, 6 * n), gd)
     else:
-        _jacobian_v(I, F, IL, FL, q, u, w, bufs[B_GDQ], gd)
+        _jacobian_v(I, F, IL, FL, q, u, w, bufs[LB.GDQ], gd)
 
 
 @jit
@@ -242,13 +170,13 @@ def _refactor(Iv, Fv, WI, WS, slot):
 
     The factor may then serve a few steps (``FACTOR_AGE``; see :func:`_correction`).
     """
-    nnz, size = Iv[NNZ], WI[SIZE_AB]
-    kind = K.factor(Iv, Fv, WS[WI[X_GD] + slot * nnz : WI[X_GD] + (slot + 1) * nnz], WS[WI[X_AB] : WI[X_AB] + size])
+    nnz, size = Iv[M.NNZ], WI[WK.SIZE_AB]
+    kind = K.factor(Iv, Fv, WS[WI[WK.GD] + slot * nnz : WI[WK.GD] + (slot + 1) * nnz], WS[WI[WK.AB] : WI[WK.AB] + size])
     if kind == K.SHIFTED:
-        WI[SHIFT_USED] += 1
-    WI[FACTOR_AGE] = 0
-    WI[REFRESH] = 0
-    WI[REFACTORED] += 1
+        WI[WK.SHIFT_USED] += 1
+    WI[WK.FACTOR_AGE] = 0
+    WI[WK.REFRESH] = 0
+    WI[WK.REFACTORED] += 1
     return kind != K.FAILED
 
 
@@ -261,7 +189,7 @@ def _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, slot, fresh):
 
 @jit
 def _solve(Iv, WI, WS, rhs, out):
-    K.solve(Iv, WS[WI[X_AB] : WI[X_AB] + WI[SIZE_AB]], rhs, out, _buf(WI, WS, X_TMP, Iv[N]))
+    K.solve(Iv, WS[WI[WK.AB] : WI[WK.AB] + WI[WK.SIZE_AB]], rhs, out, _buf(WI, WS, WK.TMP, Iv[M.N]))
 
 
 @jit
@@ -270,10 +198,10 @@ def _correction(Iv, Fv, WI, WS, bufs, gd0, g, dl, rhs):
     when the factor is of an earlier configuration (its error is then squared: as good as a fresh factor's).
     ``rhs`` (n,) is scratch for the refinement's residual (not g); bufs[B_DV] and bufs[B_DL2] are overwritten."""
     _solve(Iv, WI, WS, g, dl)
-    if WI[FACTOR_AGE] == 0:
+    if WI[WK.FACTOR_AGE] == 0:
         return
-    n = Iv[N]
-    dv, dl2 = bufs[B_DV], bufs[B_DL2]
+    n = Iv[M.N]
+    dv, dl2 = bufs[LB.DV], bufs[LB.DL2]
     K.wgt(Iv, Fv, gd0, dl, dv)
     K.matvec(Iv, gd0, dv, rhs)
     for i in range(n):
@@ -287,7 +215,7 @@ def _correction(Iv, Fv, WI, WS, bufs, gd0, g, dl, rhs):
 @njit(inline="always")  # a view: inlined (see mbvi.engine.kernels.workspace_view)
 def _moments(IL, FL):
     """The bodies' principal moments J (3, NB), kg m², one column per body."""
-    nb, jo = IL[L_NB], IL[L_J]
+    nb, jo = IL[LT.NB], IL[LT.J]
     return FL[jo : jo + 3 * nb].reshape((3, nb))
 
 
@@ -306,21 +234,21 @@ def _drift(IL, FL, q0, uh, h, q1, xs, warm, bufs):
     first Newton step runs at once (:func:`mbvi.engine.rotation.cayley_newton_all`),
     the rare body it does not settle goes on alone; bufs[B_CW], bufs[B_CC] are its scratch.
     """
-    bv, nb = IL[L_BV], IL[L_NB]
-    if IL[L_NT] + 9 * nb != len(q1):  # coordinates that are neither positions nor rotation columns stay
+    bv, nb = IL[LT.BV], IL[LT.NB]
+    if IL[LT.NT] + 9 * nb != len(q1):  # coordinates that are neither positions nor rotation columns stay
         K.copy_into(q1, q0)
-    tq, tv = IL[L_TQ], IL[L_TV]
-    for i in range(IL[L_NT]):
+    tq, tv = IL[LT.TQ], IL[LT.TV]
+    for i in range(IL[LT.NT]):
         q1[IL[tq + i]] = q0[IL[tq + i]] + h * uh[IL[tv + i]]
     if nb == 0:
         return True
     J, X = _moments(IL, FL), xs[: 6 * nb].reshape((6, nb))
-    W, C = bufs[B_CW][: 3 * nb].reshape((3, nb)), bufs[B_CC][: 13 * nb].reshape((13, nb))
+    W, C = bufs[LB.CW][: 3 * nb].reshape((3, nb)), bufs[LB.CC][: 13 * nb].reshape((13, nb))
     for b in range(nb):
         ov = IL[bv + b] + 3
         W[0, b], W[1, b], W[2, b] = uh[ov], uh[ov + 1], uh[ov + 2]
     ROT.cayley_newton_all(J, W, X, C, h, warm)
-    bq = IL[L_BQ]
+    bq = IL[LT.BQ]
     for b in range(nb):
         oq = IL[bq + b]
         if C[9, b] == 0.0:  # settled by the one Newton step: R₁ = R₀ cay(x)
@@ -344,11 +272,11 @@ def _drift_rates(IL, FL, uh, h, xs, ua, um, mean):
     miss of :func:`mbvi.engine.rotation.cayley_guess` at this drift in rows 3–5 of xs (6, NB)
     (the next step's first guess, see :func:`_drift`).
     """
-    tv = IL[L_TV]
-    for i in range(IL[L_NT]):
+    tv = IL[LT.TV]
+    for i in range(IL[LT.NT]):
         ua[IL[tv + i]] = uh[IL[tv + i]]
         um[IL[tv + i]] = uh[IL[tv + i]]
-    bv, nb = IL[L_BV], IL[L_NB]
+    bv, nb = IL[LT.BV], IL[LT.NB]
     if nb == 0:
         return
     J, X = _moments(IL, FL), xs[: 6 * nb].reshape((6, nb))
@@ -367,10 +295,10 @@ def _drift_rates(IL, FL, uh, h, xs, ua, um, mean):
 @jit_alloc
 def _drift_sensitivity(IL, FL, q0, uh, h, q1, Bq):
     """∂η₁/∂ω½ (3×3) of every body by forward differences (η₁: body-frame increment at R₁); Bq (NB, 3, 3)."""
-    bq, bv = IL[L_BQ], IL[L_BV]
+    bq, bv = IL[LT.BQ], IL[LT.BV]
     J = _moments(IL, FL)
     qp = q1.copy()
-    for b in range(IL[L_NB]):
+    for b in range(IL[LT.NB]):
         oq, ov = IL[bq + b], IL[bv + b] + 3
         a = oq + 3  # R[i, c] = q[a + 3c + i]
         w0, w1, w2 = uh[ov], uh[ov + 1], uh[ov + 2]
@@ -389,34 +317,34 @@ def _drift_sensitivity(IL, FL, q0, uh, h, q1, Bq):
 @jit_alloc
 def _shake_newton(I, F, Iv, Fv, IL, FL, WI, WS, bufs, gd0, q0, ufree, h, lamv, tol, maxiter):
     """Full Newton on Λ with the Jacobian G_v(q₁) (∂η₁/∂u½) M_v⁻¹ G_v(q₀)ᵀ / h (dense least squares)."""
-    n, nv, nnz = I[N], Iv[NQ], Iv[NNZ]
-    if not I[DENSE_OK]:
-        return NEEDS_NUMPY
-    WI[NEWTON_USED] += 1
-    prow, pcol, wo = Iv[PROW], Iv[PCOL], Iv[INV_MASS]
-    q1, uh, dv, xs = bufs[B_Q1], bufs[B_UH], bufs[B_DV], bufs[B_X]
-    u, w, g = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n), _buf(WI, WS, X_G, n)
+    n, nv, nnz = I[M.N], Iv[M.NQ], Iv[M.NNZ]
+    if not I[M.DENSE_OK]:
+        return ST.NEEDS_NUMPY
+    WI[WK.NEWTON_USED] += 1
+    prow, pcol, wo = Iv[M.PROW], Iv[M.PCOL], Iv[M.W]
+    q1, uh, dv, xs = bufs[LB.Q1], bufs[LB.UH], bufs[LB.DV], bufs[LB.X]
+    u, w, g = _buf(WI, WS, WK.U, 3 * n), _buf(WI, WS, WK.W, 3 * n), _buf(WI, WS, WK.G, n)
     # M⁻¹ G(q₀)ᵀ, dense (nv, n)
     WG0 = np.zeros((nv, n))
     for i in range(nnz):
         c = Iv[pcol + i]
         WG0[c, Iv[prow + i]] += Fv[wo + c] * gd0[i]
-    nb = IL[L_NB]
+    nb = IL[LT.NB]
     Bq = np.zeros((max(nb, 1), 3, 3))
     gd1 = np.zeros(nnz)
     G1 = np.zeros((n, nv))
     BWG = np.zeros((nv, n))
-    bv = IL[L_BV]
+    bv = IL[LT.BV]
     for it in range(maxiter):
         K.wgt(Iv, Fv, gd0, lamv, dv)
         for i in range(nv):
             uh[i] = ufree[i] - dv[i] / h
         if not _drift(IL, FL, q0, uh, h, q1, xs, it > 0, bufs):
-            return SHAKE_FAILED
+            return ST.SHAKE_FAILED
         K.constraint_values(I, F, q1, u, w, g)
         r = K.residual(I, F, g)
         if r <= tol or (it >= 2 and K.residual_at_roundoff(I, F, q1, u, w, g) <= tol):
-            return DONE
+            return ST.DONE
         if not r < math.inf:
             break
         if it % 4 == 0:  # refresh the drift's sensitivity now and then (quasi-Newton in between)
@@ -428,14 +356,14 @@ def _shake_newton(I, F, Iv, Fv, IL, FL, WI, WS, bufs, gd0, q0, ufree, h, lamv, t
                     for i in range(3):
                         BWG[ov + 3 + i, c] = (Bq[b, i, 0] * WG0[ov + 3, c] + Bq[b, i, 1] * WG0[ov + 4, c]
                                               + Bq[b, i, 2] * WG0[ov + 5, c])  # fmt: skip
-        _jacobian_v(I, F, IL, FL, q1, u, w, bufs[B_GDQ], gd1)
+        _jacobian_v(I, F, IL, FL, q1, u, w, bufs[LB.GDQ], gd1)
         G1[:, :] = 0.0
         for i in range(nnz):
             G1[Iv[prow + i], Iv[pcol + i]] += gd1[i]
         dl = np.linalg.lstsq((G1 @ BWG) / h, g.copy())[0]
         for i in range(n):
             lamv[i] += dl[i]
-    return SHAKE_FAILED
+    return ST.SHAKE_FAILED
 
 
 @jit
@@ -443,22 +371,22 @@ def _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, lam, warm, t
     """Constrained drift from u_free: u½ (bufs[B_UH]), q₁ (bufs[B_Q1]), u after it (bufs[B_UA]) and, when
     non-conservative forces read it, the step's mean velocity (bufs[B_UM])."""
     st = _shake_multipliers(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, lam, warm, tol, maxiter)
-    if st == DONE:
-        q1, bq = bufs[B_Q1], IL[L_BQ]
-        for b in range(IL[L_NB]):  # once for the drift kept, not for every SHAKE iterate
+    if st == ST.DONE:
+        q1, bq = bufs[LB.Q1], IL[LT.BQ]
+        for b in range(IL[LT.NB]):  # once for the drift kept, not for every SHAKE iterate
             ROT.orthonormalize(q1, IL[bq + b])
-        _drift_rates(IL, FL, bufs[B_UH], h, bufs[B_X], bufs[B_UA], bufs[B_UM], I[HAS_F] != 0)
+        _drift_rates(IL, FL, bufs[LB.UH], h, bufs[LB.X], bufs[LB.UA], bufs[LB.UM], I[M.HAS_F] != 0)
     return st
 
 
 @jit
 def _shake_multipliers(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, lam, warm, tol, maxiter):
     """SHAKE on the multipliers: u½ and q₁ (the rates after the drift are :func:`_drift_rates`)."""
-    n, nnz = I[N], Iv[NNZ]
-    q1, uh, dv, xs = bufs[B_Q1], bufs[B_UH], bufs[B_DV], bufs[B_X]
-    lamv, dl = _buf(WI, WS, X_LAMV, n), _buf(WI, WS, X_DL, n)
-    u, w, g = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n), _buf(WI, WS, X_G, n)
-    gd0 = WS[WI[X_GD] + slot0 * nnz : WI[X_GD] + (slot0 + 1) * nnz]
+    n, nnz = I[M.N], Iv[M.NNZ]
+    q1, uh, dv, xs = bufs[LB.Q1], bufs[LB.UH], bufs[LB.DV], bufs[LB.X]
+    lamv, dl = _buf(WI, WS, WK.LAMV, n), _buf(WI, WS, WK.DL, n)
+    u, w, g = _buf(WI, WS, WK.U, 3 * n), _buf(WI, WS, WK.W, 3 * n), _buf(WI, WS, WK.G, n)
+    gd0 = WS[WI[WK.GD] + slot0 * nnz : WI[WK.GD] + (slot0 + 1) * nnz]
     for i in range(n):
         lamv[i] = lam[i] if warm else 0.0
     prev = math.inf
@@ -470,50 +398,52 @@ def _shake_multipliers(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, 
                 uh[i] = ufree[i] - dv[i] / h
         else:
             K.copy_into(uh, ufree)
-        WI[DRIFTS] += 1
+        WI[WK.DRIFTS] += 1
         if not _drift(IL, FL, q0, uh, h, q1, xs, it > 0, bufs):
-            return SHAKE_FAILED
+            return ST.SHAKE_FAILED
         if n == 0:
-            return DONE
+            return ST.DONE
         K.constraint_values(I, F, q1, u, w, g)
         r = K.residual(I, F, g)
         if r <= 0.5 * tol:  # not tol: a warm start whose error creeps up step by step stops well inside it
             if warm:
                 K.copy_into(lam, lamv)
-            if it >= 2 or (it == 1 and WI[FACTOR_AGE] and r > STALE_CONTRACTION * prev):
-                WI[REFRESH] = 1  # a step that needed more than one correction, or an old factor that served less well
-            return DONE
+            if it >= 2 or (it == 1 and WI[WK.FACTOR_AGE] and r > STALE_CONTRACTION * prev):
+                WI[WK.REFRESH] = (
+                    1  # a step that needed more than one correction, or an old factor that served less well
+                )
+            return ST.DONE
         if not r < math.inf:
             break
         slow = slow + 1 if r > 0.25 * prev else 0
         prev = r
-        if slow and WI[FACTOR_AGE]:  # first a fresh factor, at q₀
+        if slow and WI[WK.FACTOR_AGE]:  # first a fresh factor, at q₀
             if not _refactor(Iv, Fv, WI, WS, slot0):
-                return NEEDS_NUMPY
+                return ST.NEEDS_NUMPY
             slow = 0
         if slow >= 2 and K.residual_at_roundoff(I, F, q1, u, w, g) <= tol:  # stalled at round-off: done
             if warm:
                 K.copy_into(lam, lamv)
-            return DONE
+            return ST.DONE
         if slow >= 3:
             st = _shake_newton(I, F, Iv, Fv, IL, FL, WI, WS, bufs, gd0, q0, ufree, h, lamv, tol, maxiter)
-            if warm and st == DONE:
+            if warm and st == ST.DONE:
                 K.copy_into(lam, lamv)
             elif warm:
                 lam[:] = 0.0
             return st
-        _correction(Iv, Fv, WI, WS, bufs, gd0, g, dl, _buf(WI, WS, X_RHS, n))
+        _correction(Iv, Fv, WI, WS, bufs, gd0, g, dl, _buf(WI, WS, WK.RHS, n))
         for i in range(n):
             lamv[i] += dl[i]
-    return SHAKE_FAILED
+    return ST.SHAKE_FAILED
 
 
 # ------------------------------------------------------------------------------------------- steps
 @jit
 def _forces(I, F, IL, q, uF, grad, bufs, fv):
     """f_v(−∇U + F(q, u_F)) into bufs[B_TMPV]; fv receives f_v(F), the non-conservative part."""
-    fq, tmp, vq = bufs[B_FQ], bufs[B_TMPV], bufs[B_VQ]
-    if I[HAS_F]:
+    fq, tmp, vq = bufs[LB.FQ], bufs[LB.TMPV], bufs[LB.VQ]
+    if I[M.HAS_F]:
         to_vq(IL, q, uF, vq)
         K.nonconservative_force(I, F, q, vq, fq)
         _to_fv(IL, q, fq, fv)
@@ -529,7 +459,7 @@ def _forces(I, F, IL, q, uF, grad, bufs, fv):
 @jit
 def _kick(Iv, Fv, u_in, c, f, out):
     """out = u_in + c M_v⁻¹ f."""
-    wo = Iv[INV_MASS]
+    wo = Iv[M.W]
     for i in range(len(out)):
         out[i] = u_in[i] + c * Fv[wo + i] * f[i]
 
@@ -541,19 +471,19 @@ def lie_prepare(I, F, IL, WI, bufs, q, u):
     force) acting on the bodies' centres (no gravity entry on a rotation column, so no torque), as in the
     chains, pendulums and tops most scenes are. Its steps skip the force evaluations, with the same
     result bit for bit (:func:`_forces` gives this force at every q)."""
-    gv = I[GVEC]
-    const = not I[HAS_F] and I[SP_M] == 0 and I[T1_M] == 0 and I[BA_M] == 0
-    bq = IL[L_BQ]
-    for b in range(IL[L_NB]):
+    gv = I[M.GVEC]
+    const = not I[M.HAS_F] and I[M.SP_M] == 0 and I[M.T1_M] == 0 and I[M.BA_M] == 0
+    bq = IL[LT.BQ]
+    for b in range(IL[LT.NB]):
         for c in range(9):
             if F[gv + IL[bq + b] + 3 + c] != 0.0:
                 const = False
-    WI[CONST_FORCE] = 1 if const else 0
+    WI[WK.CONST_FORCE] = 1 if const else 0
     if const:
-        grad = bufs[B_GRAD0]
+        grad = bufs[LB.GRAD0]
         K.gradient(I, F, q, grad)
-        _forces(I, F, IL, q, u, grad, bufs, bufs[B_FV0])
-        K.copy_into(bufs[B_FC], bufs[B_TMPV])
+        _forces(I, F, IL, q, u, grad, bufs, bufs[LB.FV0])
+        K.copy_into(bufs[LB.FC], bufs[LB.TMPV])
 
 
 @jit
@@ -566,89 +496,89 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, c0, c1, lam, tol, maxi
     here only when forces read the velocity (exactly, with a new factor) or the
     tolerance is looser than :data:`LAZY_TOL` (with SHAKE's factor, refined once).
     """
-    n, nv = I[N], Iv[NQ]
-    cur = WI[CUR]
+    n, nv = I[M.N], Iv[M.NQ]
+    cur = WI[WK.CUR]
     nxt = 1 - cur
-    if not WI[HAVE_FACTOR]:
+    if not WI[WK.HAVE_FACTOR]:
         if not _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, cur, False):
-            return NEEDS_NUMPY
-        WI[HAVE_FACTOR] = 1
-    grad0 = bufs[B_GRAD0] if cur == 0 else bufs[B_GRAD1]
-    grad1 = bufs[B_GRAD1] if cur == 0 else bufs[B_GRAD0]
-    cf = WI[CONST_FORCE]
-    if c0 != 0.0 and not WI[HAVE_GRAD] and not cf:
+            return ST.NEEDS_NUMPY
+        WI[WK.HAVE_FACTOR] = 1
+    grad0 = bufs[LB.GRAD0] if cur == 0 else bufs[LB.GRAD1]
+    grad1 = bufs[LB.GRAD1] if cur == 0 else bufs[LB.GRAD0]
+    cf = WI[WK.CONST_FORCE]
+    if c0 != 0.0 and not WI[WK.HAVE_GRAD] and not cf:
         K.gradient(I, F, q, grad0)
-    ufree, ua, unew, fv0, fv1 = bufs[B_UFREE], bufs[B_UA], bufs[B_UNEW], bufs[B_FV0], bufs[B_FV1]
-    q1 = bufs[B_Q1]
+    ufree, ua, unew, fv0, fv1 = bufs[LB.UFREE], bufs[LB.UA], bufs[LB.UNEW], bufs[LB.FV0], bufs[LB.FV1]
+    q1 = bufs[LB.Q1]
     # --- kick c₀ and constrained drift
     if c0 == 0.0:
         K.copy_into(ufree, u)
         fv0[:] = 0.0
         st = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, True, tol, maxiter)
     elif cf:
-        _kick(Iv, Fv, u, c0, bufs[B_FC], ufree)
+        _kick(Iv, Fv, u, c0, bufs[LB.FC], ufree)
         st = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, True, tol, maxiter)
-    elif not I[HAS_VF]:
+    elif not I[M.HAS_VF]:
         _forces(I, F, IL, q, u, grad0, bufs, fv0)
-        _kick(Iv, Fv, u, c0, bufs[B_TMPV], ufree)
+        _kick(Iv, Fv, u, c0, bufs[LB.TMPV], ufree)
         st = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, True, tol, maxiter)
     else:
         # fixed point on u½ (the force at the step's mean velocity), as the NumPy path does
         floor = 10.0 * tol * max(1.0, length_scale) / abs(h) if n else 0.0
         K.copy_into(unew, u)
         prev = math.inf
-        st = DRIFT_FAILED
+        st = ST.DRIFT_FAILED
         for it in range(100):
             _forces(I, F, IL, q, unew, grad0, bufs, fv0)
-            _kick(Iv, Fv, u, c0, bufs[B_TMPV], ufree)
+            _kick(Iv, Fv, u, c0, bufs[LB.TMPV], ufree)
             s2 = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, False, tol, maxiter)
-            if s2 == NEEDS_NUMPY:
+            if s2 == ST.NEEDS_NUMPY:
                 return s2
-            if s2 != DONE:
+            if s2 != ST.DONE:
                 break
             # the force acts at the step's mean velocity: unew ← u_m
-            outcome, prev = K.settle(bufs[B_UM], unew, floor, it, prev)
+            outcome, prev = K.settle(bufs[LB.UM], unew, floor, it, prev)
             if outcome == K.SETTLED:
-                st = DONE
+                st = ST.DONE
             if outcome != K.GOING:
                 break
-        if st != DONE:
-            return DRIFT_FAILED
-    if st != DONE:
+        if st != ST.DONE:
+            return ST.DRIFT_FAILED
+    if st != ST.DONE:
         return st
     _push_impulse(WI, bufs)
     # --- kick c₁ at q₁ and projection onto G_v(q₁) u = 0
     fv1[:] = 0.0
     if c1 != 0.0 and cf:
-        _kick(Iv, Fv, ua, c1, bufs[B_FC], u)
+        _kick(Iv, Fv, ua, c1, bufs[LB.FC], u)
     elif c1 != 0.0:
         K.gradient(I, F, q1, grad1)
-        _forces(I, F, IL, q1, bufs[B_UM], grad1, bufs, fv1)
-        _kick(Iv, Fv, ua, c1, bufs[B_TMPV], u)
-        WI[HAVE_GRAD] = 1
+        _forces(I, F, IL, q1, bufs[LB.UM], grad1, bufs, fv1)
+        _kick(Iv, Fv, ua, c1, bufs[LB.TMPV], u)
+        WI[WK.HAVE_GRAD] = 1
     else:
         K.copy_into(u, ua)
-        WI[HAVE_GRAD] = 0
-    if I[HAS_F]:
+        WI[WK.HAVE_GRAD] = 0
+    if I[M.HAS_F]:
         acc = 0.0
         for i in range(nv):
-            acc += (c0 * fv0[i] + c1 * fv1[i]) * bufs[B_UM][i]
-        WS[WI[X_WORK]] += acc
-    exact = I[HAS_VF]  # forces read the velocity: u exactly on the joints
+            acc += (c0 * fv0[i] + c1 * fv1[i]) * bufs[LB.UM][i]
+        WS[WI[WK.WORK]] += acc
+    exact = I[M.HAS_VF]  # forces read the velocity: u exactly on the joints
     _jacobian_at(I, F, Iv, IL, FL, WI, WS, bufs, q1, nxt, True)
-    if exact or WI[REFRESH] or WI[FACTOR_AGE] + 1 >= MAX_FACTOR_AGE:
+    if exact or WI[WK.REFRESH] or WI[WK.FACTOR_AGE] + 1 >= MAX_FACTOR_AGE:
         if not _refactor(Iv, Fv, WI, WS, nxt):
-            return NEEDS_NUMPY
+            return ST.NEEDS_NUMPY
     else:
-        WI[FACTOR_AGE] += 1
+        WI[WK.FACTOR_AGE] += 1
     K.copy_into(q, q1)
-    WI[CUR] = nxt
+    WI[WK.CUR] = nxt
     # u stays off the joints at a tight tolerance (the velocity along M_v⁻¹ G_vᵀ it carries is ~tol ℓ/h
     # from the step's residual plus O(h) from the kicks) when no force reads the velocity. At a loose one
     # SHAKE's factor, of this or an earlier configuration, takes most of it off (see LAZY_TOL)
     if exact or tol > LAZY_TOL:
         _project(Iv, Fv, WI, WS, bufs, nxt, u, u)
-    return DONE
+    return ST.DONE
 
 
 @jit
@@ -659,12 +589,12 @@ def _project(Iv, Fv, WI, WS, bufs, slot, u, out):
     with one step of iterative refinement on A = G_v M_v⁻¹ G_vᵀ: the velocity it leaves along M_v⁻¹ G_vᵀ is the
     square of the factor's error times the velocity there was.
     """
-    n, nnz = Iv[N], Iv[NNZ]
+    n, nnz = Iv[M.N], Iv[M.NNZ]
     if n:
-        gd = WS[WI[X_GD] + slot * nnz : WI[X_GD] + (slot + 1) * nnz]
-        rhs, dl, dv = _buf(WI, WS, X_RHS, n), _buf(WI, WS, X_DL, n), bufs[B_DV]
+        gd = WS[WI[WK.GD] + slot * nnz : WI[WK.GD] + (slot + 1) * nnz]
+        rhs, dl, dv = _buf(WI, WS, WK.RHS, n), _buf(WI, WS, WK.DL, n), bufs[LB.DV]
         K.matvec(Iv, gd, u, rhs)
-        _correction(Iv, Fv, WI, WS, bufs, gd, rhs, dl, _buf(WI, WS, X_G, n))
+        _correction(Iv, Fv, WI, WS, bufs, gd, rhs, dl, _buf(WI, WS, WK.G, n))
         K.wgt(Iv, Fv, gd, dl, dv)
         for i in range(len(u)):
             out[i] = u[i] - dv[i]
@@ -680,12 +610,12 @@ def lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, out):
     it saves or returns a state, with the factor the last step left at q
     (``HAVE_FACTOR``), else one made here. False when A cannot be factored.
     """
-    cur = WI[CUR]
-    if not WI[HAVE_FACTOR]:
+    cur = WI[WK.CUR]
+    if not WI[WK.HAVE_FACTOR]:
         if not _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, cur, False):
             return False
-        WI[HAVE_FACTOR] = 1
-    elif WI[FACTOR_AGE] and not _refactor(Iv, Fv, WI, WS, cur):
+        WI[WK.HAVE_FACTOR] = 1
+    elif WI[WK.FACTOR_AGE] and not _refactor(Iv, Fv, WI, WS, cur):
         return False
     _project(Iv, Fv, WI, WS, bufs, cur, u, out)
     return True
@@ -699,19 +629,19 @@ Z_ROWS = 5
 def _push_impulse(WI, bufs):
     """After a constrained drift: its impulse M_v⁻¹ G_vᵀ Λ (bufs[B_DV], velocity units) onto the ring of the
     last :data:`Z_ROWS` (:func:`_warm_start`)."""
-    dv = bufs[B_DV]
-    head = (WI[Z_HEAD] + 1) % Z_ROWS
-    K.copy_into(bufs[B_ZH].reshape((Z_ROWS, len(dv)))[head], dv)
-    WI[Z_HEAD] = head
-    WI[Z_KNOWN] = min(WI[Z_KNOWN] + 1, Z_ROWS)
+    dv = bufs[LB.DV]
+    head = (WI[WK.Z_HEAD] + 1) % Z_ROWS
+    K.copy_into(bufs[LB.ZH].reshape((Z_ROWS, len(dv)))[head], dv)
+    WI[WK.Z_HEAD] = head
+    WI[WK.Z_KNOWN] = min(WI[WK.Z_KNOWN] + 1, Z_ROWS)
 
 
 @jit
 def _impulse_misses(WI, bufs):
     """How far orders 0 … 3 through the impulses of the steps before missed the last step's (max norm)."""
-    zh = bufs[B_ZH]
+    zh = bufs[LB.ZH]
     nv = len(zh) // Z_ROWS
-    h0 = WI[Z_HEAD]
+    h0 = WI[WK.Z_HEAD]
     z = zh.reshape((Z_ROWS, nv))
     return K.misses(z[h0], z[(h0 + 4) % Z_ROWS], z[(h0 + 3) % Z_ROWS], z[(h0 + 2) % Z_ROWS], z[(h0 + 1) % Z_ROWS])
 
@@ -732,9 +662,9 @@ def _warm_start(I, WI, bufs, method, lam):
     now, hist = lam[0], lam[WARM_HISTORY:WARM_ROWS]
     cold, known = K.history_known(now, hist)
     if cold:
-        WI[Z_KNOWN] = 0
+        WI[WK.Z_KNOWN] = 0
     e0 = e1 = e2 = e3 = 0.0
-    if known >= 2 and WI[Z_KNOWN] > known:
+    if known >= 2 and WI[WK.Z_KNOWN] > known:
         e0, e1, e2, e3 = _impulse_misses(WI, bufs)
     elif known >= 2:
         e0, e1, e2, e3 = K.misses(now, hist[0], hist[1], hist[2], hist[3])
@@ -755,10 +685,10 @@ def lie_step(I, F, Iv, Fv, IL, FL, WI, WS, bufs, method, q, u, h, lam, tol, maxi
     g2 = 1.0 - 2.0 * g1
     h1, h2 = g1 * h, g2 * h
     st = _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h1, 0.5 * h1, 0.5 * h1, lam[0], tol, maxiter, ls)
-    if st != DONE:
+    if st != ST.DONE:
         return st
     st = _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h2, 0.5 * h2, 0.5 * h2, lam[1], tol, maxiter, ls)
-    if st != DONE:
+    if st != ST.DONE:
         return st
     return _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h1, 0.5 * h1, 0.5 * h1, lam[0], tol, maxiter, ls)
 
@@ -770,9 +700,9 @@ MAX_REFINE = 1024
 @jit
 def _fastest_turn(IL, u, h):
     """max over bodies of h |ω| (rad): how far the fastest body turns in a step."""
-    bv = IL[L_BV]
+    bv = IL[LT.BV]
     top = 0.0
-    for b in range(IL[L_NB]):
+    for b in range(IL[LT.NB]):
         o = IL[bv + b] + 3
         top = max(top, abs(h) * math.sqrt(u[o] ** 2 + u[o + 1] ** 2 + u[o + 2] ** 2))
     return top
@@ -792,25 +722,25 @@ def lie_step_refined(I, F, Iv, Fv, IL, FL, WI, WS, bufs, method, q, u, h, lam, t
         pieces *= 2
     K.copy_into(qb, q)
     K.copy_into(ub, u)
-    wb = WS[WI[X_WORK]]
-    st = DONE
+    wb = WS[WI[WK.WORK]]
+    st = ST.DONE
     while True:
         if pieces > 1:
             lam[:, :] = 0.0  # the warm starts of h do not suit its substeps
         for _ in range(pieces):
             st = lie_step(I, F, Iv, Fv, IL, FL, WI, WS, bufs, method, q, u, h / pieces, lam, tol, maxiter, ls)
-            if st != DONE:
+            if st != ST.DONE:
                 break
-        if st == DONE:
+        if st == ST.DONE:
             if pieces > 1:
-                WI[REFINED] += 1
+                WI[WK.REFINED] += 1
                 lam[:, :] = 0.0
-            return DONE
+            return ST.DONE
         K.copy_into(q, qb)
         K.copy_into(u, ub)
-        WS[WI[X_WORK]] = wb  # the work of the pieces taken is not the step's
-        WI[HAVE_FACTOR] = 0
-        WI[HAVE_GRAD] = 0
-        if st == NEEDS_NUMPY or pieces >= MAX_REFINE:
+        WS[WI[WK.WORK]] = wb  # the work of the pieces taken is not the step's
+        WI[WK.HAVE_FACTOR] = 0
+        WI[WK.HAVE_GRAD] = 0
+        if st == ST.NEEDS_NUMPY or pieces >= MAX_REFINE:
             return st
         pieces *= 2

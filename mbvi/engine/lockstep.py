@@ -29,65 +29,14 @@ import math
 import numpy as np
 
 from mbvi.engine import kernels as K
+from mbvi.engine.fields import LF, LI, LN, WARM_HISTORY, WARM_ROWS, M
 from mbvi.engine.kernels import jit, jit_alloc
-from mbvi.engine.slots import (
-    AW,
-    BA_I,
-    CU,
-    CW,
-    FIRST,
-    GVEC,
-    HAS_F,
-    HAS_VF,
-    KK,
-    NNZ,
-    NQ,
-    NU,
-    NW,
-    PA,
-    PB,
-    PCOL,
-    PERM,
-    PROW,
-    ROUND,
-    ROWSTART,
-    SAME,
-    SCALE,
-    SIZE_L,
-    SP_I,
-    SU,
-    SW,
-    T1_I,
-    TSTART,
-    UC,
-    UPOS,
-    UR,
-    UV,
-    WARM_HISTORY,
-    WARM_ROWS,
-    WC,
-    WPOS,
-    WR,
-    WV,
-    N,
-    S,
-)  # fmt: skip
-from mbvi.engine.slots import W as INV_MASS
 
 __all__ = ["CHUNK", "eligible", "run_chunk"]
 
 #: members stepped together (the inner axis of every buffer): large enough to amortize the index
 #: loads, small enough that a chunk's buffers stay in the core's caches
 CHUNK = 32
-
-# lane buffers (rows, m): the tuple passed to :func:`_steps`, in this order
-(L_Q, L_V, L_QB, L_VB, L_Q1, L_VH, L_VFREE, L_VNEW, L_F0, L_F1, L_GR0, L_GR1, L_CORR, L_DQ,  # nq rows
- L_U, L_W,  # 3n rows
- L_G, L_LAMV, L_DL, L_TMP, L_RHS,  # n rows
- NLANE) = range(22)  # fmt: skip
-# per-member scalars: rows of the (NS, m) float and (NJ, m) int arrays
-(S_WORK, S_WORKB, S_R, S_PREV, S_FPREV, S_E0, S_E1, S_E2, S_E3, S_FIN, NS) = range(11)
-(J_ACT, J_BAD, J_GOING, J_SLOW, J_FIXED, J_COLD, J_ORDER, NJ) = range(8)
 
 
 def eligible(bodies: int, method: int) -> bool:
@@ -100,23 +49,23 @@ def eligible(bodies: int, method: int) -> bool:
 # every member c of the chunk in the inner loop.
 @jit
 def _affine_uw(I, F, q, u, w, m):
-    n3 = 3 * I[N]
-    cu, ur, uc, uv = I[CU], I[UR], I[UC], I[UV]
+    n3 = 3 * I[M.N]
+    cu, ur, uc, uv = I[M.CU], I[M.UR], I[M.UC], I[M.UV]
     for i in range(n3):
         x = F[cu + i]
         for c in range(m):
             u[i, c] = x
-    for e in range(I[NU]):
+    for e in range(I[M.NU]):
         r, col, x = I[ur + e], I[uc + e], F[uv + e]
         for c in range(m):
             u[r, c] += x * q[col, c]
-    if not I[SAME]:
-        cw, wr, wc, wv = I[CW], I[WR], I[WC], I[WV]
+    if not I[M.SAME]:
+        cw, wr, wc, wv = I[M.CW], I[M.WR], I[M.WC], I[M.WV]
         for i in range(n3):
             x = F[cw + i]
             for c in range(m):
                 w[i, c] = x
-        for e in range(I[NW]):
+        for e in range(I[M.NW]):
             r, col, x = I[wr + e], I[wc + e], F[wv + e]
             for c in range(m):
                 w[r, c] += x * q[col, c]
@@ -125,10 +74,10 @@ def _affine_uw(I, F, q, u, w, m):
 @jit
 def _constraint_values(I, F, q, u, w, g, m):
     _affine_uw(I, F, q, u, w, m)
-    if I[SAME]:
+    if I[M.SAME]:
         w = u
-    s, k = I[S], I[KK]
-    for r in range(I[N]):
+    s, k = I[M.S], I[M.KK]
+    for r in range(I[M.N]):
         i = 3 * r
         sr, kr = F[s + r], F[k + r]
         for c in range(m):
@@ -137,19 +86,19 @@ def _constraint_values(I, F, q, u, w, g, m):
 
 @jit
 def _jacobian_values(I, F, u, w, gd, m):
-    for e in range(I[NNZ]):
+    for e in range(I[M.NNZ]):
         for c in range(m):
             gd[e, c] = 0.0
-    if I[SAME]:
+    if I[M.SAME]:
         w = u
-    ur, upos, su = I[UR], I[UPOS], I[SU]
-    for e in range(I[NU]):
+    ur, upos, su = I[M.UR], I[M.UPOS], I[M.SU]
+    for e in range(I[M.NU]):
         p, r, x = I[upos + e], I[ur + e], F[su + e]
         for c in range(m):
             gd[p, c] += x * w[r, c]
-    if not I[SAME]:
-        wr, wpos, sw = I[WR], I[WPOS], I[SW]
-        for e in range(I[NW]):
+    if not I[M.SAME]:
+        wr, wpos, sw = I[M.WR], I[M.WPOS], I[M.SW]
+        for e in range(I[M.NW]):
             p, r, x = I[wpos + e], I[wr + e], F[sw + e]
             for c in range(m):
                 gd[p, c] += x * u[r, c]
@@ -160,8 +109,8 @@ def _residual(I, F, g, out, m):
     """out[c] = the residual of member c (:func:`mbvi.engine.kernels.residual`)."""
     for c in range(m):
         out[c] = 0.0
-    sc, ro = I[SCALE], I[ROUND]
-    for i in range(I[N]):
+    sc, ro = I[M.SCALE], I[M.ROUND]
+    for i in range(I[M.N]):
         rnd, scale = F[ro + i], F[sc + i]
         for c in range(m):
             a = abs(g[i, c])
@@ -175,11 +124,11 @@ def _residual(I, F, g, out, m):
 
 @jit
 def _matvec(I, gd, x, out, m):
-    for i in range(I[N]):
+    for i in range(I[M.N]):
         for c in range(m):
             out[i, c] = 0.0
-    prow, pcol = I[PROW], I[PCOL]
-    for i in range(I[NNZ]):
+    prow, pcol = I[M.PROW], I[M.PCOL]
+    for i in range(I[M.NNZ]):
         r, col = I[prow + i], I[pcol + i]
         for c in range(m):
             out[r, c] += gd[i, c] * x[col, c]
@@ -187,11 +136,11 @@ def _matvec(I, gd, x, out, m):
 
 @jit
 def _wgt(I, F, gd, y, out, m):
-    for i in range(I[NQ]):
+    for i in range(I[M.NQ]):
         for c in range(m):
             out[i, c] = 0.0
-    prow, pcol, wo = I[PROW], I[PCOL], I[INV_MASS]
-    for i in range(I[NNZ]):
+    prow, pcol, wo = I[M.PROW], I[M.PCOL], I[M.W]
+    for i in range(I[M.NNZ]):
         col, r = I[pcol + i], I[prow + i]
         x = F[wo + col]
         for c in range(m):
@@ -201,18 +150,18 @@ def _wgt(I, F, gd, y, out, m):
 @jit
 def _factor(I, F, gd, ab, bad, m):
     """A = G M⁻¹ Gᵀ and its profile Cholesky for every member; a member whose A is not positive definite is bad."""
-    n = I[N]
+    n = I[M.N]
     if n == 0:
         return
-    pa, pb, ts, aw = I[PA], I[PB], I[TSTART], I[AW]
-    for t in range(I[SIZE_L]):
+    pa, pb, ts, aw = I[M.PA], I[M.PB], I[M.TSTART], I[M.AW]
+    for t in range(I[M.SIZE_L]):
         for c in range(m):
             ab[t, c] = 0.0
         for i in range(I[ts + t], I[ts + t + 1]):
             a, b, x = I[pa + i], I[pb + i], F[aw + i]
             for c in range(m):
                 ab[t, c] += gd[a, c] * gd[b, c] * x
-    fo, ro = I[FIRST], I[ROWSTART]
+    fo, ro = I[M.FIRST], I[M.ROWSTART]
     for i in range(n):
         fi = I[fo + i]
         ri = I[ro + i] - fi
@@ -237,8 +186,8 @@ def _factor(I, F, gd, ab, bad, m):
 
 @jit
 def _solve(I, ab, rhs, out, tmp, m):
-    n = I[N]
-    perm, fo, ro = I[PERM], I[FIRST], I[ROWSTART]
+    n = I[M.N]
+    perm, fo, ro = I[M.PERM], I[M.FIRST], I[M.ROWSTART]
     for i in range(n):
         fi = I[fo + i]
         ri = I[ro + i] - fi
@@ -284,12 +233,12 @@ def _gradient(I, F, q, out, X, m):
 
     X: (3, nq) scratch rows for one member's q and ∇U.
     """
-    gv = I[GVEC]
-    for i in range(I[NQ]):
+    gv = I[M.GVEC]
+    for i in range(I[M.NQ]):
         x = -F[gv + i]
         for c in range(m):
             out[i, c] = x
-    if I[SP_I + 3] or I[T1_I + 3] or I[BA_I + 3]:
+    if I[M.SP_I + 3] or I[M.T1_I + 3] or I[M.BA_I + 3]:
         for c in range(m):
             _column(q, c, X[0])
             _column(out, c, X[1])
@@ -309,16 +258,16 @@ def _force(I, F, q, vF, f, X, c):
 @jit
 def _kick(I, F, q, vF, v, cc, grad, f, out, X, m):
     """out = v + cc M⁻¹(−∇U(q) + F(q, v_F)) (:func:`mbvi.engine.loop._kick`); F written into f."""
-    wo = I[INV_MASS]
-    if I[HAS_F]:
+    wo = I[M.W]
+    if I[M.HAS_F]:
         for c in range(m):
             _force(I, F, q, vF, f, X, c)
-        for i in range(I[NQ]):
+        for i in range(I[M.NQ]):
             x = cc * F[wo + i]
             for c in range(m):
                 out[i, c] = v[i, c] + x * (f[i, c] - grad[i, c])
     else:
-        for i in range(I[NQ]):
+        for i in range(I[M.NQ]):
             x = cc * F[wo + i]
             for c in range(m):
                 out[i, c] = v[i, c] - x * grad[i, c]
@@ -327,18 +276,18 @@ def _kick(I, F, q, vF, v, cc, grad, f, out, X, m):
 @jit
 def _kick_some(I, F, q, vF, v, cc, grad, f, out, X, mask, m):
     """:func:`_kick` of the members with ``mask`` set only (the others' f and out untouched)."""
-    wo = I[INV_MASS]
-    if I[HAS_F]:
+    wo = I[M.W]
+    if I[M.HAS_F]:
         for c in range(m):
             if mask[c]:
                 _force(I, F, q, vF, f, X, c)
-        for i in range(I[NQ]):
+        for i in range(I[M.NQ]):
             x = cc * F[wo + i]
             for c in range(m):
                 if mask[c]:
                     out[i, c] = v[i, c] + x * (f[i, c] - grad[i, c])
     else:
-        for i in range(I[NQ]):
+        for i in range(I[M.NQ]):
             x = cc * F[wo + i]
             for c in range(m):
                 if mask[c]:
@@ -348,13 +297,13 @@ def _kick_some(I, F, q, vF, v, cc, grad, f, out, X, mask, m):
 @jit
 def _remove_normal(I, F, gd, ab, v, L, m):
     """v ← v − M⁻¹ Gᵀ A⁻¹ G v (the RATTLE projection) for every member."""
-    if I[N] == 0:
+    if I[M.N] == 0:
         return
-    rhs, dl, dq, tmp = L[L_RHS], L[L_DL], L[L_DQ], L[L_TMP]
+    rhs, dl, dq, tmp = L[LN.RHS], L[LN.DL], L[LN.DQ], L[LN.TMP]
     _matvec(I, gd, v, rhs, m)
     _solve(I, ab, rhs, dl, tmp, m)
     _wgt(I, F, gd, dl, dq, m)
-    for i in range(I[NQ]):
+    for i in range(I[M.NQ]):
         for c in range(m):
             v[i, c] -= dq[i, c]
 
@@ -365,9 +314,9 @@ def _shake(I, F, gd0, ab0, q0, vfree, h, lam, warm, tol, maxiter, L, SF, SI, vh,
 
     The other members' q₁ and ``vh`` are left as they are; a member that does not converge is bad.
     """
-    nq, n = I[NQ], I[N]
-    q1 = L[L_Q1]
-    going = SI[J_GOING]
+    nq, n = I[M.NQ], I[M.N]
+    q1 = L[LN.Q1]
+    going = SI[LI.GOING]
     for i in range(nq):
         for c in range(m):
             if going[c]:
@@ -378,10 +327,10 @@ def _shake(I, F, gd0, ab0, q0, vfree, h, lam, warm, tol, maxiter, L, SF, SI, vh,
                 if going[c]:
                     vh[i, c] = vfree[i, c]
         return
-    lamv, dl, corr, dq = L[L_LAMV], L[L_DL], L[L_CORR], L[L_DQ]
-    u, w, g, tmp = L[L_U], L[L_W], L[L_G], L[L_TMP]
-    bad, slow = SI[J_BAD], SI[J_SLOW]
-    r, prev = SF[S_R], SF[S_PREV]
+    lamv, dl, corr, dq = L[LN.LAMV], L[LN.DL], L[LN.CORR], L[LN.DQ]
+    u, w, g, tmp = L[LN.U], L[LN.W], L[LN.G], L[LN.TMP]
+    bad, slow = SI[LI.BAD], SI[LI.SLOW]
+    r, prev = SF[LF.R], SF[LF.PREV]
     for i in range(n):
         for c in range(m):
             lamv[i, c] = lam[i, c] if warm else 0.0
@@ -440,7 +389,7 @@ def _shake(I, F, gd0, ab0, q0, vfree, h, lam, warm, tol, maxiter, L, SF, SI, vh,
 def _enter(SI, m):
     """SI[J_GOING] ← the members still on the common path."""
     for c in range(m):
-        SI[J_GOING, c] = 1 if SI[J_ACT, c] and not SI[J_BAD, c] else 0
+        SI[LI.GOING, c] = 1 if SI[LI.ACT, c] and not SI[LI.BAD, c] else 0
 
 
 @jit
@@ -450,13 +399,13 @@ def _drift_fixed_point(I, F, GD, AB, cur, q, v, h, c0, grad0, lam, tol, maxiter,
     :func:`mbvi.engine.loop._substep`'s loop: kick with F(q₀, v½), a cold SHAKE, and
     :func:`mbvi.engine.kernels.settle` on v½; a member that stalls or fails is bad.
     """
-    nq, n = I[NQ], I[N]
-    vh, vfree, vnew, f0 = L[L_VH], L[L_VFREE], L[L_VNEW], L[L_F0]
-    fixed, going, bad = SI[J_FIXED], SI[J_GOING], SI[J_BAD]
-    fprev = SF[S_FPREV]
+    nq, n = I[M.NQ], I[M.N]
+    vh, vfree, vnew, f0 = L[LN.VH], L[LN.VFREE], L[LN.VNEW], L[LN.F0]
+    fixed, going, bad = SI[LI.FIXED], SI[LI.GOING], SI[LI.BAD]
+    fprev = SF[LF.FPREV]
     floor = 10.0 * tol * max(1.0, ls) / abs(h) if n else 0.0
     for c in range(m):
-        fixed[c] = 1 if SI[J_ACT, c] and not bad[c] else 0
+        fixed[c] = 1 if SI[LI.ACT, c] and not bad[c] else 0
         fprev[c] = math.inf
         for i in range(nq):
             vh[i, c] = v[i, c]
@@ -495,11 +444,11 @@ def _drift_fixed_point(I, F, GD, AB, cur, q, v, h, c0, grad0, lam, tol, maxiter,
 @jit
 def _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, lam, tol, maxiter, ls, L, X, SF, SI, m):
     """One RATTLE-family substep of every member (:func:`mbvi.engine.loop._substep`); returns HAVE_GRAD."""
-    nq = I[NQ]
+    nq = I[M.NQ]
     nxt = 1 - cur
-    q, v, q1, vh, vfree = L[L_Q], L[L_V], L[L_Q1], L[L_VH], L[L_VFREE]
-    f0, f1 = L[L_F0], L[L_F1]
-    grad0, grad1 = (L[L_GR0], L[L_GR1]) if cur == 0 else (L[L_GR1], L[L_GR0])
+    q, v, q1, vh, vfree = L[LN.Q], L[LN.V], L[LN.Q1], L[LN.VH], L[LN.VFREE]
+    f0, f1 = L[LN.F0], L[LN.F1]
+    grad0, grad1 = (L[LN.GR0], L[LN.GR1]) if cur == 0 else (L[LN.GR1], L[LN.GR0])
     if c0 != 0.0 and not have_grad:
         _gradient(I, F, q, grad0, X, m)
     if c0 == 0.0:
@@ -508,7 +457,7 @@ def _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, lam, tol, maxiter, ls, L, 
         for i in range(nq):
             for c in range(m):
                 f0[i, c] = 0.0
-    elif not I[HAS_VF]:
+    elif not I[M.HAS_VF]:
         _kick(I, F, q, v, v, c0, grad0, f0, vfree, X, m)
         _enter(SI, m)
         _shake(I, F, GD[cur], AB[cur], q, vfree, h, lam, True, tol, maxiter, L, SF, SI, vh, m)
@@ -526,16 +475,16 @@ def _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, lam, tol, maxiter, ls, L, 
             for c in range(m):
                 v[i, c] = vh[i, c]
         have_grad = False
-    if I[HAS_F]:
-        work = SF[S_WORK]
+    if I[M.HAS_F]:
+        work = SF[LF.WORK]
         for c in range(m):
             acc = 0.0
             for i in range(nq):
                 acc += (c0 * f0[i, c] + c1 * f1[i, c]) * (q1[i, c] - q[i, c])
             work[c] += acc / h
     # accept: G and the factor of A at q₁ (U and W are the last SHAKE iterate's, at q₁), q ← q₁, project
-    _jacobian_values(I, F, L[L_U], L[L_W], GD[nxt], m)
-    _factor(I, F, GD[nxt], AB[nxt], SI[J_BAD], m)
+    _jacobian_values(I, F, L[LN.U], L[LN.W], GD[nxt], m)
+    _factor(I, F, GD[nxt], AB[nxt], SI[LI.BAD], m)
     for i in range(nq):
         for c in range(m):
             q[i, c] = q1[i, c]
@@ -553,8 +502,8 @@ def _predict(lam, SF, SI, m):
     """
     n = lam.shape[1]
     hr = WARM_HISTORY
-    cold, order = SI[J_COLD], SI[J_ORDER]
-    e0, e1, e2, e3 = SF[S_E0], SF[S_E1], SF[S_E2], SF[S_E3]
+    cold, order = SI[LI.COLD], SI[LI.ORDER]
+    e0, e1, e2, e3 = SF[LF.E0], SF[LF.E1], SF[LF.E2], SF[LF.E3]
     for c in range(m):
         cold[c] = 1
         e0[c] = e1[c] = e2[c] = e3[c] = 0.0
@@ -594,10 +543,10 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, 
     path gets HK = the step it must take again (else −1), HJ the next save
     slot, and its state at the start of that step in HQ, HV, HLAM, HW.
     """
-    nq, n = I[NQ], I[N]
-    q, v, qb, vb = L[L_Q], L[L_V], L[L_QB], L[L_VB]
-    act, bad = SI[J_ACT], SI[J_BAD]
-    work, workb, fin = SF[S_WORK], SF[S_WORKB], SF[S_FIN]
+    nq, n = I[M.NQ], I[M.N]
+    q, v, qb, vb = L[LN.Q], L[LN.V], L[LN.QB], L[LN.VB]
+    act, bad = SI[LI.ACT], SI[LI.BAD]
+    work, workb, fin = SF[LF.WORK], SF[LF.WORKB], SF[LF.FIN]
     for c in range(m):
         HK[c] = -1
         act[c] = 1
@@ -607,8 +556,8 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, 
             q[i, c] = Q[b0 + c, 0, i]
             v[i, c] = V[b0 + c, 0, i]
     # the initial projection (run(..., project=True)): G and the factor of A at q into slot 0
-    _affine_uw(I, F, q, L[L_U], L[L_W], m)
-    _jacobian_values(I, F, L[L_U], L[L_W], GD[0], m)
+    _affine_uw(I, F, q, L[LN.U], L[LN.W], m)
+    _jacobian_values(I, F, L[LN.U], L[LN.W], GD[0], m)
     _factor(I, F, GD[0], AB[0], bad, m)
     _remove_normal(I, F, GD[0], AB[0], v, L, m)
     live = m
@@ -639,7 +588,7 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, 
             for i in range(n):
                 for c in range(m):
                     LAMB[r, i, c] = LAM[r, i, c]
-        if method <= 2 and n and not I[HAS_VF]:  # (:func:`mbvi.engine.kernels.extrapolate_warm_start`)
+        if method <= 2 and n and not I[M.HAS_VF]:  # (:func:`mbvi.engine.kernels.extrapolate_warm_start`)
             _predict(LAM, SF, SI, m)
         if method <= 2:  # kicks (c₀, c₁): verlet (h/2, h/2), symplectic Euler A (h, 0), B (0, h)
             c0 = 0.5 * h if method == 0 else (h if method == 1 else 0.0)
@@ -690,7 +639,7 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, 
 @jit_alloc
 def run_chunk(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW):
     """Members b0 … b0+m−1 of a batch through :func:`_steps`, with buffers of their own (see :func:`_steps`)."""
-    nq, n = I[NQ], I[N]
+    nq, n = I[M.NQ], I[M.N]
     L = (
         np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)),
         np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)),
@@ -698,12 +647,12 @@ def run_chunk(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, m, Q, V
         np.zeros((3 * n, m)), np.zeros((3 * n, m)),
         np.zeros((n, m)), np.zeros((n, m)), np.zeros((n, m)), np.zeros((n, m)), np.zeros((n, m)),
     )  # fmt: skip
-    GD = np.zeros((2, I[NNZ], m))
-    AB = np.zeros((2, I[SIZE_L], m))
+    GD = np.zeros((2, I[M.NNZ], m))
+    AB = np.zeros((2, I[M.SIZE_L], m))
     LAM = np.zeros((WARM_ROWS, n, m))
     LAMB = np.zeros((WARM_ROWS, n, m))
-    SF = np.zeros((NS, m))
-    SI = np.zeros((NJ, m), dtype=np.int64)
+    SF = np.zeros((LF.count, m))
+    SI = np.zeros((LI.count, m), dtype=np.int64)
     X = np.zeros((3, nq))
     _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ,
            HQ, HV, HLAM, HW, m)  # fmt: skip

@@ -30,59 +30,10 @@ import numpy as np
 
 from mbvi.engine import kernels as K
 from mbvi.engine import lieloop as LIE
-from mbvi.engine import lockstep as LS
+from mbvi.engine import lockstep as LOCK
+from mbvi.engine.fields import LT, ST, WARM_ROWS, WK, M
 from mbvi.engine.kernels import jit, jit_alloc
 from mbvi.engine.kernels import workspace_view as _buf
-from mbvi.engine.lie import L_NB
-from mbvi.engine.slots import (
-    CUR,
-    DENSE_OK,
-    DONE,
-    DRIFT_FAILED,
-    HAS_F,
-    HAS_VF,
-    HAVE_FACTOR,
-    HAVE_GRAD,
-    NEEDS_NUMPY,
-    NEWTON_USED,
-    NNZ,
-    NONFINITE,
-    NQ,
-    PCOL,
-    PROW,
-    REFINED,
-    SHAKE_FAILED,
-    SHIFT_USED,
-    SIZE_AB,
-    SIZE_L,
-    STIFF,
-    WARM_ROWS,
-    X_AB,
-    X_CORR,
-    X_DL,
-    X_DQ,
-    X_F0,
-    X_F1,
-    X_G,
-    X_GD,
-    X_GRAD,
-    X_LAMV,
-    X_Q1,
-    X_QB,
-    X_QM,
-    X_RHS,
-    X_TMP,
-    X_U,
-    X_VB,
-    X_VFREE,
-    X_VH,
-    X_VNEW,
-    X_W,
-    X_WORK,
-    XSLOTS,
-    N,
-)  # fmt: skip
-from mbvi.engine.slots import W as INV_MASS
 
 __all__ = ["IMPLICIT", "METHODS", "run", "run_batch", "workspace"]
 
@@ -96,15 +47,15 @@ IMPLICIT = {"midpoint": 4, "implicit_euler": 5}
 @jit_alloc
 def workspace(I):
     """(WI, WS): the offsets and integer state, and every float buffer of one run."""
-    n, nq, nnz = I[N], I[NQ], I[NNZ]
-    size_ab = I[SIZE_L]
+    n, nq, nnz = I[M.N], I[M.NQ], I[M.NNZ]
+    size_ab = I[M.SIZE_L]
     sizes = (3 * n, 3 * n, n, 2 * nnz, 2 * size_ab, n, n, n, n, nq, nq, nq, nq, 2 * nq, nq, nq, nq, nq, 1, nq, nq, nq)
-    WI = np.zeros(XSLOTS, dtype=np.int64)
+    WI = np.zeros(WK.count, dtype=np.int64)
     total = 0
     for slot in range(len(sizes)):  # X_U … X_QM are slots 0 … 21, in this order
         WI[slot] = total
         total += sizes[slot]
-    WI[SIZE_AB] = size_ab
+    WI[WK.SIZE_AB] = size_ab
     return WI, np.zeros(total)
 
 
@@ -114,23 +65,23 @@ def _factor_at(I, F, WI, WS, q, slot, fresh):
 
     ``fresh``: U and W in the workspace are already those at q (the last SHAKE iterate).
     """
-    n, nnz = I[N], I[NNZ]
-    u, w = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n)
-    gd = WS[WI[X_GD] + slot * nnz : WI[X_GD] + (slot + 1) * nnz]
+    n, nnz = I[M.N], I[M.NNZ]
+    u, w = _buf(WI, WS, WK.U, 3 * n), _buf(WI, WS, WK.W, 3 * n)
+    gd = WS[WI[WK.GD] + slot * nnz : WI[WK.GD] + (slot + 1) * nnz]
     if not fresh:
         K.affine_uw(I, F, q, u, w)
     K.jacobian_values(I, F, u, w, gd)
-    size = WI[SIZE_AB]
-    kind = K.factor(I, F, gd, WS[WI[X_AB] + slot * size : WI[X_AB] + (slot + 1) * size])
+    size = WI[WK.SIZE_AB]
+    kind = K.factor(I, F, gd, WS[WI[WK.AB] + slot * size : WI[WK.AB] + (slot + 1) * size])
     if kind == K.SHIFTED:
-        WI[SHIFT_USED] += 1
+        WI[WK.SHIFT_USED] += 1
     return kind != K.FAILED
 
 
 @jit
 def _solve(I, WI, WS, slot, rhs, out):
-    size = WI[SIZE_AB]
-    K.solve(I, WS[WI[X_AB] + slot * size : WI[X_AB] + (slot + 1) * size], rhs, out, _buf(WI, WS, X_TMP, I[N]))
+    size = WI[WK.SIZE_AB]
+    K.solve(I, WS[WI[WK.AB] + slot * size : WI[WK.AB] + (slot + 1) * size], rhs, out, _buf(WI, WS, WK.TMP, I[M.N]))
 
 
 @jit
@@ -145,17 +96,17 @@ def _correct(I, F, gd0, dl, dq, q1, corr):
 @jit_alloc
 def _shake_newton(I, F, WI, WS, gd0, q1, corr, vfree, h, tol, maxiter, vh):
     """Full Newton on Λ with the unsymmetric Jacobian G(q) M⁻¹ G(q₀)ᵀ (dense least squares)."""
-    n, nq, nnz = I[N], I[NQ], I[NNZ]
-    if not I[DENSE_OK]:
-        return NEEDS_NUMPY
-    WI[NEWTON_USED] += 1
-    prow, pcol, wo = I[PROW], I[PCOL], I[INV_MASS]
+    n, nq, nnz = I[M.N], I[M.NQ], I[M.NNZ]
+    if not I[M.DENSE_OK]:
+        return ST.NEEDS_NUMPY
+    WI[WK.NEWTON_USED] += 1
+    prow, pcol, wo = I[M.PROW], I[M.PCOL], I[M.W]
     G0 = np.zeros((n, nq))
     for i in range(nnz):
         G0[I[prow + i], I[pcol + i]] += gd0[i]
     gd = np.zeros(nnz)
     GW = np.zeros((n, nq))
-    u, w, g, dq = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n), _buf(WI, WS, X_G, n), _buf(WI, WS, X_DQ, nq)
+    u, w, g, dq = _buf(WI, WS, WK.U, 3 * n), _buf(WI, WS, WK.W, 3 * n), _buf(WI, WS, WK.G, n), _buf(WI, WS, WK.DQ, nq)
     for _ in range(maxiter):
         K.constraint_values(I, F, q1, u, w, g)
         K.jacobian_values(I, F, u, w, gd)
@@ -163,7 +114,7 @@ def _shake_newton(I, F, WI, WS, gd0, q1, corr, vfree, h, tol, maxiter, vh):
         if r <= tol:
             for i in range(nq):
                 vh[i] = vfree[i] - corr[i] / h
-            return DONE
+            return ST.DONE
         if not r < math.inf:
             break
         GW[:, :] = 0.0
@@ -172,7 +123,7 @@ def _shake_newton(I, F, WI, WS, gd0, q1, corr, vfree, h, tol, maxiter, vh):
             GW[I[prow + i], c] += gd[i] * F[wo + c]
         dl = np.linalg.lstsq(GW @ G0.T, g.copy())[0]
         _correct(I, F, gd0, dl, dq, q1, corr)
-    return SHAKE_FAILED
+    return ST.SHAKE_FAILED
 
 
 @jit
@@ -182,16 +133,16 @@ def _shake(I, F, WI, WS, slot0, dslot, q0, vfree, h, lam, warm, tol, maxiter, q1
     G is the Jacobian in buffer ``dslot`` (G(q₀) for the RATTLE family), A the
     factorization in buffer ``slot0`` (A(q₀)).
     """
-    nq, n, nnz = I[NQ], I[N], I[NNZ]
+    nq, n, nnz = I[M.NQ], I[M.N], I[M.NNZ]
     for i in range(nq):
         q1[i] = q0[i] + h * vfree[i]
     if n == 0:
         K.copy_into(vh, vfree)
-        return DONE
-    lamv, dl = _buf(WI, WS, X_LAMV, n), _buf(WI, WS, X_DL, n)
-    corr, dq = _buf(WI, WS, X_CORR, nq), _buf(WI, WS, X_DQ, nq)
-    u, w, g = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n), _buf(WI, WS, X_G, n)
-    gd0 = WS[WI[X_GD] + dslot * nnz : WI[X_GD] + (dslot + 1) * nnz]
+        return ST.DONE
+    lamv, dl = _buf(WI, WS, WK.LAMV, n), _buf(WI, WS, WK.DL, n)
+    corr, dq = _buf(WI, WS, WK.CORR, nq), _buf(WI, WS, WK.DQ, nq)
+    u, w, g = _buf(WI, WS, WK.U, 3 * n), _buf(WI, WS, WK.W, 3 * n), _buf(WI, WS, WK.G, n)
+    gd0 = WS[WI[WK.GD] + dslot * nnz : WI[WK.GD] + (dslot + 1) * nnz]
     for i in range(n):
         lamv[i] = lam[i] if warm else 0.0
     K.wgt(I, F, gd0, lamv, corr)
@@ -207,7 +158,7 @@ def _shake(I, F, WI, WS, slot0, dslot, q0, vfree, h, lam, warm, tol, maxiter, q1
                 K.copy_into(lam, lamv)
             for i in range(nq):
                 vh[i] = vfree[i] - corr[i] / h
-            return DONE
+            return ST.DONE
         if not r < math.inf:
             break
         slow = slow + 1 if r > 0.25 * prev else 0
@@ -220,14 +171,14 @@ def _shake(I, F, WI, WS, slot0, dslot, q0, vfree, h, lam, warm, tol, maxiter, q1
         for i in range(n):
             lamv[i] += dl[i]
         _correct(I, F, gd0, dl, dq, q1, corr)
-    return SHAKE_FAILED
+    return ST.SHAKE_FAILED
 
 
 @jit
 def _kick(I, F, q, vF, v, c, grad, f, out):
     """out = v + c M⁻¹(−∇U(q) + F(q, v_F)) with ∇U given; F written into f."""
-    wo = I[INV_MASS]
-    if I[HAS_F]:
+    wo = I[M.W]
+    if I[M.HAS_F]:
         K.nonconservative_force(I, F, q, vF, f)
         for i in range(len(out)):
             out[i] = v[i] + c * F[wo + i] * (f[i] - grad[i])
@@ -239,94 +190,94 @@ def _kick(I, F, q, vF, v, c, grad, f, out):
 @jit
 def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
     """One RATTLE-family substep from (q, v) in place: kick c₀, constrained drift h, kick c₁, projection."""
-    nq, n = I[NQ], I[N]
-    cur = WI[CUR]
+    nq, n = I[M.NQ], I[M.N]
+    cur = WI[WK.CUR]
     nxt = 1 - cur
     if not _ensure_factor(I, F, WI, WS, q):
-        return NEEDS_NUMPY
-    go = WI[X_GRAD]
+        return ST.NEEDS_NUMPY
+    go = WI[WK.GRAD]
     grad0 = WS[go + cur * nq : go + (cur + 1) * nq]
     grad1 = WS[go + nxt * nq : go + (nxt + 1) * nq]
-    if c0 != 0.0 and not WI[HAVE_GRAD]:
+    if c0 != 0.0 and not WI[WK.HAVE_GRAD]:
         K.gradient(I, F, q, grad0)
-    q1, vh, vfree = _buf(WI, WS, X_Q1, nq), _buf(WI, WS, X_VH, nq), _buf(WI, WS, X_VFREE, nq)
-    f0, f1 = _buf(WI, WS, X_F0, nq), _buf(WI, WS, X_F1, nq)
+    q1, vh, vfree = _buf(WI, WS, WK.Q1, nq), _buf(WI, WS, WK.VH, nq), _buf(WI, WS, WK.VFREE, nq)
+    f0, f1 = _buf(WI, WS, WK.F0, nq), _buf(WI, WS, WK.F1, nq)
     # --- kick c₀ and constrained drift
     if c0 == 0.0:
         st = _shake(I, F, WI, WS, cur, cur, q, v, h, lam, True, tol, maxiter, q1, vh)
         f0[:] = 0.0
-    elif not I[HAS_VF]:
+    elif not I[M.HAS_VF]:
         _kick(I, F, q, v, v, c0, grad0, f0, vfree)
         st = _shake(I, F, WI, WS, cur, cur, q, vfree, h, lam, True, tol, maxiter, q1, vh)
     else:
         # fixed point on v½ (the force at the step's mean velocity), as the NumPy path does
         floor = 10.0 * tol * max(1.0, length_scale) / abs(h) if n else 0.0
-        vnew = _buf(WI, WS, X_VNEW, nq)
+        vnew = _buf(WI, WS, WK.VNEW, nq)
         K.copy_into(vh, v)
         prev = math.inf
-        st = DRIFT_FAILED
+        st = ST.DRIFT_FAILED
         for it in range(100):
             _kick(I, F, q, vh, v, c0, grad0, f0, vfree)  # v₀ + c₀ M⁻¹(F(q₀, v½) − ∇U(q₀))
             s2 = _shake(I, F, WI, WS, cur, cur, q, vfree, h, lam, False, tol, maxiter, q1, vnew)
-            if s2 == NEEDS_NUMPY:
+            if s2 == ST.NEEDS_NUMPY:
                 return s2
-            if s2 != DONE:
+            if s2 != ST.DONE:
                 break
             outcome, prev = K.settle(vnew, vh, floor, it, prev)  # vh ← vnew
             if outcome == K.SETTLED:
-                st = DONE
+                st = ST.DONE
             if outcome != K.GOING:
                 break
-        if st != DONE:
-            return DRIFT_FAILED
-    if st != DONE:
+        if st != ST.DONE:
+            return ST.DRIFT_FAILED
+    if st != ST.DONE:
         return st
     # --- kick c₁ at q₁ and projection onto G(q₁) v = 0
     f1[:] = 0.0
     if c1 != 0.0:
         K.gradient(I, F, q1, grad1)
         _kick(I, F, q1, vh, vh, c1, grad1, f1, v)
-        WI[HAVE_GRAD] = 1
+        WI[WK.HAVE_GRAD] = 1
     else:
         K.copy_into(v, vh)
-        WI[HAVE_GRAD] = 0
-    if I[HAS_F]:
+        WI[WK.HAVE_GRAD] = 0
+    if I[M.HAS_F]:
         acc = 0.0
         for i in range(nq):
             acc += (c0 * f0[i] + c1 * f1[i]) * (q1[i] - q[i])
-        WS[WI[X_WORK]] += acc / h
+        WS[WI[WK.WORK]] += acc / h
     return _accept(I, F, WI, WS, q, q1, v)
 
 
 @jit
 def _ensure_factor(I, F, WI, WS, q):
     """The factorization of A(q) in the current buffer (the last step's projection left it); False when it fails."""
-    if not WI[HAVE_FACTOR]:
-        if not _factor_at(I, F, WI, WS, q, WI[CUR], False):
+    if not WI[WK.HAVE_FACTOR]:
+        if not _factor_at(I, F, WI, WS, q, WI[WK.CUR], False):
             return False
-        WI[HAVE_FACTOR] = 1
+        WI[WK.HAVE_FACTOR] = 1
     return True
 
 
 @jit
 def _accept(I, F, WI, WS, q, q1, v):
     """End of a step: factor A(q₁) into the other buffer (U, W already at q₁), q ← q₁, project v at q₁."""
-    nxt = 1 - WI[CUR]
+    nxt = 1 - WI[WK.CUR]
     if not _factor_at(I, F, WI, WS, q1, nxt, True):
-        return NEEDS_NUMPY
+        return ST.NEEDS_NUMPY
     K.copy_into(q, q1)
     _remove_normal(I, F, WI, WS, nxt, v)
-    WI[CUR] = nxt
-    return DONE
+    WI[WK.CUR] = nxt
+    return ST.DONE
 
 
 @jit
 def _remove_normal(I, F, WI, WS, slot, v):
     """v ← v − M⁻¹ Gᵀ A⁻¹ G v with G and the factor of A in buffer ``slot`` (the RATTLE projection)."""
-    n, nq, nnz = I[N], I[NQ], I[NNZ]
+    n, nq, nnz = I[M.N], I[M.NQ], I[M.NNZ]
     if n:
-        gd = WS[WI[X_GD] + slot * nnz : WI[X_GD] + (slot + 1) * nnz]
-        rhs, dl, dq = _buf(WI, WS, X_RHS, n), _buf(WI, WS, X_DL, n), _buf(WI, WS, X_DQ, nq)
+        gd = WS[WI[WK.GD] + slot * nnz : WI[WK.GD] + (slot + 1) * nnz]
+        rhs, dl, dq = _buf(WI, WS, WK.RHS, n), _buf(WI, WS, WK.DL, n), _buf(WI, WS, WK.DQ, nq)
         K.matvec(I, gd, v, rhs)
         _solve(I, WI, WS, slot, rhs, dl)
         K.wgt(I, F, gd, dl, dq)
@@ -340,14 +291,14 @@ def _implicit_residual(I, F, WI, WS, midpoint, q, v, h, q1, lamv, gd, r, vq, qm,
 
     G is G(q₀) (in ``gd``) for the midpoint rule, G(q₁) (written into ``gd``) for implicit Euler.
     """
-    nq, n = I[NQ], I[N]
+    nq, n = I[M.NQ], I[M.N]
     for i in range(nq):
         vq[i] = (q1[i] - q[i]) / h
         qm[i] = 0.5 * (q[i] + q1[i]) if midpoint else q1[i]
     K.gradient(I, F, qm, grad)
     _kick(I, F, qm, vq, v, 0.5 * h if midpoint else h, grad, f, tmp)
     if not midpoint and n:
-        u, w = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n)
+        u, w = _buf(WI, WS, WK.U, 3 * n), _buf(WI, WS, WK.W, 3 * n)
         K.affine_uw(I, F, q1, u, w)
         K.jacobian_values(I, F, u, w, gd)
     K.wgt(I, F, gd, lamv, r)
@@ -409,16 +360,16 @@ def _implicit_newton(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, q1, vh)
     :func:`mbvi.integrators.newton.newton_kkt`. Systems with more than
     :data:`mbvi.engine.model.DENSE_NEWTON_MAX` rows or 400 unknowns return NEEDS_NUMPY.
     """
-    nq, n, nnz = I[NQ], I[N], I[NNZ]
+    nq, n, nnz = I[M.NQ], I[M.N], I[M.NNZ]
     m = nq + n
-    if not I[DENSE_OK] or m > 400:
-        return NEEDS_NUMPY
-    WI[NEWTON_USED] += 1
-    cur = WI[CUR]
-    prow, pcol, wo = I[PROW], I[PCOL], I[INV_MASS]
-    gd0 = WS[WI[X_GD] + cur * nnz : WI[X_GD] + (cur + 1) * nnz]
+    if not I[M.DENSE_OK] or m > 400:
+        return ST.NEEDS_NUMPY
+    WI[WK.NEWTON_USED] += 1
+    cur = WI[WK.CUR]
+    prow, pcol, wo = I[M.PROW], I[M.PCOL], I[M.W]
+    gd0 = WS[WI[WK.GD] + cur * nnz : WI[WK.GD] + (cur + 1) * nnz]
     gd = gd0.copy()  # G(q₀), or G(q₁) for implicit Euler (rewritten by every residual)
-    u, w, g = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n), _buf(WI, WS, X_G, n)
+    u, w, g = _buf(WI, WS, WK.U, 3 * n), _buf(WI, WS, WK.W, 3 * n), _buf(WI, WS, WK.G, n)
     A = np.zeros((m, m))
     piv = np.zeros(m, dtype=np.int64)
     r, rp, vq, qm = np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq)
@@ -457,7 +408,7 @@ def _implicit_newton(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, q1, vh)
             for e in range(nnz):
                 A[nq + I[prow + e], I[pcol + e]] += G1[e]
             if not _lu(A, piv):
-                return NEEDS_NUMPY
+                return ST.NEEDS_NUMPY
             fresh = True
         for i in range(nq):
             rhs[i] = -r[i]
@@ -478,11 +429,11 @@ def _implicit_newton(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, q1, vh)
                 for i in range(nq):
                     vh[i] = (q1[i] - q[i]) / h
                 K.copy_into(lam, lamv)
-                return DONE
+                return ST.DONE
         if size > 0.1 * prev:  # contraction too slow: refresh the matrix
             fresh = False
         prev = size
-    return NEEDS_NUMPY
+    return ST.NEEDS_NUMPY
 
 
 @jit
@@ -503,24 +454,24 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
     taken by :func:`_implicit_newton`, and the next 32 steps go straight
     to it; NEEDS_NUMPY when that fails too (the NumPy Newton, sparse, takes the step).
     """
-    nq, n, nnz = I[NQ], I[N], I[NNZ]
-    cur = WI[CUR]
+    nq, n, nnz = I[M.NQ], I[M.N], I[M.NNZ]
+    cur = WI[WK.CUR]
     nxt = 1 - cur
     if not _ensure_factor(I, F, WI, WS, q):
-        return NEEDS_NUMPY
+        return ST.NEEDS_NUMPY
     c = 0.5 * h if midpoint else h
-    grad = WS[WI[X_GRAD] + cur * nq : WI[X_GRAD] + (cur + 1) * nq]
-    q1, vh, vfree = _buf(WI, WS, X_Q1, nq), _buf(WI, WS, X_VH, nq), _buf(WI, WS, X_VFREE, nq)
-    vnew, f, qm = _buf(WI, WS, X_VNEW, nq), _buf(WI, WS, X_F0, nq), _buf(WI, WS, X_QM, nq)
-    u, w = _buf(WI, WS, X_U, 3 * n), _buf(WI, WS, X_W, 3 * n)
-    gd1 = WS[WI[X_GD] + nxt * nnz : WI[X_GD] + (nxt + 1) * nnz]
+    grad = WS[WI[WK.GRAD] + cur * nq : WI[WK.GRAD] + (cur + 1) * nq]
+    q1, vh, vfree = _buf(WI, WS, WK.Q1, nq), _buf(WI, WS, WK.VH, nq), _buf(WI, WS, WK.VFREE, nq)
+    vnew, f, qm = _buf(WI, WS, WK.VNEW, nq), _buf(WI, WS, WK.F0, nq), _buf(WI, WS, WK.QM, nq)
+    u, w = _buf(WI, WS, WK.U, 3 * n), _buf(WI, WS, WK.W, 3 * n)
+    gd1 = WS[WI[WK.GD] + nxt * nnz : WI[WK.GD] + (nxt + 1) * nnz]
     floor = 10.0 * tol * max(1.0, ls) / abs(h) if n else 0.0
     dslot = cur
     K.copy_into(vh, v)
     prev = math.inf
     settled = False
-    if WI[STIFF] > 0:  # the fixed point failed lately: straight to Newton (and try it again now and then)
-        WI[STIFF] -= 1
+    if WI[WK.STIFF] > 0:  # the fixed point failed lately: straight to Newton (and try it again now and then)
+        WI[WK.STIFF] -= 1
     else:
         for it in range(100):
             for i in range(nq):
@@ -532,7 +483,7 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
                 K.affine_uw(I, F, q1, u, w)
                 K.jacobian_values(I, F, u, w, gd1)
                 dslot = nxt
-            if _shake(I, F, WI, WS, cur, dslot, q, vfree, h, lam, True, tol, maxiter, q1, vnew) != DONE:
+            if _shake(I, F, WI, WS, cur, dslot, q, vfree, h, lam, True, tol, maxiter, q1, vnew) != ST.DONE:
                 break
             outcome, prev = K.settle(vnew, vh, floor, it, prev)  # vh ← vnew
             if outcome == K.SETTLED:
@@ -540,10 +491,10 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
             if outcome != K.GOING:
                 break
         if not settled:
-            WI[STIFF] = 32
+            WI[WK.STIFF] = 32
     if not settled:
         st = _implicit_newton(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, q1, vh)
-        if st != DONE:
+        if st != ST.DONE:
             return st
     # v₁ before projection, and the work of F over the step (F · (q₁ − q₀))
     if midpoint:
@@ -554,22 +505,22 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
     else:
         K.nonconservative_force(I, F, q1, vh, f)
         K.copy_into(v, vh)
-    if I[HAS_F]:
+    if I[M.HAS_F]:
         acc = 0.0
         for i in range(nq):
             acc += f[i] * (q1[i] - q[i])
-        WS[WI[X_WORK]] += acc
-    WI[HAVE_GRAD] = 0
+        WS[WI[WK.WORK]] += acc
+    WI[WK.HAVE_GRAD] = 0
     return _accept(I, F, WI, WS, q, q1, v)
 
 
 @jit
 def _project(I, F, WI, WS, q, v):
     """v ← v − M⁻¹ G(q)ᵀ A(q)⁻¹ G(q) v (mass-weighted projection onto G v = 0); keeps the factor at q."""
-    cur = WI[CUR]
+    cur = WI[WK.CUR]
     if not _factor_at(I, F, WI, WS, q, cur, False):
         return False
-    WI[HAVE_FACTOR] = 1
+    WI[WK.HAVE_FACTOR] = 1
     _remove_normal(I, F, WI, WS, cur, v)
     return True
 
@@ -589,10 +540,10 @@ def _step(I, F, WI, WS, method, q, v, t, h, lam, tol, maxiter, ls):
     g2 = 1.0 - 2.0 * g1
     h1, h2 = g1 * h, g2 * h
     st = _substep(I, F, WI, WS, q, v, t, h1, 0.5 * h1, 0.5 * h1, lam[0], tol, maxiter, ls)
-    if st != DONE:
+    if st != ST.DONE:
         return st
     st = _substep(I, F, WI, WS, q, v, t + h1, h2, 0.5 * h2, 0.5 * h2, lam[1], tol, maxiter, ls)
-    if st != DONE:
+    if st != ST.DONE:
         return st
     return _substep(I, F, WI, WS, q, v, t + h1 + h2, h1, 0.5 * h1, 0.5 * h1, lam[0], tol, maxiter, ls)
 
@@ -603,9 +554,9 @@ def _report(info, status, k, j, WI):
     info[0] = status
     info[1] = k
     info[2] = j
-    info[3] += WI[SHIFT_USED]
-    info[4] += WI[NEWTON_USED]
-    info[5] += WI[REFINED]
+    info[3] += WI[WK.SHIFT_USED]
+    info[4] += WI[WK.NEWTON_USED]
+    info[5] += WI[WK.REFINED]
 
 
 @jit_alloc
@@ -614,61 +565,61 @@ def _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_
     """:func:`run` for a system with rigid bodies: the steps of :mod:`mbvi.engine.lieloop` in velocity coordinates."""
     WI, WS = workspace(Iv)
     bufs = LIE.lie_buffers(I, Iv, IL)
-    nq, nv = I[NQ], Iv[NQ]
+    nq, nv = I[M.NQ], Iv[M.NQ]
     u = np.zeros(nv)
     LIE.to_u(IL, q, v, u)
     LIE.lie_prepare(I, F, IL, WI, bufs, q, u)
     if project and j0 > 0:
         if not LIE.lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, u):
-            _report(info, NEEDS_NUMPY, k0, j0, WI)
+            _report(info, ST.NEEDS_NUMPY, k0, j0, WI)
             return
         LIE.to_vq(IL, q, u, v)
         V[j0 - 1] = v
-    WS[WI[X_WORK]] = Wk[len(Wk) - 1]  # the work so far
+    WS[WI[WK.WORK]] = Wk[len(Wk) - 1]  # the work so far
     # u leaves a step off the joints (RATTLE's projection changes no position, only the velocity read
     # out): uo is its projection, made when a state is saved or returned
     qb, ub, qs, us, uo = q.copy(), u.copy(), q.copy(), u.copy(), u.copy()
     j = j0
-    status = DONE
+    status = ST.DONE
     k = k0
     projected = False
     while k < kstop:
         K.copy_into(qb, q)
         K.copy_into(ub, u)
-        wb = WS[WI[X_WORK]]
+        wb = WS[WI[WK.WORK]]
         status = LIE.lie_step_refined(I, F, Iv, Fv, IL, FL, WI, WS, bufs, method, q, u, h, lam, tol, maxiter, ls,
                                       max_turn, qs, us)  # fmt: skip
-        if status == DONE:
+        if status == ST.DONE:
             for i in range(nq):
                 if not abs(q[i]) < math.inf:
-                    status = NONFINITE
+                    status = ST.NONFINITE
             for i in range(nv):
                 if not abs(u[i]) < math.inf:
-                    status = NONFINITE
+                    status = ST.NONFINITE
         projected = False
-        if status == DONE and ((k + 1) % save_every == 0 or k + 1 == nsteps):
+        if status == ST.DONE and ((k + 1) % save_every == 0 or k + 1 == nsteps):
             projected = LIE.lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, uo)
             if not projected:
-                status = NEEDS_NUMPY
-        if status != DONE:
+                status = ST.NEEDS_NUMPY
+        if status != ST.DONE:
             K.copy_into(q, qb)  # leave the last good state
             K.copy_into(u, ub)
-            WS[WI[X_WORK]] = wb
-            WI[HAVE_FACTOR] = 0
+            WS[WI[WK.WORK]] = wb
+            WI[WK.HAVE_FACTOR] = 0
             break
         k += 1
         if projected:
             Q[j] = q
             LIE.to_vq(IL, q, uo, v)
             V[j] = v
-            Wk[j] = WS[WI[X_WORK]]
+            Wk[j] = WS[WI[WK.WORK]]
             j += 1
     if not projected:
         if LIE.lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, uo):
             LIE.to_vq(IL, q, uo, v)
         else:  # A cannot be factored here: the velocity as the steps left it (NumPy takes the next step)
             LIE.to_vq(IL, q, u, v)
-    Wk[len(Wk) - 1] = WS[WI[X_WORK]]
+    Wk[len(Wk) - 1] = WS[WI[WK.WORK]]
     _report(info, status, k, j, WI)
 
 
@@ -688,47 +639,47 @@ def run(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every
     uses and steps refined into substeps (added). On failure (q, v) is the state at the start of the failing step.
     With ``project``, v is first projected onto the constraints at q (and saved as Q[j0 − 1], V[j0 − 1]).
     """
-    if IL[L_NB] > 0:
+    if IL[LT.NB] > 0:
         if method >= 4:  # the implicit pair steps rigid bodies in NumPy only
-            _report(info, NEEDS_NUMPY, k0, j0, np.zeros(XSLOTS, dtype=np.int64))
+            _report(info, ST.NEEDS_NUMPY, k0, j0, np.zeros(WK.count, dtype=np.int64))
             return
         _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every, tol, maxiter, ls, max_turn,
                  lam, Q, V, Wk, j0, info, project)  # fmt: skip
         return
     WI, WS = workspace(I)
-    nq = I[NQ]
+    nq = I[M.NQ]
     if project and j0 > 0:
         if not _project(I, F, WI, WS, q, v):
-            _report(info, NEEDS_NUMPY, k0, j0, WI)
+            _report(info, ST.NEEDS_NUMPY, k0, j0, WI)
             return
         V[j0 - 1] = v
-    WS[WI[X_WORK]] = Wk[len(Wk) - 1]  # the work so far
-    qb, vb = _buf(WI, WS, X_QB, nq), _buf(WI, WS, X_VB, nq)
+    WS[WI[WK.WORK]] = Wk[len(Wk) - 1]  # the work so far
+    qb, vb = _buf(WI, WS, WK.QB, nq), _buf(WI, WS, WK.VB, nq)
     j = j0
-    status = DONE
+    status = ST.DONE
     k = k0
     while k < kstop:
         K.copy_into(qb, q)
         K.copy_into(vb, v)
-        wb = WS[WI[X_WORK]]
+        wb = WS[WI[WK.WORK]]
         status = _step(I, F, WI, WS, method, q, v, t0 + k * h, h, lam, tol, maxiter, ls)
-        if status == DONE:
+        if status == ST.DONE:
             for i in range(nq):
                 if not (abs(q[i]) < math.inf and abs(v[i]) < math.inf):
-                    status = NONFINITE
+                    status = ST.NONFINITE
                     break
-        if status != DONE:
+        if status != ST.DONE:
             K.copy_into(q, qb)  # leave the last good state (and its work: a step handed back is counted by its taker)
             K.copy_into(v, vb)
-            WS[WI[X_WORK]] = wb
+            WS[WI[WK.WORK]] = wb
             break
         k += 1
         if k % save_every == 0 or k == nsteps:
             Q[j] = q
             V[j] = v
-            Wk[j] = WS[WI[X_WORK]]
+            Wk[j] = WS[WI[WK.WORK]]
             j += 1
-    Wk[len(Wk) - 1] = WS[WI[X_WORK]]
+    Wk[len(Wk) - 1] = WS[WI[WK.WORK]]
     _report(info, status, k, j, WI)
 
 
@@ -739,18 +690,18 @@ def _batch_unit(I, F, Iv, Fv, IL, FL, method, Q0, V0, t0, h, nsteps, save_every,
     # private copies of the model: numba reference-counts every array it passes, and two threads
     # counting references to one shared array contend for its cache line on every call
     I, F, Iv, Fv, IL, FL = I.copy(), F.copy(), Iv.copy(), Fv.copy(), IL.copy(), FL.copy()
-    nq, n = I[NQ], I[N]
+    nq, n = I[M.NQ], I[M.N]
     HK = np.zeros(m, dtype=np.int64)  # the step each member must (re)start from on the serial loop
     HJ = np.zeros(m, dtype=np.int64)  # its next save slot (0: from the start, with the projection)
     HQ, HV, HW = np.zeros((m, nq)), np.zeros((m, nq)), np.zeros(m)
     HLAM = np.zeros((m, WARM_ROWS, n))
     if lockstep:
-        LS.run_chunk(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM,
+        LOCK.run_chunk(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM,
                      HW)  # fmt: skip
     for c in range(m):
         b = b0 + c
         if HK[c] < 0:  # finished in lockstep
-            info[b, 0] = DONE
+            info[b, 0] = ST.DONE
             info[b, 1] = nsteps
             info[b, 2] = HJ[c]
         else:  # on the serial loop: the whole run (HJ = 0: not in lockstep, or its projection failed), or the rest

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-from mbvi.engine import slots as S
+from mbvi.engine.fields import LT, M
 from mbvi.forcelaws import builtin as B
 from mbvi.forcelaws.base import ForceLaw
 from mbvi.kernels import AffineMap
@@ -154,10 +154,10 @@ class _Packer:
     """Collects the model's arrays into the flat ``I`` (int64) and ``F`` (float64) with a header of slots."""
 
     def __init__(self) -> None:
-        self.head = np.zeros(S.NSLOTS, dtype=np.int64)
+        self.head = np.zeros(M.count, dtype=np.int64)
         self.ints: list[np.ndarray] = []
         self.floats: list[np.ndarray] = []
-        self.ni = S.NSLOTS
+        self.ni = M.count
         self.nf = 0
 
     def set(self, slot: int, value: int) -> None:
@@ -177,7 +177,7 @@ class _Packer:
 
     def affine(self, prefix: str, m: tuple) -> None:
         idx, w, c = m
-        base = getattr(S, prefix + "_I")  # slots _I, _W, _C, _M, _K are consecutive
+        base = getattr(M, prefix + "_I")  # slots _I, _W, _C, _M, _K are consecutive
         self.int_array(base, idx)
         self.float_array(base + 1, w)
         self.float_array(base + 2, c)
@@ -207,39 +207,39 @@ def _pack_forces(pk: _Packer, nq: int, terms: list[dict], has_forces: bool, has_
     def col(family: str, i: int, shape: tuple = (0,), dtype=float) -> np.ndarray:
         return _cat([a[i] for a in got[family]], shape, dtype)
 
-    pk.set(S.HAS_F, has_forces)
-    pk.set(S.HAS_VF, has_velocity_forces)
-    pk.float_array(S.GVEC, gvec)
+    pk.set(M.HAS_F, has_forces)
+    pk.set(M.HAS_VF, has_velocity_forces)
+    pk.float_array(M.GVEC, gvec)
     pk.affine("SP", maps("spring", 0))
-    pk.float_array(S.SP_STIFF, col("spring", 1))
-    pk.float_array(S.SP_REST, col("spring", 2))
+    pk.float_array(M.SP_STIFF, col("spring", 1))
+    pk.float_array(M.SP_REST, col("spring", 2))
     pk.affine("T1", maps("torsion_spring", 0))
     pk.affine("T2", maps("torsion_spring", 1))
     pk.affine("TW", maps("torsion_spring", 2))
-    pk.float_array(S.TS_STIFF, col("torsion_spring", 3))
-    pk.float_array(S.TS_REST, col("torsion_spring", 4))
+    pk.float_array(M.TS_STIFF, col("torsion_spring", 3))
+    pk.float_array(M.TS_REST, col("torsion_spring", 4))
     pk.affine("DP", maps("damper", 0))
-    pk.float_array(S.DP_COEF, col("damper", 1))
+    pk.float_array(M.DP_COEF, col("damper", 1))
     pk.affine("DR", maps("drag", 0))
-    pk.float_array(S.DR_COEF, col("drag", 1))
+    pk.float_array(M.DR_COEF, col("drag", 1))
     pk.affine("PF", maps("point_force", 0))
-    pk.float_array(S.PF_FORCE, col("point_force", 1, (0, 3)))
+    pk.float_array(M.PF_FORCE, col("point_force", 1, (0, 3)))
     tq = col("torque", 0, (0, 9), np.int64)
-    pk.set(S.TQ_M, len(tq))
-    pk.int_array(S.TQ_COLS, tq)
-    pk.float_array(S.TQ_TAU, col("torque", 1, (0, 3)))
+    pk.set(M.TQ_M, len(tq))
+    pk.int_array(M.TQ_COLS, tq)
+    pk.float_array(M.TQ_TAU, col("torque", 1, (0, 3)))
     pk.affine("HD", maps("hinge_damping", 0))
-    pk.int_array(S.HD_CA, col("hinge_damping", 1, (0, 9), np.int64))
-    pk.float_array(S.HD_RA, col("hinge_damping", 2))
-    pk.int_array(S.HD_CB, col("hinge_damping", 3, (0, 9), np.int64))
-    pk.float_array(S.HD_RB, col("hinge_damping", 4))
-    pk.float_array(S.HD_COEF, col("hinge_damping", 5))
+    pk.int_array(M.HD_CA, col("hinge_damping", 1, (0, 9), np.int64))
+    pk.float_array(M.HD_RA, col("hinge_damping", 2))
+    pk.int_array(M.HD_CB, col("hinge_damping", 3, (0, 9), np.int64))
+    pk.float_array(M.HD_RB, col("hinge_damping", 4))
+    pk.float_array(M.HD_COEF, col("hinge_damping", 5))
     pk.affine("SN", maps("slider_damping", 0))
     pk.affine("SD", maps("slider_damping", 1))
-    pk.float_array(S.SD_COEF, col("slider_damping", 2))
+    pk.float_array(M.SD_COEF, col("slider_damping", 2))
     pk.affine("BA", maps("bending", 0))
     pk.affine("BB", maps("bending", 1))
-    pk.float_array(S.BE_KAPPA, col("bending", 2))
+    pk.float_array(M.BE_KAPPA, col("bending", 2))
 
 
 # ----------------------------------------------------------------------------------- constraints
@@ -364,68 +364,68 @@ def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
         pa, pb, aw = pa[order], pb[order], aw[order]
         tstart = np.searchsorted(target[order], np.arange(size + 1)).astype(np.int64)
     colptr, colrows, colpos = _profile_columns(first, rowstart)
-    pk.set(S.NQ, nq)
-    pk.set(S.N, n)
-    pk.set(S.SAME, same)
-    pk.set(S.SIZE_L, size)
-    pk.set(S.DENSE_OK, n <= DENSE_NEWTON_MAX)
-    pk.set(S.NU, len(ur))
-    pk.set(S.NW, len(wr))
-    pk.set(S.NNZ, len(prow))
+    pk.set(M.NQ, nq)
+    pk.set(M.N, n)
+    pk.set(M.SAME, same)
+    pk.set(M.SIZE_L, size)
+    pk.set(M.DENSE_OK, n <= DENSE_NEWTON_MAX)
+    pk.set(M.NU, len(ur))
+    pk.set(M.NW, len(wr))
+    pk.set(M.NNZ, len(prow))
     gsorted = bool(np.all(np.diff(prow) >= 0))  # row by row: products and sums by rows, in a register
     growptr = np.concatenate([[0], np.cumsum(np.bincount(prow, minlength=n))]) if gsorted else np.zeros(n + 1, int)
-    pk.set(S.GSORTED, int(gsorted))
+    pk.set(M.GSORTED, int(gsorted))
     gcolent = np.argsort(pcol, kind="stable")  # a column's entries in pattern order: M⁻¹Gᵀy sums them in a register
     gcolptr = np.concatenate([[0], np.cumsum(np.bincount(pcol, minlength=nq))])
-    pk.set(S.NPAIR, len(pa))
+    pk.set(M.NPAIR, len(pa))
     cu = rows._cu[sel3]
     ur1, uc1, uv1, alias_dst, alias_src = _u_aliases(ur, uc, uv, cu, n)
     o = np.argsort(ur1, kind="stable")  # an entry's terms side by side, in their order: summed in a register
     ur1, uc1, uv1 = ur1[o], uc1[o], uv1[o]
-    pk.set(S.NU1, len(ur1))
-    pk.set(S.NALIAS, len(alias_dst))
+    pk.set(M.NU1, len(ur1))
+    pk.set(M.NALIAS, len(alias_dst))
     for slot, arr in (
-        (S.UR, ur),
-        (S.UC, uc),
-        (S.UPOS, upos),
-        (S.WR, wr),
-        (S.WC, wc),
-        (S.WPOS, wpos),
-        (S.PROW, prow),
-        (S.PCOL, pcol),
-        (S.GROWPTR, growptr),
-        (S.GCOLPTR, gcolptr),
-        (S.GCOLENT, gcolent),
-        (S.GCOLROW, prow[gcolent]),
-        (S.PA, pa),
-        (S.PB, pb),
-        (S.TSTART, tstart),
-        (S.PERM, perm),
-        (S.FIRST, first),
-        (S.ROWSTART, rowstart),
-        (S.COLPTR, colptr),
-        (S.COLROWS, colrows),
-        (S.COLPOS, colpos),
-        (S.U1R, ur1),
-        (S.U1C, uc1),
-        (S.ALIAS_DST, alias_dst),
-        (S.ALIAS_SRC, alias_src),
+        (M.UR, ur),
+        (M.UC, uc),
+        (M.UPOS, upos),
+        (M.WR, wr),
+        (M.WC, wc),
+        (M.WPOS, wpos),
+        (M.PROW, prow),
+        (M.PCOL, pcol),
+        (M.GROWPTR, growptr),
+        (M.GCOLPTR, gcolptr),
+        (M.GCOLENT, gcolent),
+        (M.GCOLROW, prow[gcolent]),
+        (M.PA, pa),
+        (M.PB, pb),
+        (M.TSTART, tstart),
+        (M.PERM, perm),
+        (M.FIRST, first),
+        (M.ROWSTART, rowstart),
+        (M.COLPTR, colptr),
+        (M.COLROWS, colrows),
+        (M.COLPOS, colpos),
+        (M.U1R, ur1),
+        (M.U1C, uc1),
+        (M.ALIAS_DST, alias_dst),
+        (M.ALIAS_SRC, alias_src),
     ):
         pk.int_array(slot, arr)
     for slot, arr in (
-        (S.W, inv_mass),
-        (S.UV, uv),
-        (S.SU, su),
-        (S.WV, wv),
-        (S.SW, sw),
-        (S.CU, cu),
-        (S.U1V, uv1),
-        (S.CW, rows._cw[sel3]),
-        (S.S, rows.s[act]),
-        (S.KK, rows.k[act]),
-        (S.SCALE, system.active_scale),
-        (S.ROUND, system.active_roundoff),
-        (S.AW, aw),
+        (M.W, inv_mass),
+        (M.UV, uv),
+        (M.SU, su),
+        (M.WV, wv),
+        (M.SW, sw),
+        (M.CU, cu),
+        (M.U1V, uv1),
+        (M.CW, rows._cw[sel3]),
+        (M.S, rows.s[act]),
+        (M.KK, rows.k[act]),
+        (M.SCALE, system.active_scale),
+        (M.ROUND, system.active_roundoff),
+        (M.AW, aw),
     ):
         pk.float_array(slot, arr)
     return True
@@ -469,9 +469,7 @@ def build(system) -> tuple[np.ndarray, ...] | None:
     _pack_forces(pk, system.nq, terms, system.has_forces, system.has_velocity_forces)
     I, F = pk.arrays()
     if qsys is system:
-        from mbvi.engine.lie import LSLOTS
-
-        return I, F, I, F, np.zeros(LSLOTS, np.int64), np.zeros(1)
+        return I, F, I, F, np.zeros(LT.count, np.int64), np.zeros(1)
     from mbvi.engine.lie import fuse_jacobian, lie_tables
 
     pattern, solver, IL, FL, winv, nv = lie_tables(system, qsys)

@@ -21,8 +21,7 @@ import numpy as np
 
 from mbvi.engine import lieloop as LIE
 from mbvi.engine import lockstep, loop
-from mbvi.engine.lie import L_NB
-from mbvi.engine.slots import WARM_ROWS
+from mbvi.engine.fields import LT, ST, WARM_ROWS, M
 from mbvi.errors import RedundantConstraintWarning, SolverError
 from mbvi.state import State
 
@@ -49,9 +48,9 @@ def _failure(integrator, status: int, q: np.ndarray, v: np.ndarray, t: float, k:
     from mbvi.integrators.rattle import DRIFT_FAILED, _diagnose
 
     system, h = integrator.system, integrator.dt
-    if status == loop.NONFINITE:
+    if status == ST.NONFINITE:
         return integrator._instability(t, k)
-    if status == loop.DRIFT_FAILED:
+    if status == ST.DRIFT_FAILED:
         return SolverError(DRIFT_FAILED, time=t, step=k, suggested_dt=h / 4)
     with np.errstate(all="ignore"):
         culprit, hint = _diagnose(system, q, v, h, system.active_constraints(q + h * v), lie)
@@ -79,7 +78,7 @@ def integrate(
     q = np.array(state.q, dtype=float)
     v = np.array(state.v, dtype=float)
     Q[0], V[0] = q, v
-    n = int(model[0][loop.N])
+    n = int(model[0][M.N])
     lam = getattr(integrator, "_engine_lam", None)
     if lam is None or lam.shape != (WARM_ROWS, n):  # warm starts of the compiled SHAKE (see ShakeRattle._lam)
         lam = integrator._engine_lam = np.zeros((WARM_ROWS, n))
@@ -96,7 +95,7 @@ def integrate(
         stop = nsteps if callback is None else min(nsteps, k + CHUNK)
         loop.run(*model, method, q, v, float(t0), h, k, stop, nsteps, save_every, *args, Q, V, Wk, j, info)
         kstart, (status, k, j) = k, (int(info[0]), int(info[1]), int(info[2]))
-        if status == loop.NEEDS_NUMPY:
+        if status == ST.NEEDS_NUMPY:
             burst = min(2 * burst, 1024) if k == kstart else 1
             integrator._cache = {"q": None}
             for _ in range(min(burst, stop - k)):
@@ -121,8 +120,8 @@ def integrate(
                     Q[j], V[j], Wk[j] = q, v, Wk[-1]
                     j += 1
             lam[...] = 0.0  # the compiled warm starts are those of steps before the burst: start cold
-        elif status != loop.DONE:
-            err = _failure(integrator, status, q, v, t0 + k * h, k, bool(model[4][L_NB]))
+        elif status != ST.DONE:
+            err = _failure(integrator, status, q, v, t0 + k * h, k, bool(model[4][LT.NB]))
             err.partial = (t0 + _saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j])
             raise err
         if callback is not None:
@@ -201,7 +200,7 @@ def integrate_batch(
     info = np.zeros((B, 6), dtype=np.int64)
     method = _method(integrator)
     chunk = _chunk(B) if chunk is None else int(chunk)
-    together = chunk >= 1 and lockstep.eligible(int(model[4][L_NB]), method)
+    together = chunk >= 1 and lockstep.eligible(int(model[4][LT.NB]), method)
     size = chunk if together else 1
     units = -(-B // size)
     max_turn = getattr(integrator, "max_turn", math.inf)

@@ -27,7 +27,7 @@ import scipy.sparse.linalg as spla
 
 from mbvi import kinematics
 from mbvi.engine.extrapolation import best_order, extrapolated
-from mbvi.engine.slots import WARM_HISTORY, WARM_ROWS
+from mbvi.engine.fields import WARM_HISTORY, WARM_ROWS
 from mbvi.errors import SolverError
 from mbvi.hookspecs import hookimpl
 from mbvi.integrators.base import Integrator
