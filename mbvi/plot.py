@@ -38,6 +38,7 @@ if (
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import ScalarFormatter
 
 __all__ = [
     "QUANTITIES",
@@ -66,6 +67,18 @@ def _positive(values: NDArray[np.float64]) -> NDArray[np.float64]:
     out = np.asarray(values, dtype=float).copy()
     out[~(out > 0)] = np.nan
     return out
+
+
+def _plain_numbers(ax: Axes) -> None:
+    """Tick labels that read as they are, never as an offset ("1e-5 + -7.071e-1") from a common value.
+
+    An energy that a variational integrator keeps to 1e-5 would otherwise be
+    labelled by its last digits. Linear axes only; log axes have no offset.
+    """
+    for axis in (ax.xaxis, ax.yaxis):
+        formatter = axis.get_major_formatter()
+        if isinstance(formatter, ScalarFormatter):
+            formatter.set_useOffset(False)
 
 
 def _note_if_empty(ax: Axes, values: NDArray[np.float64], text: str) -> None:
@@ -138,6 +151,7 @@ def energy(traj: Any, ax: Axes | None = None) -> Figure:
     ax.set_title("Energy")
     ax.legend(loc="best", fontsize="small")
     ax.grid(True, alpha=0.3)
+    _plain_numbers(ax)
     return fig
 
 
@@ -167,6 +181,7 @@ def energy_error(traj: Any, ax: Axes | None = None) -> Figure:
     ax.set_ylabel(f"|E − E₀| / {_energy_scale(traj)[1]}")  # E₀ = 0 (a pendulum released at U = 0): not |E₀|
     ax.set_title("Energy error")
     ax.grid(True, which="both", alpha=0.3)
+    _plain_numbers(ax)
     return fig
 
 
@@ -203,6 +218,7 @@ def momentum(traj: Any, ax: Axes | None = None, *, angular: bool = False) -> Fig
     ax.set_title("Angular momentum" if angular else "Generalized momentum" if generalized else "Momentum")
     ax.legend(loc="best", fontsize="small")
     ax.grid(True, alpha=0.3)
+    _plain_numbers(ax)
     return fig
 
 
@@ -231,18 +247,33 @@ def constraint_error(traj: Any, ax: Axes | None = None) -> Figure:
     ax.set_ylabel("max |g(q)|")
     ax.set_title("Constraint error")
     ax.grid(True, which="both", alpha=0.3)
+    _plain_numbers(ax)
     return fig
+
+
+def _with_unit(name: str, unit: str | None) -> str:
+    """``"name [unit]"``, or the bare name when the unit is not known (``None``) or empty (dimensionless)."""
+    return f"{name} [{unit}]" if unit else name
 
 
 def _phase_data(
     traj: Any, coordinate: int | str, component: int | str | None
-) -> tuple[NDArray[np.float64], NDArray[np.float64], str]:
+) -> tuple[NDArray[np.float64], NDArray[np.float64], str, str | None]:
+    """Position, velocity, name and unit (None: not known) of the coordinate a phase portrait shows."""
     if isinstance(coordinate, (int, np.integer)):
-        q = np.asarray(traj.q, dtype=float)
-        i = int(coordinate)
-        if not -q.shape[1] <= i < q.shape[1]:
-            raise ValueError(f"coordinate index {i} out of range for {q.shape[1]} coordinates")
-        return q[:, i], np.asarray(traj.v, dtype=float)[:, i], f"q[{i}]"
+        return _indexed_coordinate(traj, int(coordinate))
+    names = list(traj.coordinate_names)
+    if coordinate in names:  # a LagrangianSystem's own coordinate: its unit is the user's, unknown here
+        i = names.index(coordinate)
+        return np.asarray(traj.q, float)[:, i], np.asarray(traj.v, float)[:, i], coordinate, None
+    if coordinate not in traj.body_names:  # a body's name comes first, as it always did
+        hinges = [link.name for link in traj.geometry.links if link.kind == "revolute"]
+        if coordinate in hinges:
+            angle, rate = traj.joint_angle(coordinate), traj.joint_rate(coordinate)
+            return np.asarray(angle, dtype=float), np.asarray(rate, dtype=float), coordinate, "rad"
+        known = names or traj.body_names + hinges
+        what = "coordinate" if names else "body or revolute joint"
+        raise ValueError(f"unknown {what} {coordinate!r}; choose one of {known} or an index into q")
     x = np.asarray(traj.position(coordinate), dtype=float)
     v = np.asarray(traj.velocity(coordinate), dtype=float)
     if component is None:
@@ -255,7 +286,26 @@ def _phase_data(
         c = int(component)
         if c not in (0, 1, 2):
             raise ValueError(f"component must be 0, 1, 2, 'x', 'y' or 'z', got {component!r}")
-    return x[:, c], v[:, c], f"{coordinate}.{'xyz'[c]}"
+    return x[:, c], v[:, c], f"{coordinate}.{'xyz'[c]}", "m"
+
+
+def _indexed_coordinate(traj: Any, i: int) -> tuple[NDArray[np.float64], NDArray[np.float64], str, str | None]:
+    """Coordinate ``q[i]``: a LagrangianSystem's by its name (unit unknown); a scene's as the body position
+    component it is (m), or ``q[i]`` for an entry of a rigid body's rotation matrix (dimensionless)."""
+    q, v = np.asarray(traj.q, dtype=float), np.asarray(traj.v, dtype=float)
+    if not -q.shape[1] <= i < q.shape[1]:
+        raise ValueError(f"coordinate index {i} out of range for {q.shape[1]} coordinates")
+    i %= q.shape[1]
+    names = list(traj.coordinate_names)
+    if names:
+        return q[:, i], v[:, i], names[i], None
+    for body in traj.geometry.bodies:
+        k = i - body.offset
+        if 0 <= k < 3:
+            return q[:, i], v[:, i], f"{body.name}.{'xyz'[k]}", "m"
+        if body.kind == "rigid" and 3 <= k < 12:
+            return q[:, i], v[:, i], f"q[{i}]", ""  # an entry of the rotation matrix: no unit
+    return q[:, i], v[:, i], f"q[{i}]", None
 
 
 def phase_portrait(
@@ -263,39 +313,62 @@ def phase_portrait(
     coordinate: int | str = 0,
     component: int | str | None = None,
     ax: Axes | None = None,
+    *,
+    unit: str | None = None,
 ) -> Figure:
     """Position against velocity of one coordinate.
+
+    The axes are labelled with the coordinate's name and, where it is known,
+    its unit: metres for a body's position, radians for a revolute joint's
+    angle. A :class:`mbvi.LagrangianSystem`'s coordinates are the user's own
+    (an angle, a length…), so they are labelled by name only unless ``unit``
+    says what they are.
 
     Parameters
     ----------
     traj : mbvi.Trajectory
         A simulated trajectory.
     coordinate : int or str, default: 0
-        An index into the generalized coordinates ``traj.q``, or a body name
-        (then ``component`` picks x, y or z of its position and velocity).
+        An index into the generalized coordinates ``traj.q``; or a name: a
+        coordinate of a LagrangianSystem run (``"theta1"``), a revolute joint
+        of a scene (its angle, rad, and rate, rad/s), or a body of a scene
+        (then ``component`` picks x, y or z of its position, m, and velocity,
+        m/s).
     component : {0, 1, 2, "x", "y", "z"}, optional
         Component of a body's position; default: the one that varies most.
     ax : matplotlib.axes.Axes, optional
         Axes to draw into.
+    unit : str, optional
+        Unit of the coordinate (``"rad"``, ``"m"``…), printed on the axes
+        (the velocity's is ``unit/s``); overrides the one mbvi knows.
 
     Returns
     -------
     matplotlib.figure.Figure
-        One line (position on x, velocity on y) plus a start marker.
+        One line (position on x, velocity on y) labelled with the coordinate's
+        name, plus a start marker.
 
     Raises
     ------
     ValueError
-        For a coordinate index out of range or an unknown component.
+        For a coordinate index out of range, an unknown name or an unknown
+        component.
+
+    Examples
+    --------
+    >>> mbvi.plot.phase_portrait(traj, "theta1", unit="rad")  # doctest: +SKIP
+    >>> mbvi.plot.phase_portrait(traj, "hinge0")  # a revolute joint: rad, rad/s  # doctest: +SKIP
     """
-    x, v, label = _phase_data(traj, coordinate, component)
+    x, v, name, known = _phase_data(traj, coordinate, component)
+    unit = known if unit is None else unit
     fig, ax = _axes(ax, figsize=(4.8, 4.0))
-    ax.plot(x, v, lw=0.9, label=label)
+    ax.plot(x, v, lw=0.9, label=name)
     ax.plot(x[:1], v[:1], "o", color="k", ms=4, label="start")
-    ax.set_xlabel(f"{label} [m]")
-    ax.set_ylabel(f"d{label}/dt [m/s]")
-    ax.set_title(f"Phase portrait of {label}")
+    ax.set_xlabel(_with_unit(name, unit))
+    ax.set_ylabel(_with_unit(f"d{name}/dt", f"{unit}/s" if unit else "1/s" if unit == "" else None))
+    ax.set_title(f"Phase portrait of {name}")
     ax.grid(True, alpha=0.3)
+    _plain_numbers(ax)
     return fig
 
 
@@ -344,6 +417,7 @@ def compare(
     ax.set_title(quantity.replace("_", " ").capitalize())
     ax.legend(loc="best", fontsize="small")
     ax.grid(True, which="both", alpha=0.3)
+    _plain_numbers(ax)
     return fig
 
 

@@ -169,6 +169,7 @@ def figure(path: str | os.PathLike | None = None, runs: dict | None = None, **co
             ax.legend(fontsize="small")
             ax.set_xlabel("time t [s]")
             ax.set_ylabel("energy [J]")
+            ax.ticklabel_format(axis="y", useOffset=False)  # as mbvi.plot does: values, not "1e-5 + -7.071e-1"
         ax.set_title(name)
     ax = axes[0, -1]
     for name in names:

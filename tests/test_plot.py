@@ -148,3 +148,79 @@ def test_backend_is_non_interactive_when_headless() -> None:
     if os.environ.get("DISPLAY") or os.environ.get("MPLBACKEND"):
         pytest.skip("a display or an explicit backend is configured")
     assert matplotlib.get_backend().lower() == "agg"
+
+
+# ---------------------------------------------------------------- names and units on the axes
+@pytest.fixture(scope="module")
+def angles_run() -> mbvi.Trajectory:
+    from scene_loader import load_scene
+
+    return mbvi.simulate(load_scene("double_pendulum_angles").build(), t_end=0.2, dt=1e-3, integrator="verlet")
+
+
+def _labels(fig) -> tuple[str, str, str]:
+    ax = fig.axes[0]
+    return ax.get_xlabel(), ax.get_ylabel(), ax.get_lines()[0].get_label()
+
+
+def test_phase_portrait_of_a_lagrangian_coordinate_by_name(angles_run) -> None:
+    """A LagrangianSystem's coordinates have no unit mbvi could know: labelled by name, never ``q[0] [m]``."""
+    fig = plot.phase_portrait(angles_run, "theta2")
+    line = fig.axes[0].get_lines()[0]
+    np.testing.assert_allclose(line.get_xdata(), angles_run.q[:, 1])
+    np.testing.assert_allclose(line.get_ydata(), angles_run.v[:, 1])
+    assert _labels(fig) == ("theta2", "dtheta2/dt", "theta2")
+    assert _labels(plot.phase_portrait(angles_run, 0)) == ("theta1", "dtheta1/dt", "theta1")
+    assert _labels(plot.phase_portrait(angles_run, "theta1", unit="rad")) == (
+        "theta1 [rad]", "dtheta1/dt [rad/s]", "theta1"
+    )  # fmt: skip
+    with pytest.raises(ValueError, match=r"unknown coordinate 'phi'.*theta1"):
+        plot.phase_portrait(angles_run, "phi")
+
+
+def test_phase_portrait_of_a_scene_names_bodies_joints_and_units(traj) -> None:
+    assert _labels(plot.phase_portrait(traj, "a", "x")) == ("a.x [m]", "da.x/dt [m/s]", "a.x")
+    assert _labels(plot.phase_portrait(traj, 2)) == ("a.z [m]", "da.z/dt [m/s]", "a.z")  # q[2] is a's z
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.RigidBody("bar", shape=mbvi.Box((1.0, 0.1, 0.1)), density=100.0, position=(0.5, 0.0, 0.0)))
+    scene.add(mbvi.Revolute("world", "bar", anchor=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0), name="hinge"))
+    run = mbvi.simulate(scene, t_end=0.2, dt=0.01)
+    fig = plot.phase_portrait(run, "hinge")  # a revolute joint: its angle, rad
+    assert _labels(fig) == ("hinge [rad]", "dhinge/dt [rad/s]", "hinge")
+    np.testing.assert_allclose(fig.axes[0].get_lines()[0].get_xdata(), run.joint_angle("hinge"))
+    np.testing.assert_allclose(fig.axes[0].get_lines()[0].get_ydata(), run.joint_rate("hinge"))
+    assert _labels(plot.phase_portrait(run, 1)) == ("bar.y [m]", "dbar.y/dt [m/s]", "bar.y")
+    assert _labels(plot.phase_portrait(run, 5)) == ("q[5]", "dq[5]/dt [1/s]", "q[5]")  # a rotation entry
+    with pytest.raises(ValueError, match=r"unknown body or revolute joint 'elbow'.*hinge"):
+        plot.phase_portrait(run, "elbow")
+
+
+# ---------------------------------------------------------------- numbers as they are
+def _offset_texts(fig) -> list[str]:
+    fig.canvas.draw()
+    return [axis.get_offset_text().get_text() for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)]
+
+
+def test_energy_that_hardly_moves_is_labelled_without_an_offset() -> None:
+    """Verlet at dt = 1 ms keeps E to 1e-5 J: matplotlib alone labels such an axis "1e-5 − 5.886" and ticks it
+    with the last digits; mbvi's plots print the values."""
+    fine = _pendulum(dt=1e-3)
+    control, ax = plt.subplots()
+    ax.plot(fine.t, fine.energy)
+    assert _offset_texts(control)[1], "control: matplotlib's default would use an offset here"
+    fig = plot.compare({"verlet": fine})
+    assert _offset_texts(fig) == ["", ""]
+    ticks = [float(t.get_text().replace("\u2212", "-")) for t in fig.axes[0].get_yticklabels() if t.get_text()]
+    assert all(abs(v - fine.energy[0]) < 1e-3 for v in ticks), ticks  # the energies themselves, J
+    for fig in (plot.energy(fine), plot.momentum(fine), plot.phase_portrait(fine, "a", "z")):
+        assert _offset_texts(fig) == ["", ""], fig.axes[0].get_title()
+
+
+def test_integrator_zoo_panels_read_without_an_offset() -> None:
+    from scene_loader import load_scene
+
+    zoo = load_scene("integrator_zoo")
+    runs = zoo.compare(dts=(2.0**-6, 2.0**-7), t_end=2.0, integrators=("explicit_euler", "verlet", "midpoint"))
+    fig = zoo.figure(runs=runs)
+    assert len(fig.axes) == 4
+    assert _offset_texts(fig) == [""] * 8

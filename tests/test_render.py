@@ -428,3 +428,117 @@ def test_snapshot_of_a_straight_chain_sees_it_from_the_side(direction) -> None:
     assert angle > 30.0, f"camera {angle:.1f}° from the chain's axis"
     image = render.snapshot(scene, window_size=SMALL)
     assert foreground_fraction(image) > 0.01
+
+
+# ---------------------------------------------------------------- file formats and timing
+@pytest.mark.parametrize(
+    ("name", "magic"), [("s.png", b"\x89PNG\r\n\x1a\n"), ("s.jpg", b"\xff\xd8\xff"), ("s.JPEG", b"\xff\xd8\xff")]
+)
+def test_snapshot_writes_the_format_its_suffix_names(tmp_path, name: str, magic: bytes) -> None:
+    image = render.snapshot(pendulum_scene(), tmp_path / name, window_size=SMALL)
+    data = (tmp_path / name).read_bytes()
+    assert data.startswith(magic), data[:8]
+    back = iio.imread(tmp_path / name)
+    assert back.shape[:2] == image.shape[:2]
+    assert np.abs(back[..., :3].astype(int) - image.astype(int)).mean() < 3  # the picture, not something else
+
+
+@pytest.mark.parametrize("name", ["s.tif", "s.gif", "s"])
+def test_snapshot_refuses_other_suffixes_before_drawing(tmp_path, name: str, monkeypatch) -> None:
+    def no_drawing(*args, **kwargs):
+        raise AssertionError("drew a picture it cannot write")
+
+    monkeypatch.setattr("mbvi.render.api._plotter", no_drawing)
+    with pytest.raises(ValueError, match=r"\.png, \.jpg, \.jpeg"):
+        render.snapshot(pendulum_scene(), tmp_path / name)
+    assert not (tmp_path / name).exists()
+
+
+def _gif_durations_ms(path) -> list[int]:
+    from PIL import Image, ImageSequence
+
+    with Image.open(path) as im:
+        return [int(frame.info["duration"]) for frame in ImageSequence.Iterator(im)]
+
+
+@pytest.mark.parametrize(("fps", "speed"), [(30.0, 1.0), (30.0, 2.0), (24.0, 0.5), (15.0, 1.0)])
+def test_gif_plays_at_the_requested_speed(pendulum: mbvi.Trajectory, tmp_path, fps: float, speed: float) -> None:
+    """Frame j of the GIF appears at j / fps (to the centisecond GIF stores), the last one when the simulated
+    time span has passed at ``speed`` times real time (Pillow truncated 1000/30 ms to 3 cs: 10 % fast)."""
+    path = render.animate(pendulum, tmp_path / "run.gif", fps=fps, speed=speed, window_size=(48, 36), workers=1)
+    durations = np.asarray(_gif_durations_ms(path)) / 1000.0  # s
+    frames = round((pendulum.t[-1] - pendulum.t[0]) / speed * fps) + 1
+    assert len(durations) == frames
+    assert np.all(np.abs(durations - 1.0 / fps) < 0.01 + 1e-9)  # each frame: 1/fps to the centisecond
+    starts = np.concatenate([[0.0], np.cumsum(durations)])
+    np.testing.assert_allclose(starts, np.arange(frames + 1) / fps, atol=0.005 + 1e-9)  # never drifts
+    span = (pendulum.t[-1] - pendulum.t[0]) / speed
+    assert abs(starts[-2] - span) <= 0.005 + 1e-9  # the last frame shows up when the run's time has passed
+
+
+def test_gif_durations_alternate_without_drift() -> None:
+    from mbvi.render.video import gif_durations
+
+    assert gif_durations(6, 30.0) == [30, 40, 30, 30, 40, 30]
+    assert gif_durations(3, 25.0) == [40, 40, 40]
+    long = np.cumsum(gif_durations(3001, 30.0))
+    assert long[-1] == 100_030 and long[2999] == 100_000  # 100 s of frames last 100 s, not 90
+
+
+def test_gif_above_50_fps_warns(pendulum: mbvi.Trajectory, tmp_path) -> None:
+    with pytest.warns(UserWarning, match="fps <= 50"):
+        render.animate(pendulum.frame(0), tmp_path / "fast.gif", fps=60, window_size=(32, 24))
+
+
+def test_mp4_plays_at_the_requested_speed(pendulum: mbvi.Trajectory, tmp_path) -> None:
+    imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg")
+    path = render.animate(pendulum, tmp_path / "run.mp4", fps=30, speed=0.5, window_size=(48, 36))
+    frames, seconds = imageio_ffmpeg.count_frames_and_secs(str(path))
+    assert frames == 61
+    assert abs(seconds - frames / 30.0) < 0.02
+
+
+# ---------------------------------------------------------------- the torus of two angles
+def _texts(plotter) -> dict[str, list[str]]:
+    """The strings of every named text and point-label actor of ``plotter``."""
+    out = {}
+    for name, actor in plotter.renderer.actors.items():
+        if hasattr(actor, "GetInput") and isinstance(actor.GetInput(), str):
+            out[name] = [actor.GetInput()]
+        elif name.endswith("-labels"):
+            polydata = actor.GetMapper().GetInputAlgorithm().GetInputDataObject(0, 0)
+            labels = polydata.GetPointData().GetAbstractArray("labels")
+            out[name] = [labels.GetValue(k) for k in range(labels.GetNumberOfValues())]
+    return out
+
+
+@pytest.fixture(scope="module")
+def angles_run() -> mbvi.Trajectory:
+    from scene_loader import load_scene
+
+    return mbvi.simulate(load_scene("double_pendulum_angles").build(), t_end=0.2, dt=1e-3, integrator="verlet")
+
+
+def test_torus_names_its_axes_in_radians(angles_run: mbvi.Trajectory, tmp_path) -> None:
+    from mbvi.render.torus import torus
+
+    plotter = torus(angles_run)
+    try:
+        texts = _texts(plotter)
+        assert texts["angle axes"] == ["around the ring: theta1 (rad)\naround the tube: theta2 (rad)"]
+        assert texts["angle ticks-labels"] == [
+            "theta1 = 0", "theta1 = pi/2", "theta1 = pi", "theta1 = 3pi/2",
+            "theta2 = pi/2", "theta2 = pi", "theta2 = 3pi/2",
+        ]  # fmt: skip
+        assert list(plotter.scalar_bars.keys()) == ["time t (s)"]  # the colours of the trail
+    finally:
+        plotter.close()
+    swapped = torus(angles_run, i="theta2", j=0)
+    try:
+        assert _texts(swapped)["angle axes"] == ["around the ring: theta2 (rad)\naround the tube: theta1 (rad)"]
+    finally:
+        swapped.close()
+    path = tmp_path / "torus.png"
+    torus(angles_run, path, window_size=(400, 300)).close()
+    image = iio.imread(path)[..., :3]
+    assert np.mean(image[:40, :200].min(axis=-1) < 128) > 0.01  # the caption is drawn in the upper left

@@ -2,7 +2,9 @@
 
 A configuration (θ₁, θ₂) of two angles lives on the torus T²: θ₁ runs around
 the ring, θ₂ around the tube. :func:`torus` draws the ring as a translucent
-surface and the trajectory as a line on it, coloured by time.
+surface and the trajectory as a line on it, coloured by time (with a colour
+bar), and the two angle axes — the circles θ₂ = 0 and θ₁ = π/2 — marked every
+π/2 rad and named after the coordinates.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ def torus(
     tube: float = 0.8,
 ) -> Any:
     """Draw two angle coordinates of a trajectory as a trail on a torus (PyVista, headless).
+
+    The trail is coloured by time (colour bar ``time t (s)``); the two angle
+    axes are drawn on the surface, marked every π/2 and labelled with the
+    coordinates' names, in rad (``q[k]`` for a run without names).
 
     Parameters
     ----------
@@ -87,17 +93,75 @@ def torus(
     plotter.set_background("white")
     surface = pv.ParametricTorus(ringradius=ring, crosssectionradius=tube)
     plotter.add_mesh(surface, color="lightsteelblue", opacity=0.35, smooth_shading=True)
+    font = max(9, round(window_size[1] / 45))
     if len(pts) >= 2:
         line = pv.lines_from_points(pts)
         line["time"] = np.asarray(traj.t, float)
-        plotter.add_mesh(line, scalars="time", cmap="viridis", line_width=2, show_scalar_bar=False)
+        bar = {"title": "time t (s)", "vertical": False, "fmt": "%.3g", "color": "#333333", "n_labels": 3,
+               "position_x": 0.6, "position_y": 0.04, "width": 0.35, "height": 0.06,
+               "title_font_size": font, "label_font_size": font}  # fmt: skip
+        plotter.add_mesh(line, scalars="time", cmap="viridis", line_width=2, scalar_bar_args=bar)
     plotter.add_mesh(pv.Sphere(radius=0.06 * tube, center=pts[0]), color="black")
+    _add_angle_axes(plotter, _coordinate_name(traj, i), _coordinate_name(traj, j), ring, tube, font)
     plotter.view_vector((1.0, 0.0, 0.7), viewup=(0.0, 0.0, 1.0))  # θ₁ = 0 faces the camera
     plotter.reset_camera()
-    plotter.camera.zoom(1.3)
+    plotter.camera.zoom(1.15)  # room for the tick labels right of the ring
     if path is not None:
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
         plotter.screenshot(str(out))
         plotter.close()
     return plotter
+
+
+#: tick marks on the angle axes: value, rad, and its label (VTK's fonts draw ASCII only)
+_TICKS = ((0.0, "0"), (0.5 * np.pi, "pi/2"), (np.pi, "pi"), (1.5 * np.pi, "3pi/2"))
+
+
+def _coordinate_name(traj: Any, k: int | str) -> str:
+    """The name of coordinate ``k`` of ``traj``: given, the run's own, or ``q[k]``."""
+    if isinstance(k, str):
+        return k
+    names = traj.coordinate_names
+    return names[int(k)] if -len(names) <= int(k) < len(names) else f"q[{int(k)}]"
+
+
+def _add_angle_axes(plotter: Any, name1: str, name2: str, ring: float, tube: float, font: int) -> None:
+    """Draw and label the two angle axes on the torus.
+
+    The θ₁ axis is the outer equator θ₂ = 0, marked at θ₁ = 0, π/2, π and
+    3π/2 rad; the θ₂ axis is the tube's cross-section at θ₁ = π/2 (seen face
+    on from the default camera; it meets the θ₁ axis at θ₂ = 0), marked at
+    θ₂ = π/2, π and 3π/2 rad. A caption in the upper-left corner says which
+    coordinate runs which way. VTK's fonts draw ASCII only (no θ, no π) and
+    turn square brackets into parentheses, so units are written ``(rad)``.
+
+    Parameters
+    ----------
+    plotter : pyvista.Plotter
+        Where to draw.
+    name1, name2 : str
+        Names of the coordinates around the ring and around the tube.
+    ring, tube : float
+        Radii of the drawn torus.
+    font : int
+        Font size, points.
+    """
+    import pyvista as pv
+
+    r = tube * 1.03  # just outside the surface, like the trail
+    s = np.linspace(0.0, 2.0 * np.pi, 181)
+    for a, b in ((s, np.zeros_like(s)), (np.full_like(s, 0.5 * np.pi), s)):
+        plotter.add_mesh(pv.lines_from_points(torus_points(a, b, ring, r)), color="#555555", line_width=1.5)
+    values = np.array([v for v, _ in _TICKS])
+    points = np.concatenate(
+        [torus_points(values, np.zeros(4), ring, r), torus_points(np.full(3, 0.5 * np.pi), values[1:], ring, r)]
+    )
+    labels = [f"{name1} = {text}" for _, text in _TICKS]  # θ₂ = 0 all along this circle
+    labels += [f"{name2} = {text}" for _, text in _TICKS[1:]]
+    plotter.add_point_labels(
+        points, labels, name="angle ticks", font_size=font, text_color="#333333", point_color="#333333",
+        point_size=6, shape=None, always_visible=True, render_points_as_spheres=True,
+    )  # fmt: skip
+    caption = f"around the ring: {name1} (rad)\naround the tube: {name2} (rad)"
+    plotter.add_text(caption, position=(0.02, 0.9), viewport=True, font_size=font, color="#333333", name="angle axes")

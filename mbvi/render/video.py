@@ -16,6 +16,7 @@ draw about twice as many frames per second as one process on two free cores.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
@@ -24,10 +25,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["VIDEO_SUFFIXES", "VideoWriter", "encode_frame", "render_parallel"]
+__all__ = ["GIF_MAX_FPS", "VIDEO_SUFFIXES", "VideoWriter", "encode_frame", "gif_durations", "render_parallel"]
 
 #: File suffixes :class:`VideoWriter` can write.
 VIDEO_SUFFIXES = (".gif", ".mp4")
+#: Highest frame rate a GIF plays at in browsers (delays of 2 cs; shorter ones are shown for 10 cs), 1/s.
+GIF_MAX_FPS = 50.0
 
 
 class VideoWriter:
@@ -47,6 +50,17 @@ class VideoWriter:
     ValueError
         For a suffix other than ``.gif`` or ``.mp4``.
 
+    Warns
+    -----
+    UserWarning
+        For a GIF above :data:`GIF_MAX_FPS` frames per second, which viewers
+        play slower than asked.
+
+    Notes
+    -----
+    GIF frame delays are whole centiseconds: they follow :func:`gif_durations`,
+    so that the GIF keeps to ``fps`` on average and never drifts.
+
     Examples
     --------
     >>> with VideoWriter("out.gif", fps=10) as w:  # doctest: +SKIP
@@ -60,6 +74,13 @@ class VideoWriter:
         self.suffix = self.path.suffix.lower()
         if self.suffix not in VIDEO_SUFFIXES:
             raise ValueError(f"cannot write video {str(self.path)!r}: use a .gif or .mp4 file name")
+        if self.suffix == ".gif" and self.fps > GIF_MAX_FPS:
+            warnings.warn(
+                f"a GIF at fps={self.fps:g} plays slower than that: GIF delays are whole hundredths of a second "
+                f"and browsers show frames of less than 0.02 s for 0.1 s; use fps <= {GIF_MAX_FPS:g} or an .mp4",
+                UserWarning,
+                stacklevel=3,
+            )
         self.frames = 0
         self._writer: Any = None
         self._size: tuple[int, int] | None = None
@@ -113,7 +134,8 @@ class VideoWriter:
         writer, self._writer = self._writer, None
         if self.suffix == ".gif":
             first, *rest = writer
-            first.save(self.path, save_all=True, append_images=rest, duration=1000.0 / self.fps, loop=0)
+            durations = gif_durations(len(writer), self.fps)
+            first.save(self.path, save_all=True, append_images=rest, duration=durations, loop=0)
         else:
             writer.close()
 
@@ -124,6 +146,36 @@ class VideoWriter:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def gif_durations(frames: int, fps: float) -> list[int]:
+    """Display time of each GIF frame, ms, so that frame ``k`` appears at ``k / fps`` s.
+
+    GIF stores delays in whole centiseconds and Pillow truncates the
+    milliseconds it is given to them (``1000 / 30`` ms becomes 3 cs: a 30 fps
+    GIF played at 33 fps, 10 % fast). Here every frame starts at its exact
+    time rounded to the centisecond, so delays alternate (3, 3, 4 cs at
+    30 fps) and the error never adds up.
+
+    Parameters
+    ----------
+    frames : int
+        Number of frames.
+    fps : float
+        Frames per second, 1/s.
+
+    Returns
+    -------
+    list of int
+        ``frames`` durations, ms, each a multiple of 10.
+
+    Examples
+    --------
+    >>> gif_durations(4, 30.0)
+    [30, 40, 30, 30]
+    """
+    starts = np.floor(np.arange(frames + 1) * (100.0 / fps) + 0.5).astype(np.int64)  # cs, half up
+    return [10 * int(d) for d in np.diff(starts)]
 
 
 def _even(image: NDArray[np.uint8]) -> NDArray[np.uint8]:

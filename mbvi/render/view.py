@@ -124,6 +124,7 @@ class SceneView:
         self._updaters: list[Any] = []
         self._time_actor: Any = None
         self._time_fmt = _time_format(data.times)
+        self._points: NDArray[np.float64] | None = None
         plotter.set_background(self.style.background)
         self._add_bodies()
         self._add_segments()
@@ -144,19 +145,43 @@ class SceneView:
                 "", position=(4.0 / w, 1.0 - 5.0 / h), viewport=True, font_size=font, color=self.style.text
             )
             self._time_actor.GetTextProperty().SetVerticalJustificationToTop()
+        self._extent_bounds = self._all_frames_bounds()
         self._place_camera(camera, zoom)
         self.frame = -1
         self.show_frame(0)
 
     # ------------------------------------------------------------------ frames
     def show_frame(self, frame: int) -> None:
-        """Move every actor to sampled frame ``frame`` (no render call)."""
+        """Move every actor to sampled frame ``frame`` (no render call).
+
+        The camera's clipping range is reset around every element of every
+        frame (and whatever else the renderer shows, such as the ground), so
+        that no body is cut by the near or far plane whichever frame is shown
+        and wherever the camera is.
+        """
         frame = int(frame) % self.data.n_frames
         for update in self._updaters:
             update(frame)
         if self._time_actor is not None:
             self._time_actor.SetInput(self._time_fmt.format(self.data.times[frame]))
         self.frame = frame
+        self.reset_clipping_range()
+
+    def reset_clipping_range(self) -> None:
+        """Fit the camera's near and far planes around the scene at every frame.
+
+        The range covers the padded bounding box of every drawn element over
+        all sampled frames and the bounds of the actors as they are now (the
+        ground plane, markers). Call it after moving the camera yourself; the
+        view calls it at every :meth:`show_frame`.
+        """
+        renderer = self.plotter.renderer
+        now = np.asarray(renderer.ComputeVisiblePropBounds(), dtype=float).reshape(3, 2)
+        box = self._extent_bounds.copy()
+        if np.all(now[:, 0] <= now[:, 1]):  # VTK returns an inverted box when nothing is visible
+            box[:, 0] = np.minimum(box[:, 0], now[:, 0])
+            box[:, 1] = np.maximum(box[:, 1], now[:, 1])
+        renderer.ResetCameraClippingRange(*box.ravel())
 
     # ------------------------------------------------------------------ layers
     def _body_colors(self) -> tuple[NDArray[np.uint8], NDArray[np.uint8]]:
@@ -309,7 +334,12 @@ class SceneView:
         return -g / n if n > 0 else np.array([0.0, 0.0, 1.0])
 
     def _scene_points(self) -> NDArray[np.float64]:
-        """Every point the camera should keep in view, shape (N, 3)."""
+        """Every point the camera should keep in view, shape (N, 3) (computed once)."""
+        if self._points is None:
+            self._points = self._collect_scene_points()
+        return self._points
+
+    def _collect_scene_points(self) -> NDArray[np.float64]:
         pts = self.data.all_points()
         if len(self.data.rigid):
             # a rigid body's whole shape stays in view: its centre ± its bounding radius
@@ -327,6 +357,18 @@ class SceneView:
         pts = self._scene_points()
         pad = 1.5 * self.sizes.unit
         return np.array([pts.min(axis=0) - pad, pts.max(axis=0) + pad])
+
+    def _all_frames_bounds(self) -> NDArray[np.float64]:
+        """Box around every drawn element at every frame, shape (3, 2): ``[[xmin, xmax], [ymin, ymax], …]``, m.
+
+        Points of the scene (rigid bodies as their bounding spheres) padded
+        by more than the largest half-size of a drawn element (a particle's
+        sphere is at most ``2 * unit`` in radius, a prismatic joint's marker
+        ``2.75 * unit`` long, a beam's tube at most ``0.8 * unit`` thick).
+        """
+        pts = self._scene_points()
+        pad = 2.5 * self.sizes.unit
+        return np.stack([pts.min(axis=0) - pad, pts.max(axis=0) + pad], axis=1)
 
     def _add_ground(self, kind: str) -> None:
         up = self._up()
@@ -382,7 +424,6 @@ class SceneView:
         cam.focal_point = tuple(focal)
         cam.position = tuple(focal + dist * d)
         cam.up = tuple(true_up)
-        self.plotter.reset_camera_clipping_range()
         if zoom != 1.0:
             cam.zoom(zoom)
 
