@@ -289,9 +289,10 @@ class MbviRun:
 
     def time(self, nsteps: int) -> float:
         t0 = time.perf_counter()
-        _, q, _ = self.stepper.integrate(self.state, 0.0, nsteps, save_every=nsteps)
+        out = self.stepper.run(self.state, 0.0, nsteps, save_every=nsteps)
         dt = time.perf_counter() - t0
-        self.q = q[-1]
+        self.q = out.q[-1]
+        self.numpy_steps = out.counters.get("numpy_steps", 0)
         return dt / nsteps
 
     def energy_error(self, nsteps: int, scale: float) -> float:
@@ -422,13 +423,27 @@ class Batch:
         return (time.perf_counter() - t0) / (self.B * self.n)
 
     def mbvi_engine(self, chunk: int | None = None) -> float:
-        """The compiled batch loop alone (``mbvi.engine.runner.integrate_batch``); ``chunk=0``: member by member."""
+        """The compiled batch loop alone (``mbvi.engine.runner.run_batch``); ``chunk=0``: member by member."""
         from mbvi.engine import runner
 
         stepper = mbvi.get_integrator("verlet")(self.system, DT)
         model = self.system.engine_model()
         t0 = time.perf_counter()
-        _, _, _, _, info = runner.integrate_batch(stepper, model, self.Q, self.V, 0.0, self.n, self.n, chunk=chunk)
+        _, _, _, _, info = runner.run_batch(
+            model,
+            stepper.method(),
+            self.Q,
+            self.V,
+            t0=0.0,
+            h=DT,
+            nsteps=self.n,
+            save_every=self.n,
+            tol=stepper.tol,
+            maxiter=stepper.maxiter,
+            length_scale=float(self.system.length_scale),
+            max_turn=stepper.max_turn,
+            chunk=chunk,
+        )
         dt = time.perf_counter() - t0
         if np.any(info[:, 0] != 0):
             raise RuntimeError(f"mbvi batch: {int(np.sum(info[:, 0] != 0))} members failed")
@@ -649,8 +664,8 @@ def main(argv: list[str] | None = None) -> None:
             f"midpoint {us(r[f'midpoint {links}'])} ({ratio(r[f'midpoint {links}'], r[f'verlet {links}'])}), "
             f"implicit_euler {us(r[f'implicit_euler {links}'])} "
             f"({ratio(r[f'implicit_euler {links}'], r[f'verlet {links}'])}); "
-            f"Newton steps {implicit[(links, 'midpoint')].stepper.numpy_steps}, "
-            f"{implicit[(links, 'implicit_euler')].stepper.numpy_steps}"
+            f"Newton steps {implicit[(links, 'midpoint')].numpy_steps}, "
+            f"{implicit[(links, 'implicit_euler')].numpy_steps}"
         )
     for name in stiff:
         print(

@@ -34,10 +34,9 @@ from numba import njit
 import mbvi
 from mbvi.engine import kernels as K
 from mbvi.engine import lieloop as LIE
-from mbvi.engine import loop
-from mbvi.engine import model as MODEL
 from mbvi.engine.fields import LB, LT, WARM_ROWS, WK, M
 from mbvi.engine.kernels import workspace_view as _buf
+from mbvi.engine.scheme import VERLET
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import rigid_chain
@@ -119,7 +118,7 @@ def _wgt(k, Iv, Fv, WI, WS, y, out):
 @njit
 def _first_residuals(I, F, Iv, Fv, IL, FL, q, u, nsteps, order, out):
     """Verlet steps; before each, the residual of one drift from multipliers extrapolated to ``order``."""
-    WI, WS = loop.workspace(Iv)
+    WI, WS = Iv[Iv[M.WKOFF] : Iv[M.WKOFF] + WK.count].copy(), np.zeros(Iv[M.WS_SIZE])
     bufs = LIE.lie_buffers(I, Iv, IL)
     n = I[M.N]
     hist = np.zeros((6, n))  # multipliers of the last steps, newest first
@@ -143,13 +142,13 @@ def _first_residuals(I, F, Iv, Fv, IL, FL, q, u, nsteps, order, out):
                     lam[i] += weights[use - 1][j] * hist[j, i]
         grad = bufs[LB.GRAD0] if WI[WK.CUR] == 0 else bufs[LB.GRAD1]
         K.gradient(I, F, q, grad)
-        LIE._forces(I, F, IL, q, u, grad, bufs, bufs[LB.FV0])
+        LIE._forces(I, F, IL, q, u, 0.0, grad, bufs, bufs[LB.FV0])
         LIE._kick(Iv, Fv, u, 0.5 * H, bufs[LB.TMPV], bufs[LB.UFREE])
         probe = lam.copy()
         LIE._shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, WI[WK.CUR], q, bufs[LB.UFREE], H, probe, True, TOL, 1)
         out[k] = K.residual(I, F, _buf(WI, WS, WK.G, n)) / TOL
         WI[WK.HAVE_GRAD] = 0
-        LIE._substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, H, 0.5 * H, 0.5 * H, lam, TOL, 50, 1.0)
+        LIE._substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, k * H, H, 0.5 * H, 0.5 * H, lam, TOL, 50, 1.0)
         for j in range(5, 0, -1):
             hist[j] = hist[j - 1]
         hist[0] = lam
@@ -158,13 +157,14 @@ def _first_residuals(I, F, Iv, Fv, IL, FL, q, u, nsteps, order, out):
 @njit
 def _count_drifts(I, F, Iv, Fv, IL, FL, q, u, ls, counts):
     """Verlet steps of one run (the workspace, warm starts and factor carry over), drifts of each; factorizations."""
-    WI, WS = loop.workspace(Iv)
+    WI, WS = Iv[Iv[M.WKOFF] : Iv[M.WKOFF] + WK.count].copy(), np.zeros(Iv[M.WS_SIZE])
     bufs = LIE.lie_buffers(I, Iv, IL)
     lam = np.zeros((WARM_ROWS, I[M.N]))
     qs, us = q.copy(), u.copy()
     for k in range(len(counts)):
         before = WI[WK.DRIFTS]
-        LIE.lie_step_refined(I, F, Iv, Fv, IL, FL, WI, WS, bufs, 0, q, u, H, lam, TOL, 50, ls, np.inf, qs, us)
+        LIE.lie_step_refined(I, F, Iv, Fv, IL, FL, WI, WS, bufs, VERLET, q, u, k * H, H, lam, TOL, 50, ls, np.inf, qs,
+                             us)  # fmt: skip
         counts[k] = WI[WK.DRIFTS] - before
     return WI[WK.REFACTORED]
 
@@ -174,7 +174,7 @@ def main(links: int) -> None:
     stepper = mbvi.get_integrator("verlet")(system, H)
     _, Q, V = stepper.integrate(system.initial_state(), 0.0, 500, save_every=500)
     q0, v0 = Q[-1].copy(), V[-1].copy()  # half a second in: the chain is moving
-    I, F, Iv, Fv, IL, FL = MODEL.build(system)
+    I, F, Iv, Fv, IL, FL = system.engine_model().arrays
     n, nv = Iv[M.N], Iv[M.NQ]
     print(f"{links}-link rigid chain: {n} constraint rows, {nv} velocity coordinates, G has {Iv[M.NNZ]} entries, "
           f"A's profile {Iv[M.SIZE_L]} entries ({Iv[M.NPAIR]} products)")  # fmt: skip
@@ -215,7 +215,7 @@ def main(links: int) -> None:
         print(f"   {name:12s} {np.median(r):9.3g} {np.percentile(r, 90):9.3g}   (a second drift is needed above 0.5)")
 
     print("\n4. kernels, µs per call")
-    WI, WS = loop.workspace(Iv)
+    WI, WS = Iv[Iv[M.WKOFF] : Iv[M.WKOFF] + WK.count].copy(), np.zeros(Iv[M.WS_SIZE])
     bufs = LIE.lie_buffers(I, Iv, IL)
     LIE._factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q0, 0, False)
     rhs, out = np.random.default_rng(0).random(n), np.zeros(n)

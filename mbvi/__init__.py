@@ -22,6 +22,7 @@ if _typing.TYPE_CHECKING:  # for type checkers and the API docs; never executed
     from mbvi.beam import Beam
     from mbvi.bodies import Particle, RigidBody
     from mbvi.checks import check_force_law, check_gradient, check_jacobian
+    from mbvi.engine.contract import Kernel
     from mbvi.errors import ConstraintWarning, RedundantConstraintWarning, SolverError
     from mbvi.forcelaws.base import ForceLaw
     from mbvi.forces import (
@@ -37,6 +38,7 @@ if _typing.TYPE_CHECKING:  # for type checkers and the API docs; never executed
     )
     from mbvi.hookspecs import hookimpl, hookspec
     from mbvi.integrators.base import Integrator
+    from mbvi.integrators.rattle import Composition
     from mbvi.joints import Fixed, Joint, Prismatic, Revolute, Rod, Spherical
     from mbvi.lagrangian import LagrangianSystem
     from mbvi.loads import StateView
@@ -50,7 +52,7 @@ if _typing.TYPE_CHECKING:  # for type checkers and the API docs; never executed
     from mbvi.system import System
     from mbvi.trajectory import Trajectory
 
-__version__ = "0.1.0"
+from mbvi._version import __version__
 
 #: public name → module that defines it (a module itself when the name is a submodule)
 _EXPORTS: dict[str, str] = {
@@ -78,6 +80,8 @@ _EXPORTS: dict[str, str] = {
     "hookimpl": "mbvi.hookspecs",
     "hookspec": "mbvi.hookspecs",
     "Integrator": "mbvi.integrators.base",
+    "Composition": "mbvi.integrators.rattle",
+    "Kernel": "mbvi.engine.contract",
     "Fixed": "mbvi.joints",
     "Joint": "mbvi.joints",
     "Prismatic": "mbvi.joints",
@@ -114,6 +118,7 @@ __all__ = [
     "Beam",
     "Box",
     "Capsule",
+    "Composition",
     "ConstraintWarning",
     "Cylinder",
     "Damper",
@@ -128,6 +133,7 @@ __all__ = [
     "Integrator",
     "Joint",
     "JointDamping",
+    "Kernel",
     "LagrangianSystem",
     "Particle",
     "PluginError",

@@ -38,6 +38,7 @@ def _orthonormality_rows(layout: Layout, body: RigidBody) -> list[Row]:
                     1.0 if i == j else 0.0,
                     1.0,
                     f"RigidBody {body.name!r}",
+                    "rotation",
                 )
             )
     return rows

@@ -12,16 +12,18 @@ start, fallbacks and tolerances. Each member therefore reproduces its serial run
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import numpy as np
 
 from mbvi.assembly import assemble
-from mbvi.engine.fields import ST
+from mbvi.diagnosis import engine_failure
+from mbvi.engine.fields import RI, ST
+from mbvi.engine.runner import run_batch
 from mbvi.errors import SolverError
+from mbvi.runs import run_info, step_count
 from mbvi.scene import Scene
-from mbvi.simulate import resolve_integrator, run_info, step_count
+from mbvi.simulate import resolve_integrator
 from mbvi.state import State
 from mbvi.trajectory import Trajectory
 
@@ -71,8 +73,9 @@ def simulate_batch(
         positions must satisfy the constraints, velocities are projected onto them.
     save_every : int, default: 1
         Keep every n-th state (the last one is always kept).
-    integrator : str, default: "verlet"
-        ``verlet``, ``symplectic_euler_a``, ``symplectic_euler_b``, ``yoshida4``,
+    integrator : str or Integrator subclass, default: "verlet"
+        A scheme of the compiled engine: ``verlet``, ``symplectic_euler_a``,
+        ``symplectic_euler_b``, ``yoshida4`` or any :class:`mbvi.Composition`,
         ``midpoint`` or ``implicit_euler`` (the last two compiled for scenes without
         rigid bodies; with rigid bodies their members run one by one in NumPy).
     t0 : float, default: 0
@@ -108,17 +111,10 @@ def simulate_batch(
     >>> len(trajs), trajs[0].q.shape
     (8, (101, 3))
     """
-    loop = importlib.import_module("mbvi.engine.loop")  # safe when threads import it at once
-    runner = importlib.import_module("mbvi.engine.runner")
-    from mbvi.integrators.implicit import _COMPILED as IMPLICIT
-    from mbvi.integrators.rattle import _COMPILED
-
     cls = resolve_integrator(integrator)
-    if cls not in _COMPILED and cls not in IMPLICIT:
-        raise ValueError(
-            f"simulate_batch: integrator {cls.name!r} has no batched path; use one of "
-            f"{', '.join([*loop.METHODS, *loop.IMPLICIT])}"
-        )
+    if not cls.compiled:
+        raise ValueError(f"simulate_batch: integrator {cls.name!r} has no batched path; use a scheme of the compiled "
+                         "engine (the RATTLE family and its compositions, midpoint, implicit_euler)")  # fmt: skip
     nsteps = step_count(t_end, dt, t0, save_every, "simulate_batch")
     system = assemble(scene)
     stepper = cls(system, dt, **options)
@@ -130,22 +126,26 @@ def simulate_batch(
             raise ValueError(
                 f"simulate_batch: initial state {worst} violates the constraints (residual {bad[worst]:.3g})"
             )
-    model = system.engine_model()
-    if cls in IMPLICIT and len(system.layout.rotation_blocks):
-        model = None  # the implicit pair steps rigid bodies in NumPy only
-    info = run_info(cls, dt, options, batch=len(Q))
-    if model is None:  # a force law without compiled kernel (or the implicit pair with rigid bodies): NumPy path
+    model = stepper.engine_model()  # None: the constraints are too wide for the engine, or the implicit pair
+    info = run_info(cls, dt, options, batch=len(Q))  # with rigid bodies: member by member on the NumPy path
+    if model is None:
         if len(system.active):
             V = np.array([system.project_velocity(q, v) for q, v in zip(Q, V, strict=True)])
         return [_serial(stepper, system, scene, q, v, t0, nsteps, save_every, info, b) for b, (q, v) in
                 enumerate(zip(Q, V, strict=True))]  # fmt: skip
-    t, Qs, Vs, _, status = runner.integrate_batch(stepper, model, Q, V, t0, nsteps, save_every)
-    failed = [b for b in range(len(Q)) if status[b, 0] != ST.DONE]
+    for cb in model.callbacks:
+        cb.reset()
+    t, Qs, Vs, _, status = run_batch(
+        model, stepper.method(), Q, V, t0=float(t0), h=stepper.dt, nsteps=nsteps, save_every=save_every,
+        tol=stepper.tol, maxiter=stepper.maxiter, length_scale=float(system.length_scale),
+        max_turn=float(stepper.max_turn),
+    )  # fmt: skip
+    failed = [b for b in range(len(Q)) if status[b, RI.STATUS] != ST.DONE]
     with np.errstate(over="ignore", invalid="ignore"):
-        trajs = Trajectory.many_from_states(system, t, Qs, Vs, status[:, 2], scene=scene, info=info)
+        trajs = Trajectory.many_from_states(system, t, Qs, Vs, status[:, RI.SAVED], scene=scene, info=info)
     for b in failed:
-        j = int(status[b, 2])
-        if status[b, 0] == ST.NEEDS_NUMPY:  # finish this member on the NumPy path from its last saved state
+        j = int(status[b, RI.SAVED])
+        if status[b, RI.STATUS] == ST.NEEDS_NUMPY:  # finish this member on the NumPy path from its last saved state
             k = min((j - 1) * save_every, nsteps)
             rest = _serial(stepper, system, scene, Qs[b, j - 1], Vs[b, j - 1], t0 + k * dt, nsteps - k, save_every,
                            info, b)  # fmt: skip
@@ -153,13 +153,13 @@ def simulate_batch(
             qb = np.concatenate([Qs[b, :j], rest.q[1:]])
             vb = np.concatenate([Vs[b, :j], rest.v[1:]])
             trajs[b] = Trajectory.from_states(system, tb, qb, vb, scene=scene, info=info)
-    failed = [b for b in failed if status[b, 0] != ST.NEEDS_NUMPY]
+    failed = [b for b in failed if status[b, RI.STATUS] != ST.NEEDS_NUMPY]
     if failed:
         b = failed[0]
-        k = int(status[b, 1])
-        j = int(status[b, 2])
-        cause = runner._failure(stepper, int(status[b, 0]), Qs[b, j - 1], Vs[b, j - 1], t0 + k * dt, k,
-                                len(system.layout.rotation_blocks) > 0)  # fmt: skip
+        k = int(status[b, RI.STEP])
+        j = int(status[b, RI.SAVED])
+        cause = engine_failure(system, int(status[b, RI.STATUS]), Qs[b, j - 1], Vs[b, j - 1], t0 + k * dt, k, dt,
+                               model.rigid, stepper.name, model.callbacks)  # fmt: skip
         err = SolverError(
             f"member {b} of {len(Q)}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")
             + f": {cause.reason}",
@@ -174,10 +174,7 @@ def simulate_batch(
 
 def _serial(stepper, system, scene, q, v, t0, nsteps, save_every, info, member) -> Trajectory:
     """One member on the NumPy path (no compiled kernel, the implicit pair with rigid bodies, or a fallback)."""
-    stepper._cache = {"q": None}
-    for warm in ("_lam", "_y", "_engine_lam"):  # each member starts cold, as its own run would
-        if getattr(stepper, warm, None) is not None:
-            getattr(stepper, warm)[...] = 0.0
+    stepper = type(stepper)(system, stepper.dt, **stepper.given_options)  # each member starts cold, as its own run
     try:
         t, Qm, Vm = stepper.integrate(State(q.copy(), v.copy()), t0, nsteps, save_every)
     except SolverError as exc:

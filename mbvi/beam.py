@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from mbvi._validate import name as check_name
 from mbvi._validate import positive, vector3
 from mbvi.bodies import WORLD, Particle
+from mbvi.engine.contract import Family
 from mbvi.forcelaws.base import ForceLaw
 from mbvi.forces import Force, Spring
 from mbvi.hookspecs import hookimpl
@@ -205,9 +206,9 @@ class BeamBendingLaw(ForceLaw):
         H = Ja.T @ blocks(own(ua, na, la)) @ Ja + Jb.T @ blocks(own(ub, nb, lb)) @ Jb + cross + cross.T
         return sp.csr_matrix(H)
 
-    def compiled(self) -> dict:
+    def compiled(self) -> Family:
         """The bending energy in the engine's ``bending`` kernel family (edge maps and κ)."""
-        return {"bending": ((self.Ea.idx, self.Ea.w, self.Ea.c), (self.Eb.idx, self.Eb.w, self.Eb.c), self.kappa)}
+        return Family("bending", (self.Ea.terms, self.Eb.terms, self.kappa))
 
     def support(self):
         return self._support

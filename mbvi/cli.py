@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.util
 import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
+
+from mbvi.scenefile import load_scene_module
 
 __all__ = ["CLIError", "load_scene_module", "main", "parse_params"]
 
@@ -80,45 +80,6 @@ def parse_params(items: Sequence[str], option: str = "--param") -> dict[str, Any
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             params[key] = raw
     return params
-
-
-def load_scene_module(path: str | Path) -> ModuleType:
-    """Import a scene file by path.
-
-    Parameters
-    ----------
-    path : str or Path
-        A ``.py`` file defining ``build(**params)``.
-
-    Returns
-    -------
-    module
-        The imported module.
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` is not a file.
-    CLIError
-        If it cannot be imported or defines no callable ``build``.
-    """
-    file = Path(path)
-    if not file.is_file():
-        raise FileNotFoundError(f"scene file not found: {str(path)!r}")
-    name = f"_mbvi_scene_{abs(hash(str(file.resolve())))}"
-    spec = importlib.util.spec_from_file_location(name, file)
-    if spec is None or spec.loader is None:
-        raise CLIError(f"cannot import scene file {str(path)!r} (is it a .py file?)")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        sys.modules.pop(name, None)
-        raise CLIError(f"cannot import scene file {str(path)!r}: {type(exc).__name__}: {exc}") from exc
-    if not callable(getattr(module, "build", None)):
-        raise CLIError(f"scene file {str(path)!r} defines no build(**params) function")
-    return module
 
 
 def _window_size(text: str) -> tuple[int, int]:
@@ -201,7 +162,10 @@ def _say(text: str) -> None:
 
 # ---------------------------------------------------------------- commands
 def _cmd_run(args: argparse.Namespace) -> int:
-    import mbvi
+    from mbvi.errors import SolverError
+    from mbvi.lagrangian import LagrangianSystem
+    from mbvi.scene import Scene
+    from mbvi.simulate import simulate
 
     _check_output(args.render, _VIDEO + _IMAGE, "--render")
     _check_output(args.out, (".npz",), "--out")
@@ -221,17 +185,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if params:
             raise CLIError(f"build() of {args.scene!r} rejected the parameters {sorted(params)}: {exc}") from exc
         raise
-    if not isinstance(scene, (mbvi.Scene, mbvi.LagrangianSystem)):  # a LagrangianSystem starts at its initial_state
+    if not isinstance(scene, (Scene, LagrangianSystem)):  # a LagrangianSystem starts at its initial_state
         raise CLIError(
             f"build() of {args.scene!r} returned {type(scene).__name__}, not an mbvi.Scene or mbvi.LagrangianSystem"
         )
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     start = time.perf_counter()
     try:
-        traj = mbvi.simulate(
+        traj = simulate(
             scene, t_end=t_end, dt=dt, integrator=integrator, progress=progress, save_every=save_every, **options
         )
-    except mbvi.SolverError as err:
+    except SolverError as err:
         if args.out and err.trajectory is not None:
             _save(err.trajectory, args.out)
             raise CLIError(f"{err} (partial trajectory saved to {args.out})") from err
@@ -252,7 +216,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         plot.summary(traj, args.plot)
         _say(f"wrote {args.plot}")
     if args.render:
-        if isinstance(scene, mbvi.LagrangianSystem):  # no bodies: its state-space picture (.png only)
+        if isinstance(scene, LagrangianSystem):  # no bodies: its state-space picture (.png only)
             from mbvi.lagrangian.picture import picture
 
             picture(traj, args.render, window_size=args.size)
@@ -263,12 +227,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
-    import mbvi
+    from mbvi.trajectory import Trajectory
 
     _check_output(args.out, _VIDEO + _IMAGE, "--out")
     if not Path(args.run).is_file():
         raise FileNotFoundError(f"run file not found: {args.run!r}")
-    traj = mbvi.Trajectory.load(args.run)
+    traj = Trajectory.load(args.run)
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     _render(traj, args.out, args, progress)
     _say(f"wrote {args.out}")
@@ -276,21 +240,21 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
 
 def _cmd_integrators(args: argparse.Namespace) -> int:
-    import mbvi
+    from mbvi.plugins import get_integrator, integrators
 
-    names = list(mbvi.integrators())
+    names = list(integrators())
     width = max((len(n) for n in names), default=0)
     for name in names:
-        cls = mbvi.get_integrator(name)
+        cls = get_integrator(name)
         kind = "symplectic" if cls.symplectic else "non-symplectic"
         _say(f"{name:<{width}}  order {cls.order}  {kind}")
     return 0
 
 
 def _cmd_force_laws(args: argparse.Namespace) -> int:
-    import mbvi
+    from mbvi.plugins import force_laws
 
-    for name in mbvi.force_laws():
+    for name in force_laws():
         _say(name)
     return 0
 
@@ -380,7 +344,7 @@ def _add_render_options(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``mbvi`` command."""
-    from mbvi import __version__
+    from mbvi._version import __version__
 
     parser = _Parser(prog=PROG, description="Multibody mechanics with variational integrators.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -475,11 +439,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    import mbvi
+    from mbvi.errors import SolverError
 
     try:
         return int(args.func(args))
-    except (CLIError, ValueError, FileNotFoundError, mbvi.SolverError) as exc:
+    except (CLIError, ValueError, FileNotFoundError, SolverError) as exc:
         print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

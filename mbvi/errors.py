@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ConstraintWarning", "RedundantConstraintWarning", "SolverError"]
+__all__ = ["ConstraintWarning", "LoadError", "RedundantConstraintWarning", "SolverError"]
 
 
 class SolverError(RuntimeError):
@@ -22,6 +22,9 @@ class SolverError(RuntimeError):
         The body or joint the solver blames, when it can tell.
     suggested_dt : float or None
         A step size that should work, when it can tell, s.
+    partial : mbvi.engine.runner.RunResult or None
+        What the run had saved before the failing step (the integrator's raw arrays;
+        :func:`mbvi.simulate` turns them into ``trajectory``).
     """
 
     def __init__(
@@ -40,6 +43,7 @@ class SolverError(RuntimeError):
         self.culprit = culprit
         self.suggested_dt = suggested_dt
         self.trajectory = trajectory
+        self.partial: Any = None
         super().__init__(self._compose())
 
     def _compose(self) -> str:
@@ -63,6 +67,14 @@ class SolverError(RuntimeError):
             suggested_dt=self.suggested_dt,
             trajectory=self.trajectory,
         )
+
+
+class LoadError(SolverError, ValueError):
+    """A load or force law the run calls raised, or returned what is not a force (NaN, the wrong shape).
+
+    Both a :class:`SolverError` (the run stops there: ``time``, ``step`` and the partial ``trajectory``) and a
+    ``ValueError`` (the element is at fault: its message names it, with its own message).
+    """
 
 
 class ConstraintWarning(UserWarning):

@@ -42,6 +42,8 @@ class Row:
     k: float
     scale: float  # natural size of g for convergence tests (m or 1)
     owner: str = ""
+    #: "joint", or "rotation" for a rigid body's orthonormality rows
+    kind: str = "joint"
 
 
 def _diff(a: tuple[Terms, np.ndarray], b: tuple[Terms, np.ndarray]) -> tuple[Terms, np.ndarray]:

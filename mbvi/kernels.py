@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from mbvi.engine.spec import ROW_JOINT, ROW_ROTATION, RowTerms
+
 __all__ = ["AffineMap", "BilinearRows", "SparsePattern"]
 
 Terms = list[tuple[int, float]]
@@ -64,6 +66,11 @@ class AffineMap:
             return np.zeros(q.shape[:-1] + (self.m, 3))
         blocks = q[..., self.cols].reshape(q.shape[:-1] + (self.m, self.K, 3))
         return np.einsum("...mkj,mk->...mj", blocks, self.w)
+
+    @property
+    def terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(idx, w, c)``: the map as the engine's kernel families take it (:mod:`mbvi.engine.contract`)."""
+        return self.idx, self.w, self.c
 
     def __call__(self, q: np.ndarray) -> np.ndarray:
         """Evaluate at q of shape (..., nq); returns shape (..., m, 3)."""
@@ -151,6 +158,8 @@ class BilinearRows:
         self.owner = [r.owner for r in rows]
         self.s = np.array([r.s for r in rows], dtype=float)
         self.k = np.array([r.k for r in rows], dtype=float)
+        #: kind of each row: ``ROW_JOINT`` or ``ROW_ROTATION`` (a rigid body's orthonormality)
+        self.kind = np.array([ROW_ROTATION if r.kind == "rotation" else ROW_JOINT for r in rows], dtype=np.int64)
         self._s3 = np.repeat(self.s, 3)
         ur, uc, uv, self._cu = _flatten([(r.u_terms, r.u_const) for r in rows])
         wr, wc, wv, self._cw = _flatten([(r.w_terms, r.w_const) for r in rows])
@@ -247,6 +256,37 @@ class BilinearRows:
         u, w = self._affine(q)
         du, dw = self._linear(v)
         return self.s * (self._dot3(du, w) + self._dot3(u, dw))
+
+    def terms(self, active: np.ndarray, roundoff: np.ndarray) -> RowTerms:
+        """Rows ``active`` (renumbered 0 … n−1) as the engine reads them, each term with its entry in the
+        pattern of those rows (:meth:`SparsePattern.subset_rows`); ``roundoff`` (n,) is theirs."""
+        act = np.asarray(active, dtype=np.int64)
+        n = len(act)
+        new = np.full(self.n, -1, dtype=np.int64)
+        new[act] = np.arange(n)
+        # slot of each full-pattern entry in the pattern of the selected rows (−1: a row left out)
+        keep = new[self.pattern.rows] >= 0
+        slot = np.full(len(keep), -1, dtype=np.int64)
+        slot[keep] = np.arange(int(keep.sum()))
+        raw_slot = slot[self._dedup] if self._needs_dedup else slot
+        nu = len(self._ur)
+
+        def part(r, c, v, offset):
+            sel = new[r // 3] >= 0
+            rr = 3 * new[r[sel] // 3] + r[sel] % 3
+            return rr, c[sel], v[sel], (self._s3[r] * v)[sel], raw_slot[offset : offset + len(r)][sel]
+
+        ur, uc, uv, su, upos = part(self._ur, self._uc, self._uv, 0)
+        if self._same:
+            wr, wc, wv, sw, wpos = ur, uc, uv, su, upos
+            su = 2.0 * su
+        else:
+            wr, wc, wv, sw, wpos = part(self._wr, self._wc, self._wv, nu)
+        sel3 = (3 * act[:, None] + np.arange(3)).ravel()
+        return RowTerms(
+            ur, uc, uv, su, upos, wr, wc, wv, sw, wpos, bool(self._same), self._cu[sel3], self._cw[sel3], self.s[act],
+            self.k[act], self.scale[act], np.asarray(roundoff, float), self.kind[act],
+        )  # fmt: skip
 
     def hessian(self, lam: np.ndarray) -> sp.csr_matrix:
         """Σ_r λ_r ∇²g_r, a constant-in-q sparse symmetric matrix (nq, nq)."""

@@ -11,7 +11,7 @@ at once.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,7 +19,6 @@ from mbvi.bodies import WORLD, Body, Particle, RigidBody
 
 if TYPE_CHECKING:
     from mbvi.geometry import LinkGeometry
-    from mbvi.joints import Joint
 
 __all__ = ["Layout"]
 
@@ -78,7 +77,7 @@ class Layout:
         #: characteristic length of the scene, m
         self.length_scale = max(extent, 1e-3) if extent > 0 else 1.0
         #: the scene's joints by name (set by assembly; the model, read-only)
-        self.joints: dict[str, Joint] = {}
+        self.joints: dict[str, Any] = {}  # name -> mbvi.Joint
         #: each joint's anchors and axes in the body frames (set by assembly, from ``Joint.describe``)
         self.joint_frames: dict[str, LinkGeometry] = {}
 

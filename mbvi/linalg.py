@@ -25,6 +25,7 @@ from scipy.linalg.lapack import dpbtrf, dpbtrs, dpotrf, dpotrs
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 from scipy.sparse.linalg import splu
 
+from mbvi.engine.spec import entry_pairs
 from mbvi.errors import RedundantConstraintWarning
 from mbvi.kernels import SparsePattern
 
@@ -80,19 +81,10 @@ class ConstraintSolver:
         if n == 0:
             self.kind = "empty"
             return
-        rows, cols = pattern.rows, pattern.cols
-        order = np.argsort(cols, kind="stable")
-        sc = cols[order]
-        starts = np.searchsorted(sc, sc, side="left")
-        ends = np.searchsorted(sc, sc, side="right")
-        cnt = ends - starts
-        e_rep = np.repeat(np.arange(len(sc)), cnt)
-        offs = np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        f = starts[e_rep] + offs
-        pa, pb = order[e_rep], order[f]
+        rows = pattern.rows
+        pa, pb, self._w = entry_pairs(rows, pattern.cols, winv)
         ri, rj = rows[pa], rows[pb]
         self._pa, self._pb = pa, pb
-        self._w = winv[cols[pa]]
         if n <= DENSE_ALWAYS:
             self._dense(ri, rj)
             return

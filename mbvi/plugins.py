@@ -23,13 +23,16 @@ from mbvi import hookspecs
 __all__ = [
     "DEFAULT_PLUGINS",
     "PluginError",
+    "bind_composition",
     "force_law_for",
     "force_laws",
     "get_force_law",
     "get_integrator",
     "get_plugin_manager",
     "integrators",
+    "register_plugin",
     "reset",
+    "unregister_plugin",
 ]
 
 #: built-in plugin modules, registered exactly like third-party plugins
@@ -170,8 +173,45 @@ def _integrator_registry() -> dict[str, type]:
     global _integrators
     with _lock:
         if _integrators is None:
-            _integrators = _collect("register_integrators", _check_integrator)
+            registry = _collect("register_integrators", _check_integrator)
+            for cls in registry.values():
+                if _is_composition(cls):
+                    _bind(cls, registry)
+            _integrators = registry
         return _integrators
+
+
+def _is_composition(cls: type) -> bool:
+    from mbvi.integrators.rattle import Composition
+
+    return isinstance(cls, type) and issubclass(cls, Composition)
+
+
+def _bind(cls: type, registry: dict[str, type], chain: tuple = ()) -> None:
+    """Fix a composition's scheme from its base (bound first when it is a composition too), or PluginError."""
+
+    def lookup(name: str) -> type:
+        base = registry.get(name)
+        if base is None:
+            raise ValueError(f"unknown integrator {name!r}")
+        if _is_composition(base) and base.__dict__.get("scheme") is None:
+            if base in chain:
+                raise ValueError(f"compositions {' → '.join(c.__qualname__ for c in (*chain, base))} form a loop")
+            _bind(base, registry, (*chain, cls))
+        return base
+
+    try:
+        cls.bind(lookup)
+    except ValueError as exc:
+        raise PluginError(f"register_integrators: {exc}") from None
+
+
+def bind_composition(cls: type) -> None:
+    """Fix the scheme of a composition given as a class (not registered) from the registry (ValueError)."""
+    try:
+        _bind(cls, _integrator_registry())
+    except PluginError as exc:
+        raise ValueError(str(exc).removeprefix("register_integrators: ")) from None
 
 
 def _force_law_registry() -> dict[str, type]:

@@ -172,7 +172,7 @@ class Scene:
         """
         from mbvi.urdf import scene_from_urdf
 
-        return scene_from_urdf(path_or_xml, joint_positions=joint_positions, gravity=gravity)
+        return scene_from_urdf(path_or_xml, joint_positions=joint_positions, gravity=gravity, scene_type=cls)
 
     def __repr__(self) -> str:
         return f"Scene({len(self._bodies)} bodies, {len(self._joints)} joints, {len(self.forces)} forces)"

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from mbvi.assembly import assemble
+from mbvi.diagnosis import instability
 from mbvi.errors import SolverError
 from mbvi.integrators.base import Integrator
-from mbvi.plugins import get_integrator
+from mbvi.integrators.rattle import Composition
+from mbvi.plugins import bind_composition, get_integrator
+from mbvi.runs import progress_bar, run_info, step_count
 from mbvi.scene import Scene
 from mbvi.state import State
 from mbvi.trajectory import Trajectory
 
-__all__ = ["progress_bar", "resolve_integrator", "run_info", "simulate", "step_count"]
+__all__ = ["resolve_integrator", "simulate"]
 
 #: a run whose energy left its balance by this many energy scales has blown up
 BLOW_UP = 1e3
@@ -24,31 +25,17 @@ BLOW_UP = 1e3
 VERIFY_BUDGET = 20.0
 
 
-def step_count(t_end: float, dt: float, t0: float = 0.0, save_every: int = 1, who: str = "simulate") -> int:
-    """Validated number of steps ``ceil((t_end − t0)/dt)`` (rounded when within 1e-9 of an integer)."""
-    for label, val in (("t_end", t_end), ("dt", dt), ("t0", t0)):
-        if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val):
-            raise ValueError(f"{who}: {label} must be a finite number, got {val!r}")
-    if dt <= 0:
-        raise ValueError(f"{who}: dt must be positive, got {dt!r}")
-    if t_end < t0:
-        raise ValueError(f"{who}: t_end ({t_end}) is before t0 ({t0})")
-    if isinstance(save_every, bool) or not isinstance(save_every, int) or save_every < 1:
-        raise ValueError(f"{who}: save_every must be a positive integer, got {save_every!r}")
-    ratio = (t_end - t0) / dt
-    nsteps = round(ratio) if abs(ratio - round(ratio)) < 1e-9 * max(1.0, ratio) else math.ceil(ratio)
-    if nsteps > 10**10:
-        raise ValueError(f"{who}: dt = {dt!r} over {t_end - t0!r} s is {nsteps:.3g} steps; that is too many")
-    if nsteps // save_every > 2 * 10**8:
-        raise ValueError(f"{who}: {nsteps // save_every:.3g} saved states would not fit in memory; raise save_every")
-    return nsteps
-
-
 def resolve_integrator(integrator: str | type[Integrator]) -> type[Integrator]:
-    """A registered integrator name or an :class:`mbvi.Integrator` subclass → the class."""
+    """A registered integrator name or an :class:`mbvi.Integrator` subclass → the class.
+
+    A :class:`mbvi.Composition` given as a class is bound to its base here (ValueError naming it when its
+    weights or base are wrong).
+    """
     if isinstance(integrator, str):
         return get_integrator(integrator)
     if isinstance(integrator, type) and issubclass(integrator, Integrator):
+        if issubclass(integrator, Composition) and integrator.__dict__.get("scheme") is None:
+            bind_composition(integrator)
         return integrator
     raise ValueError(f"integrator must be a registered name or an mbvi.Integrator subclass, got {integrator!r}")
 
@@ -121,47 +108,27 @@ def simulate(
     info = run_info(cls, dt, options)
     bar, callback = progress_bar(nsteps, cls.name) if progress else (None, None)
     try:
-        t, q, v = stepper.integrate(state, float(t0), nsteps, save_every, callback)
+        result = stepper.run(state, float(t0), nsteps, save_every, callback)
     except SolverError as err:
-        pt, pq, pv = getattr(err, "partial", ([], [], []))
-        if len(pt):
+        part = err.partial
+        if part is not None and len(part.t):
             with np.errstate(over="ignore", invalid="ignore"):  # the last states of a blow-up are huge
-                err.trajectory = Trajectory.from_states(system, pt, pq, pv, scene=scene, info=info)
+                err.trajectory = Trajectory.from_states(system, part.t, part.q, part.v, scene=scene, info=info)
         if _verify:
             _verify_suggestion(err, scene, cls, dt, t_end, t0, initial_state, options)
         raise
     finally:
         if bar is not None:
             bar.close()
-    if getattr(stepper, "refined_steps", None) is not None:  # steps a fast body had taken in substeps
-        info["refined_steps"] = stepper.refined_steps
-    if getattr(stepper, "numpy_steps", None):  # compiled run: steps the NumPy path took (stiff implicit steps)
-        info["numpy_steps"] = stepper.numpy_steps
+    counters = result.counters
+    if "refined_steps" in counters:  # steps a fast body had taken in substeps
+        info["refined_steps"] = counters["refined_steps"]
+    if counters.get("numpy_steps"):  # compiled run: steps the NumPy path took (stiff implicit steps)
+        info["numpy_steps"] = counters["numpy_steps"]
     with np.errstate(over="ignore", invalid="ignore"):  # a blown-up run is judged below, not warned about
-        traj = Trajectory.from_states(system, t, q, v, scene=scene, info=info)
-    _check_energy_balance(traj, stepper, system)
+        traj = Trajectory.from_states(system, result.t, result.q, result.v, scene=scene, info=info)
+    _check_energy_balance(traj, stepper, system, result.work)
     return traj
-
-
-def run_info(cls: Any, dt: float, options: dict, **extra: Any) -> dict:
-    """The metadata a Trajectory keeps about its run: integrator, step, order, options (as repr)."""
-    options = {k: repr(v) for k, v in options.items()}
-    return {"integrator": cls.name, "dt": float(dt), "order": cls.order, "options": options, **extra}
-
-
-def progress_bar(nsteps: int, label: str) -> tuple[Any, Callable[[int], None]]:
-    """A tqdm bar over ``nsteps`` steps and the ``callback(k)`` that advances it every 100 steps."""
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=nsteps, unit="step", desc=label, leave=False)
-    last = [0]
-
-    def callback(k: int) -> None:
-        if k - last[0] >= 100 or k == nsteps:
-            bar.update(k - last[0])
-            last[0] = k
-
-    return bar, callback
 
 
 def _given_state(system, initial_state: State) -> State:
@@ -197,7 +164,7 @@ def _energy_scale(traj: Trajectory, system) -> float:
     return max(e0, float(np.sum(system.mass[::3])) * 9.81 * system.length_scale, 1e-300)
 
 
-def _check_energy_balance(traj: Trajectory, stepper: Integrator, system) -> None:
+def _check_energy_balance(traj: Trajectory, stepper: Integrator, system, work: np.ndarray | None) -> None:
     """A blown-up run is never returned as a result: E − E₀ − W (W the work of the non-conservative forces)."""
     e = traj.energy
     if len(e) < 2:
@@ -205,7 +172,6 @@ def _check_energy_balance(traj: Trajectory, stepper: Integrator, system) -> None
     if not np.isfinite(e).all():
         drift = np.inf
     else:
-        work = getattr(stepper, "work", None)
         if work is None or len(work) != len(e):
             work = np.zeros(len(e)) if not system.has_forces else None
         drift = float(np.max(np.abs(e - e[0] - (work if work is not None else 0.0))))
@@ -215,7 +181,7 @@ def _check_energy_balance(traj: Trajectory, stepper: Integrator, system) -> None
     if not drift > BLOW_UP * scale:
         return
     k = int(np.argmax(~np.isfinite(e) | (np.abs(e - e[0]) > BLOW_UP * scale)))
-    err = stepper._instability(float(traj.t[k]), k)
+    err = instability(system, stepper.name, stepper.dt, float(traj.t[k]), k)
     reason = (
         f"the energy balance broke: E − E₀ − W reached {drift:.3g} J against an energy scale of {scale:.3g} J "
         f"by t = {traj.t[k]:.6g} s (the run blew up); {err.reason}"
@@ -233,12 +199,10 @@ def _verify_suggestion(err: SolverError, scene: Scene, cls, dt: float, t_end: fl
     """Replace the solver's step-size hint by one that a re-run confirms (halving from it), within a budget."""
     import time
 
-    from mbvi.integrators.rattle import _COMPILED
-
     hint = err.suggested_dt
     if hint is None or not hint < dt or err.time is None:
         return
-    if cls not in _COMPILED or assemble(scene).engine_model() is None:
+    if not cls.compiled or assemble(scene).engine_model() is None:
         # a NumPy-path re-run may take long: give the hint a margin instead, and say it is not verified
         err.suggested_dt = hint / 2
         err.verified_dt = False

@@ -132,7 +132,7 @@ class SceneFile:
     """A scene file shipped to workers: its absolute path and its source text.
 
     A worker that sees the same file at the same path (the local machine, a
-    shared file system) imports it with :func:`mbvi.cli.load_scene_module`;
+    shared file system) imports it with :func:`mbvi.scenefile.load_scene_module`;
     one that does not (a cloud worker) runs the shipped source instead.
     """
 
@@ -160,7 +160,7 @@ def _build_function(build: SceneFile | Callable[..., Any]) -> Callable[..., Any]
 
 
 def _import_scene(spec: SceneFile) -> Callable[..., Any]:
-    from mbvi.cli import load_scene_module
+    from mbvi.scenefile import load_scene_module
 
     file = Path(spec.path)
     if file.is_file() and file.read_text(encoding="utf-8") == spec.source:
@@ -357,7 +357,8 @@ def sweep(
         import xarray  # noqa: F401
     except ImportError as exc:
         raise ImportError(_INSTALL) from exc
-    from mbvi.simulate import resolve_integrator, step_count
+    from mbvi.runs import step_count
+    from mbvi.simulate import resolve_integrator
 
     names, values = _check_grid(grid)
     step_count(t_end, dt, 0.0, save_every, who="sweep")
@@ -406,7 +407,7 @@ def _check_grid(grid: Mapping[str, Sequence[Any]]) -> tuple[list[str], list[list
 def _build_spec(build: Any) -> tuple[SceneFile | Callable[..., Any], str]:
     """What to ship to workers, and a label for the dataset's attributes."""
     if isinstance(build, (str, os.PathLike)):
-        from mbvi.cli import load_scene_module
+        from mbvi.scenefile import load_scene_module
 
         file = Path(build).resolve()
         load_scene_module(file)  # fail here, once, on a missing or broken file
@@ -544,7 +545,7 @@ def _coordinate(values: list[Any]) -> np.ndarray:
 
 def _time_axis(settings: dict[str, Any]) -> np.ndarray:
     """The saved times of a complete run, s: every ``save_every``-th step and the last one."""
-    from mbvi.simulate import step_count
+    from mbvi.runs import step_count
 
     nsteps = step_count(settings["t_end"], settings["dt"], 0.0, settings["save_every"], who="sweep")
     steps = np.arange(0, nsteps + 1, settings["save_every"])
@@ -575,7 +576,7 @@ def _align(t: np.ndarray, tm: np.ndarray, dt: float) -> tuple[np.ndarray, np.nda
 def _dataset(names, values, shape, results: list[MemberResult], settings, integrator_name: str, label: str) -> Any:
     import xarray as xr
 
-    from mbvi import __version__
+    from mbvi._version import __version__
 
     complete = [r for r in results if not r.error and len(r.t)]
     t = complete[0].t if complete else _time_axis(settings)

@@ -9,11 +9,14 @@ with G = ∂g/∂q (sparse, the joint graph's structure).
 
 from __future__ import annotations
 
+import logging
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
+from mbvi.engine.contract import Family, Kernel, numpy_kernels
+from mbvi.engine.spec import ROW_ROTATION, Bodies, ModelSpec, Pattern
 from mbvi.errors import ConstraintWarning, SolverError
 from mbvi.forcelaws.base import ForceLaw
 from mbvi.kernels import BilinearRows
@@ -22,6 +25,26 @@ from mbvi.linalg import ConstraintSolver, Factor
 from mbvi.state import State
 
 __all__ = ["System"]
+
+log = logging.getLogger("mbvi")
+_told: set[str] = set()
+
+
+def _compiled_parts(law: ForceLaw) -> list:
+    """A law's compiled form as a list of :class:`~mbvi.engine.contract.Family` and
+    :class:`~mbvi.engine.contract.Kernel` (its NumPy methods as kernels when it has none)."""
+    c = law.compiled()
+    name = law.name or type(law).__name__
+    if c is None:
+        if name not in _told:
+            _told.add(name)
+            log.info("force law %r has no compiled kernel: its NumPy methods are called from the compiled loop", name)
+        return [numpy_kernels(law, name)]
+    if isinstance(c, dict):  # {family: arrays}, the earlier form
+        return [Family(k, v) for k, v in c.items()]
+    if isinstance(c, (Family, Kernel)):
+        return [c]
+    return list(c)
 
 
 class System:
@@ -202,17 +225,52 @@ class System:
 
     # -- compiled engine ---------------------------------------------------------------------------
     def engine_model(self):
-        """The system flattened for the compiled engine (:mod:`mbvi.engine.model`), or None.
+        """The system flattened for the compiled engine (an :class:`mbvi.engine.model.Model`), or None.
 
-        None when a force law has no compiled kernel or the constraint matrix
-        is too wide for the banded solver: the NumPy path then runs it. Built
-        once; the System is immutable, so is this.
+        None when the constraint matrix is too wide for the compiled profile
+        solver: the NumPy path then runs it. Every force law takes part, by its
+        compiled kernels or, without them, by its NumPy methods called from the
+        compiled loop. Built once; the System is immutable, so is this.
         """
         if self._engine is False:
             from mbvi.engine.model import build
 
-            self._engine = build(self)
+            self._engine = build(self.engine_spec())
         return self._engine
+
+    def engine_spec(self) -> ModelSpec:
+        """What the compiled engine is built from: the active rows, their pattern and plan, the bodies, and each
+        force law's compiled form (:class:`mbvi.engine.spec.ModelSpec`)."""
+        layout = self.layout
+        pattern = Pattern.of(self._active_pattern.rows, self._active_pattern.cols, self.nq, self.inv_mass)
+        names = list(layout.bodies)
+        offset = np.array([layout.offset[b] for b in names], dtype=np.int64)
+        rigid = np.array([layout.kind(b) == "rigid" for b in names], dtype=bool)
+        moments = np.zeros((len(names), 3))
+        for i in np.flatnonzero(rigid):
+            d = self.mass[offset[i] + 3 : offset[i] + 12 : 3]  # column masses d_c = ½ tr J − J_c
+            moments[i] = d.sum() - d
+        bodies = Bodies(offset, rigid, self.mass[offset], moments)
+        joint_rows = joint_pattern = None
+        if rigid.any():  # rigid bodies turn on SO(3): the engine keeps the joint rows only
+            joints = self.active[self.rows.kind[self.active] != ROW_ROTATION]
+            roundoff = self.rows.roundoff(layout.q0, ulps=1.0)[joints] if len(joints) else np.zeros(0)
+            joint_rows = self.rows.terms(joints, roundoff)
+            sub, _ = self.rows.pattern.subset_rows(joints)
+            joint_pattern = Pattern.of(sub.rows, sub.cols, self.nq, self.inv_mass)
+        laws = [_compiled_parts(law) for law in self.laws]
+        return ModelSpec(
+            nq=self.nq,
+            rows=self.rows.terms(self.active, self.active_roundoff),
+            pattern=pattern,
+            bodies=bodies,
+            laws=laws,
+            law_names=[law.name or type(law).__name__ for law in self.laws],
+            has_forces=self.has_forces,
+            has_velocity_forces=self.has_velocity_forces,
+            joint_rows=joint_rows,
+            joint_pattern=joint_pattern,
+        )
 
     # -- tools for solvers -----------------------------------------------------------------------
     def active_values_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

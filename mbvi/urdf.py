@@ -52,7 +52,6 @@ import numpy as np
 from mbvi.bodies import WORLD, RigidBody
 from mbvi.forces import JointDamping
 from mbvi.joints import Fixed, Prismatic, Revolute
-from mbvi.scene import Scene
 from mbvi.shapes import Shape
 
 __all__ = ["Visuals", "scene_from_urdf"]
@@ -203,8 +202,10 @@ def scene_from_urdf(
     source: str | os.PathLike | bytes,
     joint_positions: Mapping[str, float] | None = None,
     gravity: Any = (0.0, 0.0, -9.81),
-) -> Scene:
-    """Build a scene from a URDF robot description.
+    *,
+    scene_type: type,
+) -> Any:
+    """Build a scene from a URDF robot description (what :meth:`mbvi.Scene.from_urdf` calls).
 
     Parameters
     ----------
@@ -215,6 +216,8 @@ def scene_from_urdf(
         and continuous joints, m for prismatic ones (default 0).
     gravity : array_like, shape (3,), default: (0, 0, -9.81)
         m/s².
+    scene_type : type
+        The scene class to build (:class:`mbvi.Scene`; this module does not import it).
 
     Returns
     -------
@@ -360,7 +363,7 @@ def scene_from_urdf(
         parts.setdefault(body, []).extend(_visual_parts(link, T_rel, base, missing_meshes))
 
     # -- bodies -----------------------------------------------------------------------------------
-    scene = Scene(gravity=gravity)
+    scene = scene_type(gravity=gravity)
     for name in order:
         if carrier[name] != name:
             continue

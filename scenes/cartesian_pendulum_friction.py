@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 import mbvi
-from mbvi.cli import load_scene_module
+from mbvi.scenefile import load_scene_module
 
 #: the classic pendulum of scenes/pendulum.py, to which this scene adds friction
 _PENDULUM = load_scene_module(Path(__file__).with_name("pendulum.py"))

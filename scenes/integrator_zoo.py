@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 import mbvi
-from mbvi.cli import load_scene_module
+from mbvi.scenefile import load_scene_module
 
 T_END = 20.0
 DT = 2.0**-6

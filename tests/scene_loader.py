@@ -3,24 +3,21 @@ benchmarks time, built the same way for the tests that need it."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import mbvi
+from mbvi.scenefile import load_scene_module
 
 SCENES = Path(__file__).resolve().parents[1] / "scenes"
 
 
 def load_scene(name_or_path: str | Path) -> ModuleType:
-    """Import ``scenes/NAME.py`` (or a path to a scene file) as a fresh module."""
+    """Import ``scenes/NAME.py`` (or a path to a scene file) with mbvi's scene-file loader."""
     path = Path(name_or_path)
     if path.suffix != ".py":
         path = SCENES / f"{name_or_path}.py"
-    spec = importlib.util.spec_from_file_location(f"scene_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_scene_module(path)
 
 
 def rigid_chain(links: int) -> mbvi.Scene:
@@ -44,28 +41,27 @@ def verlet_drifts(
     """Constrained drifts and factorizations of A in ``nsteps`` compiled Lie-loop verlet steps (dt = 1e-3) from
     ``start``, the warm start's order chosen by the last step's impulse M⁻¹GᵀΛ (as the loop does) or by Λ.
     Asserts that every step succeeds and that the joints hold to ``tol`` at the end."""
-    import numpy as np
 
     from mbvi.engine import kernels as K
     from mbvi.engine import lieloop as LIE
-    from mbvi.engine import loop
-    from mbvi.engine import model as MODEL
-    from mbvi.engine.fields import ST, WARM_ROWS, WK, M
+    from mbvi.engine.fields import ST, WK
+    from mbvi.engine.runner import RunState
+    from mbvi.engine.scheme import VERLET
 
-    I, F, Iv, Fv, IL, FL = MODEL.build(system)
-    WI, WS = loop.workspace(Iv)
-    bufs = LIE.lie_buffers(I, Iv, IL)
-    q, u = start.q.copy(), np.zeros(Iv[M.NQ])
+    model = system.engine_model()
+    I, F, Iv, Fv, IL, FL = model.arrays
+    rs = RunState(model, VERLET, start.q, start.v)
+    q, u, lam, WI, WS, bufs = rs.q, rs.u, rs.lam, rs.WI, rs.WS, rs.bufs
     LIE.to_u(IL, q, start.v, u)
     LIE.lie_prepare(I, F, IL, WI, bufs, q, u)
-    lam = np.zeros((WARM_ROWS, I[M.N]))
     h, ls = 1e-3, float(system.length_scale)
-    for _ in range(nsteps):
+    for k in range(nsteps):
         if by_impulse:
-            LIE._warm_start(I, WI, bufs, 0, lam)
+            LIE._warm_start(I, WI, bufs, VERLET, lam)
         else:
-            K.extrapolate_warm_start(I, 0, lam)
-        status = LIE._substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, h, 0.5 * h, 0.5 * h, lam[0], tol, 50, ls)
+            K.extrapolate_warm_start(I, VERLET, lam)
+        status = LIE._substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, k * h, h, 0.5 * h, 0.5 * h, lam[0], tol, 50,
+                              ls)  # fmt: skip
         assert status == ST.DONE
     assert system.residual(system.active_constraints(q)) <= tol  # the joints held
     return int(WI[WK.DRIFTS]), int(WI[WK.REFACTORED])

@@ -6,6 +6,7 @@ import logging
 import sys
 import warnings
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -28,12 +29,8 @@ def _scene(path: Path):
 
 def _numpy_path(scene, t_end, dt, integrator="verlet", **kw):
     """The same run with the compiled loop switched off (the NumPy implementation of the algorithm)."""
-    saved = dict(RATTLE._COMPILED)
-    RATTLE._COMPILED.clear()
-    try:
+    with mock.patch.object(mbvi.get_integrator(integrator), "compiled", False):
         return mbvi.simulate(scene, t_end, dt, integrator, **kw)
-    finally:
-        RATTLE._COMPILED.update(saved)
 
 
 def _quiet():

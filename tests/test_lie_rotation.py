@@ -96,7 +96,7 @@ def test_velocity_coordinate_jacobian_matches_finite_differences_of_the_joints()
     """∂g/∂η from the configuration Jacobian (δR = R η̂) equals finite differences of g along R exp(εη̂)."""
     chain = load_scene("rigid_chain").build(links=3, length=0.9)
     system = assemble(chain)
-    I, F, Iv, _, IL, FL = system.engine_model()
+    I, F, Iv, _, IL, FL = system.engine_model().arrays
     from mbvi.engine import kernels as K
     from mbvi.engine import lieloop
     from mbvi.engine.fields import M
@@ -160,7 +160,7 @@ def test_the_fused_velocity_jacobian_is_the_two_step_one_bit_for_bit(scene: str)
     else:
         built = load_scene(scene).build()
     system = assemble(built)
-    I, F, Iv, _, IL, FL = system.engine_model()
+    I, F, Iv, _, IL, FL = system.engine_model().arrays
     assert IL[LT.NB] > 0 and IL[LT.FUSED] == (2 if scene == "every_joint" else 1)  # prismatic: two terms
     # an entry's rotation terms in threes, summed three at a time; where every entry of G_v is one copy or
     # one three (the upright top, the benchmark's chain), it is written once, without a zero fill first (not

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import mbvi
-from mbvi.engine import lockstep, loop, runner
+from mbvi.engine import lockstep, runner
 from mbvi.engine.fields import ST
 
 FAMILY = ("verlet", "symplectic_euler_a", "symplectic_euler_b", "yoshida4")
@@ -47,10 +47,29 @@ def _members(system: mbvi.System, count: int, scale: float, seed: int = 7) -> tu
 def _serial(system, integrator: str, dt: float, q: np.ndarray, v: np.ndarray, nsteps: int, save_every: int):
     stepper = mbvi.get_integrator(integrator)(system, dt)
     try:
-        _t, Q, V = runner.integrate(stepper, system.engine_model(), mbvi.State(q, v), 0.0, nsteps, save_every)
+        out = stepper.run(mbvi.State(q, v), 0.0, nsteps, save_every)
     except mbvi.SolverError as err:
         return err, None, None
-    return Q, V, stepper.work
+    return out.q, out.v, out.work
+
+
+def _batch(stepper, model, Q0, V0, nsteps: int, save_every: int, chunk: int | None = None):
+    """Every member through the compiled batch (:func:`mbvi.engine.runner.run_batch`): t, Q, V, work, info."""
+    return runner.run_batch(
+        model,
+        stepper.method(),
+        Q0,
+        V0,
+        t0=0.0,
+        h=stepper.dt,
+        nsteps=nsteps,
+        save_every=save_every,
+        tol=stepper.tol,
+        maxiter=stepper.maxiter,
+        length_scale=float(stepper.system.length_scale),
+        max_turn=stepper.max_turn,
+        chunk=chunk,
+    )
 
 
 @pytest.mark.parametrize("damped", [False, True], ids=["conservative", "damped"])
@@ -59,11 +78,11 @@ def test_each_member_is_its_serial_run_however_the_batch_is_chunked(integrator: 
     scene = _loaded_chain(damped)
     system = mbvi.assemble(scene)
     model = system.engine_model()
-    assert lockstep.eligible(0, loop.METHODS[integrator])
+    assert lockstep.eligible(0, mbvi.get_integrator(integrator).method())
     Q0, V0 = _members(system, 11, 1.0)
     dt, nsteps, every = 2e-3, 400, 7
     stepper = mbvi.get_integrator(integrator)(system, dt)
-    runs = {c: runner.integrate_batch(stepper, model, Q0, V0, 0.0, nsteps, every, chunk=c) for c in (0, 1, 4, 11, 32)}
+    runs = {c: _batch(stepper, model, Q0, V0, nsteps, every, chunk=c) for c in (0, 1, 4, 11, 32)}
     t, Q, V, W, info = runs[1]
     assert np.all(info[:, 0] == ST.DONE) and np.all(info[:, 4] == 0)
     for c, (_, Qc, Vc, Wc, ic) in runs.items():  # chunked or member by member (0): not even round-off differs
@@ -110,7 +129,7 @@ def test_members_that_need_full_newton_or_fail_leave_the_chunk_alone(integrator:
     dt, nsteps = 0.03, 200
     stepper = mbvi.get_integrator(integrator)(system, dt)
     model = system.engine_model()
-    _t, Q, V, W, info = runner.integrate_batch(stepper, model, Q0, V0, 0.0, nsteps, every, chunk=len(Q0))
+    _t, Q, V, W, info = _batch(stepper, model, Q0, V0, nsteps, every, chunk=len(Q0))
     newton = info[:, 4] > 0
     done = info[:, 0] == ST.DONE
     assert (done & ~newton).any() and (newton | ~done).any()  # some stay in lockstep, some leave it
@@ -124,8 +143,8 @@ def test_members_that_need_full_newton_or_fail_leave_the_chunk_alone(integrator:
         else:  # the serial run fails at the same step; the batch keeps the member's states up to it
             assert isinstance(Qs, mbvi.SolverError) and Qs.step == info[b, 1]
             j = info[b, 2]
-            assert j == len(Qs.partial[1]) and np.array_equal(Qs.partial[1], Q[b, :j])
-            assert np.array_equal(Qs.partial[2], V[b, :j])
+            assert j == len(Qs.partial.q) and np.array_equal(Qs.partial.q, Q[b, :j])
+            assert np.array_equal(Qs.partial.v, V[b, :j])
     # through the public API: the failure names its member and keeps everyone's trajectory
     if (~done).any():
         with pytest.raises(mbvi.SolverError) as err:
@@ -159,12 +178,12 @@ def test_a_member_at_a_singular_configuration_runs_as_it_would_alone() -> None:
     V0 = np.array([np.zeros(6), [0, 0, 0.5, 0, 0, 0.0], [0, 0.3, 0, 0, -0.2, 0], np.zeros(6)])
     dt, nsteps = 1e-3, 100
     stepper = mbvi.get_integrator("verlet")(system, dt)
-    _t, Q, V, _W, info = runner.integrate_batch(stepper, system.engine_model(), Q0, V0, 0.0, nsteps, 1, chunk=4)
+    _t, Q, V, _W, info = _batch(stepper, system.engine_model(), Q0, V0, nsteps, 1, chunk=4)
     for b in range(4):
         Qs, Vs, _ = _serial(system, "verlet", dt, Q[b, 0], V[b, 0], nsteps, 1)
         if isinstance(Qs, mbvi.SolverError):  # fails where the serial run fails, keeping the same states
             assert info[b, 0] != ST.DONE and Qs.step == info[b, 1]
-            assert np.array_equal(Qs.partial[1], Q[b, : info[b, 2]])
+            assert np.array_equal(Qs.partial.q, Q[b, : info[b, 2]])
         else:
             assert info[b, 0] == ST.DONE
             assert np.array_equal(Qs, Q[b]) and np.array_equal(Vs, V[b])
@@ -176,6 +195,6 @@ def test_an_empty_batch_is_empty() -> None:
     system = mbvi.assemble(_loaded_chain())
     stepper = mbvi.get_integrator("verlet")(system, 1e-3)
     empty = np.zeros((0, system.nq))
-    t, Q, V, W, info = runner.integrate_batch(stepper, system.engine_model(), empty, empty, 0.0, 10, 5)
+    t, Q, V, W, info = _batch(stepper, system.engine_model(), empty, empty, 10, 5)
     assert Q.shape == (0, 3, system.nq) and V.shape == Q.shape and W.shape == (0, 3) and info.shape == (0, 6)
     np.testing.assert_allclose(t, [0.0, 5e-3, 1e-2])

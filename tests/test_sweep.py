@@ -90,7 +90,7 @@ def test_dataset_is_labelled_by_the_grid(local: xr.Dataset) -> None:
 
 
 def test_member_equals_its_own_simulate_run(local: xr.Dataset) -> None:
-    from mbvi.cli import load_scene_module
+    from mbvi.scenefile import load_scene_module
 
     traj = mbvi.simulate(load_scene_module(PENDULUM).build(length=2.0, theta0=1.0), t_end=T_END, dt=DT)
     member = local.sel(length=2.0, theta0=1.0)

@@ -12,9 +12,6 @@
   :class:`mbvi.SolverError`.
 
 numba is imported only when a run first needs it, so ``import mbvi`` stays light.
-Compiled code is cached on disk (``cache=True``): a machine compiles once.
+Compiled code is cached on disk (``cache=True``): a machine compiles once
+(:mod:`mbvi.engine.cache` keeps that cache consistent with the sources).
 """
-
-from mbvi.engine.cache import ensure_fresh
-
-ensure_fresh()

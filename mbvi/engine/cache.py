@@ -17,7 +17,8 @@ __all__ = ["ensure_fresh"]
 
 HERE = Path(__file__).resolve().parent
 SOURCES = (
-    "fields.py", "extrapolation.py", "kernels.py", "loop.py", "lie.py", "rotation.py", "lieloop.py", "lockstep.py",
+    "fields.py", "scheme.py", "extrapolation.py", "kernels.py", "loop.py", "lie.py", "rotation.py", "lieloop.py",
+    "lockstep.py",
 )  # fmt: skip
 _done = False
 

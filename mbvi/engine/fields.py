@@ -25,6 +25,8 @@ LF    per-member float scalars of a lockstep chunk
 LI    per-member int scalars of a lockstep chunk
 ST    the status of a run (:mod:`mbvi.engine.loop`)
 RI    the run-info counters a run reports (``info``)
+RK    the integer arguments of a run (``steps``)
+RF    the float arguments of a run (``params``)
 ====  ===============================================================================
 
 Sizes are expressions of the model's sizes (``N`` constraint rows, ``NQ``
@@ -34,12 +36,14 @@ velocity coordinates, ``NB`` rigid bodies, …), evaluated by :func:`length`.
 
 from __future__ import annotations
 
+import importlib
+import sys
 import types
 from dataclasses import dataclass
 
 __all__ = [
-    "LB", "LF", "LI", "LN", "LT", "RI", "ST", "TABLES", "WARM_HISTORY", "WARM_ROWS", "WK", "Field", "M", "Table",
-    "allocate", "length", "markdown",
+    "LB", "LF", "LI", "LN", "LT", "RF", "RI", "RK", "ST", "TABLES", "WARM_HISTORY", "WARM_ROWS", "WK", "Field", "M",
+    "Table", "allocate", "length", "markdown",
 ]  # fmt: skip
 
 #: the kinds of field: a header value, an int array (in I), a float array (in F), a float buffer of a
@@ -84,6 +88,12 @@ class Table(types.ModuleType):
         self.title = title
         self.fields = tuple(fields)
         self.count = len(fields)
+        # importable by its name, so that pickles of compiled functions that read it (numba's cache index of a
+        # function taking another as an argument) refer to it instead of copying it
+        sys.modules[self.__name__] = self
+
+    def __reduce__(self):
+        return (importlib.import_module, (self.__name__,))  # by reference: the table of this module
 
     def field(self, slot: int) -> Field:
         """The field at ``slot``."""
@@ -202,6 +212,16 @@ M = Table(
         ints("GCOLPTR", "NQ+1", "G by columns: where each column's entries start"),
         ints("GCOLENT", "NNZ", "G by columns: its entries in pattern order"),
         ints("GCOLROW", "NNZ", "G by columns: the row of each"),
+        size("KN", "kernels of the contract (mbvi.engine.contract) the engine calls through their address"),
+        ints("KADDR", "KN", "each kernel's address (a C function of mbvi.engine.callbacks.SIGNATURE)"),
+        ints("KROLE", "KN", "each kernel's role: 0 force, 1 gradient, 2 potential"),
+        ints("KIO", "KN", "where each kernel's int parameters start in I"),
+        ints("KIN", "KN", "how many int parameters it has"),
+        ints("KFO", "KN", "where each kernel's float parameters start in F"),
+        ints("KFN", "KN", "how many float parameters it has"),
+        size("KGRAD", "1 when a kernel adds to ∇U (the Lie loop's force is then not constant)"),
+        ints("WKOFF", "WK_COUNT", "the run workspace's layout: WI of a new run (offsets of WK's buffers in WS)"),
+        size("WS_SIZE", "the length of a run's float workspace WS"),
     ],
 )
 
@@ -250,6 +270,7 @@ WK = Table(
         state("REFACTORED", "factorizations so far, a counter"),
         state("Z_KNOWN", "rows known of the Lie loop's impulse history"),
         state("Z_HEAD", "the row of its newest impulse"),
+        state("PIECES", "the substeps every step of the Lie loop takes from now on (it only grows)"),
     ],
 )
 
@@ -401,7 +422,34 @@ RI = Table(
 #: substep's, rows 2 … 5 the multipliers of the four steps before row 0's, newest first (NaN: unknown)
 WARM_ROWS, WARM_HISTORY = 6, 2
 
-TABLES = (M, WK, LT, LB, LN, LF, LI, ST, RI)
+RK = Table(
+    "RK",
+    "the integer arguments of a compiled run (an int64 array)",
+    [
+        code("K0", "the first step to take"),
+        code("KSTOP", "the step to stop before"),
+        code("NSTEPS", "the run's number of steps (the last state is saved)"),
+        code("SAVE_EVERY", "save every n-th state"),
+        code("J0", "the next save slot"),
+        code("MAXITER", "Newton iterations per solve"),
+        code("FRESH", "1: the workspace starts here (a state it did not step to): initialize it"),
+        code("PROJECT", "1: project the velocity onto the constraints first (and save it at J0 − 1)"),
+    ],
+)
+
+RF = Table(
+    "RF",
+    "the float arguments of a compiled run (a float64 array)",
+    [
+        code("T0", "the time of step 0, s"),
+        code("H", "the step, s"),
+        code("TOL", "the relative constraint tolerance"),
+        code("LENGTH", "the system's length scale, m"),
+        code("MAX_TURN", "the turn of a body in a step above which it is taken in substeps, rad"),
+    ],
+)
+
+TABLES = (M, WK, LT, LB, LN, LF, LI, ST, RI, RK, RF)
 
 
 def length(expr: str, sizes: dict[str, int]) -> int:

@@ -11,11 +11,19 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from llvmlite import ir
 from numba import njit
+from numba import types as nt
 from numba import uint64 as U
+from numba.extending import intrinsic
 
+from mbvi.engine import contract as CT
 from mbvi.engine import extrapolation
-from mbvi.engine.fields import WARM_HISTORY, WARM_ROWS, M
+from mbvi.engine import scheme as SC
+from mbvi.engine.cache import ensure_fresh
+from mbvi.engine.fields import RI, RK, WARM_HISTORY, WARM_ROWS, WK, M
+
+ensure_fresh()  # before the first compiled function is loaded from numba's cache
 
 __all__ = [
     "constraint_values",
@@ -202,6 +210,36 @@ def residual_at_roundoff(I, F, q, u, w, g):
     return r
 
 
+# ------------------------------------------------------------------------------ a compiled call's frame
+@jit
+def loop_start(I, WI, WS, steps, Wk):
+    """The workspace at the start of a compiled call: counters zeroed; and when ``steps[RK.FRESH]`` (the state
+    was not stepped to by this workspace) the workspace of a new run — every buffer zero, no factor, no
+    gradient, slot 0 — with the work so far read from the last entry of ``Wk``."""
+    if steps[RK.FRESH]:
+        wk = ints(I, M.WKOFF, WK.count)
+        for i in range(WK.count):
+            WI[i] = wk[i]
+        WS[:] = 0.0
+        WS[WI[WK.WORK]] = Wk[len(Wk) - 1]
+    WI[WK.SHIFT_USED] = 0
+    WI[WK.NEWTON_USED] = 0
+    WI[WK.REFINED] = 0
+
+
+@jit
+def loop_report(info, status, k, j, WI, Wk, WS):
+    """A compiled call's outcome into ``info`` (:data:`mbvi.engine.fields.RI`): status, step reached, next save
+    slot, the counters added; the work so far into the last entry of ``Wk``."""
+    info[RI.STATUS] = status
+    info[RI.STEP] = k
+    info[RI.SAVED] = j
+    info[RI.SHIFTED] += WI[WK.SHIFT_USED]
+    info[RI.NEWTON] += WI[WK.NEWTON_USED]
+    info[RI.REFINED] += WI[WK.REFINED]
+    Wk[len(Wk) - 1] = WS[WI[WK.WORK]]
+
+
 #: outcomes of :func:`settle`
 GOING, SETTLED, STALLED = 0, 1, 2
 
@@ -309,22 +347,23 @@ def advance_warm_start(lam, hist, order, cold):
 
 
 @jit
-def extrapolate_warm_start(I, method, lam):
-    """Before a step of ``method``: SHAKE's warm start lam[0] extrapolated from lam[2:6]
+def extrapolate_warm_start(I, scheme, lam):
+    """Before a step of ``scheme``: SHAKE's warm start lam[0] extrapolated from lam[2:6]
     (:func:`predict_multipliers`).
 
-    For the methods of one drift a step (``verlet``, ``symplectic_euler_a``/``_b``) without
+    For the schemes of one drift a step (``verlet``, ``symplectic_euler_a``/``_b``) without
     velocity-dependent forces (whose drift is a cold-started fixed point); a ``lam`` of fewer than
     ``WARM_ROWS`` rows has no history and runs without the extrapolation.
     """
-    if extrapolates(I, method, lam):
+    if extrapolates(I, scheme, lam):
         predict_multipliers(lam[0], lam[WARM_HISTORY:WARM_ROWS])
 
 
 @jit
-def extrapolates(I, method, lam):
-    """Whether a step of ``method`` starts SHAKE from extrapolated multipliers (:func:`extrapolate_warm_start`)."""
-    return method <= 2 and not I[M.HAS_VF] and lam.shape[0] >= WARM_ROWS
+def extrapolates(I, scheme, lam):
+    """Whether a step of ``scheme`` starts SHAKE from extrapolated multipliers (:func:`extrapolate_warm_start`):
+    one RATTLE stage, no velocity-dependent force, a ``lam`` with the history rows."""
+    return scheme.shape[0] == 1 and scheme[0, SC.KIND] == SC.RATTLE and not I[M.HAS_VF] and lam.shape[0] >= WARM_ROWS
 
 
 @jit
@@ -491,6 +530,46 @@ def solve(I, ab, rhs, out, tmp):
         out[U(perm[i])] = tmp[i]
 
 
+# ---------------------------------------------------------------------------- kernels of the contract
+@intrinsic
+def _call_address(typingctx, addr, q, v, t, ints, floats, out):
+    """Call the kernel at ``addr`` (:data:`mbvi.engine.callbacks.SIGNATURE`) on the arrays' data; its status."""
+    sig = nt.int32(addr, q, v, t, ints, floats, out)
+
+    def codegen(context, builder, signature, args):
+        i64, f64 = ir.IntType(64), ir.DoubleType()
+        fnty = ir.FunctionType(ir.IntType(32), [f64.as_pointer(), f64.as_pointer(), i64, f64, i64.as_pointer(), i64,
+                                                 f64.as_pointer(), i64, f64.as_pointer(), i64])  # fmt: skip
+        fptr = builder.inttoptr(args[0], fnty.as_pointer())
+
+        def data(k):
+            a = context.make_array(signature.args[k])(context, builder, args[k])
+            return a.data, a.nitems
+
+        (qd, nq), (vd, _), (idata, ni), (fdata, nf), (od, no) = data(1), data(2), data(4), data(5), data(6)
+        return builder.call(fptr, [qd, vd, nq, args[3], idata, ni, fdata, nf, od, no])
+
+    return sig, codegen
+
+
+@jit
+def call_kernels(I, F, role, q, v, t, out):
+    """Add the contribution of every kernel of ``role`` (:data:`mbvi.engine.contract.ROLES`) into ``out``.
+
+    Each is called through its address with its own parameters (``M.KIO``/``M.KIN`` in I, ``M.KFO``/``M.KFN``
+    in F). A kernel's failure shows as NaN in ``out`` (the step then fails); the caller learns which from the
+    kernels themselves.
+    """
+    nk = I[M.KN]
+    if nk == 0:
+        return
+    addr, kr = ints(I, M.KADDR, nk), ints(I, M.KROLE, nk)
+    kio, kin, kfo, kfn = ints(I, M.KIO, nk), ints(I, M.KIN, nk), ints(I, M.KFO, nk), ints(I, M.KFN, nk)
+    for k in range(nk):
+        if kr[k] == role:
+            _call_address(addr[k], q, v, t, I[kio[k] : kio[k] + kin[k]], F[kfo[k] : kfo[k] + kfn[k]], out)
+
+
 # ----------------------------------------------------------------------------------- force families
 @jit
 def _point(I, F, base, i, q, constant):
@@ -553,16 +632,20 @@ def _torque_on_columns(I, cols, i, t0, t1, t2, scale, q, out):
 
 @jit
 def gradient(I, F, q, out):
-    """∇U(q) of the compiled conservative families into ``out`` (nq,)."""
+    """∇U(q) into ``out`` (nq,): gravity, the other conservative families, then the gradient kernels."""
     gv = I[M.GVEC]
     for i in range(I[M.NQ]):
         out[i] = -F[gv + i]
     gradient_families(I, F, q, out)
+    call_kernels(I, F, CT.GRADIENT, q, q, 0.0, out)
 
 
 @jit
 def gradient_families(I, F, q, out):
-    """Adds ∇U(q) of the springs, torsion springs and bending (every conservative family but gravity) to ``out``."""
+    """Adds ∇U(q) of the springs, torsion springs and bending (every conservative family but gravity) to ``out``.
+
+    (:func:`gradient` adds the gradient kernels after them.)
+    """
     stiff, rest = I[M.SP_STIFF], I[M.SP_REST]
     for i in range(I[M.SP_I + 3]):
         d0, d1, d2 = _point(I, F, M.SP_I, i, q, True)
@@ -597,8 +680,8 @@ def gradient_families(I, F, q, out):
 
 
 @jit
-def nonconservative_force(I, F, q, v, out):
-    """F(q, v) of the compiled non-conservative families into ``out`` (nq,)."""
+def nonconservative_force(I, F, q, v, t, out):
+    """F(q, v, t) into ``out`` (nq,): the non-conservative families, then the force kernels (at time t, s)."""
     out[:] = 0.0
     if not I[M.HAS_F]:
         return
@@ -640,3 +723,4 @@ def nonconservative_force(I, F, q, v, out):
         e0, e1, e2 = _point(I, F, M.SD_I, i, v, False)
         f = -F[coef + i] * (n0 * e0 + n1 * e1 + n2 * e2)
         _scatter(I, F, M.SD_I, i, f * n0, f * n1, f * n2, out)
+    call_kernels(I, F, CT.FORCE, q, v, t, out)

@@ -25,67 +25,54 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbvi.bodies import RigidBody
 from mbvi.engine.fields import LT
-from mbvi.kernels import SparsePattern
-from mbvi.linalg import ConstraintSolver
+from mbvi.engine.spec import Bodies, Pattern
 
-__all__ = ["fuse_jacobian", "lie_tables", "owner_is_rotation"]
+__all__ = ["fuse_jacobian", "lie_tables"]
 
 # body-frame component k of ω, a torque or ∂g/∂η pairs columns (a, b) of R
 _AB = ((2, 1), (0, 2), (1, 0))
 
 
-def owner_is_rotation(owner: str) -> bool:
-    """Whether a constraint row (by its owner string) is a rigid body's orthonormality row."""
-    return owner.startswith("RigidBody ")
-
-
-def _velocity_layout(layout) -> tuple[np.ndarray, list, np.ndarray, np.ndarray, np.ndarray]:
+def _velocity_layout(bodies: Bodies) -> tuple[np.ndarray, list, np.ndarray, np.ndarray, np.ndarray]:
     """Velocity offset of every q index's block, rigid bodies (oq, ov, J), translational pairs (q, v), 1/m_v."""
-    bodies, trans_q, trans_v, winv = [], [], [], []
-    vmap = np.full(layout.nq, -1, dtype=np.int64)
+    nq = int(np.sum(np.where(bodies.rigid, 12, 3)))
+    rigid, trans_q, trans_v, winv = [], [], [], []
+    vmap = np.full(nq, -1, dtype=np.int64)
     ov = 0
-    for name, body in layout.bodies.items():
-        oq = layout.offset[name]
+    for oq, is_rigid, mass, J in zip(bodies.offset.tolist(), bodies.rigid.tolist(), bodies.mass.tolist(),
+                                     np.asarray(bodies.moments, float), strict=True):  # fmt: skip
         trans_q += [oq, oq + 1, oq + 2]
         trans_v += [ov, ov + 1, ov + 2]
         vmap[oq : oq + 3] = np.arange(ov, ov + 3)
-        winv += [1.0 / body.mass] * 3
-        if isinstance(body, RigidBody):
-            d = layout.mass[oq + 3 : oq + 12 : 3]  # column masses d_c = ½ tr J − J_c
-            J = d.sum() - d
-            bodies.append((oq, ov, J))
+        winv += [1.0 / mass] * 3
+        if is_rigid:
+            rigid.append((oq, ov, J))
             vmap[oq + 3 : oq + 12] = ov + 3
             winv += list(1.0 / J)
             ov += 6
         else:
             ov += 3
-    return vmap, bodies, np.asarray(trans_q, np.int64), np.asarray(trans_v, np.int64), np.asarray(winv)
+    return vmap, rigid, np.asarray(trans_q, np.int64), np.asarray(trans_v, np.int64), np.asarray(winv)
 
 
-def lie_tables(system, qsys) -> tuple[SparsePattern, ConstraintSolver, np.ndarray, np.ndarray, np.ndarray, int]:
-    """Velocity-coordinate pattern, its solver and the (IL, FL) tables for ``qsys`` (joint rows only).
-
-    Parameters
-    ----------
-    system : mbvi.System
-        The system (its layout and bodies).
-    qsys : mbvi.System
-        The same system with the orthonormality rows left out of its active rows.
+def lie_tables(all_bodies: Bodies, pat: Pattern) -> tuple[Pattern, np.ndarray, np.ndarray]:
+    """The joint rows' pattern in velocity coordinates (with its plan) and the (IL, FL) tables, from the
+    bodies and the joint rows' pattern ``pat`` in q.
 
     Returns
     -------
-    pattern, solver, IL, FL, winv_v, nv
+    pattern : Pattern
+        G_v's pattern (n, nv) with the inverse mass 1/m, 1/J and its entry pairs.
+    IL, FL : ndarray
+        The tables of :data:`mbvi.engine.fields.LT`.
     """
-    layout = system.layout
-    vmap, bodies, tq, tv, winv = _velocity_layout(layout)
+    vmap, bodies, tq, tv, winv = _velocity_layout(all_bodies)
     nv = len(winv)
     body_of = {}
     for oq, ov, _ in bodies:
         for c in range(9):
             body_of[oq + 3 + c] = (oq, ov)
-    pat = qsys._active_pattern
     slot: dict[tuple[int, int], int] = {}
     vrows: list[int] = []
     vcols: list[int] = []
@@ -111,9 +98,7 @@ def lie_tables(system, qsys) -> tuple[SparsePattern, ConstraintSolver, np.ndarra
                 terms.append((entry(r, ov + 3 + k), e, oq + 3 + 3 * a + comp, 1.0))
             if col == a:
                 terms.append((entry(r, ov + 3 + k), e, oq + 3 + 3 * b + comp, -1.0))
-    n = pat.shape[0]
-    pattern = SparsePattern(np.asarray(vrows, np.intp), np.asarray(vcols, np.intp), (n, nv))
-    solver = ConstraintSolver(pattern, winv)
+    pattern = Pattern.of(np.asarray(vrows, np.intp), np.asarray(vcols, np.intp), nv, winv)
     cp = np.asarray(copies, np.int64).reshape(-1, 2)
     tm = np.asarray(terms, float).reshape(-1, 4)
     # an entry's terms side by side, in the order they are added (a stable sort: the same sums bit for bit),
@@ -150,7 +135,7 @@ def lie_tables(system, qsys) -> tuple[SparsePattern, ConstraintSolver, np.ndarra
     J = np.array([b[2] for b in bodies], float).reshape(-1, 3)
     FL = np.concatenate([J.T.ravel(), tm[:, 3]])  # J by rows (3, NB): the drift's Newton runs over bodies
     IL[LT.J], IL[LT.RS] = 0, J.size
-    return pattern, solver, IL, np.ascontiguousarray(FL), winv, nv
+    return pattern, IL, np.ascontiguousarray(FL)
 
 
 def fuse_jacobian(IL: np.ndarray, FL: np.ndarray, I: np.ndarray, F: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

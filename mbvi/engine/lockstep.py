@@ -28,8 +28,10 @@ import math
 
 import numpy as np
 
+from mbvi.engine import contract as CT
 from mbvi.engine import kernels as K
-from mbvi.engine.fields import LF, LI, LN, WARM_HISTORY, WARM_ROWS, M
+from mbvi.engine import scheme as SC
+from mbvi.engine.fields import LF, LI, LN, RF, RK, WARM_HISTORY, M
 from mbvi.engine.kernels import jit, jit_alloc
 
 __all__ = ["CHUNK", "eligible", "run_chunk"]
@@ -39,9 +41,9 @@ __all__ = ["CHUNK", "eligible", "run_chunk"]
 CHUNK = 32
 
 
-def eligible(bodies: int, method: int) -> bool:
-    """True when the lockstep loop covers ``method`` (a RATTLE-family code) on a system without rigid ``bodies``."""
-    return method <= 3 and bodies == 0
+def eligible(bodies: int, scheme: np.ndarray) -> bool:
+    """True when the lockstep loop covers ``scheme`` (RATTLE-family stages) on a system without rigid ``bodies``."""
+    return SC.is_rattle(scheme) and bodies == 0
 
 
 # ------------------------------------------------------------------------------------ lane kernels
@@ -238,30 +240,32 @@ def _gradient(I, F, q, out, X, m):
         x = -F[gv + i]
         for c in range(m):
             out[i, c] = x
-    if I[M.SP_I + 3] or I[M.T1_I + 3] or I[M.BA_I + 3]:
+    if I[M.SP_I + 3] or I[M.T1_I + 3] or I[M.BA_I + 3] or I[M.KGRAD]:
         for c in range(m):
             _column(q, c, X[0])
             _column(out, c, X[1])
             K.gradient_families(I, F, X[0], X[1])
+            K.call_kernels(I, F, CT.GRADIENT, X[0], X[0], 0.0, X[1])
             _set_column(out, c, X[1])
 
 
 @jit
-def _force(I, F, q, vF, f, X, c):
-    """f[:, c] ← F(q[:, c], vF[:, c]) of the compiled non-conservative families, through the scratch rows X."""
+def _force(I, F, q, vF, t, f, X, c):
+    """f[:, c] ← F(q[:, c], vF[:, c], t) (:func:`mbvi.engine.kernels.nonconservative_force`), through the scratch
+    rows X."""
     _column(q, c, X[0])
     _column(vF, c, X[1])
-    K.nonconservative_force(I, F, X[0], X[1], X[2])
+    K.nonconservative_force(I, F, X[0], X[1], t, X[2])
     _set_column(f, c, X[2])
 
 
 @jit
-def _kick(I, F, q, vF, v, cc, grad, f, out, X, m):
-    """out = v + cc M⁻¹(−∇U(q) + F(q, v_F)) (:func:`mbvi.engine.loop._kick`); F written into f."""
+def _kick(I, F, q, vF, t, v, cc, grad, f, out, X, m):
+    """out = v + cc M⁻¹(−∇U(q) + F(q, v_F, t)) (:func:`mbvi.engine.loop._kick`); F written into f."""
     wo = I[M.W]
     if I[M.HAS_F]:
         for c in range(m):
-            _force(I, F, q, vF, f, X, c)
+            _force(I, F, q, vF, t, f, X, c)
         for i in range(I[M.NQ]):
             x = cc * F[wo + i]
             for c in range(m):
@@ -274,13 +278,13 @@ def _kick(I, F, q, vF, v, cc, grad, f, out, X, m):
 
 
 @jit
-def _kick_some(I, F, q, vF, v, cc, grad, f, out, X, mask, m):
+def _kick_some(I, F, q, vF, t, v, cc, grad, f, out, X, mask, m):
     """:func:`_kick` of the members with ``mask`` set only (the others' f and out untouched)."""
     wo = I[M.W]
     if I[M.HAS_F]:
         for c in range(m):
             if mask[c]:
-                _force(I, F, q, vF, f, X, c)
+                _force(I, F, q, vF, t, f, X, c)
         for i in range(I[M.NQ]):
             x = cc * F[wo + i]
             for c in range(m):
@@ -393,7 +397,7 @@ def _enter(SI, m):
 
 
 @jit
-def _drift_fixed_point(I, F, GD, AB, cur, q, v, h, c0, grad0, lam, tol, maxiter, ls, L, X, SF, SI, m):
+def _drift_fixed_point(I, F, GD, AB, cur, q, v, t, h, c0, grad0, lam, tol, maxiter, ls, L, X, SF, SI, m):
     """The drift with velocity-dependent forces: v½ by a fixed point around SHAKE, member by member's own test.
 
     :func:`mbvi.engine.loop._substep`'s loop: kick with F(q₀, v½), a cold SHAKE, and
@@ -416,7 +420,7 @@ def _drift_fixed_point(I, F, GD, AB, cur, q, v, h, c0, grad0, lam, tol, maxiter,
             more = more or fixed[c] != 0
         if not more:
             return
-        _kick_some(I, F, q, vh, v, c0, grad0, f0, vfree, X, going, m)  # v₀ + c₀ M⁻¹(F(q₀, v½) − ∇U(q₀))
+        _kick_some(I, F, q, vh, t, v, c0, grad0, f0, vfree, X, going, m)  # v₀ + c₀ M⁻¹(F(q₀, v½, t) − ∇U(q₀))
         _shake(I, F, GD[cur], AB[cur], q, vfree, h, lam, False, tol, maxiter, L, SF, SI, vnew, m)
         for c in range(m):
             if not fixed[c]:
@@ -442,7 +446,7 @@ def _drift_fixed_point(I, F, GD, AB, cur, q, v, h, c0, grad0, lam, tol, maxiter,
 
 
 @jit
-def _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, lam, tol, maxiter, ls, L, X, SF, SI, m):
+def _substep(I, F, GD, AB, cur, have_grad, t, h, c0, c1, lam, tol, maxiter, ls, L, X, SF, SI, m):
     """One RATTLE-family substep of every member (:func:`mbvi.engine.loop._substep`); returns HAVE_GRAD."""
     nq = I[M.NQ]
     nxt = 1 - cur
@@ -458,17 +462,17 @@ def _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, lam, tol, maxiter, ls, L, 
             for c in range(m):
                 f0[i, c] = 0.0
     elif not I[M.HAS_VF]:
-        _kick(I, F, q, v, v, c0, grad0, f0, vfree, X, m)
+        _kick(I, F, q, v, t, v, c0, grad0, f0, vfree, X, m)
         _enter(SI, m)
         _shake(I, F, GD[cur], AB[cur], q, vfree, h, lam, True, tol, maxiter, L, SF, SI, vh, m)
     else:
-        _drift_fixed_point(I, F, GD, AB, cur, q, v, h, c0, grad0, lam, tol, maxiter, ls, L, X, SF, SI, m)
+        _drift_fixed_point(I, F, GD, AB, cur, q, v, t, h, c0, grad0, lam, tol, maxiter, ls, L, X, SF, SI, m)
     for i in range(nq):
         for c in range(m):
             f1[i, c] = 0.0
     if c1 != 0.0:
         _gradient(I, F, q1, grad1, X, m)
-        _kick(I, F, q1, vh, vh, c1, grad1, f1, v, X, m)
+        _kick(I, F, q1, vh, t + h, vh, c1, grad1, f1, v, X, m)
         have_grad = True
     else:
         for i in range(nq):
@@ -535,15 +539,17 @@ def _predict(lam, SF, SI, m):
 
 
 @jit
-def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ,
-           HQ, HV, HLAM, HW, m):  # fmt: skip
-    """The whole run of members b0 … b0+m−1 (:func:`mbvi.engine.loop.run` with ``project``), in lockstep.
+def _steps(I, F, scheme, steps, params, b0, L, X, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW, m):
+    """The whole run of members b0 … b0+m−1 (:func:`mbvi.engine.loop.run_rattle` with ``project``), in lockstep.
 
     Q[b, 0], V[b, 0] hold the initial states. A member that leaves the common
     path gets HK = the step it must take again (else −1), HJ the next save
     slot, and its state at the start of that step in HQ, HV, HLAM, HW.
     """
     nq, n = I[M.NQ], I[M.N]
+    nsteps, save_every, maxiter = steps[RK.NSTEPS], steps[RK.SAVE_EVERY], steps[RK.MAXITER]
+    t0, h, tol, ls = params[RF.T0], params[RF.H], params[RF.TOL], params[RF.LENGTH]
+    rows = LAM.shape[0]
     q, v, qb, vb = L[LN.Q], L[LN.V], L[LN.QB], L[LN.VB]
     act, bad = SI[LI.ACT], SI[LI.BAD]
     work, workb, fin = SF[LF.WORK], SF[LF.WORKB], SF[LF.FIN]
@@ -570,8 +576,6 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, 
         else:
             for i in range(nq):
                 V[b0 + c, 0, i] = v[i, c]
-    g1 = 1.0 / (2.0 - 2.0 ** (1.0 / 3.0))
-    h1, h2 = g1 * h, (1.0 - 2.0 * g1) * h
     cur = 0
     have_grad = False
     j = 1
@@ -584,22 +588,20 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, 
             for c in range(m):
                 qb[i, c] = q[i, c]
                 vb[i, c] = v[i, c]
-        for r in range(WARM_ROWS):
+        for r in range(rows):
             for i in range(n):
                 for c in range(m):
                     LAMB[r, i, c] = LAM[r, i, c]
-        if method <= 2 and n and not I[M.HAS_VF]:  # (:func:`mbvi.engine.kernels.extrapolate_warm_start`)
+        if n and K.extrapolates(I, scheme, LAM):  # (:func:`mbvi.engine.kernels.extrapolate_warm_start`)
             _predict(LAM, SF, SI, m)
-        if method <= 2:  # kicks (c₀, c₁): verlet (h/2, h/2), symplectic Euler A (h, 0), B (0, h)
-            c0 = 0.5 * h if method == 0 else (h if method == 1 else 0.0)
-            c1 = h - c0
-            have_grad = _substep(I, F, GD, AB, cur, have_grad, h, c0, c1, LAM[0], tol, maxiter, ls, L, X, SF, SI, m)
+        ts = t0 + k * h
+        for s in range(scheme.shape[0]):  # the scheme's stages (:func:`mbvi.engine.loop._rattle_step`)
+            hs = scheme[s, SC.WEIGHT] * h
+            row = int(scheme[s, SC.ROW])
+            have_grad = _substep(I, F, GD, AB, cur, have_grad, ts, hs, scheme[s, SC.A0] * hs, scheme[s, SC.A1] * hs,
+                                 LAM[row], tol, maxiter, ls, L, X, SF, SI, m)  # fmt: skip
             cur = 1 - cur
-        else:
-            for hs, row in ((h1, 0), (h2, 1), (h1, 0)):
-                have_grad = _substep(I, F, GD, AB, cur, have_grad, hs, 0.5 * hs, 0.5 * hs, LAM[row], tol, maxiter,
-                                     ls, L, X, SF, SI, m)  # fmt: skip
-                cur = 1 - cur
+            ts = ts + hs
         save = (k + 1) % save_every == 0 or k + 1 == nsteps
         for c in range(m):
             fin[c] = 0.0
@@ -620,7 +622,7 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, 
                 for i in range(nq):
                     HQ[c, i] = qb[i, c]
                     HV[c, i] = vb[i, c]
-                for r in range(WARM_ROWS):
+                for r in range(rows):
                     for i in range(n):
                         HLAM[c, r, i] = LAMB[r, i, c]
             elif save:
@@ -637,7 +639,7 @@ def _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, 
 
 
 @jit_alloc
-def run_chunk(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW):
+def run_chunk(I, F, scheme, steps, params, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW):
     """Members b0 … b0+m−1 of a batch through :func:`_steps`, with buffers of their own (see :func:`_steps`)."""
     nq, n = I[M.NQ], I[M.N]
     L = (
@@ -649,10 +651,9 @@ def run_chunk(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, m, Q, V
     )  # fmt: skip
     GD = np.zeros((2, I[M.NNZ], m))
     AB = np.zeros((2, I[M.SIZE_L], m))
-    LAM = np.zeros((WARM_ROWS, n, m))
-    LAMB = np.zeros((WARM_ROWS, n, m))
+    LAM = np.zeros((HLAM.shape[1], n, m))
+    LAMB = np.zeros((HLAM.shape[1], n, m))
     SF = np.zeros((LF.count, m))
     SI = np.zeros((LI.count, m), dtype=np.int64)
     X = np.zeros((3, nq))
-    _steps(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, L, X, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ,
-           HQ, HV, HLAM, HW, m)  # fmt: skip
+    _steps(I, F, scheme, steps, params, b0, L, X, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW, m)

@@ -31,32 +31,12 @@ import numpy as np
 from mbvi.engine import kernels as K
 from mbvi.engine import lieloop as LIE
 from mbvi.engine import lockstep as LOCK
-from mbvi.engine.fields import LT, ST, WARM_ROWS, WK, M
+from mbvi.engine import scheme as SC
+from mbvi.engine.fields import RF, RI, RK, ST, WARM_ROWS, WK, M
 from mbvi.engine.kernels import jit, jit_alloc
 from mbvi.engine.kernels import workspace_view as _buf
 
-__all__ = ["IMPLICIT", "METHODS", "run", "run_batch", "workspace"]
-
-
-#: integrator name -> method code of the compiled loop
-METHODS = {"verlet": 0, "symplectic_euler_a": 1, "symplectic_euler_b": 2, "yoshida4": 3}
-#: the implicit integrators the compiled loop also runs (systems without rigid bodies; batched too)
-IMPLICIT = {"midpoint": 4, "implicit_euler": 5}
-
-
-@jit_alloc
-def workspace(I):
-    """(WI, WS): the offsets and integer state, and every float buffer of one run."""
-    n, nq, nnz = I[M.N], I[M.NQ], I[M.NNZ]
-    size_ab = I[M.SIZE_L]
-    sizes = (3 * n, 3 * n, n, 2 * nnz, 2 * size_ab, n, n, n, n, nq, nq, nq, nq, 2 * nq, nq, nq, nq, nq, 1, nq, nq, nq)
-    WI = np.zeros(WK.count, dtype=np.int64)
-    total = 0
-    for slot in range(len(sizes)):  # X_U … X_QM are slots 0 … 21, in this order
-        WI[slot] = total
-        total += sizes[slot]
-    WI[WK.SIZE_AB] = size_ab
-    return WI, np.zeros(total)
+__all__ = ["batch_implicit", "batch_lie", "batch_rattle", "member_state", "run_implicit", "run_rattle"]
 
 
 @jit
@@ -175,11 +155,11 @@ def _shake(I, F, WI, WS, slot0, dslot, q0, vfree, h, lam, warm, tol, maxiter, q1
 
 
 @jit
-def _kick(I, F, q, vF, v, c, grad, f, out):
-    """out = v + c M⁻¹(−∇U(q) + F(q, v_F)) with ∇U given; F written into f."""
+def _kick(I, F, q, vF, t, v, c, grad, f, out):
+    """out = v + c M⁻¹(−∇U(q) + F(q, v_F, t)) with ∇U given; F written into f."""
     wo = I[M.W]
     if I[M.HAS_F]:
-        K.nonconservative_force(I, F, q, vF, f)
+        K.nonconservative_force(I, F, q, vF, t, f)
         for i in range(len(out)):
             out[i] = v[i] + c * F[wo + i] * (f[i] - grad[i])
     else:
@@ -207,7 +187,7 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
         st = _shake(I, F, WI, WS, cur, cur, q, v, h, lam, True, tol, maxiter, q1, vh)
         f0[:] = 0.0
     elif not I[M.HAS_VF]:
-        _kick(I, F, q, v, v, c0, grad0, f0, vfree)
+        _kick(I, F, q, v, t, v, c0, grad0, f0, vfree)
         st = _shake(I, F, WI, WS, cur, cur, q, vfree, h, lam, True, tol, maxiter, q1, vh)
     else:
         # fixed point on v½ (the force at the step's mean velocity), as the NumPy path does
@@ -217,7 +197,7 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
         prev = math.inf
         st = ST.DRIFT_FAILED
         for it in range(100):
-            _kick(I, F, q, vh, v, c0, grad0, f0, vfree)  # v₀ + c₀ M⁻¹(F(q₀, v½) − ∇U(q₀))
+            _kick(I, F, q, vh, t, v, c0, grad0, f0, vfree)  # v₀ + c₀ M⁻¹(F(q₀, v½, t) − ∇U(q₀))
             s2 = _shake(I, F, WI, WS, cur, cur, q, vfree, h, lam, False, tol, maxiter, q1, vnew)
             if s2 == ST.NEEDS_NUMPY:
                 return s2
@@ -236,7 +216,7 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
     f1[:] = 0.0
     if c1 != 0.0:
         K.gradient(I, F, q1, grad1)
-        _kick(I, F, q1, vh, vh, c1, grad1, f1, v)
+        _kick(I, F, q1, vh, t + h, vh, c1, grad1, f1, v)
         WI[WK.HAVE_GRAD] = 1
     else:
         K.copy_into(v, vh)
@@ -286,7 +266,7 @@ def _remove_normal(I, F, WI, WS, slot, v):
 
 
 @jit
-def _implicit_residual(I, F, WI, WS, midpoint, q, v, h, q1, lamv, gd, r, vq, qm, grad, f, tmp):
+def _implicit_residual(I, F, WI, WS, midpoint, q, v, t, h, q1, lamv, gd, r, vq, qm, grad, f, tmp):
     """R = q₁ − q₀ − h v_free(q₁) + M⁻¹ Gᵀ Λ (nq) of :func:`_implicit_step`'s drift, into r.
 
     G is G(q₀) (in ``gd``) for the midpoint rule, G(q₁) (written into ``gd``) for implicit Euler.
@@ -296,7 +276,7 @@ def _implicit_residual(I, F, WI, WS, midpoint, q, v, h, q1, lamv, gd, r, vq, qm,
         vq[i] = (q1[i] - q[i]) / h
         qm[i] = 0.5 * (q[i] + q1[i]) if midpoint else q1[i]
     K.gradient(I, F, qm, grad)
-    _kick(I, F, qm, vq, v, 0.5 * h if midpoint else h, grad, f, tmp)
+    _kick(I, F, qm, vq, t + 0.5 * h if midpoint else t + h, v, 0.5 * h if midpoint else h, grad, f, tmp)
     if not midpoint and n:
         u, w = _buf(WI, WS, WK.U, 3 * n), _buf(WI, WS, WK.W, 3 * n)
         K.affine_uw(I, F, q1, u, w)
@@ -350,7 +330,7 @@ def _lu_solve(A, piv, b):
 
 
 @jit_alloc
-def _implicit_newton(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, q1, vh):
+def _implicit_newton(I, F, WI, WS, midpoint, q, v, t, h, lam, tol, maxiter, q1, vh):
     """The drift of :func:`_implicit_step` by simplified Newton on (q₁, Λ), for steps too stiff for the fixed point.
 
     The KKT matrix [[∂R/∂q₁, M⁻¹Gᵀ], [G(q₁), 0]] is dense: ∂R/∂q₁ by forward
@@ -386,7 +366,7 @@ def _implicit_newton(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, q1, vh)
     fresh = False
     prev = math.inf
     for _ in range(maxiter):
-        _implicit_residual(I, F, WI, WS, midpoint, q, v, h, q1, lamv, gd, r, vq, qm, grad, f, tmp)
+        _implicit_residual(I, F, WI, WS, midpoint, q, v, t, h, q1, lamv, gd, r, vq, qm, grad, f, tmp)
         K.constraint_values(I, F, q1, u, w, g)
         if not fresh:  # the KKT matrix at (q₁, Λ)
             A[:, :] = 0.0
@@ -394,7 +374,7 @@ def _implicit_newton(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, q1, vh)
                 eps = 1e-7 * max(1.0, abs(q1[j]))
                 keep = q1[j]
                 q1[j] = keep + eps
-                _implicit_residual(I, F, WI, WS, midpoint, q, v, h, q1, lamv, gd, rp, vq, qm, grad, f, tmp)
+                _implicit_residual(I, F, WI, WS, midpoint, q, v, t, h, q1, lamv, gd, rp, vq, qm, grad, f, tmp)
                 q1[j] = keep
                 for i in range(nq):
                     A[i, j] = (rp[i] - r[i]) / eps
@@ -437,7 +417,7 @@ def _implicit_newton(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, q1, vh)
 
 
 @jit
-def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
+def _implicit_step(I, F, WI, WS, midpoint, q, v, t, h, lam, tol, maxiter, ls):
     """One step of ``midpoint`` or ``implicit_euler`` from (q, v) in place (NumPy: :mod:`mbvi.integrators.implicit`).
 
     Both are a constrained drift q₁ = q₀ + h v_free − M⁻¹ Gᵀ Λ, g(q₁) = 0,
@@ -460,6 +440,7 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
     if not _ensure_factor(I, F, WI, WS, q):
         return ST.NEEDS_NUMPY
     c = 0.5 * h if midpoint else h
+    tf = t + 0.5 * h if midpoint else t + h  # where the pair evaluates its force
     grad = WS[WI[WK.GRAD] + cur * nq : WI[WK.GRAD] + (cur + 1) * nq]
     q1, vh, vfree = _buf(WI, WS, WK.Q1, nq), _buf(WI, WS, WK.VH, nq), _buf(WI, WS, WK.VFREE, nq)
     vnew, f, qm = _buf(WI, WS, WK.VNEW, nq), _buf(WI, WS, WK.F0, nq), _buf(WI, WS, WK.QM, nq)
@@ -478,7 +459,7 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
                 q1[i] = q[i] + h * vh[i]  # the current estimate of q₁
                 qm[i] = 0.5 * (q[i] + q1[i]) if midpoint else q1[i]
             K.gradient(I, F, qm, grad)
-            _kick(I, F, qm, vh, v, c, grad, f, vfree)
+            _kick(I, F, qm, vh, tf, v, c, grad, f, vfree)
             if not midpoint and n:  # the multiplier force acts along G(q₁)
                 K.affine_uw(I, F, q1, u, w)
                 K.jacobian_values(I, F, u, w, gd1)
@@ -493,7 +474,7 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
         if not settled:
             WI[WK.STIFF] = 32
     if not settled:
-        st = _implicit_newton(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, q1, vh)
+        st = _implicit_newton(I, F, WI, WS, midpoint, q, v, t, h, lam, tol, maxiter, q1, vh)
         if st != ST.DONE:
             return st
     # v₁ before projection, and the work of F over the step (F · (q₁ − q₀))
@@ -501,9 +482,9 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, h, lam, tol, maxiter, ls):
         for i in range(nq):
             qm[i] = 0.5 * (q[i] + q1[i])
         K.gradient(I, F, qm, grad)
-        _kick(I, F, qm, vh, vh, c, grad, f, v)
+        _kick(I, F, qm, vh, tf, vh, c, grad, f, v)
     else:
-        K.nonconservative_force(I, F, q1, vh, f)
+        K.nonconservative_force(I, F, q1, vh, tf, f)
         K.copy_into(v, vh)
     if I[M.HAS_F]:
         acc = 0.0
@@ -526,143 +507,62 @@ def _project(I, F, WI, WS, q, v):
 
 
 @jit
-def _step(I, F, WI, WS, method, q, v, t, h, lam, tol, maxiter, ls):
-    K.extrapolate_warm_start(I, method, lam)
-    if method == 0:
-        return _substep(I, F, WI, WS, q, v, t, h, 0.5 * h, 0.5 * h, lam[0], tol, maxiter, ls)
-    if method == 1:
-        return _substep(I, F, WI, WS, q, v, t, h, h, 0.0, lam[0], tol, maxiter, ls)
-    if method == 2:
-        return _substep(I, F, WI, WS, q, v, t, h, 0.0, h, lam[0], tol, maxiter, ls)
-    if method >= 4:
-        return _implicit_step(I, F, WI, WS, method == 4, q, v, h, lam[0], tol, maxiter, ls)
-    g1 = 1.0 / (2.0 - 2.0 ** (1.0 / 3.0))
-    g2 = 1.0 - 2.0 * g1
-    h1, h2 = g1 * h, g2 * h
-    st = _substep(I, F, WI, WS, q, v, t, h1, 0.5 * h1, 0.5 * h1, lam[0], tol, maxiter, ls)
-    if st != ST.DONE:
-        return st
-    st = _substep(I, F, WI, WS, q, v, t + h1, h2, 0.5 * h2, 0.5 * h2, lam[1], tol, maxiter, ls)
-    if st != ST.DONE:
-        return st
-    return _substep(I, F, WI, WS, q, v, t + h1 + h2, h1, 0.5 * h1, 0.5 * h1, lam[0], tol, maxiter, ls)
+def _rattle_step(I, F, WI, WS, scheme, q, v, t, h, lam, tol, maxiter, ls):
+    """One step of a RATTLE-family scheme (:mod:`mbvi.engine.scheme`) from (q, v) in place: its stages in order.
+
+    Stage s is a substep of h_s = w_s h with kicks a0_s h_s and a1_s h_s, warm-started from row ``row_s``
+    of ``lam`` (``verlet`` is one stage (1, ½, ½); Yoshida's triple jump three of weights γ₁, 1 − 2γ₁, γ₁).
+    """
+    K.extrapolate_warm_start(I, scheme, lam)
+    ts = t
+    for s in range(scheme.shape[0]):
+        hs = scheme[s, SC.WEIGHT] * h
+        row = int(scheme[s, SC.ROW])
+        st = _substep(I, F, WI, WS, q, v, ts, hs, scheme[s, SC.A0] * hs, scheme[s, SC.A1] * hs, lam[row], tol,
+                      maxiter, ls)  # fmt: skip
+        if st != ST.DONE:
+            return st
+        ts = ts + hs
+    return ST.DONE
 
 
 @jit
-def _report(info, status, k, j, WI):
-    """A run's outcome into ``info`` (see :func:`run`): status, step reached, next save slot; counters added."""
-    info[0] = status
-    info[1] = k
-    info[2] = j
-    info[3] += WI[WK.SHIFT_USED]
-    info[4] += WI[WK.NEWTON_USED]
-    info[5] += WI[WK.REFINED]
+def _implicit_pair_step(I, F, WI, WS, scheme, q, v, t, h, lam, tol, maxiter, ls):
+    """One step of ``midpoint`` or ``implicit_euler`` (a one-stage scheme of that kind) from (q, v) in place."""
+    return _implicit_step(I, F, WI, WS, scheme[0, SC.KIND] == SC.MIDPOINT, q, v, t, h, lam[0], tol, maxiter, ls)
 
 
 @jit_alloc
-def _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every, tol, maxiter, ls, max_turn,
-             lam, Q, V, Wk, j0, info, project):  # fmt: skip
-    """:func:`run` for a system with rigid bodies: the steps of :mod:`mbvi.engine.lieloop` in velocity coordinates."""
-    WI, WS = workspace(Iv)
-    bufs = LIE.lie_buffers(I, Iv, IL)
-    nq, nv = I[M.NQ], Iv[M.NQ]
-    u = np.zeros(nv)
-    LIE.to_u(IL, q, v, u)
-    LIE.lie_prepare(I, F, IL, WI, bufs, q, u)
-    if project and j0 > 0:
-        if not LIE.lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, u):
-            _report(info, ST.NEEDS_NUMPY, k0, j0, WI)
-            return
-        LIE.to_vq(IL, q, u, v)
-        V[j0 - 1] = v
-    WS[WI[WK.WORK]] = Wk[len(Wk) - 1]  # the work so far
-    # u leaves a step off the joints (RATTLE's projection changes no position, only the velocity read
-    # out): uo is its projection, made when a state is saved or returned
-    qb, ub, qs, us, uo = q.copy(), u.copy(), q.copy(), u.copy(), u.copy()
-    j = j0
-    status = ST.DONE
-    k = k0
-    projected = False
-    while k < kstop:
-        K.copy_into(qb, q)
-        K.copy_into(ub, u)
-        wb = WS[WI[WK.WORK]]
-        status = LIE.lie_step_refined(I, F, Iv, Fv, IL, FL, WI, WS, bufs, method, q, u, h, lam, tol, maxiter, ls,
-                                      max_turn, qs, us)  # fmt: skip
-        if status == ST.DONE:
-            for i in range(nq):
-                if not abs(q[i]) < math.inf:
-                    status = ST.NONFINITE
-            for i in range(nv):
-                if not abs(u[i]) < math.inf:
-                    status = ST.NONFINITE
-        projected = False
-        if status == ST.DONE and ((k + 1) % save_every == 0 or k + 1 == nsteps):
-            projected = LIE.lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, uo)
-            if not projected:
-                status = ST.NEEDS_NUMPY
-        if status != ST.DONE:
-            K.copy_into(q, qb)  # leave the last good state
-            K.copy_into(u, ub)
-            WS[WI[WK.WORK]] = wb
-            WI[WK.HAVE_FACTOR] = 0
-            break
-        k += 1
-        if projected:
-            Q[j] = q
-            LIE.to_vq(IL, q, uo, v)
-            V[j] = v
-            Wk[j] = WS[WI[WK.WORK]]
-            j += 1
-    if not projected:
-        if LIE.lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, uo):
-            LIE.to_vq(IL, q, uo, v)
-        else:  # A cannot be factored here: the velocity as the steps left it (NumPy takes the next step)
-            LIE.to_vq(IL, q, u, v)
-    Wk[len(Wk) - 1] = WS[WI[WK.WORK]]
-    _report(info, status, k, j, WI)
+def _points(implicit, model, scheme, state, steps, params, out):
+    """The time loop of a system without rigid bodies, one step (:func:`_rattle_step`, or
+    :func:`_implicit_pair_step` when ``implicit`` is not None) after the other (see :func:`run_rattle`).
 
-
-@jit_alloc
-def run(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every, tol, maxiter, ls, max_turn, lam, Q,
-        V, Wk, j0, info, project=False):  # fmt: skip
-    """Steps k0 … kstop−1 of nsteps from (q, v) (updated in place), saving every ``save_every``-th state.
-
-    ``(I, F, Iv, Fv, IL, FL)`` is the model of :func:`mbvi.engine.model.build`;
-    a system with rigid bodies steps through :mod:`mbvi.engine.lieloop`.
-
-    Saved states go to Q[j], V[j] (and the accumulated work of the
-    non-conservative forces, J, to Wk[j]) from j = j0; the last entry of Wk
-    (one more than the saved states) is the work so far, read at the start and
-    written at the return. ``info`` (int64, 6) receives: status, the step reached (the
-    failing one, or kstop), the next save slot, pseudo-inverse, full-Newton
-    uses and steps refined into substeps (added). On failure (q, v) is the state at the start of the failing step.
-    With ``project``, v is first projected onto the constraints at q (and saved as Q[j0 − 1], V[j0 − 1]).
+    ``implicit`` is None or not by its type, at compile time: numba prunes the other branch, so a run compiles
+    only the step it takes (passing the step function itself would make the call uncacheable).
     """
-    if IL[LT.NB] > 0:
-        if method >= 4:  # the implicit pair steps rigid bodies in NumPy only
-            _report(info, ST.NEEDS_NUMPY, k0, j0, np.zeros(WK.count, dtype=np.int64))
-            return
-        _run_lie(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every, tol, maxiter, ls, max_turn,
-                 lam, Q, V, Wk, j0, info, project)  # fmt: skip
-        return
-    WI, WS = workspace(I)
+    I, F = model[0], model[1]
+    q, v, lam, WI, WS = state[0], state[1], state[3], state[4], state[5]
+    Q, V, Wk, info = out
+    k, kstop, nsteps, save_every = steps[RK.K0], steps[RK.KSTOP], steps[RK.NSTEPS], steps[RK.SAVE_EVERY]
+    j, maxiter = steps[RK.J0], steps[RK.MAXITER]
+    t0, h, tol, ls = params[RF.T0], params[RF.H], params[RF.TOL], params[RF.LENGTH]
+    K.loop_start(I, WI, WS, steps, Wk)
     nq = I[M.NQ]
-    if project and j0 > 0:
+    if steps[RK.PROJECT] and j > 0:
         if not _project(I, F, WI, WS, q, v):
-            _report(info, ST.NEEDS_NUMPY, k0, j0, WI)
+            K.loop_report(info, ST.NEEDS_NUMPY, k, j, WI, Wk, WS)
             return
-        V[j0 - 1] = v
-    WS[WI[WK.WORK]] = Wk[len(Wk) - 1]  # the work so far
+        V[j - 1] = v
     qb, vb = _buf(WI, WS, WK.QB, nq), _buf(WI, WS, WK.VB, nq)
-    j = j0
     status = ST.DONE
-    k = k0
     while k < kstop:
         K.copy_into(qb, q)
         K.copy_into(vb, v)
         wb = WS[WI[WK.WORK]]
-        status = _step(I, F, WI, WS, method, q, v, t0 + k * h, h, lam, tol, maxiter, ls)
+        if implicit is None:
+            status = _rattle_step(I, F, WI, WS, scheme, q, v, t0 + k * h, h, lam, tol, maxiter, ls)
+        else:
+            status = _implicit_pair_step(I, F, WI, WS, scheme, q, v, t0 + k * h, h, lam, tol, maxiter, ls)
         if status == ST.DONE:
             for i in range(nq):
                 if not (abs(q[i]) < math.inf and abs(v[i]) < math.inf):
@@ -679,60 +579,139 @@ def run(I, F, Iv, Fv, IL, FL, method, q, v, t0, h, k0, kstop, nsteps, save_every
             V[j] = v
             Wk[j] = WS[WI[WK.WORK]]
             j += 1
-    Wk[len(Wk) - 1] = WS[WI[WK.WORK]]
-    _report(info, status, k, j, WI)
+    K.loop_report(info, status, k, j, WI, Wk, WS)
 
 
 @jit_alloc
-def _batch_unit(I, F, Iv, Fv, IL, FL, method, Q0, V0, t0, h, nsteps, save_every, tol, maxiter, ls, max_turn, Q, V, Wk,
-                info, b0, m, lockstep):  # fmt: skip
-    """Members b0 … b0+m−1 of :func:`run_batch`: in lockstep, or one by one through :func:`run`."""
+def run_rattle(model, scheme, state, steps, params, out):
+    """Steps ``steps[RK.K0]`` … ``steps[RK.KSTOP]`` − 1 of a RATTLE-family ``scheme`` for a system without rigid bodies.
+
+    Parameters
+    ----------
+    model : tuple
+        ``(I, F, Iv, Fv, IL, FL)`` of :func:`mbvi.engine.model.build`.
+    scheme : ndarray, (stages, 5)
+        The method (:mod:`mbvi.engine.scheme`).
+    state : tuple
+        ``(q, v, u, lam, WI, WS, bufs)`` of a :class:`mbvi.engine.runner.RunState`, stepped in place: on
+        failure (q, v) is the state at the start of the failing step.
+    steps, params : ndarray
+        The run's integers and floats (:data:`mbvi.engine.fields.RK`, :data:`~mbvi.engine.fields.RF`).
+    out : tuple
+        ``(Q, V, Wk, info)``: saved states from slot ``steps[RK.J0]`` (and the work of the non-conservative forces
+        at each, J; the last entry of Wk is the work so far), and the outcome (:data:`mbvi.engine.fields.RI`).
+    """
+    _points(None, model, scheme, state, steps, params, out)
+
+
+@jit_alloc
+def run_implicit(model, scheme, state, steps, params, out):
+    """:func:`run_rattle` for ``midpoint`` and ``implicit_euler`` (systems without rigid bodies)."""
+    _points(True, model, scheme, state, steps, params, out)
+
+
+@jit_alloc
+def member_state(model, rows):
+    """A new run state ``(q, v, u, lam, WI, WS, bufs)`` for one member of a batch (q, v to be filled in)."""
+    I, Iv, IL = model[0], model[2], model[4]
+    wk = K.ints(Iv, M.WKOFF, WK.count)
+    return (np.zeros(I[M.NQ]), np.zeros(I[M.NQ]), np.zeros(Iv[M.NQ]), np.zeros((rows, Iv[M.N])), wk.copy(),
+            np.zeros(Iv[M.WS_SIZE]), LIE.lie_buffers(I, Iv, IL))  # fmt: skip
+
+
+@jit_alloc
+def _member(lie, implicit, model, scheme, state, steps, params, out):
+    """One member's run on the serial loop: :func:`mbvi.engine.lieloop.run_lie` when ``lie`` is not None, else
+    :func:`run_implicit` when ``implicit`` is not None, else :func:`run_rattle` (chosen at compile time by the
+    arguments' types, see :func:`_points`)."""
+    if lie is None:
+        if implicit is None:
+            run_rattle(model, scheme, state, steps, params, out)
+        else:
+            run_implicit(model, scheme, state, steps, params, out)
+    else:
+        LIE.run_lie(model, scheme, state, steps, params, out)
+
+
+@jit_alloc
+def _batch_unit(lie, implicit, model, scheme, Q0, V0, steps, params, out, b0, m, lockstep):
+    """Members b0 … b0+m−1 of a batch: in lockstep (:mod:`mbvi.engine.lockstep`; systems without rigid bodies
+    under a RATTLE-family scheme), then each member that left it (or all, without lockstep) through
+    :func:`_member`, the serial loop."""
     # private copies of the model: numba reference-counts every array it passes, and two threads
     # counting references to one shared array contend for its cache line on every call
-    I, F, Iv, Fv, IL, FL = I.copy(), F.copy(), Iv.copy(), Fv.copy(), IL.copy(), FL.copy()
-    nq, n = I[M.NQ], I[M.N]
+    model = (model[0].copy(), model[1].copy(), model[2].copy(), model[3].copy(), model[4].copy(), model[5].copy())
+    I = model[0]
+    Q, V, Wk, info = out
+    nq, nsteps = I[M.NQ], steps[RK.NSTEPS]
+    rows = max(WARM_ROWS, int(np.max(scheme[:, SC.ROW])) + 1)
     HK = np.zeros(m, dtype=np.int64)  # the step each member must (re)start from on the serial loop
     HJ = np.zeros(m, dtype=np.int64)  # its next save slot (0: from the start, with the projection)
     HQ, HV, HW = np.zeros((m, nq)), np.zeros((m, nq)), np.zeros(m)
-    HLAM = np.zeros((m, WARM_ROWS, n))
-    if lockstep:
-        LOCK.run_chunk(I, F, method, h, nsteps, save_every, tol, maxiter, ls, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM,
-                     HW)  # fmt: skip
+    HLAM = np.zeros((m, rows, I[M.N]))
+    if lie is None:
+        if implicit is None:
+            if lockstep:
+                LOCK.run_chunk(model[0], model[1], scheme, steps, params, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW)
+    member = steps.copy()
     for c in range(m):
         b = b0 + c
         if HK[c] < 0:  # finished in lockstep
-            info[b, 0] = ST.DONE
-            info[b, 1] = nsteps
-            info[b, 2] = HJ[c]
-        else:  # on the serial loop: the whole run (HJ = 0: not in lockstep, or its projection failed), or the rest
-            start = HJ[c] == 0  # (a run-time flag: a literal would compile another specialization of run)
-            if start:
-                HQ[c] = Q0[b]
-                HV[c] = V0[b]
-                HLAM[c] = 0.0
-                V[b, 0] = V0[b]
-            else:
-                Wk[b, Wk.shape[1] - 1] = HW[c]
-            run(I, F, Iv, Fv, IL, FL, method, HQ[c], HV[c], t0, h, HK[c] if not start else 0, nsteps, nsteps,
-                save_every, tol, maxiter, ls, max_turn, HLAM[c], Q[b], V[b], Wk[b], max(HJ[c], 1), info[b],
-                start)  # fmt: skip
+            info[b, RI.STATUS] = ST.DONE
+            info[b, RI.STEP] = nsteps
+            info[b, RI.SAVED] = HJ[c]
+            continue
+        # on the serial loop: the whole run (HJ = 0: not in lockstep, or its projection failed), or the rest
+        start = HJ[c] == 0
+        state = member_state(model, rows)
+        if start:
+            K.copy_into(state[0], Q0[b])
+            K.copy_into(state[1], V0[b])
+            V[b, 0] = V0[b]
+        else:
+            K.copy_into(state[0], HQ[c])
+            K.copy_into(state[1], HV[c])
+            state[3][:, :] = HLAM[c]
+            Wk[b, Wk.shape[1] - 1] = HW[c]
+        member[RK.K0] = 0 if start else HK[c]
+        member[RK.KSTOP] = nsteps
+        member[RK.J0] = max(HJ[c], 1)
+        member[RK.FRESH] = 1
+        member[RK.PROJECT] = 1 if start else 0
+        _member(lie, implicit, model, scheme, state, member, params, (Q[b], V[b], Wk[b], info[b]))
 
 
 @jit_alloc
-def run_batch(I, F, Iv, Fv, IL, FL, method, Q0, V0, t0, h, nsteps, save_every, tol, maxiter, ls, max_turn, Q, V, Wk,
-              info, size, lockstep, u0, u1):  # fmt: skip
+def _batch(lie, implicit, model, scheme, Q0, V0, steps, params, out, size, lockstep, u0, u1):
     """Units u0 … u1−1 of a batch: unit u is members u·size … (u+1)·size−1 of (Q0, V0); outputs indexed [b, ...].
 
     Q[b, 0], V[b, 0] must hold the initial states and Wk[b, 0], Wk[b, −1] zero.
     Each member's velocity is first projected onto the constraints at its
     positions. With ``lockstep`` (:func:`mbvi.engine.lockstep.eligible`) a
     unit's members step together; a member that leaves their common path is
-    finished by :func:`run`, from the start of the step it left at. Without,
-    each member is one :func:`run`. Releases the GIL: threads run disjoint
+    finished by its serial run, from the start of the step it left at. Without,
+    each member is one serial run (:func:`_member`). Releases the GIL: threads run disjoint
     ranges of units at once (:func:`mbvi.engine.runner.integrate_batch`).
     """
     B = Q0.shape[0]
     for u in range(u0, u1):
         b0 = u * size
-        _batch_unit(I, F, Iv, Fv, IL, FL, method, Q0, V0, t0, h, nsteps, save_every, tol, maxiter, ls, max_turn, Q, V,
-                    Wk, info, b0, min(size, B - b0), lockstep)  # fmt: skip
+        _batch_unit(lie, implicit, model, scheme, Q0, V0, steps, params, out, b0, min(size, B - b0), lockstep)
+
+
+@jit_alloc
+def batch_rattle(model, scheme, Q0, V0, steps, params, out, size, lockstep, u0, u1):
+    """A batch of a system without rigid bodies under a RATTLE-family scheme (see :func:`_batch`)."""
+    _batch(None, None, model, scheme, Q0, V0, steps, params, out, size, lockstep, u0, u1)
+
+
+@jit_alloc
+def batch_implicit(model, scheme, Q0, V0, steps, params, out, size, lockstep, u0, u1):
+    """A batch under ``midpoint`` or ``implicit_euler`` (systems without rigid bodies; member by member)."""
+    _batch(None, True, model, scheme, Q0, V0, steps, params, out, size, False, u0, u1)
+
+
+@jit_alloc
+def batch_lie(model, scheme, Q0, V0, steps, params, out, size, lockstep, u0, u1):
+    """A batch of a system with rigid bodies (member by member through :func:`mbvi.engine.lieloop.run_lie`)."""
+    _batch(True, None, model, scheme, Q0, V0, steps, params, out, size, False, u0, u1)

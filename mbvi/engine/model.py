@@ -1,32 +1,34 @@
-"""The compiled engine's model: a :class:`mbvi.System` flattened into constant arrays.
+"""The compiled engine's model: a system flattened into constant arrays (MuJoCo's ``mjModel``).
 
-Nothing here changes during a run (MuJoCo's ``mjModel``): index and weight
-arrays of the constraint rows, of the factorization of A = G M⁻¹ Gᵀ and of
-every force law's kernel. Run state (multipliers, factorizations, buffers)
-lives in a per-run workspace inside the compiled loop.
+Nothing here changes during a run: index and weight arrays of the constraint
+rows, the factorization plan of A = G M⁻¹ Gᵀ, and every force law's kernels.
+Run state (multipliers, factorizations, buffers) lives in a run's workspace
+(:mod:`mbvi.engine.runner`). Every field is declared in
+:data:`mbvi.engine.fields.M`; :class:`_Packer` checks that each declared array is
+given, with its declared length.
 
-A force law takes part in the compiled path by expressing its instances in
-one of the engine's **kernel families** (see :data:`FAMILIES`): the built-in
-laws do so here; a plugin law does so by returning ``{family: arrays}`` from
-:meth:`mbvi.ForceLaw.compiled`. A law that returns ``None`` keeps the NumPy
-path for the whole system (correct, slower, and logged once).
+:func:`build` reads a :class:`mbvi.engine.spec.ModelSpec` — public, typed
+arrays — and nothing else. A force law takes part through its compiled form
+(:mod:`mbvi.engine.contract`): :class:`~mbvi.engine.contract.Family`
+contributions fused into the engine's own loops, :class:`~mbvi.engine.contract.Kernel`
+functions called through their address, or, for a law with neither, its NumPy
+methods called back from the loop.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-from mbvi.engine.fields import LT, M
-from mbvi.forcelaws import builtin as B
-from mbvi.forcelaws.base import ForceLaw
-from mbvi.kernels import AffineMap
+from mbvi.engine import contract as CT
+from mbvi.engine.fields import LT, WK, M, allocate, length
+from mbvi.engine.spec import ROW_ROTATION, ModelSpec, Pattern, RowTerms
 
-__all__ = ["FAMILIES", "build", "family_terms"]
+__all__ = ["Model", "build"]
 
 log = logging.getLogger("mbvi")
 
@@ -35,102 +37,44 @@ PROFILE_MAX = 2_000_000
 #: rows up to which SHAKE's full-Newton fallback runs densely inside the compiled loop
 DENSE_NEWTON_MAX = 300
 
-#: kernel families: name -> the arrays a contribution gives (maps are (idx, w, c) triples)
-FAMILIES: dict[str, tuple[str, ...]] = {
-    "gravity": ("gvec",),
-    "spring": ("map", "stiffness", "rest_length"),
-    "torsion_spring": ("u1", "u2", "w1", "stiffness", "rest_angle"),
-    "damper": ("map", "damping"),
-    "drag": ("map", "coefficient"),
-    "point_force": ("map", "force"),
-    "torque": ("columns", "torque"),
-    "hinge_damping": ("axis", "columns_a", "rigid_a", "columns_b", "rigid_b", "coefficient"),
-    "slider_damping": ("axis", "map", "coefficient"),
-    "bending": ("edge_a", "edge_b", "stiffness"),
-}
+
+class Model(NamedTuple):
+    """The engine's model: ``arrays`` go into every compiled call; the rest keeps the kernels alive.
+
+    Attributes
+    ----------
+    I, F : ndarray
+        The configuration model (int64 and float64, :data:`mbvi.engine.fields.M`).
+    Iv, Fv : ndarray
+        The factorization model in velocity coordinates (``I``, ``F`` without rigid bodies).
+    IL, FL : ndarray
+        The rigid-body tables (:data:`mbvi.engine.fields.LT`).
+    kernels : tuple
+        The compiled kernels and callbacks whose addresses are in ``I`` (kept alive here).
+    callbacks : tuple of mbvi.engine.callbacks.Callback
+        Those that call Python (their ``error`` tells why an evaluation failed).
+    """
+
+    I: np.ndarray
+    F: np.ndarray
+    Iv: np.ndarray
+    Fv: np.ndarray
+    IL: np.ndarray
+    FL: np.ndarray
+    kernels: tuple = ()
+    callbacks: tuple = ()
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """``(I, F, Iv, Fv, IL, FL)``: what the compiled loop reads."""
+        return (self.I, self.F, self.Iv, self.Fv, self.IL, self.FL)
+
+    @property
+    def rigid(self) -> bool:
+        """Whether rigid bodies step on SO(3) (:mod:`mbvi.engine.lieloop`)."""
+        return bool(self.IL[LT.NB] > 0)
 
 
-def _map(m: AffineMap) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return m.idx, m.w, m.c
-
-
-def _constant(elements: list, attr: str) -> bool:
-    return not any(callable(getattr(e, attr)) for e in elements)
-
-
-def _columns(cols: np.ndarray) -> np.ndarray:
-    return np.asarray(cols, dtype=np.int64).reshape(len(cols), 9)
-
-
-def _gravity(law: B.GravityLaw) -> dict:
-    return {"gravity": (law.gvec,)}
-
-
-def _spring(law: B.SpringLaw) -> dict:
-    return {"spring": (_map(law.D), law.k, law.L0)}
-
-
-def _torsion(law: B.TorsionSpringLaw) -> dict:
-    return {"torsion_spring": (_map(law.U1), _map(law.U2), _map(law.W1), law.k, law.theta0)}
-
-
-def _damper(law: B.DamperLaw) -> dict:
-    return {"damper": (_map(law.D), law.c)}
-
-
-def _drag(law: B.DragLaw) -> dict:
-    return {"drag": (_map(law.P), law.c)}
-
-
-def _point_force(law: B.ExternalForceLaw) -> dict | None:
-    if not _constant(law.elements, "force"):
-        return None
-    f = np.array([np.asarray(e.force, dtype=float) for e in law.elements]).reshape(-1, 3)
-    return {"point_force": (_map(law.P), f)}
-
-
-def _torque(law: B.ExternalTorqueLaw) -> dict | None:
-    if not _constant(law.elements, "torque"):
-        return None
-    tau = np.array([np.asarray(e.torque, dtype=float) for e in law.elements]).reshape(-1, 3)
-    return {"torque": (_columns(law.cols), tau)}
-
-
-def _joint_damping(law: B.JointDampingLaw) -> dict:
-    out: dict = {}
-    if law.rev:
-        out["hinge_damping"] = (
-            _map(law.N),
-            _columns(law.cols_a),
-            law.rigid_a.astype(float),
-            _columns(law.cols_b),
-            law.rigid_b.astype(float),
-            law.b_rev,
-        )
-    if law.pri:
-        out["slider_damping"] = (_map(law.Np), _map(law.Dp), law.b_pri)
-    return out
-
-
-_BUILTIN: dict[type, Callable[[ForceLaw], dict | None]] = {
-    B.GravityLaw: _gravity,
-    B.SpringLaw: _spring,
-    B.TorsionSpringLaw: _torsion,
-    B.DamperLaw: _damper,
-    B.DragLaw: _drag,
-    B.ExternalForceLaw: _point_force,
-    B.ExternalTorqueLaw: _torque,
-    B.JointDampingLaw: _joint_damping,
-}
-
-
-def family_terms(law: ForceLaw) -> dict | None:
-    """A law's contribution to the compiled kernels, or None when it has none (NumPy path)."""
-    make = _BUILTIN.get(type(law))
-    return make(law) if make is not None else law.compiled()
-
-
-# ---------------------------------------------------------------------------------------- forces
 def _stack_maps(maps: list[tuple]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Concatenate affine maps (idx, w, c), padding the term axis with zero weights."""
     K = max([1] + [m[0].shape[1] for m in maps])
@@ -148,98 +92,6 @@ def _cat(parts: list, shape: tuple, dtype=float) -> np.ndarray:
     if not parts:
         return np.zeros(shape, dtype)
     return np.ascontiguousarray(np.concatenate([np.asarray(p, dtype).reshape((-1, *shape[1:])) for p in parts]))
-
-
-class _Packer:
-    """Collects the model's arrays into the flat ``I`` (int64) and ``F`` (float64) with a header of slots."""
-
-    def __init__(self) -> None:
-        self.head = np.zeros(M.count, dtype=np.int64)
-        self.ints: list[np.ndarray] = []
-        self.floats: list[np.ndarray] = []
-        self.ni = M.count
-        self.nf = 0
-
-    def set(self, slot: int, value: int) -> None:
-        self.head[slot] = int(value)
-
-    def int_array(self, slot: int, a) -> None:
-        a = np.ascontiguousarray(a, dtype=np.int64).ravel()
-        self.head[slot] = self.ni
-        self.ints.append(a)
-        self.ni += len(a)
-
-    def float_array(self, slot: int, a) -> None:
-        a = np.ascontiguousarray(a, dtype=float).ravel()
-        self.head[slot] = self.nf
-        self.floats.append(a)
-        self.nf += len(a)
-
-    def affine(self, prefix: str, m: tuple) -> None:
-        idx, w, c = m
-        base = getattr(M, prefix + "_I")  # slots _I, _W, _C, _M, _K are consecutive
-        self.int_array(base, idx)
-        self.float_array(base + 1, w)
-        self.float_array(base + 2, c)
-        self.set(base + 3, len(w))
-        self.set(base + 4, w.shape[1])
-
-    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        I = np.concatenate([self.head, *self.ints]) if self.ints else self.head.copy()
-        F = np.concatenate(self.floats) if self.floats else np.zeros(0)
-        return I, np.ascontiguousarray(F)
-
-
-def _pack_forces(pk: _Packer, nq: int, terms: list[dict], has_forces: bool, has_velocity_forces: bool) -> None:
-    got: dict[str, list[tuple]] = {name: [] for name in FAMILIES}
-    for contribution in terms:
-        for family, arrays in contribution.items():
-            if family not in FAMILIES:
-                raise ValueError(f"unknown compiled-kernel family {family!r}; known: {', '.join(FAMILIES)}")
-            got[family].append(arrays)
-    gvec = np.zeros(nq)
-    for (g,) in got["gravity"]:
-        gvec += np.asarray(g, float)
-
-    def maps(family: str, i: int) -> tuple:
-        return _stack_maps([a[i] for a in got[family]])
-
-    def col(family: str, i: int, shape: tuple = (0,), dtype=float) -> np.ndarray:
-        return _cat([a[i] for a in got[family]], shape, dtype)
-
-    pk.set(M.HAS_F, has_forces)
-    pk.set(M.HAS_VF, has_velocity_forces)
-    pk.float_array(M.GVEC, gvec)
-    pk.affine("SP", maps("spring", 0))
-    pk.float_array(M.SP_STIFF, col("spring", 1))
-    pk.float_array(M.SP_REST, col("spring", 2))
-    pk.affine("T1", maps("torsion_spring", 0))
-    pk.affine("T2", maps("torsion_spring", 1))
-    pk.affine("TW", maps("torsion_spring", 2))
-    pk.float_array(M.TS_STIFF, col("torsion_spring", 3))
-    pk.float_array(M.TS_REST, col("torsion_spring", 4))
-    pk.affine("DP", maps("damper", 0))
-    pk.float_array(M.DP_COEF, col("damper", 1))
-    pk.affine("DR", maps("drag", 0))
-    pk.float_array(M.DR_COEF, col("drag", 1))
-    pk.affine("PF", maps("point_force", 0))
-    pk.float_array(M.PF_FORCE, col("point_force", 1, (0, 3)))
-    tq = col("torque", 0, (0, 9), np.int64)
-    pk.set(M.TQ_M, len(tq))
-    pk.int_array(M.TQ_COLS, tq)
-    pk.float_array(M.TQ_TAU, col("torque", 1, (0, 3)))
-    pk.affine("HD", maps("hinge_damping", 0))
-    pk.int_array(M.HD_CA, col("hinge_damping", 1, (0, 9), np.int64))
-    pk.float_array(M.HD_RA, col("hinge_damping", 2))
-    pk.int_array(M.HD_CB, col("hinge_damping", 3, (0, 9), np.int64))
-    pk.float_array(M.HD_RB, col("hinge_damping", 4))
-    pk.float_array(M.HD_COEF, col("hinge_damping", 5))
-    pk.affine("SN", maps("slider_damping", 0))
-    pk.affine("SD", maps("slider_damping", 1))
-    pk.float_array(M.SD_COEF, col("slider_damping", 2))
-    pk.affine("BA", maps("bending", 0))
-    pk.affine("BB", maps("bending", 1))
-    pk.float_array(M.BE_KAPPA, col("bending", 2))
 
 
 # ----------------------------------------------------------------------------------- constraints
@@ -297,44 +149,158 @@ def _u_aliases(ur: np.ndarray, uc: np.ndarray, uv: np.ndarray, cu: np.ndarray, n
     return ur[keep], uc[keep], uv[keep], np.asarray(dst, np.int64), np.asarray(src, np.int64)
 
 
-def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
-    """Pack the constraint rows of ``system`` and the factorization data of A = G W Gᵀ.
+class _Packer:
+    """Collects the model's arrays into the flat ``I`` (int64) and ``F`` (float64) after a header of slots.
 
-    ``space``: (pattern, solver, inverse mass, size) of G in other coordinates
-    than q (the velocity coordinates of :mod:`mbvi.engine.lie`); the row maps
-    stay those of q.
+    :meth:`arrays` checks every array of :data:`mbvi.engine.fields.M` against its declared length (a field
+    forgotten or packed with the wrong length fails here, not silently in a kernel).
     """
-    rows = system.rows
-    act = system.active
-    n = len(act)
-    nq = system.nq
-    new = np.full(rows.n, -1, dtype=np.int64)
-    new[act] = np.arange(n)
-    # slot of each full-pattern entry in the active pattern (−1: a dropped row)
-    full_rows = rows.pattern.rows
-    keep = new[full_rows] >= 0
-    slot = np.full(len(full_rows), -1, dtype=np.int64)
-    slot[keep] = np.arange(int(keep.sum()))
-    raw_slot = slot[rows._dedup] if rows._needs_dedup else slot
-    nu = len(rows._ur)
-    s3 = np.repeat(rows.s, 3)
 
-    def part(r, c, v, offset):
-        sel = new[r // 3] >= 0
-        rr = 3 * new[r[sel] // 3] + r[sel] % 3
-        return rr, c[sel], v[sel], (s3[r] * v)[sel], raw_slot[offset : offset + len(r)][sel]
+    def __init__(self) -> None:
+        self.head = np.zeros(M.count, dtype=np.int64)
+        self.given = np.zeros(M.count, dtype=bool)
+        self.lengths = np.zeros(M.count, dtype=np.int64)
+        self.ints: list[np.ndarray] = []
+        self.floats: list[np.ndarray] = []
+        self.ni = M.count
+        self.nf = 0
 
-    ur, uc, uv, su, upos = part(rows._ur, rows._uc, rows._uv, 0)
-    sel3 = (3 * act[:, None] + np.arange(3)).ravel()
-    same = bool(rows._same)
-    if same:
-        wr, wc, wv, sw, wpos = ur, uc, uv, su, upos
-        su = 2.0 * su
-    else:
-        wr, wc, wv, sw, wpos = part(rows._wr, rows._wc, rows._wv, nu)
-    pattern, solver, inv_mass = system._active_pattern, system.solver, system.inv_mass
-    if space is not None:
-        pattern, solver, inv_mass, nq = space
+    def set(self, slot: int, value: int) -> None:
+        self.head[slot] = int(value)
+        self.given[slot] = True
+
+    def int_array(self, slot: int | None, a) -> int:
+        """Append int array ``a`` (for field ``slot``, or a kernel's parameters when None); its offset in I."""
+        a = np.ascontiguousarray(a, dtype=np.int64).ravel()
+        offset = self.ni
+        if slot is not None:
+            self.set(slot, offset)
+            self.lengths[slot] = len(a)
+        self.ints.append(a)
+        self.ni += len(a)
+        return offset
+
+    def float_array(self, slot: int | None, a) -> int:
+        """Append float array ``a`` (for field ``slot``, or a kernel's parameters when None); its offset in F."""
+        a = np.ascontiguousarray(a, dtype=float).ravel()
+        offset = self.nf
+        if slot is not None:
+            self.set(slot, offset)
+            self.lengths[slot] = len(a)
+        self.floats.append(a)
+        self.nf += len(a)
+        return offset
+
+    def affine(self, prefix: str, m: tuple) -> None:
+        idx, w, c = m
+        base = getattr(M, prefix + "_I")  # slots _I, _W, _C, _M, _K are consecutive
+        self.set(base + 3, len(w))
+        self.set(base + 4, w.shape[1])
+        self.int_array(base, idx)
+        self.float_array(base + 1, w)
+        self.float_array(base + 2, c)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        sizes = {f.name: int(self.head[i]) for i, f in enumerate(M.fields) if f.kind == "size"}
+        sizes["WK_COUNT"] = WK.count
+        for i, f in enumerate(M.fields):
+            if not self.given[i]:
+                raise AssertionError(f"engine model: field M.{f.name} was not packed")
+            if f.kind in ("int", "float") and self.lengths[i] != length(f.size, sizes):
+                declared = length(f.size, sizes)
+                raise AssertionError(f"engine model: M.{f.name} has {self.lengths[i]} entries, declared {declared}")
+        I = np.concatenate([self.head, *self.ints]) if self.ints else self.head.copy()
+        F = np.concatenate(self.floats) if self.floats else np.zeros(0)
+        return I, np.ascontiguousarray(F)
+
+
+def _pack_workspace(pk: _Packer) -> None:
+    """The layout of a run's workspace for this model (``M.WKOFF``, ``M.WS_SIZE``; :data:`mbvi.engine.fields.WK`)."""
+    sizes = {"N": int(pk.head[M.N]), "NQ": int(pk.head[M.NQ]), "NNZ": int(pk.head[M.NNZ]),
+             "SIZE_L": int(pk.head[M.SIZE_L])}  # fmt: skip
+    WI, WS = allocate(WK, sizes)
+    WI[WK.SIZE_AB] = sizes["SIZE_L"]
+    pk.set(M.WS_SIZE, len(WS))
+    pk.int_array(M.WKOFF, WI)
+
+
+def _families(parts: list) -> dict[str, list[tuple]]:
+    got: dict[str, list[tuple]] = {name: [] for name in CT.FAMILIES}
+    for part in parts:
+        if isinstance(part, CT.Family):
+            got[part.name].append(part.arrays)
+    return got
+
+
+def _pack_forces(pk: _Packer, nq: int, parts: list, kernels: list[tuple[int, int, object]], spec: ModelSpec) -> None:
+    """The fused families of every law, then the kernels called through their address ``(role, address, part)``."""
+    got = _families(parts)
+    gvec = np.zeros(nq)
+    for (g,) in got["gravity"]:
+        gvec += np.asarray(g, float)
+
+    def maps(family: str, i: int) -> tuple:
+        return _stack_maps([a[i] for a in got[family]])
+
+    def col(family: str, i: int, shape: tuple = (0,), dtype=float) -> np.ndarray:
+        return _cat([a[i] for a in got[family]], shape, dtype)
+
+    pk.set(M.HAS_F, spec.has_forces)
+    pk.set(M.HAS_VF, spec.has_velocity_forces)
+    pk.float_array(M.GVEC, gvec)
+    pk.affine("SP", maps("spring", 0))
+    pk.float_array(M.SP_STIFF, col("spring", 1))
+    pk.float_array(M.SP_REST, col("spring", 2))
+    pk.affine("T1", maps("torsion_spring", 0))
+    pk.affine("T2", maps("torsion_spring", 1))
+    pk.affine("TW", maps("torsion_spring", 2))
+    pk.float_array(M.TS_STIFF, col("torsion_spring", 3))
+    pk.float_array(M.TS_REST, col("torsion_spring", 4))
+    pk.affine("DP", maps("damper", 0))
+    pk.float_array(M.DP_COEF, col("damper", 1))
+    pk.affine("DR", maps("drag", 0))
+    pk.float_array(M.DR_COEF, col("drag", 1))
+    pk.affine("PF", maps("point_force", 0))
+    pk.float_array(M.PF_FORCE, col("point_force", 1, (0, 3)))
+    tq = col("torque", 0, (0, 9), np.int64)
+    pk.set(M.TQ_M, len(tq))
+    pk.int_array(M.TQ_COLS, tq)
+    pk.float_array(M.TQ_TAU, col("torque", 1, (0, 3)))
+    pk.affine("HD", maps("hinge_damping", 0))
+    pk.int_array(M.HD_CA, col("hinge_damping", 1, (0, 9), np.int64))
+    pk.float_array(M.HD_RA, col("hinge_damping", 2))
+    pk.int_array(M.HD_CB, col("hinge_damping", 3, (0, 9), np.int64))
+    pk.float_array(M.HD_RB, col("hinge_damping", 4))
+    pk.float_array(M.HD_COEF, col("hinge_damping", 5))
+    pk.affine("SN", maps("slider_damping", 0))
+    pk.affine("SD", maps("slider_damping", 1))
+    pk.float_array(M.SD_COEF, col("slider_damping", 2))
+    pk.affine("BA", maps("bending", 0))
+    pk.affine("BB", maps("bending", 1))
+    pk.float_array(M.BE_KAPPA, col("bending", 2))
+    nk = len(kernels)
+    pk.set(M.KN, nk)
+    pk.set(M.KGRAD, any(role == CT.GRADIENT for role, _, _ in kernels))
+    kio = [pk.int_array(None, part.ints) for _, _, part in kernels]
+    kfo = [pk.float_array(None, part.floats) for _, _, part in kernels]
+    pk.int_array(M.KADDR, [addr for _, addr, _ in kernels])
+    pk.int_array(M.KROLE, [role for role, _, _ in kernels])
+    pk.int_array(M.KIO, kio)
+    pk.int_array(M.KIN, [len(part.ints) for _, _, part in kernels])
+    pk.int_array(M.KFO, kfo)
+    pk.int_array(M.KFN, [len(part.floats) for _, _, part in kernels])
+
+
+def _pack_constraints(pk: _Packer, rows: RowTerms, pattern: Pattern) -> bool:
+    """Pack constraint ``rows`` and the factorization plan of A = G M⁻¹ Gᵀ on ``pattern`` (False: too wide).
+
+    The rows' maps act on q; ``pattern`` may be in other coordinates (the velocity coordinates of
+    :mod:`mbvi.engine.lie`), with its own inverse mass.
+    """
+    n, nq = rows.n, pattern.nq
+    ur, uc, uv, su, upos = rows.ur, rows.uc, rows.uv, rows.su, rows.upos
+    wr, wc, wv, sw, wpos = rows.wr, rows.wc, rows.wv, rows.sw, rows.wpos
+    same = rows.same
     prow, pcol = pattern.rows, pattern.cols
     # A = G W Gᵀ: entry pairs sharing a column, lower triangle in profile storage, Cuthill–McKee order
     perm = np.arange(n)
@@ -342,10 +308,7 @@ def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
     tstart = np.zeros(1, np.int64)
     first, rowstart, size = np.zeros(0, np.int64), np.zeros(0, np.int64), 0
     if n:
-        pa, pb, w = solver._pa, solver._pb, solver._w
-        if solver.kind == "banded":  # the solver kept the lower pairs only: mirror the off-diagonal ones
-            off = pa != pb
-            pa, pb, w = np.concatenate([pa, pb[off]]), np.concatenate([pb, pa[off]]), np.concatenate([w, w[off]])
+        pa, pb, w = pattern.pa, pattern.pb, pattern.aw
         ri, rj = prow[pa], prow[pb]
         ones = csr_matrix((np.ones(len(ri)), (ri, rj)), shape=(n, n))
         perm = reverse_cuthill_mckee(ones, symmetric_mode=True) if n > 1 else np.arange(n)
@@ -378,7 +341,7 @@ def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
     gcolent = np.argsort(pcol, kind="stable")  # a column's entries in pattern order: M⁻¹Gᵀy sums them in a register
     gcolptr = np.concatenate([[0], np.cumsum(np.bincount(pcol, minlength=nq))])
     pk.set(M.NPAIR, len(pa))
-    cu = rows._cu[sel3]
+    cu = rows.cu
     ur1, uc1, uv1, alias_dst, alias_src = _u_aliases(ur, uc, uv, cu, n)
     o = np.argsort(ur1, kind="stable")  # an entry's terms side by side, in their order: summed in a register
     ur1, uc1, uv1 = ur1[o], uc1[o], uv1[o]
@@ -413,76 +376,108 @@ def _pack_constraints(pk: _Packer, system, space: tuple | None = None) -> bool:
     ):
         pk.int_array(slot, arr)
     for slot, arr in (
-        (M.W, inv_mass),
+        (M.W, pattern.inv_mass),
         (M.UV, uv),
         (M.SU, su),
         (M.WV, wv),
         (M.SW, sw),
         (M.CU, cu),
         (M.U1V, uv1),
-        (M.CW, rows._cw[sel3]),
-        (M.S, rows.s[act]),
-        (M.KK, rows.k[act]),
-        (M.SCALE, system.active_scale),
-        (M.ROUND, system.active_roundoff),
+        (M.CW, rows.cw),
+        (M.S, rows.s),
+        (M.KK, rows.k),
+        (M.SCALE, rows.scale),
+        (M.ROUND, rows.roundoff),
         (M.AW, aw),
     ):
         pk.float_array(slot, arr)
+    _pack_workspace(pk)
     return True
 
 
 _logged: set = set()
 
 
-def build(system) -> tuple[np.ndarray, ...] | None:
-    """Flatten ``system`` into the engine's model, or None when part of it has no compiled kernel.
+def _log_once(key: str, message: str, *args) -> None:
+    if key not in _logged:
+        _logged.add(key)
+        log.warning(message, *args)
 
-    The model is ``(I, F, Iv, Fv, IL, FL)``: the configuration model (constraint
-    rows and force kernels), the factorization model in velocity coordinates and
-    the rigid-body tables of :mod:`mbvi.engine.lie`. Without rigid bodies the
+
+def _resolve(spec: ModelSpec) -> tuple[list, list[tuple[int, int, object]], list, list]:
+    """Every law's parts; the kernels to call through an address (role, address, part); what keeps them alive;
+    the Python callbacks among them."""
+    from mbvi.engine import callbacks
+
+    parts, kernels, keep, calls = [], [], [], []
+    for law, name in zip(spec.laws, spec.law_names, strict=True):
+        for part in law:
+            parts.append(part)
+            if isinstance(part, CT.Family):
+                continue
+            for role, fn in part.roles():
+                code = CT.ROLES[role]
+                if isinstance(part, CT.PythonKernel):
+                    cb = callbacks.python(fn, role, part.name or name)
+                    kernels.append((code, cb.address, part))
+                    keep.append(cb)
+                    calls.append(cb)
+                    continue
+                try:
+                    cf = callbacks.compiled(fn, role)
+                except Exception as exc:  # numba cannot compile it: called from the loop as Python instead
+                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                    _log_once(
+                        f"numba:{name}:{role}",
+                        "%s: its %s kernel does not compile with numba (%s); it is called from the compiled loop as "
+                        "Python instead",
+                        part.name or name, role, first,
+                    )  # fmt: skip
+                    cb = callbacks.python(CT.kernel_as_numpy(fn, part), role, part.name or name)
+                    kernels.append((code, cb.address, part))
+                    keep.append(cb)
+                    calls.append(cb)
+                    continue
+                kernels.append((code, cf.address, part))
+                keep.append(cf)
+    return parts, kernels, keep, calls
+
+
+def build(spec: ModelSpec) -> Model | None:
+    """Flatten ``spec`` into the engine's :class:`Model`, or None when its constraint matrix is too wide.
+
+    The model is the configuration model (constraint rows and force kernels), the factorization model in
+    velocity coordinates and the rigid-body tables of :mod:`mbvi.engine.lie`. Without rigid bodies the
     velocity coordinates are q's (``Iv, Fv`` are ``I, F``) and ``IL`` says no bodies.
     """
-    terms = []
-    for law in system.laws:
-        t = family_terms(law)
-        if t is None:
-            key = type(law).__name__
-            if key not in _logged:
-                _logged.add(key)
-                log.warning(
-                    "force law %r has no compiled kernel: systems with it run on the NumPy path (slower, same results)",
-                    getattr(law, "name", key) or key,
-                )
-            return None
-        terms.append(t)
-    qsys = system
-    if len(system.layout.rotation_blocks):
-        from mbvi.engine.lie import owner_is_rotation
-        from mbvi.system import System
-
-        joints = [r for r in system.active.tolist() if not owner_is_rotation(system.rows.owner[r])]
-        qsys = System(system.layout, system.rows, np.asarray(joints, np.intp), system.laws, system.geometry)
+    parts, kernels, keep, calls = _resolve(spec)
+    rigid = bool(np.any(spec.bodies.rigid))
+    rows, pattern = (spec.joint_rows, spec.joint_pattern) if rigid else (spec.rows, spec.pattern)
     pk = _Packer()
-    if not _pack_constraints(pk, qsys):
+    if not _pack_constraints(pk, rows, pattern):
         _log_sparse()
         return None
-    _pack_forces(pk, system.nq, terms, system.has_forces, system.has_velocity_forces)
+    _pack_forces(pk, spec.nq, parts, kernels, spec)
     I, F = pk.arrays()
-    if qsys is system:
-        return I, F, I, F, np.zeros(LT.count, np.int64), np.zeros(1)
+    if not rigid:
+        return Model(I, F, I, F, np.zeros(LT.count, np.int64), np.zeros(1), tuple(keep), tuple(calls))
     from mbvi.engine.lie import fuse_jacobian, lie_tables
 
-    pattern, solver, IL, FL, winv, nv = lie_tables(system, qsys)
+    vpattern, IL, FL = lie_tables(spec.bodies, pattern)
     IL, FL = fuse_jacobian(IL, FL, I, F)
     pv = _Packer()
-    if not _pack_constraints(pv, qsys, (pattern, solver, winv, nv)):
+    if not _pack_constraints(pv, rows, vpattern):
         _log_sparse()
         return None
+    _pack_forces(pv, vpattern.nq, [], [], spec)  # the velocity model factors A; its force fields stay empty
     Iv, Fv = pv.arrays()
-    return I, F, Iv, Fv, IL, FL
+    return Model(I, F, Iv, Fv, IL, FL, tuple(keep), tuple(calls))
 
 
 def _log_sparse() -> None:
-    if "sparse" not in _logged:
-        _logged.add("sparse")
-        log.warning("constraint matrix too wide for the compiled profile solver: using the NumPy path (sparse LU)")
+    _log_once("sparse", "constraint matrix too wide for the compiled profile solver: using the NumPy path (sparse LU)")
+
+
+def rotation_rows(rows: RowTerms) -> np.ndarray:
+    """Which of ``rows`` are rigid bodies' orthonormality rows (left to the rotation update on SO(3))."""
+    return rows.kind == ROW_ROTATION

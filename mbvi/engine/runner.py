@@ -1,179 +1,199 @@
-"""Python side of a compiled run: allocate outputs, call the loop, turn a status into an answer.
+"""Python side of a compiled run: a run's state and result as values, and the calls into the loop.
 
-A run is one call of :func:`mbvi.engine.loop.run` (or a few, when a progress
-bar asks for chunks). Two rare events leave the compiled loop: a solve too
-large for its dense fallbacks (the NumPy step, with sparse LU, takes it — and
-the next 1, 2, 4, … 1024 steps while the compiled step keeps handing them
-back; the loop resumes after them), and a failure, which becomes a
-:class:`mbvi.SolverError` with the partial trajectory.
+* :class:`RunState` is everything a run changes (MuJoCo's ``mjData``): the
+  state, SHAKE's warm starts and the workspace. A run continued from a
+  RunState takes exactly the steps one longer run would.
+* :func:`advance` makes one compiled call from a RunState and returns a
+  :class:`Advance` (status, steps taken, states saved, counters).
+* :func:`run_batch` runs many initial states through the same compiled loop
+  on every core.
+
+Nothing here knows a scene, a ``System`` or an integrator: the callers
+(:mod:`mbvi.integrators.compiled`, :mod:`mbvi.simulator`) gather the arrays
+and turn outcomes into answers.
 """
 
 from __future__ import annotations
 
-import math
-import warnings
-from collections.abc import Callable
+import importlib
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from itertools import pairwise
 
-import numba
 import numpy as np
 
-from mbvi.engine import lieloop as LIE
-from mbvi.engine import lockstep, loop
-from mbvi.engine.fields import LT, ST, WARM_ROWS, M
-from mbvi.errors import RedundantConstraintWarning, SolverError
-from mbvi.state import State
+from mbvi.engine import scheme as SC
+from mbvi.engine.fields import LB, LT, RF, RI, RK, WK, M, length
 
-__all__ = ["integrate", "integrate_batch"]
-
-CHUNK = 2000  # steps per call when a progress callback wants updates
+__all__ = ["Advance", "RunResult", "RunState", "advance", "entry", "nsave", "run_batch", "saved_steps", "threads"]
 
 
-def _nsave(nsteps: int, save_every: int) -> int:
+def nsave(nsteps: int, save_every: int) -> int:
+    """States a run of ``nsteps`` saves: the initial one, every ``save_every``-th, and the last."""
     return nsteps // save_every + 1 + (nsteps % save_every != 0)
 
 
-def _method(integrator) -> int:
-    """The compiled loop's code for a built-in integrator."""
-    return loop.METHODS.get(integrator.name, loop.IMPLICIT.get(integrator.name))
-
-
-def _failure(integrator, status: int, q: np.ndarray, v: np.ndarray, t: float, k: int, lie: bool) -> SolverError:
-    """The SolverError for a failed compiled step, diagnosed like the NumPy path does.
-
-    ``lie``: the system's rigid bodies step on their Lie group, whose failing
-    step was already retried in up to :data:`mbvi.engine.lieloop.MAX_REFINE` substeps.
-    """
-    from mbvi.integrators.rattle import DRIFT_FAILED, _diagnose
-
-    system, h = integrator.system, integrator.dt
-    if status == ST.NONFINITE:
-        return integrator._instability(t, k)
-    if status == ST.DRIFT_FAILED:
-        return SolverError(DRIFT_FAILED, time=t, step=k, suggested_dt=h / 4)
-    with np.errstate(all="ignore"):
-        culprit, hint = _diagnose(system, q, v, h, system.active_constraints(q + h * v), lie)
-    what = "SHAKE (constrained drift) did not converge"
-    if lie:
-        what += f", even split into {LIE.MAX_REFINE} substeps"
-    return SolverError(what, time=t, step=k, culprit=culprit, suggested_dt=hint)
-
-
-def integrate(
-    integrator, model, state: State, t0: float, nsteps: int, save_every: int = 1, callback: Callable | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Run ``integrator`` (a built-in of :data:`mbvi.engine.loop.METHODS` or ``IMPLICIT``) through the compiled loop.
-
-    Returns (t, q, v) like :meth:`mbvi.Integrator.integrate`; the work of the
-    non-conservative forces at each saved state is left on
-    ``integrator.work`` (J). Raises :class:`mbvi.SolverError` with ``partial``.
-    """
-    system, h = integrator.system, integrator.dt
-    method = _method(integrator)
-    nsave = _nsave(nsteps, save_every)
-    Q = np.empty((nsave, system.nq))
-    V = np.empty((nsave, system.nq))
-    Wk = np.zeros(nsave + 1)  # the last entry: the work so far (in and out of every compiled call)
-    q = np.array(state.q, dtype=float)
-    v = np.array(state.v, dtype=float)
-    Q[0], V[0] = q, v
-    n = int(model[0][M.N])
-    lam = getattr(integrator, "_engine_lam", None)
-    if lam is None or lam.shape != (WARM_ROWS, n):  # warm starts of the compiled SHAKE (see ShakeRattle._lam)
-        lam = integrator._engine_lam = np.zeros((WARM_ROWS, n))
-    elif not np.array_equal(q, getattr(integrator, "_engine_end", None)):
-        lam[...] = 0.0  # they are those of the state the last run ended at: a run from another starts cold
-    integrator._engine_end = None  # until this run ends well
-    info = np.zeros(6, dtype=np.int64)
-    k, j = 0, 1
-    burst = 1  # NumPy steps after a fallback: doubles while the compiled step keeps handing steps back
-    integrator.numpy_steps = 0
-    max_turn = getattr(integrator, "max_turn", math.inf)
-    args = (integrator.tol, integrator.maxiter, float(system.length_scale), max_turn, lam)
-    while k < nsteps:
-        stop = nsteps if callback is None else min(nsteps, k + CHUNK)
-        loop.run(*model, method, q, v, float(t0), h, k, stop, nsteps, save_every, *args, Q, V, Wk, j, info)
-        kstart, (status, k, j) = k, (int(info[0]), int(info[1]), int(info[2]))
-        if status == ST.NEEDS_NUMPY:
-            burst = min(2 * burst, 1024) if k == kstart else 1
-            integrator._cache = {"q": None}
-            for _ in range(min(burst, stop - k)):
-                t = t0 + k * h
-                try:
-                    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # judged just below
-                        state = integrator._step(State(q.copy(), v.copy()), t)
-                except SolverError as exc:
-                    err = exc.located(t, k)
-                    err.partial = (t0 + _saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j])
-                    raise err from exc
-                if not (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
-                    err = integrator._instability(t, k)
-                    err.partial = (t0 + _saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j])
-                    raise err
-                if system.has_forces:
-                    Wk[-1] += _step_work(integrator, q, v, state, t)
-                q, v = state.q.copy(), state.v.copy()
-                k += 1
-                integrator.numpy_steps += 1
-                if k % save_every == 0 or k == nsteps:
-                    Q[j], V[j], Wk[j] = q, v, Wk[-1]
-                    j += 1
-            lam[...] = 0.0  # the compiled warm starts are those of steps before the burst: start cold
-        elif status != ST.DONE:
-            err = _failure(integrator, status, q, v, t0 + k * h, k, bool(model[4][LT.NB]))
-            err.partial = (t0 + _saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j])
-            raise err
-        if callback is not None:
-            callback(k)
-    if info[3]:
-        warnings.warn(
-            "the constraint matrix G M⁻¹ Gᵀ was singular on some steps (dependent constraints); it was "
-            "factored with a 1e-12 relative regularization (least-squares multipliers)",
-            RedundantConstraintWarning,
-            stacklevel=4,
-        )
-    integrator.work = Wk[:j]
-    integrator.refined_steps = int(info[5])
-    integrator._engine_end = q.copy()  # where the warm starts in lam belong (a run from here continues them)
-    return t0 + _saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j]
-
-
-def _step_work(integrator, q0: np.ndarray, v0: np.ndarray, state: State, t: float) -> float:
-    """Work of the non-conservative forces over a step the NumPy path took, J.
-
-    The implicit pair's own discrete work (F at the point its equations
-    evaluate it, times q₁ − q₀), as the compiled step counts it; for the
-    RATTLE family the trapezoidal rule, which its kicks' work matches to O(h³).
-    """
-    system, h = integrator.system, integrator.dt
-    dq = state.q - q0
-    if integrator.name == "midpoint":
-        return float(system.force(q0 + 0.5 * dq, dq / h, t + 0.5 * h) @ dq)
-    if integrator.name == "implicit_euler":
-        return float(system.force(state.q, dq / h, t + h) @ dq)
-    return 0.5 * float((system.force(q0, v0, t) + system.force(state.q, state.v, t + h)) @ dq)
-
-
-def _saved_steps(count: int, nsteps: int, save_every: int) -> np.ndarray:
+def saved_steps(count: int, nsteps: int, save_every: int) -> np.ndarray:
     """Step indices of the first ``count`` saved states."""
     k = np.minimum(np.arange(count) * save_every, nsteps)
     return k.astype(float)
 
 
+@dataclass(frozen=True)
+class RunResult:
+    """What a run gives back (every integrator's :meth:`mbvi.Integrator.run`).
+
+    Attributes
+    ----------
+    t : ndarray, (n,)
+        Saved times, s.
+    q, v : ndarray, (n, nq)
+        Saved positions and velocities.
+    work : ndarray, (n,) or None
+        Work of the non-conservative forces up to each saved state, J (None when the run does not measure it).
+    counters : dict of str to int
+        How the run went: ``refined_steps`` (steps a fast body took in substeps), ``numpy_steps`` (steps the
+        NumPy path took), ``shifted`` (singular factorizations), ``newton`` (full-Newton fallbacks).
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    work: np.ndarray | None = None
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+class RunState:
+    """Everything a compiled run changes, kept between calls (MuJoCo's ``mjData``).
+
+    Parameters
+    ----------
+    model : mbvi.engine.model.Model
+        The model it runs.
+    scheme : ndarray
+        The method (:mod:`mbvi.engine.scheme`): how many warm-start rows it needs.
+    q, v : ndarray, (nq,)
+        The state to start from (copied).
+    work : float, default: 0
+        Work of the non-conservative forces so far, J.
+
+    Attributes
+    ----------
+    q, v : ndarray
+        The current state (the arrays the compiled loop steps in place).
+    fresh : bool
+        The workspace does not belong to (q, v) yet: the next call starts cold from it.
+    """
+
+    def __init__(self, model, scheme: np.ndarray, q: np.ndarray, v: np.ndarray, work: float = 0.0) -> None:
+        I, Iv = model.I, model.Iv
+        n, nv = int(Iv[M.N]), int(Iv[M.NQ])
+        self.q = np.array(q, dtype=float)
+        self.v = np.array(v, dtype=float)
+        self.u = np.zeros(nv)  # the velocity coordinates of the Lie loop (unprojected between calls)
+        self.lam = np.zeros((SC.rows_needed(scheme), n))
+        self.WI = Iv[Iv[M.WKOFF] : Iv[M.WKOFF] + WK.count].copy()
+        self.WS = np.zeros(int(Iv[M.WS_SIZE]))
+        sizes = {"NNZ": int(I[M.NNZ]), "NQ": int(I[M.NQ]), "NV": nv, "N": n, "NB": int(model.IL[LT.NB])}
+        if model.rigid:
+            self.bufs = tuple(np.zeros(length(f.size, sizes)) for f in LB.fields)
+        else:
+            self.bufs = tuple(np.zeros(0) for _ in LB.fields)
+        self.work = float(work)
+        self.fresh = True
+
+    def reset(self, q: np.ndarray, v: np.ndarray, work: float | None = None) -> None:
+        """Start again from (q, v): cold warm starts, a fresh workspace at the next call."""
+        self.q[:] = q
+        self.v[:] = v
+        self.lam[...] = 0.0
+        if work is not None:
+            self.work = float(work)
+        self.fresh = True
+
+    @property
+    def arrays(self) -> tuple:
+        """``(q, v, u, lam, WI, WS, bufs)``: what the compiled loop steps."""
+        return (self.q, self.v, self.u, self.lam, self.WI, self.WS, self.bufs)
+
+
+@dataclass(frozen=True)
+class Advance:
+    """The outcome of one compiled call (:func:`advance`).
+
+    Attributes
+    ----------
+    status : int
+        :data:`mbvi.engine.fields.ST` (``DONE``, or why it stopped; the state is then the failing step's start).
+    step : int
+        The step reached: the failing one, or ``kstop``.
+    saved : int
+        The next save slot.
+    """
+
+    status: int
+    step: int
+    saved: int
+
+
+def entry(model, scheme: np.ndarray):
+    """The compiled entry point that runs ``scheme`` on ``model``, or None (the implicit pair with rigid bodies)."""
+    kind = int(scheme[0, SC.KIND])
+    if model.rigid:
+        if kind != SC.RATTLE:
+            return None
+        return importlib.import_module("mbvi.engine.lieloop").run_lie
+    loop = importlib.import_module("mbvi.engine.loop")  # safe when threads import it at once
+    return loop.run_rattle if kind == SC.RATTLE else loop.run_implicit
+
+
+def _params(t0: float, h: float, tol: float, length_scale: float, max_turn: float) -> np.ndarray:
+    p = np.zeros(RF.count)
+    p[RF.T0], p[RF.H], p[RF.TOL], p[RF.LENGTH], p[RF.MAX_TURN] = t0, h, tol, length_scale, max_turn
+    return p
+
+
+def advance(
+    model, scheme: np.ndarray, rs: RunState, *, t0: float, h: float, k0: int, kstop: int, nsteps: int,
+    save_every: int, tol: float, maxiter: int, length_scale: float, max_turn: float, out: tuple, j0: int,
+    project: bool = False,
+) -> Advance:  # fmt: skip
+    """Steps ``k0`` … ``kstop − 1`` of a run of ``nsteps`` from ``rs`` (stepped in place), in one compiled call.
+
+    Saved states go to ``out = (Q, V, Wk, info)`` from slot ``j0``: positions, velocities, the work of the
+    non-conservative forces so far (J; the last entry of Wk is the running total), and ``info``
+    (:data:`mbvi.engine.fields.RI`, counters added). With ``project`` the velocity is first projected onto the
+    constraints (and saved at ``j0 − 1``).
+    """
+    run = entry(model, scheme)
+    steps = np.zeros(RK.count, dtype=np.int64)
+    steps[RK.K0], steps[RK.KSTOP], steps[RK.NSTEPS], steps[RK.SAVE_EVERY] = k0, kstop, nsteps, save_every
+    steps[RK.J0], steps[RK.MAXITER], steps[RK.FRESH], steps[RK.PROJECT] = j0, maxiter, rs.fresh, project
+    Wk, info = out[2], out[3]
+    Wk[-1] = rs.work
+    run(model.arrays, scheme, rs.arrays, steps, _params(t0, h, tol, length_scale, max_turn), out)
+    rs.fresh = False
+    rs.work = float(Wk[-1])
+    return Advance(int(info[RI.STATUS]), int(info[RI.STEP]), int(info[RI.SAVED]))
+
+
 def threads() -> int:
     """Threads a batch runs on: numba's (``numba.set_num_threads``, ``NUMBA_NUM_THREADS``; by default one per core)."""
+    import numba
+
     return max(1, int(numba.get_num_threads()))
 
 
 def _chunk(B: int) -> int:
     """Members per lockstep chunk: up to :data:`mbvi.engine.lockstep.CHUNK`, at least two chunks per thread."""
-    return min(lockstep.CHUNK, max(1, -(-B // (2 * threads()))))
+    from mbvi.engine.lockstep import CHUNK
+
+    return min(CHUNK, max(1, -(-B // (2 * threads()))))
 
 
-def integrate_batch(
-    integrator, model, Q0: np.ndarray, V0: np.ndarray, t0: float, nsteps: int, save_every: int,
-    chunk: int | None = None,
+def run_batch(
+    model, scheme: np.ndarray, Q0: np.ndarray, V0: np.ndarray, *, t0: float, h: float, nsteps: int,
+    save_every: int, tol: float, maxiter: int, length_scale: float, max_turn: float, chunk: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """Every member of (Q0, V0) through the same compiled run, in parallel.
 
@@ -186,33 +206,35 @@ def integrate_batch(
     t : ndarray, (nsave,)
     Q, V : ndarray, (B, nsave, nq)
     work : ndarray, (B, nsave)
-    info : ndarray of int, (B, 6)
-        Per member: status, step reached, states saved, pseudo-inverse and Newton uses.
+    info : ndarray of int, (B, RI.count)
+        Per member: status, step reached, states saved, and the counters (:data:`mbvi.engine.fields.RI`).
     """
-    system, h = integrator.system, integrator.dt
-    B = len(Q0)
-    nsave = _nsave(nsteps, save_every)
+    from mbvi.engine import lockstep, loop
+
+    B, nq = len(Q0), int(model.I[M.NQ])
+    ns = nsave(nsteps, save_every)
     Q0, V0 = np.ascontiguousarray(Q0, float), np.ascontiguousarray(V0, float)
-    Q = np.zeros((B, nsave, system.nq))
-    V = np.zeros((B, nsave, system.nq))
+    Q, V = np.zeros((B, ns, nq)), np.zeros((B, ns, nq))
     Q[:, 0], V[:, 0] = Q0, V0
-    Wk = np.zeros((B, nsave + 1))
-    info = np.zeros((B, 6), dtype=np.int64)
-    method = _method(integrator)
+    Wk = np.zeros((B, ns + 1))
+    info = np.zeros((B, RI.count), dtype=np.int64)
+    kind = int(scheme[0, SC.KIND])
+    batch = loop.batch_lie if model.rigid else loop.batch_rattle if kind == SC.RATTLE else loop.batch_implicit
     chunk = _chunk(B) if chunk is None else int(chunk)
-    together = chunk >= 1 and lockstep.eligible(int(model[4][LT.NB]), method)
+    together = chunk >= 1 and lockstep.eligible(int(model.IL[LT.NB]), scheme)
     size = chunk if together else 1
     units = -(-B // size)
-    max_turn = getattr(integrator, "max_turn", math.inf)
-    args = (*model, method, Q0, V0, float(t0), h, nsteps, save_every, integrator.tol, integrator.maxiter,
-            float(system.length_scale), max_turn, Q, V, Wk, info, size, together)  # fmt: skip
+    steps = np.zeros(RK.count, dtype=np.int64)
+    steps[RK.NSTEPS], steps[RK.SAVE_EVERY], steps[RK.MAXITER] = nsteps, save_every, maxiter
+    args = (model.arrays, scheme, Q0, V0, steps, _params(t0, h, tol, length_scale, max_turn), (Q, V, Wk, info), size,
+            together)  # fmt: skip
     # the compiled loop releases the GIL: threads take blocks of units (a few per thread, for balance)
     nthreads = min(threads(), units)
     if nthreads == 1:
-        loop.run_batch(*args, 0, units)
+        batch(*args, 0, units)
     elif nthreads > 1:
         blocks = np.linspace(0, units, min(units, 4 * nthreads) + 1).astype(int)
         with ThreadPoolExecutor(nthreads) as pool:
-            for f in [pool.submit(loop.run_batch, *args, int(a), int(b)) for a, b in pairwise(blocks)]:
+            for f in [pool.submit(batch, *args, int(a), int(b)) for a, b in pairwise(blocks)]:
                 f.result()
-    return t0 + _saved_steps(nsave, nsteps, save_every) * h, Q, V, Wk[:, :nsave], info
+    return t0 + saved_steps(ns, nsteps, save_every) * h, Q, V, Wk[:, :ns], info

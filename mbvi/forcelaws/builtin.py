@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from mbvi.engine.contract import Family
 from mbvi.forcelaws.base import ForceLaw
 from mbvi.forces import (
     Damper,
@@ -102,6 +103,9 @@ class GravityLaw(ForceLaw):
     def support(self):
         return np.nonzero(self.gvec)[0]
 
+    def compiled(self) -> Family:
+        return Family("gravity", (self.gvec,))
+
 
 class SpringLaw(ForceLaw):
     """Linear springs: U = Σ ½k(|d| − L₀)², d = P_a − P_b."""
@@ -145,6 +149,9 @@ class SpringLaw(ForceLaw):
 
     def support(self):
         return np.unique(self.D.cols[self.D._wcols != 0])
+
+    def compiled(self) -> Family:
+        return Family("spring", (self.D.terms, self.k, self.L0))
 
     def frequencies(self):
         # Gershgorin bound on the springs' M⁻¹K: row j of K sums to Σᵢ kᵢ|wᵢⱼ| Σₗ|wᵢₗ| (wᵢ: weights of dᵢ);
@@ -191,6 +198,9 @@ class DamperLaw(ForceLaw):
         J = self.D.matrix
         return block_quadratic(J, dfdd), block_quadratic(J, dfdv)
 
+    def compiled(self) -> Family:
+        return Family("damper", (self.D.terms, self.c))
+
 
 class DragLaw(ForceLaw):
     """Linear drag at body points: f = −c v_P."""
@@ -211,6 +221,9 @@ class DragLaw(ForceLaw):
     def force_jacobians(self, q, v, t):
         blocks = -self.c[:, None, None] * np.eye(3)
         return sp.csr_matrix((self.nq, self.nq)), block_quadratic(self.P.matrix, blocks)
+
+    def compiled(self) -> Family:
+        return Family("drag", (self.P.terms, self.c))
 
 
 class _Prescribed:
@@ -286,6 +299,12 @@ class ExternalForceLaw(ForceLaw):
             f[[i for i, *_, arity in self.values.callables if arity == 2]] = 0.0
         return float(np.sum(f * self.P(q)))
 
+    def compiled(self) -> Family | None:
+        """Constant forces as the engine's ``point_force`` family; loads that are functions: None (for now)."""
+        if self.values.callables:
+            return None
+        return Family("point_force", (self.P.terms, self.values.values0))
+
 
 class ExternalTorqueLaw(ForceLaw):
     """World torques on rigid bodies: generalized force ½ τ × rᵢ on each rotation column.
@@ -327,6 +346,17 @@ class ExternalTorqueLaw(ForceLaw):
         vals = np.repeat(0.5 * skew[:, None], 3, axis=1)
         dq = sp.csr_matrix((vals.ravel(), (rows.ravel(), cols.ravel())), shape=(self.nq, self.nq))
         return dq, sp.csr_matrix((self.nq, self.nq))
+
+    def compiled(self) -> Family | None:
+        """Constant torques as the engine's ``torque`` family; torques that are functions: None (for now)."""
+        if self.values.callables:
+            return None
+        return Family("torque", (_columns(self.cols), self.values.values0))
+
+
+def _columns(cols: np.ndarray) -> np.ndarray:
+    """Rotation-column indices (m, 3, 3) as the engine's rows of nine."""
+    return np.asarray(cols, dtype=np.int64).reshape(len(cols), 9)
 
 
 def _angular_velocity(q: np.ndarray, v: np.ndarray, cols: np.ndarray, rigid: np.ndarray) -> np.ndarray:
@@ -457,6 +487,16 @@ class JointDampingLaw(ForceLaw):
             dv = dv + block_quadratic(D, -b * n[:, :, None] * n[:, None, :])
         return dq.tocsr(), dv.tocsr()
 
+    def compiled(self) -> list[Family]:
+        parts = []
+        if self.rev:
+            side_a = (_columns(self.cols_a), self.rigid_a.astype(float))
+            side_b = (_columns(self.cols_b), self.rigid_b.astype(float))
+            parts.append(Family("hinge_damping", (self.N.terms, *side_a, *side_b, self.b_rev)))
+        if self.pri:
+            parts.append(Family("slider_damping", (self.Np.terms, self.Dp.terms, self.b_pri)))
+        return parts
+
 
 def _skew(x: np.ndarray) -> np.ndarray:
     """Cross-product matrices [x]× of vectors x, shape (m, 3) → (m, 3, 3)."""
@@ -540,6 +580,9 @@ class TorsionSpringLaw(ForceLaw):
         B = self.k[:, None, None] * (o(dth, dth) + self._dev(theta)[:, None, None] * hth)
         L = self._local
         return (L.T @ sp.bsr_matrix((B, np.arange(m), np.arange(m + 1)), shape=(9 * m, 9 * m)) @ L).tocsr()
+
+    def compiled(self) -> Family:
+        return Family("torsion_spring", (self.U1.terms, self.U2.terms, self.W1.terms, self.k, self.theta0))
 
 
 @hookimpl

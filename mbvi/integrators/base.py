@@ -25,8 +25,13 @@ An integrator plugin subclasses :class:`Integrator` and
    (tolerances, warm starts, factorizations) lives on the integrator instance.
 
 It may override :meth:`Integrator.integrate` to run many steps at once (the
-``csm`` baseline hands the whole interval to ``scipy.integrate.solve_ivp``;
-the built-in RATTLE family hands it to one compiled call, see :mod:`mbvi.engine`).
+``csm`` baseline hands the whole interval to ``scipy.integrate.solve_ivp``).
+:meth:`Integrator.run` is what :func:`mbvi.simulate` calls: it returns a
+:class:`mbvi.engine.runner.RunResult` (the saved states, and the work of the
+non-conservative forces where the run measures it). Integrators that are
+schemes of the compiled engine (:class:`mbvi.integrators.compiled.Compiled`:
+the RATTLE family, every :class:`mbvi.Composition`, the implicit pair) run
+there as one compiled call.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from mbvi.diagnosis import instability
+from mbvi.engine.runner import RunResult
 from mbvi.errors import SolverError
 from mbvi.state import State
 from mbvi.system import System
@@ -84,6 +91,9 @@ class Integrator:
     handles: ClassVar[frozenset[str]] = frozenset({"constraints"})
     #: options this class accepts, with defaults
     options: ClassVar[dict[str, Any]] = {}
+    #: True when runs of this class are one compiled call (a scheme of the engine); a subclass that writes its
+    #: own ``step`` runs its own step (False) unless it says otherwise
+    compiled: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -93,6 +103,8 @@ class Integrator:
             # keep it as the implementation and put the checking template in front of it
             cls._step = impl
             cls.step = Integrator.step
+        if (impl is not None or "_step" in cls.__dict__) and "compiled" not in cls.__dict__:
+            cls.compiled = False  # its own algorithm: not the engine's scheme it inherits
 
     def __init__(self, system: System, dt: float, **options: Any) -> None:
         label = self.name or type(self).__name__
@@ -106,6 +118,8 @@ class Integrator:
             )
         self.system = system
         self.dt = float(dt)
+        #: the options as given (a new instance with them starts a run afresh)
+        self.given_options = dict(options)
         for key, default in self.options.items():
             setattr(self, key, options.get(key, default))
 
@@ -136,33 +150,33 @@ class Integrator:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             out = self._step(state, t)
         if not (np.isfinite(out.q).all() and np.isfinite(out.v).all()):
-            raise self._instability(t, 0)
+            raise instability(self.system, self.name, self.dt, t, 0)
         return out
 
     def _step(self, state: State, t: float) -> State:
         """The method's step (built-ins implement this; plugins may implement ``step`` instead)."""
         raise NotImplementedError(f"{type(self).__name__} implements neither step() nor _step()")
 
-    def _instability(self, t: float, k: int) -> SolverError:
-        """The error for a run that blew up, naming the stiffest element when there is one."""
-        stiff = self.system.stiffest_element() if isinstance(self.system, System) else None
-        if stiff is not None and 2.0 / stiff[1] < 1.5 * self.dt:
-            name, omega = stiff
-            return SolverError(
-                f"integrator {self.name!r} went unstable: the stiffest element {name!r} has natural "
-                f"frequencies up to ω ≈ {omega:.3g} rad/s and an explicit step needs dt < 2/ω = {2.0 / omega:.3g} s "
-                "(or use integrator='midpoint', which is A-stable)",
-                time=t,
-                step=k,
-                culprit=name,
-                suggested_dt=1.8 / omega,
-            )
-        return SolverError(
-            f"integrator {self.name!r} produced non-finite values (unstable; reduce dt)",
-            time=t,
-            step=k,
-            suggested_dt=self.dt / 4,
-        )
+    def run(
+        self, state: State, t0: float, nsteps: int, save_every: int = 1, callback: Callable[[int], None] | None = None
+    ) -> RunResult:
+        """Take ``nsteps`` steps from ``(state, t0)``, saving every ``save_every``-th state (and the last).
+
+        What :func:`mbvi.simulate` calls. The default runs :meth:`integrate`; the work of the
+        non-conservative forces is then not measured (``work`` is None).
+
+        Returns
+        -------
+        RunResult
+            Saved times (nsave,), positions and velocities (nsave, nq), the initial state included.
+
+        Raises
+        ------
+        SolverError
+            With ``time`` and ``step`` set and ``partial``, a RunResult of the states saved so far.
+        """
+        t, q, v = self.integrate(state, t0, nsteps, save_every, callback)
+        return RunResult(t, q, v)
 
     def integrate(
         self, state: State, t0: float, nsteps: int, save_every: int = 1, callback: Callable[[int], None] | None = None
@@ -178,7 +192,7 @@ class Integrator:
         Raises
         ------
         SolverError
-            With ``time`` and ``step`` set and ``partial`` = (t, q, v) saved so far.
+            With ``time`` and ``step`` set and ``partial``, a RunResult of the states saved so far.
         """
         rec = Recorder(nsteps // save_every + 1 + (nsteps % save_every != 0), self.system.nq)
         rec.add(t0, state)
@@ -191,11 +205,11 @@ class Integrator:
                     state = step(state, t)
                 except SolverError as exc:
                     err = exc.located(t, k)
-                    err.partial = rec.arrays()
+                    err.partial = RunResult(*rec.arrays())
                     raise err from exc
                 if not (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
-                    err = self._instability(t, k)
-                    err.partial = rec.arrays()
+                    err = instability(self.system, self.name, self.dt, t, k)
+                    err.partial = RunResult(*rec.arrays())
                     raise err
                 if (k + 1) % save_every == 0 or k + 1 == nsteps:
                     rec.add(t0 + (k + 1) * self.dt, state)

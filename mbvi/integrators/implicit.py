@@ -1,33 +1,33 @@
 """Implicit integrators solved by Newton on (q_{k+1}, λ): midpoint VI and implicit Euler.
 
-A run of a system without rigid bodies whose force laws all have compiled
-kernels is one compiled call (:func:`mbvi.engine.loop.run`): the same
-equations, solved by a fixed point around SHAKE, and by a compiled Newton
-(finite-difference KKT matrix) where the fixed point cannot settle (stiff
-forces); a stiff step of a system too large for that dense Newton is taken
-here, by Newton with sparse LU.
+A run of a system without rigid bodies is one compiled call
+(:func:`mbvi.engine.loop.run_implicit`): the same equations, solved by a fixed
+point around SHAKE, and by a compiled Newton (finite-difference KKT matrix)
+where the fixed point cannot settle (stiff forces); a stiff step of a system
+too large for that dense Newton is taken here, by Newton with sparse LU, and
+systems with rigid bodies step here throughout.
 """
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import scipy.sparse as sp
 
+from mbvi.diagnosis import diagnose
+from mbvi.engine import scheme as SC
 from mbvi.errors import SolverError
 from mbvi.hookspecs import hookimpl
-from mbvi.integrators.base import Integrator
+from mbvi.integrators.compiled import Compiled
 from mbvi.integrators.newton import newton_kkt
-from mbvi.integrators.rattle import _diagnose
 from mbvi.state import State
 
 __all__ = ["ImplicitEuler", "Midpoint"]
 
 
-class _NewtonIntegrator(Integrator):
+class _NewtonIntegrator(Compiled):
     options = {"tol": 1e-12, "maxiter": 40}
     handles = frozenset({"constraints", "forces"})
+    compiled = True
 
     def __init__(self, system, dt, **options):
         super().__init__(system, dt, **options)
@@ -35,14 +35,6 @@ class _NewtonIntegrator(Integrator):
         self.maxiter = self.check_option("maxiter", self.maxiter, integer=True)
         self._M = sp.diags(system.mass)
         self._y = np.zeros(len(system.active))
-
-    def integrate(self, state, t0, nsteps, save_every=1, callback=None):
-        if type(self) in _COMPILED:  # subclasses keep the NumPy path
-            model = self.system.engine_model()
-            if model is not None and not len(self.system.layout.rotation_blocks):
-                runner = importlib.import_module("mbvi.engine.runner")  # safe when threads import it at once
-                return runner.integrate(self, model, state, t0, nsteps, save_every, callback)
-        return super().integrate(state, t0, nsteps, save_every, callback)
 
     def _solve(self, residual, jacobian, x0, culprit_q):
         sysm = self.system
@@ -59,7 +51,7 @@ class _NewtonIntegrator(Integrator):
             )
         except SolverError as exc:
             # the drift q₀ → x0 = q₀ + h v₀ has the same h|ω| < 1 limit as SHAKE: name a spinning body
-            culprit, hint = _diagnose(sysm, culprit_q, (x0 - culprit_q) / self.dt, self.dt, np.zeros(0))
+            culprit, hint = diagnose(sysm, culprit_q, (x0 - culprit_q) / self.dt, self.dt, np.zeros(0))
             raise SolverError(f"{self.name}: {exc.reason}", culprit=culprit, suggested_dt=hint) from exc
 
 
@@ -76,6 +68,8 @@ class Midpoint(_NewtonIntegrator):
     order = 2
     symplectic = True
     variational = True
+    compiled = True
+    scheme = SC.stage(SC.MIDPOINT, 1.0, 0.5, 0.5)
 
     def step(self, state: State, t: float) -> State:
         sysm, h = self.system, self.dt
@@ -124,6 +118,8 @@ class ImplicitEuler(_NewtonIntegrator):
 
     name = "implicit_euler"
     order = 1
+    compiled = True
+    scheme = SC.stage(SC.IMPLICIT_EULER, 1.0, 0.0, 1.0)
 
     def step(self, state: State, t: float) -> State:
         sysm, h = self.system, self.dt
@@ -156,10 +152,6 @@ class ImplicitEuler(_NewtonIntegrator):
         self._y = lam
         v1 = sysm.project_velocity(q1, (q1 - q0) / h)
         return State(q1, v1)
-
-
-#: the classes whose runs the compiled loop reproduces (:data:`mbvi.engine.loop.IMPLICIT`)
-_COMPILED = {Midpoint: "midpoint", ImplicitEuler: "implicit_euler"}
 
 
 @hookimpl

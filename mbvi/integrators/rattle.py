@@ -17,53 +17,30 @@ iteration around SHAKE).
 
 from __future__ import annotations
 
-import importlib
 import math
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse.linalg as spla
 
-from mbvi import kinematics
+from mbvi.diagnosis import DRIFT_FAILED_MESSAGE, diagnose
+from mbvi.engine import scheme as SC
 from mbvi.engine.extrapolation import best_order, extrapolated
 from mbvi.engine.fields import WARM_HISTORY, WARM_ROWS
+from mbvi.engine.scheme import compose, is_rattle, rows_needed
 from mbvi.errors import SolverError
 from mbvi.hookspecs import hookimpl
-from mbvi.integrators.base import Integrator
+from mbvi.integrators.compiled import Compiled
 from mbvi.linalg import Factor
 from mbvi.state import State
 from mbvi.system import System
 
-__all__ = ["ShakeRattle", "SymplecticEulerA", "SymplecticEulerB", "Verlet", "Yoshida4", "shake"]
-
-
-def _diagnose(
-    system: System, q: np.ndarray, v: np.ndarray, h: float, g: np.ndarray, lie: bool = False
-) -> tuple[str | None, float]:
-    """Blame a fast-spinning rigid body (h|ω| ≥ 1 has no RATTLE step) or the worst joint.
-
-    ``lie``: the step was the Lie-group one (:mod:`mbvi.engine.lieloop`), which
-    exists at any spin: a fast body is named, without the RATTLE limit.
-    """
-    h = abs(h)  # Yoshida's middle substep runs backwards in time
-    rot = system.layout.rotation_blocks
-    if len(rot):
-        idx = rot.reshape(-1, 3)[:, :, None] + np.arange(3)  # (bodies, column, component) of the rotation columns
-        w = np.linalg.norm(kinematics.angular_velocity(q[idx], v[idx]), axis=1)
-        i = int(np.argmax(w))
-        if h * w[i] > 0.5:
-            names = [n for n in system.layout.bodies if system.layout.kind(n) == "rigid"]
-            if lie:
-                return f"rigid body {names[i]!r} spins at |ω| = {w[i]:.3g} rad/s (h|ω| = {h * w[i]:.2f})", h / 4
-            return (
-                f"rigid body {names[i]!r} spins at |ω| = {w[i]:.3g} rad/s (h|ω| = {h * w[i]:.2f}; "
-                "a RATTLE step exists only for h|ω| < 1)"
-            ), 0.5 / w[i]
-    if len(g):
-        r = int(np.argmax(np.abs(g) / system.active_scale))
-        return system.rows.owner[int(system.active[r])], h / 4
-    return None, h / 4
+__all__ = [
+    "Composition", "ShakeRattle", "SymplecticEulerA", "SymplecticEulerB", "Verlet", "Yoshida4", "check_composition",
+    "shake",
+]  # fmt: skip
 
 
 def shake(
@@ -138,7 +115,7 @@ def shake(
         dq = W * system.G_rmatvec(gdata0, dl)
         q -= dq
         corr += dq
-    culprit, dt_hint = _diagnose(system, q0, v_free, h, system.active_constraints(q))
+    culprit, dt_hint = diagnose(system, q0, v_free, h, system.active_constraints(q))
     raise SolverError("SHAKE (constrained drift) did not converge", culprit=culprit, suggested_dt=dt_hint)
 
 
@@ -194,17 +171,17 @@ def _shake_newton(system, q0, q, corr, v_free, h, gdata0, maxiter, tol):
         dq = W * system.G_rmatvec(gdata0, dl)
         q = q - dq
         corr = corr + dq
-    culprit, dt_hint = _diagnose(system, q0, v_free, h, system.active_constraints(q))
+    culprit, dt_hint = diagnose(system, q0, v_free, h, system.active_constraints(q))
     raise SolverError("SHAKE (constrained drift) did not converge", culprit=culprit, suggested_dt=dt_hint)
 
 
-class ShakeRattle(Integrator):
-    """Shared machinery: a factorization cache and forced constrained drifts.
+class ShakeRattle(Compiled):
+    """The SHAKE/RATTLE family: a scheme of RATTLE substeps (abstract; :mod:`mbvi.engine.scheme`).
 
-    A built-in member of the family runs a whole simulation as one compiled
-    call (:mod:`mbvi.engine`) when every force law of the system has a compiled
-    kernel; otherwise, and for subclasses, it steps in NumPy with the same
-    algorithm (:meth:`step`).
+    A run is one compiled call (:mod:`mbvi.engine`); the NumPy :meth:`step`
+    interprets the same scheme (the steps the engine hands back, and systems it
+    does not run). A substep kicks a0·h_s at q₀, drifts h_s on the constraints
+    (SHAKE), kicks a1·h_s at q₁ and projects the velocity (RATTLE).
 
     Options
     -------
@@ -213,19 +190,20 @@ class ShakeRattle(Integrator):
     maxiter : int, default: 60
         Newton iterations per solve.
     max_turn : float, default: 0.1
-        Rigid bodies, compiled path: a step in which a body would turn by more
-        than this (h|ω|, rad) is taken as 2, 4, … equal substeps (the run still
-        reports every dt); ``math.inf`` turns the refinement off. The rotation
-        update steps at any spin (:mod:`mbvi.engine.rotation`): this bounds the
-        error, not the existence of a step.
+        Rigid bodies, compiled path: once a body would turn by more than this
+        in a step (h|ω|, rad), every step from then on is taken as 2, 4, …
+        equal substeps, enough for it (the count only grows over a run, so
+        each step stays one symplectic map; the run still reports every dt);
+        ``math.inf`` turns the refinement off. The rotation update steps at any
+        spin (:mod:`mbvi.engine.rotation`): this bounds the error, not the
+        existence of a step.
     """
 
     variational = True
     symplectic = True
+    compiled = True
     handles = frozenset({"constraints", "forces"})
     options = {"tol": 1e-12, "maxiter": 60, "max_turn": 0.1}
-    #: (kick at the start, kick at the end) as fractions of the step
-    kicks: ClassVar[tuple[float, float]] = (0.5, 0.5)
 
     def __init__(self, system: System, dt: float, **options) -> None:
         super().__init__(system, dt, **options)
@@ -234,18 +212,9 @@ class ShakeRattle(Integrator):
         if self.max_turn != math.inf:  # inf: never refine
             self.max_turn = self.check_option("max_turn", self.max_turn)
         self._cache: dict = {"q": None}
-        # SHAKE warm starts: the last multipliers of the step (row 0) and of Yoshida's middle substep (row 1);
-        # rows 2 … 5 the four steps' before row 0, to extrapolate from (predict_multipliers)
-        self._lam = np.zeros((WARM_ROWS, len(system.active)))
-
-    # -- the whole run as one compiled call ------------------------------------------------------
-    def integrate(self, state, t0, nsteps, save_every=1, callback=None):
-        if type(self) in _COMPILED:
-            runner = importlib.import_module("mbvi.engine.runner")  # safe when threads import it at once
-            model = self.system.engine_model()
-            if model is not None:
-                return runner.integrate(self, model, state, t0, nsteps, save_every, callback)
-        return super().integrate(state, t0, nsteps, save_every, callback)
+        # SHAKE warm starts of the NumPy step, by the scheme's rows (row 0 also the extrapolation's newest,
+        # rows 2 … 5 the four steps' before it: predict_multipliers)
+        self._lam = np.zeros((rows_needed(self.method()), len(system.active)))
 
     # -- NumPy path ------------------------------------------------------------------------------
     def _factor_at(self, q: np.ndarray) -> tuple[Factor, np.ndarray]:
@@ -293,13 +262,12 @@ class ShakeRattle(Integrator):
             if (it >= 1 and delta > prev) or (it >= 4 and delta > 0.5 * prev):
                 break  # stiff damping: the fixed point diverges or contracts too slowly
             prev = delta
-        raise SolverError(DRIFT_FAILED, suggested_dt=self.dt / 4)
+        raise SolverError(DRIFT_FAILED_MESSAGE, suggested_dt=self.dt / 4)
 
-    def _substep(self, state: State, t: float, h: float, lam: np.ndarray) -> State:
-        """Kick c₀h at q₀, constrained drift h, kick c₁h at q₁, velocity projection (the RATTLE family)."""
+    def _substep(self, state: State, t: float, h: float, c0: float, c1: float, lam: np.ndarray) -> State:
+        """Kick c₀ at q₀, constrained drift h, kick c₁ at q₁, velocity projection (one RATTLE-family stage)."""
         sysm = self.system
         W = sysm.inv_mass
-        c0, c1 = self.kicks[0] * h, self.kicks[1] * h
         q0, v0 = state.q, state.v
         factor0, gdata0 = self._factor_at(q0)
         if c0:
@@ -318,17 +286,17 @@ class ShakeRattle(Integrator):
         self._cache.update(q=q1, factor=factor1, gdata=gdata1, grad=grad1)
         return State(q1, v1)
 
-    def step(self, state: State, t: float) -> State:
-        if not self.system.has_velocity_forces:  # the drift starts from the extrapolated multipliers
+    def _step(self, state: State, t: float) -> State:
+        """One step: the scheme's stages in order (the operations of the compiled step)."""
+        scheme = self.method()
+        if len(scheme) == 1 and not self.system.has_velocity_forces:  # the drift starts from extrapolated multipliers
             predict_multipliers(self._lam[0], self._lam[WARM_HISTORY:WARM_ROWS])
-        return self._substep(state, t, self.dt, self._lam[0])
-
-
-DRIFT_FAILED = (
-    "velocity-dependent forces: the implicit drift does not converge — the damping is too stiff for this "
-    "step relative to the masses it acts on (e.g. joint damping on a body with a tiny rotational inertia); "
-    "use a smaller dt, or integrator='midpoint' or 'implicit_euler', which solve it by Newton"
-)
+        ts = t
+        for _kind, w, a0, a1, row in scheme:
+            hs = w * self.dt
+            state = self._substep(state, ts, hs, a0 * hs, a1 * hs, self._lam[int(row)])
+            ts = ts + hs
+        return state
 
 
 class Verlet(ShakeRattle):
@@ -340,6 +308,7 @@ class Verlet(ShakeRattle):
 
     name = "verlet"
     order = 2
+    scheme = SC.VERLET
 
 
 class SymplecticEulerA(ShakeRattle):
@@ -352,7 +321,7 @@ class SymplecticEulerA(ShakeRattle):
 
     name = "symplectic_euler_a"
     order = 1
-    kicks = (1.0, 0.0)
+    scheme = SC.SYMPLECTIC_EULER_A
 
 
 class SymplecticEulerB(ShakeRattle):
@@ -363,10 +332,99 @@ class SymplecticEulerB(ShakeRattle):
 
     name = "symplectic_euler_b"
     order = 1
-    kicks = (0.0, 1.0)
+    scheme = SC.SYMPLECTIC_EULER_B
 
 
-class Yoshida4(ShakeRattle):
+class Composition(ShakeRattle):
+    """A symmetric composition of a RATTLE-family method, declared as data (abstract).
+
+    Φ_h = φ_{w_m h} ∘ … ∘ φ_{w_1 h}: the base method φ taken with steps of
+    fractions ``weights`` of the step, in order. A composition of a symmetric
+    method of even order with symmetric weights chosen as in Yoshida (1990),
+    Forest & Ruth (1990), Kahan & Li (1997) or McLachlan (1995) raises its
+    order; it stays symplectic and variational, and runs in the compiled loop,
+    serial and batched, like its base.
+
+    Class attributes
+    ----------------
+    name : str
+        Registered name.
+    order : int
+        The order it promises (the test suite measures it).
+    base : str
+        A registered member of the RATTLE family (``"verlet"``, ``"symplectic_euler_a"``, another
+        composition …).
+    weights : tuple of float
+        Fractions of the step, summing to 1 (negative ones allowed).
+
+    Examples
+    --------
+    >>> import mbvi
+    >>> class ForestRuth(mbvi.Composition):
+    ...     name = "forest_ruth"
+    ...     order = 4
+    ...     base = "verlet"
+    ...     theta = 1 / (2 - 2 ** (1 / 3))
+    ...     weights = (theta, 1 - 2 * theta, theta)
+    """
+
+    base: ClassVar[str] = "verlet"
+    weights: ClassVar[tuple[float, ...]] = ()
+
+    @classmethod
+    def bind(cls, lookup: Callable[[str], type]) -> np.ndarray:
+        """Check the weights and the base (found by name with ``lookup``) and fix the class's scheme.
+
+        The registry binds every registered composition (:mod:`mbvi.plugins`), and :func:`mbvi.simulate`
+        one passed as a class.
+
+        Raises
+        ------
+        ValueError
+            Weights that do not sum to 1 (or are not finite numbers), or a base that is not a registered
+            member of the RATTLE family, naming the class.
+        """
+        base = check_composition(cls, lookup)
+        cls.scheme = compose(base.method(), cls.weights)
+        return cls.scheme
+
+    @classmethod
+    def method(cls) -> np.ndarray:
+        """The composed scheme (:func:`mbvi.engine.scheme.compose` of the base's), once :meth:`bind` has fixed it."""
+        scheme = cls.__dict__.get("scheme")
+        if scheme is None:
+            raise ValueError(
+                f"composition {cls.__qualname__} is not bound to its base {cls.base!r}: register it "
+                "(mbvi.plugins.register_plugin) or pass the class to mbvi.simulate"
+            )
+        return scheme
+
+
+def check_composition(cls: type, lookup: Callable[[str], type]) -> type[ShakeRattle]:
+    """The base class of composition ``cls``, after checking its weights and base (ValueError naming ``cls``)."""
+    label = f"composition {cls.__qualname__}"
+    w = cls.weights
+    try:
+        values = [float(x) for x in w]
+    except (TypeError, ValueError):
+        raise ValueError(f"{label}: weights must be numbers, got {w!r}") from None
+    if not values or not all(math.isfinite(x) for x in values):
+        raise ValueError(f"{label}: weights must be finite numbers, got {w!r}")
+    if abs(math.fsum(values) - 1.0) > 1e-12:
+        raise ValueError(f"{label}: weights must sum to 1 (fractions of the step), they sum to {math.fsum(values)!r}")
+    if not isinstance(cls.base, str):
+        raise ValueError(f"{label}: base must be the name of a registered integrator, got {cls.base!r}")
+    try:
+        base = lookup(cls.base)
+    except ValueError:
+        raise ValueError(f"{label}: base {cls.base!r} is not a registered integrator") from None
+    if base is cls or not (isinstance(base, type) and issubclass(base, ShakeRattle)) or not is_rattle(base.method()):
+        raise ValueError(f"{label}: base {cls.base!r} is not a member of the RATTLE family (verlet, "
+                         "symplectic_euler_a/_b or a composition of them)")  # fmt: skip
+    return base
+
+
+class Yoshida4(Composition):
     """Fourth-order variational integrator: Yoshida's triple-jump composition of RATTLE.
 
     Steps of γ₁h, γ₂h, γ₁h with γ₁ = 1/(2 − 2^{1/3}), γ₂ = 1 − 2γ₁ (< 0).
@@ -376,22 +434,8 @@ class Yoshida4(ShakeRattle):
 
     name = "yoshida4"
     order = 4
-
-    def __init__(self, system: System, dt: float, **options) -> None:
-        super().__init__(system, dt, **options)
-        g1 = 1.0 / (2.0 - 2.0 ** (1.0 / 3.0))
-        self.gammas = (g1, 1.0 - 2.0 * g1, g1)
-
-    def step(self, state: State, t: float) -> State:
-        h1, h2 = self.gammas[0] * self.dt, self.gammas[1] * self.dt
-        state = self._substep(state, t, h1, self._lam[0])
-        state = self._substep(state, t + h1, h2, self._lam[1])
-        return self._substep(state, t + h1 + h2, h1, self._lam[0])
-
-
-#: the classes whose runs the compiled loop reproduces (subclasses keep the NumPy path)
-_COMPILED = {Verlet: "verlet", SymplecticEulerA: "symplectic_euler_a", SymplecticEulerB: "symplectic_euler_b",
-             Yoshida4: "yoshida4"}  # fmt: skip
+    base = "verlet"
+    weights = SC.triple_jump(2)
 
 
 @hookimpl

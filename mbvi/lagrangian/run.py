@@ -148,7 +148,7 @@ def simulate_lagrangian(
     SolverError
         A step failed; ``err.trajectory`` holds everything computed before it.
     """
-    from mbvi.simulate import progress_bar, run_info, step_count
+    from mbvi.runs import progress_bar, run_info, step_count
 
     nsteps = step_count(t_end, dt, t0, save_every)
     cls = resolve(integrator)

@@ -73,7 +73,7 @@ def _plane(scene: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     return down, side, normal
 
 
-def from_scene(scene: Any, name: str | None = None) -> Any:
+def from_scene(scene: Any, name: str | None = None, *, system_type: type) -> Any:
     """The joint-coordinate :class:`mbvi.LagrangianSystem` of a tree scene.
 
     Coordinates are named after their joints: ``theta_<joint>`` (a rod in a
@@ -92,6 +92,8 @@ def from_scene(scene: Any, name: str | None = None) -> Any:
     scene : mbvi.Scene
     name : str, optional
         Name of the system (default ``"scene in joint coordinates"``).
+    system_type : type
+        The class to build (:class:`mbvi.LagrangianSystem`; this module does not import it).
 
     Returns
     -------
@@ -103,8 +105,6 @@ def from_scene(scene: Any, name: str | None = None) -> Any:
         For a scene with closed loops, or an element it does not support (named).
     """
     import sympy as sp
-
-    from mbvi.lagrangian.system import LagrangianSystem
 
     if getattr(scene, "beams", None):
         raise ValueError(f"from_scene: beams ({', '.join(scene.beams)}) are not supported in joint coordinates")
@@ -290,7 +290,7 @@ def from_scene(scene: Any, name: str | None = None) -> Any:
             target.append(wr * (W @ R0[n]).reshape(9))
     A, y = np.vstack(rows), np.concatenate(target)
     v0 = np.linalg.lstsq(A, y, rcond=None)[0]
-    system = LagrangianSystem(
+    system = system_type(
         T - U,
         q,
         v,

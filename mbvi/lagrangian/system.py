@@ -465,4 +465,4 @@ class LagrangianSystem:
         """
         from mbvi.lagrangian.scene import from_scene
 
-        return from_scene(scene, name=name)
+        return from_scene(scene, name=name, system_type=cls)

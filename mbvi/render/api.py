@@ -33,10 +33,11 @@ _IMAGE_FORMATS: dict[str, tuple[str, dict[str, Any]]] = {
 
 def _as_trajectory(scene_or_traj: Any) -> TrajectoryLike:
     """A trajectory for ``scene_or_traj``: a Scene becomes its initial state."""
-    import mbvi
+    from mbvi.scene import Scene
+    from mbvi.trajectory import Trajectory
 
-    if isinstance(scene_or_traj, mbvi.Scene):
-        return mbvi.Trajectory.from_scene(scene_or_traj)
+    if isinstance(scene_or_traj, Scene):
+        return Trajectory.from_scene(scene_or_traj)
     return scene_or_traj  # type: ignore[no-any-return]
 
 

@@ -1,0 +1,119 @@
+"""Why a step failed, and what to try: the one owner of failure messages.
+
+The NumPy integrators and the compiled engine fail the same ways (a
+constrained drift that does not converge, a velocity-dependent drift whose
+fixed point does not settle, a run that blows up, a load that raises); this
+module turns each into a :class:`mbvi.SolverError` naming the culprit and a
+step size, for both.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mbvi import kinematics
+from mbvi.engine.fields import ST
+from mbvi.engine.scheme import MAX_REFINE
+from mbvi.errors import LoadError, SolverError
+from mbvi.system import System
+
+__all__ = ["DRIFT_FAILED_MESSAGE", "diagnose", "engine_failure", "instability", "kernel_failure"]
+
+#: a velocity-dependent drift whose fixed point does not settle
+DRIFT_FAILED_MESSAGE = (
+    "velocity-dependent forces: the implicit drift does not converge — the damping is too stiff for this "
+    "step relative to the masses it acts on (e.g. joint damping on a body with a tiny rotational inertia); "
+    "use a smaller dt, or integrator='midpoint' or 'implicit_euler', which solve it by Newton"
+)
+
+
+def diagnose(
+    system, q: np.ndarray, v: np.ndarray, h: float, g: np.ndarray, lie: bool = False
+) -> tuple[str | None, float]:
+    """Blame a fast-spinning rigid body (h|ω| ≥ 1 has no RATTLE step) or the worst joint; a step to try.
+
+    Parameters
+    ----------
+    system : mbvi.System
+    q, v : ndarray, (nq,)
+        The state at the start of the failing step.
+    h : float
+        The step, s (negative for a backward substep).
+    g : ndarray
+        The active constraint values where the solve stopped.
+    lie : bool, default: False
+        The step was the Lie-group one (:mod:`mbvi.engine.lieloop`), which exists at any spin: a fast body is
+        named, without the RATTLE limit.
+    """
+    h = abs(h)  # a composition's backward substep runs backwards in time
+    rot = system.layout.rotation_blocks
+    if len(rot):
+        idx = rot.reshape(-1, 3)[:, :, None] + np.arange(3)  # (bodies, column, component) of the rotation columns
+        w = np.linalg.norm(kinematics.angular_velocity(q[idx], v[idx]), axis=1)
+        i = int(np.argmax(w))
+        if h * w[i] > 0.5:
+            names = [n for n in system.layout.bodies if system.layout.kind(n) == "rigid"]
+            if lie:
+                return f"rigid body {names[i]!r} spins at |ω| = {w[i]:.3g} rad/s (h|ω| = {h * w[i]:.2f})", h / 4
+            return (
+                f"rigid body {names[i]!r} spins at |ω| = {w[i]:.3g} rad/s (h|ω| = {h * w[i]:.2f}; "
+                "a RATTLE step exists only for h|ω| < 1)"
+            ), 0.5 / w[i]
+    if len(g):
+        r = int(np.argmax(np.abs(g) / system.active_scale))
+        return system.rows.owner[int(system.active[r])], h / 4
+    return None, h / 4
+
+
+def instability(system, name: str, dt: float, t: float, k: int) -> SolverError:
+    """The error for a run that blew up, naming the stiffest element when an explicit step explains it."""
+    stiff = system.stiffest_element() if isinstance(system, System) else None
+    if stiff is not None and 2.0 / stiff[1] < 1.5 * dt:
+        element, omega = stiff
+        return SolverError(
+            f"integrator {name!r} went unstable: the stiffest element {element!r} has natural "
+            f"frequencies up to ω ≈ {omega:.3g} rad/s and an explicit step needs dt < 2/ω = {2.0 / omega:.3g} s "
+            "(or use integrator='midpoint', which is A-stable)",
+            time=t,
+            step=k,
+            culprit=element,
+            suggested_dt=1.8 / omega,
+        )
+    return SolverError(
+        f"integrator {name!r} produced non-finite values (unstable; reduce dt)", time=t, step=k, suggested_dt=dt / 4
+    )
+
+
+def kernel_failure(callbacks, t: float, k: int) -> SolverError | None:
+    """The error for a step whose load or force law raised (a Python callback of the compiled loop), if one did."""
+    for cb in callbacks:
+        if cb.error is not None:
+            exc = cb.error
+            # the loads check and name their element themselves (a ValueError); anything else is named here
+            what = str(exc)
+            if not isinstance(exc, ValueError):
+                what = f"{cb.name}: its {cb.role} raised {type(exc).__name__}: {exc}"
+            return LoadError(what, time=t, step=k, culprit=cb.name)
+    return None
+
+
+def engine_failure(system, status: int, q: np.ndarray, v: np.ndarray, t: float, k: int, h: float, lie: bool,
+                   name: str, callbacks=()) -> SolverError:  # fmt: skip
+    """The :class:`mbvi.SolverError` for a compiled step that ended with ``status`` (:data:`mbvi.engine.fields.ST`).
+
+    ``lie``: the system's rigid bodies step on their Lie group, whose failing step was already retried in up to
+    :data:`mbvi.engine.scheme.MAX_REFINE` substeps.
+    """
+    err = kernel_failure(callbacks, t, k)
+    if err is not None:
+        return err
+    if status == ST.NONFINITE:
+        return instability(system, name, h, t, k)
+    if status == ST.DRIFT_FAILED:
+        return SolverError(DRIFT_FAILED_MESSAGE, time=t, step=k, suggested_dt=h / 4)
+    with np.errstate(all="ignore"):
+        culprit, hint = diagnose(system, q, v, h, system.active_constraints(q + h * v), lie)
+    what = "SHAKE (constrained drift) did not converge"
+    if lie:
+        what += f", even split into {MAX_REFINE} substeps"
+    return SolverError(what, time=t, step=k, culprit=culprit, suggested_dt=hint)

@@ -1,0 +1,176 @@
+"""The kernel contract: how a force law's own compiled code runs inside the engine's loop.
+
+The engine is compiled once, against one fixed signature. A kernel is any
+function of that signature; the engine calls it through its address, so a new
+kernel never recompiles the engine, and a kernel compiled once is cached on
+disk like the engine (:mod:`mbvi.engine.callbacks`).
+
+A kernel is written as a numba-compilable Python function::
+
+    def kernel(q, v, t, ints, floats, out):
+        ...                     # add this law's contribution into out
+
+with ``q``, ``v`` (nq,) the configuration and velocity (float64), ``t`` the time
+(s), ``ints`` (int64) and ``floats`` (float64) the law's own parameters (index
+and weight arrays, coefficients — whatever it packed), and ``out`` the array
+it **adds** into:
+
+============  ========  ======================================================
+role          out       what the kernel adds
+============  ========  ======================================================
+``force``     (nq,)     the non-conservative generalized force F(q, v, t), N
+``gradient``  (nq,)     the gradient ∇U(q) of the potential, N (v and t unused)
+``potential`` (1,)      the potential energy U(q) into out[0], J
+============  ========  ======================================================
+
+A force law hands its kernels to the engine from :meth:`mbvi.ForceLaw.compiled`
+as a :class:`Kernel`. The built-in laws hand over :class:`Family` contributions
+instead: their instances in one of the engine's fused kernel families
+(:data:`FAMILIES`, evaluated inside the engine's own loops). A law whose
+``compiled()`` returns None still runs inside the compiled loop: the engine calls
+its NumPy methods (``force``, ``gradient``, ``potential``) back from the loop,
+one Python call per evaluation.
+
+This module is numba-free (``import mbvi`` stays light).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["FAMILIES", "ROLES", "Family", "Kernel", "PythonKernel", "kernel_as_numpy", "numpy_kernels"]
+
+#: a kernel's role -> its code in the model (``M.KROLE``)
+ROLES: dict[str, int] = {"force": 0, "gradient": 1, "potential": 2}
+FORCE, GRADIENT, POTENTIAL = 0, 1, 2
+
+#: the engine's fused kernel families: name -> the arrays a contribution gives (maps are (idx, w, c) triples)
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "gravity": ("gvec",),
+    "spring": ("map", "stiffness", "rest_length"),
+    "torsion_spring": ("u1", "u2", "w1", "stiffness", "rest_angle"),
+    "damper": ("map", "damping"),
+    "drag": ("map", "coefficient"),
+    "point_force": ("map", "force"),
+    "torque": ("columns", "torque"),
+    "hinge_damping": ("axis", "columns_a", "rigid_a", "columns_b", "rigid_b", "coefficient"),
+    "slider_damping": ("axis", "map", "coefficient"),
+    "bending": ("edge_a", "edge_b", "stiffness"),
+}
+
+
+@dataclass(frozen=True)
+class Family:
+    """A law's instances in one of the engine's fused families (:data:`FAMILIES`)."""
+
+    name: str
+    arrays: tuple
+
+    def __post_init__(self) -> None:
+        if self.name not in FAMILIES:
+            raise ValueError(f"unknown kernel family {self.name!r}; known: {', '.join(FAMILIES)}")
+        if len(self.arrays) != len(FAMILIES[self.name]):
+            raise ValueError(
+                f"kernel family {self.name!r} takes {len(FAMILIES[self.name])} arrays "
+                f"({', '.join(FAMILIES[self.name])}), got {len(self.arrays)}"
+            )
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A force law's compiled kernels and their parameters (the kernel contract of :mod:`mbvi.engine.contract`).
+
+    Parameters
+    ----------
+    force, gradient, potential : callable, optional
+        Functions ``kernel(q, v, t, ints, floats, out)`` (numba-compilable; a ``numba.njit``
+        function or a plain function mbvi compiles), each adding its contribution into
+        ``out``: the non-conservative force (N), ∇U (N) or U into ``out[0]`` (J).
+    ints : array_like of int, optional
+        The law's integer parameters (e.g. coordinate indices), passed as ``ints``.
+    floats : array_like of float, optional
+        Its float parameters (weights, coefficients), passed as ``floats``.
+    name : str, optional
+        What messages call it (default: the law's name).
+
+    Examples
+    --------
+    Linear drag f = −c v on the particle at coordinates 0 … 2::
+
+        @numba.njit
+        def drag(q, v, t, ints, floats, out):
+            for k in range(3):
+                out[ints[0] + k] -= floats[0] * v[ints[0] + k]
+
+        mbvi.Kernel(force=drag, ints=[0], floats=[0.3])
+    """
+
+    force: Callable | None = None
+    gradient: Callable | None = None
+    potential: Callable | None = None
+    ints: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    floats: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        ints = np.ascontiguousarray(self.ints, dtype=np.int64).ravel()
+        floats = np.ascontiguousarray(self.floats, dtype=float).ravel()
+        object.__setattr__(self, "ints", ints)
+        object.__setattr__(self, "floats", floats)
+        for role in ROLES:
+            fn = getattr(self, role)
+            if fn is not None and not callable(fn):
+                raise ValueError(f"Kernel {self.name or '?'}: {role} must be a function, got {type(fn).__name__}")
+        if self.force is None and self.gradient is None and self.potential is None:
+            raise ValueError(f"Kernel {self.name or '?'}: give at least one of force, gradient, potential")
+        if not np.all(np.isfinite(floats)):
+            raise ValueError(f"Kernel {self.name or '?'}: floats must be finite")
+
+    def roles(self) -> list[tuple[str, Callable]]:
+        """The (role, function) pairs given, in the order force, gradient, potential."""
+        return [(role, getattr(self, role)) for role in ROLES if getattr(self, role) is not None]
+
+
+@dataclass(frozen=True)
+class PythonKernel(Kernel):
+    """A :class:`Kernel` whose functions are called as Python from the compiled loop (not compiled by numba).
+
+    The engine makes one for a law whose :meth:`mbvi.ForceLaw.compiled` returns None (:func:`numpy_kernels`) and
+    for a kernel numba cannot compile; a plugin may give one too.
+    """
+
+
+def kernel_as_numpy(fn: Callable, part: Kernel) -> Callable:
+    """A kernel function to call as Python (a numba dispatcher's own Python function)."""
+    return getattr(fn, "py_func", fn)
+
+
+def numpy_kernels(law, name: str) -> PythonKernel:
+    """The kernels of a law without compiled ones: its NumPy ``force``, ``gradient`` and ``potential``, adapted
+    to the contract (each adds into ``out``; a wrong shape or a non-finite value is an error naming ``name``)."""
+    nq = law.nq
+
+    def checked(value, what: str) -> np.ndarray:
+        value = np.asarray(value, dtype=float)
+        if value.shape != (nq,):
+            raise ValueError(f"{name}: {what} returned shape {value.shape}, expected ({nq},)")
+        return value
+
+    def force(q, v, t, ints, floats, out):
+        out += checked(law.force(q, v, t), "force(q, v, t)")
+
+    def gradient(q, v, t, ints, floats, out):
+        out += checked(law.gradient(q), "gradient(q)")
+
+    def potential(q, v, t, ints, floats, out):
+        out[0] += float(law.potential(q))
+
+    return PythonKernel(
+        force=force if law.has_force else None,
+        gradient=gradient if law.has_potential else None,
+        potential=potential if law.has_potential else None,
+        name=name,
+    )

@@ -1,0 +1,50 @@
+"""Bookkeeping every kind of run shares: its number of steps, its metadata, its progress bar."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["progress_bar", "run_info", "step_count"]
+
+
+def step_count(t_end: float, dt: float, t0: float = 0.0, save_every: int = 1, who: str = "simulate") -> int:
+    """Validated number of steps ``ceil((t_end − t0)/dt)`` (rounded when within 1e-9 of an integer)."""
+    for label, val in (("t_end", t_end), ("dt", dt), ("t0", t0)):
+        if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val):
+            raise ValueError(f"{who}: {label} must be a finite number, got {val!r}")
+    if dt <= 0:
+        raise ValueError(f"{who}: dt must be positive, got {dt!r}")
+    if t_end < t0:
+        raise ValueError(f"{who}: t_end ({t_end}) is before t0 ({t0})")
+    if isinstance(save_every, bool) or not isinstance(save_every, int) or save_every < 1:
+        raise ValueError(f"{who}: save_every must be a positive integer, got {save_every!r}")
+    ratio = (t_end - t0) / dt
+    nsteps = round(ratio) if abs(ratio - round(ratio)) < 1e-9 * max(1.0, ratio) else math.ceil(ratio)
+    if nsteps > 10**10:
+        raise ValueError(f"{who}: dt = {dt!r} over {t_end - t0!r} s is {nsteps:.3g} steps; that is too many")
+    if nsteps // save_every > 2 * 10**8:
+        raise ValueError(f"{who}: {nsteps // save_every:.3g} saved states would not fit in memory; raise save_every")
+    return nsteps
+
+
+def run_info(cls: Any, dt: float, options: dict, **extra: Any) -> dict:
+    """The metadata a Trajectory keeps about its run: integrator, step, order, options (as repr)."""
+    options = {k: repr(v) for k, v in options.items()}
+    return {"integrator": cls.name, "dt": float(dt), "order": cls.order, "options": options, **extra}
+
+
+def progress_bar(nsteps: int, label: str) -> tuple[Any, Callable[[int], None]]:
+    """A tqdm bar over ``nsteps`` steps and the ``callback(k)`` that advances it every 100 steps."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=nsteps, unit="step", desc=label, leave=False)
+    last = [0]
+
+    def callback(k: int) -> None:
+        if k - last[0] >= 100 or k == nsteps:
+            bar.update(k - last[0])
+            last[0] = k
+
+    return bar, callback

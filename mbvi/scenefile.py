@@ -1,0 +1,57 @@
+"""Scene files: a Python module with ``build(**params)``, imported by path (the one loader for the command line,
+sweeps, the scenes that build on one another and the tests)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+__all__ = ["SceneFileError", "load_scene_module"]
+
+
+class SceneFileError(ValueError):
+    """A scene file that cannot be imported or defines no ``build``."""
+
+
+def load_scene_module(path: str | Path) -> ModuleType:
+    """Import a scene file by path.
+
+    The module is registered in ``sys.modules`` under a name derived from the file's
+    absolute path, so importing the same file twice gives the module of the first time.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.py`` file defining ``build(**params)``.
+
+    Returns
+    -------
+    module
+        The imported module.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` is not a file.
+    SceneFileError
+        If it cannot be imported or defines no callable ``build``.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"scene file not found: {str(path)!r}")
+    name = f"_mbvi_scene_{abs(hash(str(file.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise SceneFileError(f"cannot import scene file {str(path)!r} (is it a .py file?)")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(name, None)
+        raise SceneFileError(f"cannot import scene file {str(path)!r}: {type(exc).__name__}: {exc}") from exc
+    if not callable(getattr(module, "build", None)):
+        raise SceneFileError(f"scene file {str(path)!r} defines no build(**params) function")
+    return module
