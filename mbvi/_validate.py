@@ -17,11 +17,20 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating))
 
 
+def holds_bool(value: Any) -> bool:
+    """True when a (nested) list or tuple holds a bool, which NumPy would silently turn into 0 or 1."""
+    if isinstance(value, (list, tuple)):
+        return any(holds_bool(x) for x in value)
+    return isinstance(value, (bool, np.bool_))
+
+
 def vector3(value: Any, what: str, owner: str) -> np.ndarray:
     """Return ``value`` as a finite float array of shape (3,) (numbers only: no strings, no bools)."""
     try:
         raw = np.asarray(value)
         if raw.dtype.kind not in "iuf" and not (raw.dtype.kind == "O" and all(_is_number(x) for x in raw.flat)):
+            raise TypeError
+        if holds_bool(value):
             raise TypeError
         arr = raw.astype(float).reshape(-1)
     except (TypeError, ValueError, OverflowError):

@@ -156,9 +156,10 @@ class RigidBody(Body):
         if mass is None:
             if shape is None or density is None:
                 raise ValueError(f"{owner}: give a mass, or a shape and a density")
+            density = positive(density, "density", owner)  # its message names the body already
             try:
-                mass = shape.mass_properties(positive(density, "density", owner))[0]
-            except ValueError as exc:
+                mass = shape.mass_properties(density)[0]
+            except ValueError as exc:  # the shape's message names the shape: prefix the body once
                 raise ValueError(f"{owner}: {exc}") from None
         self.mass = positive(mass, "mass", owner)
         if inertia is None:

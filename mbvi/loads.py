@@ -15,6 +15,10 @@ evaluating the force at::
 
 A callable whose signature cannot be read (some C functions) is called as
 ``load(t)``; more than two required positional parameters is a ``ValueError``.
+Every call must return 3 finite numbers (N for a force, N m for a torque):
+an exception in the callable, or anything else it returns (a string, a tuple
+of strings, ``None``, bools, NaN, another length), is a ``ValueError`` that
+names the element, the call and what came back (:func:`load_value`).
 
 A state-reading load makes its force law *velocity dependent*: the variational
 integrators then evaluate it like damping, at the step's mean velocity (in the
@@ -28,16 +32,18 @@ law has no compiled kernel: scenes with it step on the NumPy path.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from mbvi import kinematics as kin
+from mbvi._validate import _is_number, holds_bool
 from mbvi.bodies import WORLD, RigidBody
 from mbvi.geometry import BodyGeometry, LinkGeometry, vec3
 
-__all__ = ["StateView", "call_load", "load_arity", "state_view_factory"]
+__all__ = ["StateView", "call_load", "load_arity", "load_value", "state_view_factory"]
 
 
 def load_arity(func: Callable[..., Any], owner: str, what: str) -> int:
@@ -73,13 +79,75 @@ def load_arity(func: Callable[..., Any], owner: str, what: str) -> int:
     return 1
 
 
-def call_load(func: Callable[..., Any], arity: int, t: float, state: StateView | None, owner: str, what: str) -> Any:
-    """Call a load, re-raising any error as a ValueError naming the element and the time."""
+#: units of the values that loads return, by the element attribute that holds the callable
+_UNITS = {"force": "N", "torque": "N m"}
+
+
+def load_value(value: Any, owner: str, what: str, args: str) -> np.ndarray:
+    """Check what a load callable returned: 3 finite real numbers, as a float array of shape (3,).
+
+    Strings (``"1.0"``, ``("1", "2", "3")``), bools, ``None``, mappings, ragged or nested sequences of
+    another size and non-finite values are refused, as they are for a constant load.
+
+    Parameters
+    ----------
+    value : object
+        What ``func(t)`` or ``func(t, state)`` returned.
+    owner : str
+        The element, e.g. ``"ExternalForce 'push'"``.
+    what : str
+        The attribute that holds the callable (``"force"``, ``"torque"``).
+    args : str
+        How it was called, e.g. ``"t=0.5"`` (for the message).
+
+    Raises
+    ------
+    ValueError
+        Naming the element, the call, what it returned and what was expected.
+    """
+    # the common returns first: a float array of 3, or a tuple/list of 3 Python floats or ints (not bools)
+    if type(value) is np.ndarray and value.dtype.kind in "fiu" and value.size == 3:
+        arr = value.astype(float).reshape(-1)
+        if np.isfinite(arr).all():
+            return arr
+    elif type(value) in (tuple, list) and len(value) == 3 and all(type(x) in (float, int) for x in value):
+        if all(math.isfinite(x) for x in value):
+            return np.array(value, dtype=float)
+    unit = _UNITS.get(what, "")
+    expected = f"3 finite numbers ({unit})" if unit else "3 finite numbers"
     try:
-        return func(t) if arity == 1 else func(t, state)
+        raw = np.asarray(value)
+        numeric = (raw.dtype.kind in "iuf" or (raw.dtype.kind == "O" and all(_is_number(x) for x in raw.flat))) and (
+            not holds_bool(value)
+        )
+        arr = raw.astype(float).reshape(-1) if numeric else None
+    except (TypeError, ValueError, OverflowError):  # ragged sequences, huge integers
+        arr = None
+    if arr is None or arr.shape != (3,) or not np.all(np.isfinite(arr)):
+        shown = repr(value)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise ValueError(
+            f"{owner}: {what}({args}) must return {expected}; it returned {shown} ({type(value).__name__})"
+        )
+    return arr
+
+
+def call_load(
+    func: Callable[..., Any], arity: int, t: float, state: StateView | None, owner: str, what: str
+) -> np.ndarray:
+    """Call a load and check its value (:func:`load_value`); errors are ValueErrors naming the element and the time.
+
+    Returns
+    -------
+    ndarray, shape (3,)
+        The load, N (force) or N m (torque).
+    """
+    args = f"t={t:g}" if arity == 1 else f"t={t:g}, state"
+    try:
+        value = func(t) if arity == 1 else func(t, state)
     except Exception as exc:
-        args = f"t={t:g}" if arity == 1 else f"t={t:g}, state"
         raise ValueError(f"{owner}: {what}({args}) raised {type(exc).__name__}: {exc}") from exc
+    return load_value(value, owner, what, args)
 
 
 class StateView:

@@ -10,6 +10,10 @@ method: each step solves the KKT system with the Hessian of the Lagrangian,
 shifted to be positive definite on the constraint tangent space when it is
 not (unloaded strings, slack chains), then projects back onto g = 0 and
 backtracks on U − W. The multipliers are the constraint forces.
+
+Every step is scaled so that the ratio of the bodies' masses does not enter
+it (a 1 kg bob and a 1e18 kg body in one chain): see :func:`equilibrium` and
+the user guide (docs/statics.md, "Masses of any ratio").
 """
 
 from __future__ import annotations
@@ -46,11 +50,15 @@ class Equilibrium:
         True when the Hessian of the Lagrangian is positive definite on the
         constraint tangent space (a strict local minimum).
     tangent_eigenvalues : ndarray
-        Eigenvalues of that reduced Hessian (mass-weighted: ω² of the modes), 1/s².
+        Eigenvalues of that reduced Hessian (mass-weighted: ω² of the modes), 1/s², ascending; exactly 0
+        where they are round-off of the bodies' own stiffness (neutral directions).
     iterations : int
     residual : float
-        Final |∇U − F + Gᵀλ|∞.
+        Final |∇U − F + Gᵀλ|∞, N (N m on rotation columns).
     system : mbvi.System
+    scene : mbvi.Scene
+    t : float
+        Time at which the loads were evaluated, s.
     """
 
     q: np.ndarray
@@ -62,6 +70,7 @@ class Equilibrium:
     residual: float
     system: System = field(repr=False)
     scene: Scene | None = field(default=None, repr=False)
+    t: float = 0.0
 
     @property
     def state(self) -> State:
@@ -118,6 +127,18 @@ class Equilibrium:
         return torque_com - np.cross(point - self.q[o : o + 3], f[o : o + 3])
 
 
+_EPS = float(np.finfo(float).eps)
+
+#: eigenvalues below this fraction of the largest are recomputed on their own subspace (see :func:`_graded_eigh`)
+_REFINE = 1e-6
+
+#: a mode whose curvature is below this fraction of its bodies' own stiffness scale counts as zero
+_ZERO = 1e-12
+
+#: round-off of a force, in units of ε times the size of the terms it is computed from (|H| |q|, the forces)
+_NOISE = 8 * float(np.finfo(float).eps)
+
+
 def _null_space(G: np.ndarray, n: int) -> np.ndarray:
     if G.shape[0] == 0:
         return np.eye(n)
@@ -133,6 +154,190 @@ def _lagrangian_hessian(sysm: System, q: np.ndarray, lam_full: np.ndarray, t: fl
     return 0.5 * (H + H.T)
 
 
+def _graded_eigh(H: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigen-decomposition of Bᵀ H B (B with orthonormal columns), each eigenvalue to its own precision.
+
+    LAPACK's ``eigh`` is accurate to ε‖Bᵀ H B‖ in absolute terms, and forming Bᵀ H B already rounds
+    every entry to that size: when the eigenvalues span more than the precision (a 1 kg bead between two
+    rods that hold up 1e15 kg: ω² of 2e16 and of 5 1/s² in one problem) the small ones are lost in the
+    round-off of the large ones. Their eigenvectors, though, are accurate to ε (the gap to the large
+    ones is as wide as the norm), so the small eigenvalues are computed again on their own subspace
+    X = B V, as Xᵀ (H X) from the full H (Rayleigh–Ritz, recursively), where the large ones no longer
+    enter.
+
+    Parameters
+    ----------
+    H : ndarray, shape (n, n)
+        Symmetric.
+    B : ndarray, shape (n, k)
+        Orthonormal columns: the subspace.
+
+    Returns
+    -------
+    w : ndarray, shape (k,)
+        Eigenvalues, ascending.
+    V : ndarray, shape (k, k)
+        Their orthonormal eigenvectors, as coefficients on the columns of B.
+    """
+    A = B.T @ (H @ B)
+    w, V = sla.eigh(0.5 * (A + A.T))
+    if len(w) == 0:
+        return w, V
+    small = np.abs(w) <= _REFINE * float(np.max(np.abs(w)))
+    if small.all() or not small.any():
+        return w, V
+    ws, U = _graded_eigh(H, B @ V[:, small])
+    w, V = w.copy(), V.copy()
+    w[small], V[:, small] = ws, V[:, small] @ U
+    order = np.argsort(w, kind="stable")
+    return w[order], V[:, order]
+
+
+class _Coordinates:
+    """Per-coordinate facts the statics solver scales by.
+
+    Attributes
+    ----------
+    body : ndarray of int, shape (nq,)
+        Index of each coordinate's body (in layout order).
+    body_mass : ndarray, shape (nq,)
+        That body's mass, kg.
+    weight : ndarray, shape (nq,)
+        The mass-ratio-free metric W = M / m_body: 1 on positions, ρᵢ² = dᵢ/m (m²) on a rigid body's
+        rotation columns, so that W^½ q is a length on every coordinate and bodies of any mass weigh alike.
+    """
+
+    def __init__(self, sysm: System) -> None:
+        layout = sysm.layout
+        self.body = np.zeros(sysm.nq, dtype=np.intp)
+        self.body_mass = np.ones(sysm.nq)
+        for k, (name, body) in enumerate(layout.bodies.items()):
+            o = layout.offset[name]
+            self.body[o : o + body.ncoords] = k
+            self.body_mass[o : o + body.ncoords] = body.mass
+        self.nbodies = len(layout.bodies)
+        self.rotation = np.zeros(sysm.nq, dtype=bool)
+        for o in layout.rotation_blocks:
+            self.rotation[o : o + 3] = True
+        self.weight = sysm.mass / self.body_mass
+        self.root_weight = np.sqrt(self.weight)
+
+    def step_cap(self, length: float) -> np.ndarray:
+        """Largest Newton step per coordinate: ``length`` (m) on positions, ½ on rotation columns (dimensionless)."""
+        cap = np.full(len(self.weight), float(length))
+        cap[self.rotation] = 0.5
+        return cap
+
+    def body_scale(self, diag: np.ndarray) -> np.ndarray:
+        """Per coordinate, the largest |diag| over its body's coordinates (a body's own stiffness scale)."""
+        top = np.zeros(self.nbodies)
+        np.maximum.at(top, self.body, np.abs(diag))
+        return top[self.body]
+
+
+def _tangent_basis(G: np.ndarray, coords: _Coordinates) -> np.ndarray:
+    """Orthonormal basis (shape (nq, k)) of ker G in the coordinates u = W^½ q (each row of G scaled to unit size)."""
+    Gu = G / coords.root_weight[None, :]
+    if len(Gu):
+        Gu = Gu / np.maximum(np.abs(Gu).max(axis=1), np.finfo(float).tiny)[:, None]
+    return _null_space(Gu, G.shape[1])
+
+
+def _lstsq_rows(G: np.ndarray, rhs: np.ndarray, col: np.ndarray) -> np.ndarray:
+    """λ minimizing |(rhs + Gᵀλ) / col|₂, each row of G / col scaled to unit size first."""
+    Gs = G / col[None, :]
+    rs = np.maximum(np.abs(Gs).max(axis=1), np.finfo(float).tiny)
+    return sla.lstsq((Gs / rs[:, None]).T, -rhs / col, check_finite=False)[0] / rs
+
+
+def _force_scale(G: np.ndarray, grad: np.ndarray, lam: np.ndarray, coords: _Coordinates) -> np.ndarray:
+    """Per coordinate, the size of the forces that meet on its body, N: max over the body of |grad| + |G|ᵀ|λ|.
+
+    Forces on rotation columns are divided by ρᵢ (W^-½), so that every coordinate's force is in newtons.
+    """
+    meet = np.abs(grad) + (np.abs(G).T @ np.abs(lam) if len(lam) else 0.0)
+    return coords.body_scale(meet / coords.root_weight)
+
+
+def _multipliers(G: np.ndarray, grad: np.ndarray, coords: _Coordinates) -> np.ndarray:
+    """Multipliers λ that balance the loads, grad + Gᵀλ ≈ 0, least squares relative to each body's forces.
+
+    Away from the equilibrium the equations are inconsistent and their weighting decides what λ is. Each
+    body's equations are weighted by the inverse of the forces that meet on it (two reweighted passes from
+    the solution in the metric W): a 1 kg bob's rod then carries the bob's weight even while the 1e15 kg
+    body above it is still off its balance (unweighted, that body's imbalance, or only its round-off of
+    1 N, leaks into the light rod's tension and into the light body's curvature), and a 1 kg bead between
+    a support and a 1e15 kg bob is held by the bob's weight (weighted by the mass, as a system released at
+    rest, the rods would go slack). The same relative balance is the convergence test of :func:`equilibrium`.
+    """
+    if not len(G):
+        return np.zeros(0)
+    lam = _lstsq_rows(G, grad, coords.root_weight)
+    for _ in range(2):
+        scale = _force_scale(G, grad, lam, coords)
+        top = float(np.max(scale))
+        if top == 0.0:
+            return np.zeros(len(G))  # nothing to balance
+        lam = _lstsq_rows(G, grad, coords.root_weight * np.maximum(scale, 1e-30 * top))
+    return lam
+
+
+def _small_oscillations(
+    sysm: System, q: np.ndarray, lam_full: np.ndarray, t: float, coords: _Coordinates | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ω² (1/s², ascending; 0 within round-off), mass-normalized shapes (nq, k) and each mode's zero threshold (1/s²).
+
+    Solves Zᵀ H Z φ = ω² Zᵀ M Z φ without forming Zᵀ M Z (whose Cholesky factor does not exist in
+    double precision when masses differ by 1e16: 1e18 + 1 = 1e18): the tangent space, found in the
+    mass-ratio-free metric W, is carried into y = M^½ q by a QR factorization of M^½ Z (Householder,
+    column scales kept), and the standard problem Qᵀ (M^-½ H M^-½) Q ψ = ω² ψ is solved by
+    :func:`_graded_eigh`, whose small eigenvalues keep their relative precision beside large ones.
+    """
+    coords = coords or _Coordinates(sysm)
+    G = sysm.constraint_jacobian(q).toarray()[sysm.active]
+    Zu = _tangent_basis(G, coords)
+    if Zu.shape[1] == 0:
+        return np.zeros(0), np.zeros((sysm.nq, 0)), np.zeros(0)
+    Q, _ = sla.qr(np.sqrt(coords.body_mass)[:, None] * Zu, mode="economic")  # M^½ Z, as M = m_body W
+    root = np.sqrt(sysm.mass)
+    Hy = _lagrangian_hessian(sysm, q, lam_full, t) / np.outer(root, root)
+    w2, psi = _graded_eigh(Hy, Q)
+    X = Q @ psi
+    threshold = _ZERO * ((X * X).T @ coords.body_scale(np.diag(Hy)))
+    # below the round-off of the bodies' own stiffness a curvature is zero (a neutral direction), whatever its
+    # sign: a rigid body's spin about the line of two rods that carry 1e16 N cancels terms of 1e17 1/s²
+    w2 = np.where(np.abs(w2) <= threshold, 0.0, w2)
+    order = np.argsort(w2, kind="stable")
+    return w2[order], X[:, order] / root[:, None], threshold[order]
+
+
+def _option_number(value: object, what: str, *, positive: bool = False) -> float:
+    """A finite real option of :func:`equilibrium` (strings and bools refused), as a float."""
+    ok = not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, float, np.integer, np.floating))
+    x = float(value) if ok else np.nan
+    if not np.isfinite(x) or (positive and x <= 0):
+        kind = "a positive finite number" if positive else "a finite number"
+        raise ValueError(f"equilibrium: {what} must be {kind}, got {value!r}")
+    return x
+
+
+def _start(sysm: System, initial_state: object) -> np.ndarray:
+    """The start configuration: the scene's, or ``initial_state`` (a State or nq finite coordinates)."""
+    if initial_state is None:
+        return sysm.layout.q0
+    raw = initial_state.q if isinstance(initial_state, State) else initial_state
+    try:
+        q = np.asarray(raw, dtype=float).reshape(-1) if not isinstance(raw, (str, bytes)) else None
+    except (TypeError, ValueError):
+        q = None
+    if q is None or q.shape != (sysm.nq,) or not np.all(np.isfinite(q)):
+        raise ValueError(
+            f"equilibrium: initial_state must be an mbvi.State (or {sysm.nq} coordinates) of finite numbers, "
+            f"got {type(initial_state).__name__}"
+        )
+    return q
+
+
 def equilibrium(
     scene: Scene, *, t: float = 0.0, initial_state: State | None = None, tol: float = 1e-10, maxiter: int = 200
 ) -> Equilibrium:
@@ -146,7 +351,8 @@ def equilibrium(
     initial_state : mbvi.State, optional
         Start configuration (default: the scene's).
     tol : float, default: 1e-10
-        Tolerance on the KKT residual, relative to the load scale.
+        Tolerance on the KKT residual ∇U − F + Gᵀλ, relative to the forces that meet on each body
+        (its loads and the constraint forces on it); once met, one more Newton step polishes the balance.
     maxiter : int, default: 200
 
     Returns
@@ -155,11 +361,27 @@ def equilibrium(
 
     Raises
     ------
+    ValueError
+        For a scene that is not one, options that are not finite positive numbers (``tol``, ``maxiter``,
+        ``t``: finite), an ``initial_state`` of the wrong size or that cannot be projected onto the joints,
+        or a load callable that fails or returns anything but 3 finite numbers (naming the element).
     SolverError
-        When the iteration does not converge.
+        When the iteration does not converge (after how many iterations, and why).
 
     Notes
     -----
+    The problem is scaled so that the masses' ratio does not enter it. The Newton step is computed in
+    the metric W = M / m_body (each body's own mass distribution, every body of the same weight), each
+    tangent mode's curvature to its own precision (:func:`_graded_eigh`); the multipliers are least
+    squares relative to the forces on each body, and the load is projected onto the modes after the
+    constraint forces are subtracted; the path back onto g = 0 moves the soft bodies (W times each
+    body's stiffness); below the round-off of U − W the line search accepts a step that is no worse,
+    and, where the Newton model is convex, one that reduces the imbalance (which also lets loads that
+    read the state, without a work potential, find their equilibrium). The mass-weighted ω² of the
+    stability test are computed without forming an ill-conditioned generalized eigenproblem
+    (:func:`_small_oscillations`). A 1e15 kg bob below a 1 kg one (or above it) is found hanging
+    straight down, its frequencies those of the minimal-coordinate model.
+
     For an :class:`mbvi.LagrangianSystem` this is the minimum of
     −L(q, 0) − W under its constraints, searched from q = 0 unless
     ``initial_state`` (a State or the coordinates) gives a start; it returns a
@@ -168,115 +390,231 @@ def equilibrium(
     """
     from mbvi.lagrangian import LagrangianSystem
 
+    t = _option_number(t, "t")
+    tol = _option_number(tol, "tol", positive=True)
+    if isinstance(maxiter, bool) or not isinstance(maxiter, (int, np.integer)) or maxiter < 1:
+        raise ValueError(f"equilibrium: maxiter must be a positive integer, got {maxiter!r}")
     if isinstance(scene, LagrangianSystem):
         from mbvi.lagrangian.statics import lagrangian_equilibrium
 
-        return lagrangian_equilibrium(scene, t=t, initial=initial_state, tol=min(tol, 1e-12), maxiter=maxiter)
+        return lagrangian_equilibrium(scene, t=t, initial=initial_state, tol=min(tol, 1e-12), maxiter=int(maxiter))
+    if not isinstance(scene, Scene):
+        raise ValueError(f"equilibrium: expected an mbvi.Scene or mbvi.LagrangianSystem, got {type(scene).__name__}")
     sysm = assemble(scene)
-    q = sysm.project_position(sysm.layout.q0 if initial_state is None else initial_state.q)
+    coords = _Coordinates(sysm)
+    try:
+        q = _project(sysm, _start(sysm, initial_state), coords.weight)
+    except SolverError as exc:  # the scene's own start is on its joints (assembly checks it): a given one is not
+        raise ValueError(
+            f"equilibrium: initial_state cannot be brought onto the constraints ({exc.reason}); start nearer to them"
+        ) from None
     zeros = np.zeros(sysm.nq)
-    M = sysm.mass
     act = sysm.active
     lam_full = np.zeros(sysm.nc)
+    ls = sysm.length_scale
 
     def merit(x: np.ndarray) -> float:
         return sysm.potential(x) - sysm.work(x, t)
 
-    def load(x: np.ndarray) -> np.ndarray:
+    def balance(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Load ∇U − F, active G, multipliers, residual r = ∇U − F + Gᵀλ and the force scale of each body."""
         f = sysm.potential_gradient(x)
         if sysm.has_forces:
             f = f - sysm.force(x, zeros, t)
-        return f
+        G = _dense_jacobian(sysm, sysm.active_values_and_jacobian(x)[1]) if len(act) else np.zeros((0, sysm.nq))
+        lam = _multipliers(G, f, coords)
+        return f, G, lam, f + G.T @ lam, np.maximum(_force_scale(G, f, lam, coords), np.finfo(float).tiny)
 
-    fscale = max(1.0, float(np.max(np.abs(load(q)))), float(np.max(M)) * float(np.linalg.norm(scene.gravity)))
-    # convergence is judged on the mass-weighted residual M⁻¹ r (an acceleration), so that a light body
-    # among heavy ones must be in equilibrium too (a 1e-9 kg bob next to a 1 kg one)
-    ascale = max(1.0, float(np.max(np.abs(load(q) / M))) if sysm.nq else 1.0, float(np.linalg.norm(scene.gravity)))
+    def relative(r: np.ndarray, scale: np.ndarray, noise: np.ndarray) -> float:
+        """Largest imbalance above round-off relative to the forces that meet on its body.
+
+        Every body balances to tol of the forces that meet on it (its load and the constraint forces on it):
+        a 1e-9 kg bob must balance its own weight, a 1 kg bead between two rods that carry 1e16 N balances
+        to 1e-10 of those (an angle of 1e-10 rad: all double precision can tell). What the rounding of the
+        coordinates leaves in the forces does not count: a cable node's springs and weight cancel to 1e-10 N.
+        """
+        excess = np.maximum(np.abs(r) / coords.root_weight - noise, 0.0)
+        return float(np.max(excess / scale)) if len(r) else 0.0
+
     res = np.inf
-    for it in range(1, maxiter + 1):  # noqa: B007 (reported as iterations)
-        grad = load(q)
-        G = sysm.constraint_jacobian(q).toarray()[act]
-        # least-squares multipliers and KKT residual
-        lam = sla.lstsq(G.T, -grad, check_finite=False)[0] if len(act) else np.zeros(0)
+    grad, G, lam, r, scale = balance(q)
+    polish = False
+    for it in range(1, maxiter + 1):
         lam_full[:] = 0.0
         lam_full[act] = lam
-        r = grad + G.T @ lam
         res = float(np.max(np.abs(r))) if len(r) else 0.0
-        if res <= tol * fscale and (not len(r) or float(np.max(np.abs(r / M))) <= tol * ascale):
-            break
         H = _lagrangian_hessian(sysm, q, lam_full, t)
-        Z = _null_space(G, sysm.nq)
-        Hr = Z.T @ H @ Z
-        Mr = Z.T @ (M[:, None] * Z)
-        # mass-weighted curvature (ω² of the tangent modes): masses 1e9 apart do not hide the light body's
-        w, V = sla.eigh(0.5 * (Hr + Hr.T), 0.5 * (Mr + Mr.T)) if Z.shape[1] else (np.zeros(0), np.zeros((0, 0)))
-        # Newton along positive curvature (however small: stiff beams span 1e-10 of the largest
-        # eigenvalue); positive-definite modification where the curvature is negative or numerically
-        # zero (saddles, unloaded strings, slack chains), its step capped at the scene's length scale
-        tiny = 1e-12 * max(1.0, float(np.max(np.abs(w)))) if len(w) else 0.0
-        good = w > tiny
-        coef = (V.T @ (Z.T @ grad)) / np.where(good, w, np.maximum(np.abs(w), tiny))
-        bad_norm = float(np.linalg.norm(coef[~good]))
-        if bad_norm > sysm.length_scale:
-            coef[~good] *= sysm.length_scale / bad_norm
-        dq = -(Z @ (V @ coef))
-        step = float(np.max(np.abs(dq))) if len(dq) else 0.0
-        if step <= 1e-12 * sysm.length_scale:
+        Hu = H / np.outer(coords.root_weight, coords.root_weight)
+        # the round-off of the forces: what rounding the coordinates (and the terms of the sums) leaves, N
+        noise = _NOISE * (np.abs(Hu) @ np.abs(coords.root_weight * q) + scale)
+        rel = relative(r, scale, noise)
+        if rel <= tol:
+            if polish or it == 1:
+                break
+            # converged: one more Newton step takes the balance from tol to round-off, which the modes of a
+            # light body held by heavy ones are sensitive to (1e-12 rad off its balance moves its ω by 1e-5)
+            polish = True
+        Zu = _tangent_basis(G, coords)
+        # the tangential load: grad and r = grad + Gᵀλ agree on ker G, and r keeps no normal part (a 1e19 N
+        # weight held by a rod) for the round-off of Z to carry into a light body's modes
+        gu = r / coords.root_weight
+        # curvature along the tangent space in the metric W, each mode to its own precision
+        w, V = _graded_eigh(Hu, Zu)
+        X = Zu @ V
+        thr = _ZERO * ((X * X).T @ coords.body_scale(np.diag(Hu)))
+        # Newton along positive curvature (however small next to other bodies' curvature: a beam's bending,
+        # a heavy bob's pendulum); positive-definite modification where the curvature is negative or zero at
+        # the mode's own scale (saddles, unloaded strings, slack chains), that step capped at the length scale
+        good = w > thr
+        proj = X.T @ gu
+        # along a direction without curvature, a load within round-off is none (else the capped step it
+        # drives, a rigid body spun about a free axis, goes on for ever); Newton steps along curvature are
+        # as small as their load, and polish the balance to its real floor
+        proj[~good & (np.abs(proj) <= np.abs(X).T @ noise)] = 0.0
+        coef = np.zeros_like(proj)
+        coef[good] = proj[good] / w[good]
+        if not good.all():
+            bad = ~good
+            with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+                cb = proj[bad] / np.maximum(np.abs(w[bad]), thr[bad])
+                norm = float(np.linalg.norm(cb))
+            if not np.isfinite(norm) or norm > ls:
+                pn = float(np.linalg.norm(proj[bad]))
+                cb = proj[bad] * (ls / pn) if pn > 0 else np.zeros_like(cb)
+            coef[bad] = cb
+        du = -(X @ coef)
+        step = float(np.max(np.abs(du))) if len(du) else 0.0
+        if step <= 1e-12 * ls:
             break  # the residual is at its round-off floor (stiff elements): no further progress
-        if step > sysm.length_scale:
-            dq *= sysm.length_scale / step
-        # backtracking on U − W along the projected path
+        dq = du / coords.root_weight
+        # a step of at most the scene's length on positions and ½ (some 30°) on rotation columns
+        over = float(np.max(np.abs(dq) / coords.step_cap(ls)))
+        if over > 1.0:
+            du, dq = du / over, dq / over
+        # the path back onto g = 0 moves the soft bodies: the metric W times each body's stiffness, so that a
+        # 1 kg bob's large step does not drag the 1e18 kg body it hangs from (which is all U − W can see)
+        stiffness = coords.body_scale(np.diag(Hu))
+        metric = coords.weight * np.maximum(stiffness, 1e-8 * float(np.max(stiffness)) or 1.0)
+        # backtracking along the projected path: on U − W, known only to its round-off (a 1e15 kg bob: ~1 J,
+        # below which a Newton step shows no decrease and is accepted); where the Newton model is convex, a
+        # step that reduces the relative imbalance is accepted too (loads that read the state have no work
+        # potential, so U − W does not see them)
+        if polish:
+            if good.all():
+                try:
+                    trial = _project(sysm, q + dq, metric)
+                except SolverError:
+                    break
+                found = balance(trial)  # kept if it balances better, round-off included
+                if relative(found[3], found[4], 0.0 * noise) < relative(r, scale, 0.0 * noise):
+                    q = trial
+                    grad, G, lam, r, scale = found
+                    lam_full[:] = 0.0
+                    lam_full[act] = lam
+                    res = float(np.max(np.abs(r))) if len(r) else 0.0
+            break
         f0 = merit(q)
+        slope = float(r @ dq)
+        noise = 1e3 * _EPS * (abs(f0) + float(np.abs(grad) @ np.abs(q)))
         alpha = 1.0
         while alpha > 1e-10:
             try:
-                trial = sysm.project_position(q + alpha * dq)
+                trial = _project(sysm, q + alpha * dq, metric)
             except SolverError:
                 alpha *= 0.5
                 continue
-            if (
-                merit(trial) <= f0 + 1e-4 * alpha * float(grad @ dq)
-                or alpha * float(np.max(np.abs(dq))) < 1e-14 * sysm.length_scale
-            ):
+            if merit(trial) <= f0 + 1e-4 * alpha * slope + noise or alpha * float(np.max(np.abs(du))) < 1e-14 * ls:
+                found = balance(trial)
                 break
+            if good.all():
+                found = balance(trial)
+                if relative(found[3], found[4], noise) <= (1.0 - 1e-4 * alpha) * rel:
+                    break
             alpha *= 0.5
         else:
-            raise SolverError(f"equilibrium: line search failed (KKT residual {res:.3g})")
+            raise SolverError(f"equilibrium: line search failed at iteration {it} (KKT residual {res:.3g})")
         q = trial
+        grad, G, lam, r, scale = found
     else:
         raise SolverError(
             f"equilibrium did not converge in {maxiter} iterations (KKT residual {res:.3g} N, "
             f"U − W = {merit(q):.6g} J); if U − W keeps falling it is unbounded below under the "
             "constraints (e.g. a body free to move along a constant load): there is no equilibrium"
         )
-    G = sysm.constraint_jacobian(q).toarray()[act]
-    H = _lagrangian_hessian(sysm, q, lam_full, t)
-    Z = _null_space(G, sysm.nq)
     # mass-weighted reduced Hessian: eigenvalues are ω² of small oscillations
-    Mr = Z.T @ (M[:, None] * Z)
-    Hr = Z.T @ H @ Z
-    eig = sla.eigh(0.5 * (Hr + Hr.T), 0.5 * (Mr + Mr.T), eigvals_only=True) if Z.shape[1] else np.zeros(0)
-    # zero modes (unloaded strings) sit at round-off, ~1e-15 of the largest ω²; a slender beam's lowest
-    # bending ω² is a genuine 1e-8 … 1e-11 of its highest axial one
-    tol_eig = 1e-12 * max(1.0, float(np.max(np.abs(eig)))) if len(eig) else 0.0
+    eig, _, thr = _small_oscillations(sysm, q, lam_full, t, coords)
     return Equilibrium(
         q=q,
         multipliers=lam_full.copy(),
         potential=float(merit(q)),
-        stable=bool(np.all(eig > tol_eig)),
+        stable=bool(np.all(eig > thr)),
         tangent_eigenvalues=eig,
         iterations=it,
         residual=res,
         system=sysm,
         scene=scene,
+        t=float(t),
     )
+
+
+def _dense_jacobian(sysm: System, data: np.ndarray) -> np.ndarray:
+    """The active G, dense (nc_active, nq), from its values on :attr:`mbvi.System.solver`'s pattern."""
+    pattern = sysm.solver.pattern
+    G = np.zeros(pattern.shape)
+    np.add.at(G, (pattern.rows, pattern.cols), data)
+    return G
+
+
+def _project(sysm: System, q: np.ndarray, metric: np.ndarray, maxiter: int = 50) -> np.ndarray:
+    """Newton projection of q onto g(q) = 0, nearest in a diagonal metric.
+
+    Each correction is the minimum-norm least-squares solution of G P^-½ δy = −g, δq = P^-½ δy (SVD, rows
+    scaled to unit size: no G P⁻¹ Gᵀ is formed, and dependent rows are no failure).
+
+    Parameters
+    ----------
+    q : ndarray, shape (nq,)
+    metric : ndarray, shape (nq,)
+        The diagonal P (> 0): coordinates of large P move least.
+    maxiter : int, default: 50
+
+    Raises
+    ------
+    SolverError
+        When Newton does not converge.
+    """
+    q = np.array(q, dtype=float)
+    if len(sysm.active) == 0:
+        return q
+    root = np.sqrt(metric)
+    r = best = np.inf
+    stalled = 0
+    for k in range(maxiter):  # noqa: B007 (reported)
+        g, data = sysm.active_values_and_jacobian(q)
+        r = sysm.residual(g)
+        if r <= sysm.tolerance:
+            return q
+        # Newton converges fast or not at all: a start from which 6 steps bring no improvement is given up
+        # (the line search then tries a shorter step) rather than iterated to maxiter
+        stalled = 0 if r < 0.9 * best else stalled + 1
+        best = min(best, r)
+        if stalled >= 6:
+            break
+        Gy = _dense_jacobian(sysm, data) / root[None, :]
+        rs = np.maximum(np.abs(Gy).max(axis=1), np.finfo(float).tiny)
+        dy = sla.lstsq(Gy / rs[:, None], -g / rs, check_finite=False)[0]
+        q += dy / root
+    raise SolverError(f"Newton projection: residual {r:.3g} ({best:.3g} at best) after {k + 1} iterations")
 
 
 def modes(scene_or_eq: Scene | Equilibrium, count: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Natural frequencies and mode shapes of small oscillations about a static equilibrium.
 
     Solves Zᵀ H Z φ = ω² Zᵀ M Z φ on the constraint tangent space (Z a basis of
-    ker G) with H the Hessian of the Lagrangian at the equilibrium.
+    ker G) with H the Hessian of the Lagrangian at the equilibrium. The problem
+    is solved in mass-normalized coordinates, each frequency to its own relative
+    precision: a 1 kg bead held between 1e15 kg bodies does not hide the heavy
+    bodies' slow pendulum modes (nor make the problem unsolvable).
 
     Parameters
     ----------
@@ -288,27 +626,28 @@ def modes(scene_or_eq: Scene | Equilibrium, count: int | None = None) -> tuple[n
     Returns
     -------
     omega : ndarray, shape (k,)
-        Angular frequencies, rad/s, ascending (negative ω² are returned as −√|ω²|: unstable).
+        Angular frequencies, rad/s, ascending (negative ω² are returned as −√|ω²|: unstable; exactly 0 for a
+        neutral direction, whose ω² is round-off of the stiffness of the bodies it moves).
     shapes : ndarray, shape (nq, k)
-        Mode shapes in generalized coordinates (mass-normalized).
+        Mode shapes in generalized coordinates (mass-normalized: φᵀ M φ = I).
+
+    Raises
+    ------
+    ValueError
+        For a ``count`` that is not a non-negative integer, or an argument that is neither a scene nor an
+        :class:`Equilibrium`.
     """
     if count is not None and (isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0):
         raise ValueError(f"modes: count must be a non-negative integer or None, got {count!r}")
-    eq = scene_or_eq if isinstance(scene_or_eq, Equilibrium) else equilibrium(scene_or_eq)
-    sysm = eq.system
-    # Mass-normalized coordinates y = M^½ q: a standard symmetric eigenproblem, well scaled whatever the
-    # bodies' sizes (kg and kg m² of very different magnitudes made the generalized one fail).
-    root = np.sqrt(sysm.mass)
-    G = sysm.constraint_jacobian(eq.q).toarray()[sysm.active] / root[None, :]
-    G = G / np.maximum(np.abs(G).max(axis=1, initial=0.0), np.finfo(float).tiny)[:, None] if len(G) else G
-    H = _lagrangian_hessian(sysm, eq.q, eq.multipliers, 0.0) / np.outer(root, root)
-    Z = _null_space(G, sysm.nq)
-    Hr = Z.T @ H @ Z
-    try:
-        w2, phi = sla.eigh(0.5 * (Hr + Hr.T))
-    except (sla.LinAlgError, ValueError) as exc:
-        raise ValueError(f"modes: the eigenproblem could not be solved ({exc}); check masses and stiffnesses") from exc
-    phi = Z @ phi / root[:, None]  # back to q, mass-normalized: φᵀ M φ = I
+    if isinstance(scene_or_eq, Equilibrium):
+        eq = scene_or_eq
+    elif isinstance(scene_or_eq, Scene):
+        eq = equilibrium(scene_or_eq)
+    else:
+        raise ValueError(
+            f"modes: expected an mbvi.Scene or the mbvi.Equilibrium of one, got {type(scene_or_eq).__name__}"
+        )
+    w2, phi, _ = _small_oscillations(eq.system, eq.q, eq.multipliers, eq.t)
     if count is not None:
         w2, phi = w2[:count], phi[:, :count]
     omega = np.sign(w2) * np.sqrt(np.abs(w2))

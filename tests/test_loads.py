@@ -157,3 +157,71 @@ def test_errors_in_a_users_callable_name_the_element_and_the_time():
     scene2.add(mbvi.ExternalForce("p", force=lambda t, s: (1.0, 2.0), name="short"))
     with pytest.raises(ValueError, match=r"ExternalForce 'short': force\(t=0, state\) must return 3 finite numbers"):
         mbvi.simulate(scene2, t_end=0.1, dt=1e-2)
+
+
+# -- what a load returns: 3 finite numbers, or a ValueError naming the element (in NumPy-evaluated paths) --
+
+RETURNED = [
+    ("abc", "'abc' (str)"),
+    (("1", "2", "3"), "('1', '2', '3') (tuple)"),
+    ("1.0", "'1.0' (str)"),
+    (b"abc", "b'abc' (bytes)"),
+    (None, "None (NoneType)"),
+    ({"x": 1.0}, "{'x': 1.0} (dict)"),
+    ((True, 0.0, 0.0), "(True, 0.0, 0.0) (tuple)"),
+    ((1.0, 2.0), "(1.0, 2.0) (tuple)"),
+    ((float("nan"), 0.0, 0.0), "(nan, 0.0, 0.0) (tuple)"),
+]
+
+
+def _pushed_bob(value, reads_state: bool) -> mbvi.Scene:
+    s = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    s.add(mbvi.Particle("bob", mass=M, position=(0.0, 0.0, -L)))
+    s.add(mbvi.Rod("world", "bob"))
+    s.add(mbvi.ExternalForce("bob", force=(lambda t, state: value) if reads_state else (lambda t: value), name="push"))
+    return s
+
+
+@pytest.mark.parametrize(("value", "shown"), RETURNED, ids=[r[1] for r in RETURNED])
+def test_a_force_that_returns_no_vector_stops_equilibrium_with_a_value_error_naming_it(value, shown) -> None:
+    """A string used to fail in equilibrium with numpy's 'could not convert string to float', naming nothing;
+    a tuple of strings and a bool passed silently (converted by numpy)."""
+    with pytest.raises(ValueError) as info:
+        mbvi.equilibrium(_pushed_bob(value, reads_state=False))
+    assert str(info.value) == f"ExternalForce 'push': force(t=0) must return 3 finite numbers (N); it returned {shown}"
+
+
+@pytest.mark.parametrize("integrator", ["verlet", "midpoint", "implicit_euler", "explicit_euler", "csm"])
+@pytest.mark.parametrize("reads_state", [False, True], ids=["f(t)", "f(t, state)"])
+def test_a_force_that_returns_a_string_stops_simulate_with_a_value_error_naming_it(integrator, reads_state) -> None:
+    """Callable loads are evaluated in NumPy (their law has no compiled kernel): every integrator reports the
+    element, the call and what came back."""
+    args = r"t=[0-9.e-]+, state" if reads_state else r"t=[0-9.e-]+"
+    expected = rf"^ExternalForce 'push': force\({args}\) must return 3 finite numbers \(N\); it returned 'abc' \(str\)$"
+    with pytest.raises(ValueError, match=expected):
+        mbvi.simulate(_pushed_bob("abc", reads_state), t_end=0.01, dt=1e-3, integrator=integrator)
+
+
+def test_a_torque_that_returns_strings_is_a_value_error_in_simulate_batch_and_equilibrium() -> None:
+    scene = pd_pendulum()
+    scene.add(mbvi.ExternalTorque("arm", torque=lambda t, state: ("0", "1", "0"), name="bad"))
+    expected = (
+        r"^ExternalTorque 'bad': torque\(t=0, state\) must return 3 finite numbers \(N m\); "
+        r"it returned \('0', '1', '0'\) \(tuple\)$"
+    )
+    with pytest.raises(ValueError, match=expected):
+        mbvi.equilibrium(scene)
+    state = mbvi.assemble(scene).initial_state()
+    batch = (np.stack([state.q, state.q]), np.stack([state.v, state.v]))
+    with pytest.raises(ValueError, match=expected):
+        mbvi.simulate_batch(scene, 0.01, 1e-3, initial_states=batch)
+
+
+def test_equilibrium_of_a_pd_controlled_arm_is_where_the_controller_balances_gravity() -> None:
+    """A load that reads the state has no work potential, so U − W cannot see it: the statics line search
+    accepts the steps that reduce the imbalance (it used to fail, 'line search failed')."""
+    expected = brentq(lambda th: KP * (TARGET - th) - M * G * L * np.sin(th), 0.0, TARGET)
+    eq = mbvi.equilibrium(pd_pendulum())
+    x = eq.position("arm")
+    assert np.arctan2(-x[0], -x[2]) == pytest.approx(expected, abs=1e-10)  # rotated θ about +y: x = −L sin θ
+    assert eq.stable

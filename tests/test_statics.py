@@ -328,3 +328,101 @@ def test_equilibrium_of_a_double_pendulum_with_extreme_mass_ratios(ma: float, mb
     np.testing.assert_allclose(eq.position("a"), (0.0, 0.0, -1.0), atol=1e-8)
     np.testing.assert_allclose(eq.position("b"), (0.0, 0.0, -1.0 - np.hypot(0.7, 0.7)), atol=1e-8)
     assert eq.stable
+
+
+# -- extreme mass ratios: the scaled problem (issue: LinAlgError / "no equilibrium" at 1e9 … 1e18) ------------
+
+_LEN_B = math.sqrt(0.6**2 + 0.3**2 + 0.2**2)  # the lower rod: a → b at the start below
+
+
+def _two_links(ma: float, mb: float, rigid: bool) -> mbvi.Scene:
+    """world –(1 m)– a –(rod)– b, released well off the vertical (and b out of the plane).
+
+    a is a particle on a rod, or a rigid ball (J = 0.4 m (0.1 m)²) on a hinge about y with its centre 1 m
+    from the axis; b is a particle on a rod from a's centre.
+    """
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    if rigid:
+        j = 0.4 * ma * 0.1**2
+        scene.add(mbvi.RigidBody("a", mass=ma, inertia=(j, j, j), position=(0.6, 0.0, -0.8)))
+        scene.add(mbvi.Revolute("world", "a", anchor=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0)))
+    else:
+        scene.add(mbvi.Particle("a", mass=ma, position=(0.6, 0.0, -0.8)))
+        scene.add(mbvi.Rod("world", "a"))
+    scene.add(mbvi.Particle("b", mass=mb, position=(1.2, 0.3, -1.0)))
+    scene.add(mbvi.Rod("a", "b"))
+    return scene
+
+
+def _two_link_frequencies(ma: float, mb: float, rigid: bool) -> np.ndarray:
+    """Small-oscillation ω (rad/s, ascending) of the hanging two-link chain, from its minimal coordinates.
+
+    In a vertical plane, with θ₁ the upper link's and θ₂ the rod's angle from the vertical (l₁ = 1 m):
+    M = [[J₁ + m_b l₁², m_b l₁ l₂], [m_b l₁ l₂, m_b l₂²]], K = diag((m_a + m_b) g l₁, m_b g l₂), J₁ the upper
+    body's moment of inertia about the support. det(K − ω² M) = 0 is a quadratic in ω² whose roots are taken
+    without cancellation (the large one from the sum, the small one from the product), since at these mass
+    ratios they are 1e18 apart. The particle chain swings in two planes (each pair twice); the hinged ball
+    keeps the plane, and b swings across it as a pendulum of length l₂ about a fixed point.
+    """
+    l1, l2 = 1.0, _LEN_B
+    j1 = (0.4 * ma * 0.1**2 if rigid else 0.0) + ma * l1**2
+    k1, k2 = (ma + mb) * G * l1, mb * G * l2
+    m11, m22 = j1 + mb * l1**2, mb * l2**2
+    det = j1 * mb * l2**2  # m11 m22 − (m_b l₁ l₂)², without the cancellation
+    total = (k1 * m22 + k2 * m11) / det
+    big = 0.5 * (total + math.sqrt(total**2 - 4 * k1 * k2 / det))
+    small = k1 * k2 / det / big
+    w2 = [small, big, G / l2] if rigid else [small, small, big, big]
+    return np.sqrt(np.sort(w2))
+
+
+@pytest.mark.parametrize("rigid", [False, True], ids=["particles", "rigid-ball"])
+@pytest.mark.parametrize(("ma", "mb"), [(1.0, 1e12), (1e12, 1.0), (1.0, 1e15), (1e15, 1.0), (1.0, 1e18), (1e18, 1.0)])
+def test_equilibrium_and_modes_at_mass_ratios_of_1e12_to_1e18(ma: float, mb: float, rigid: bool) -> None:
+    """The chain hangs straight down, its rods carry the weight below them, and its frequencies are those of
+    the minimal-coordinate model (scipy's generalized eigh raised LinAlgError, the solver 'no equilibrium')."""
+    eq = mbvi.equilibrium(_two_links(ma, mb, rigid))
+    np.testing.assert_allclose(eq.position("a"), [0.0, 0.0, -1.0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(eq.position("b"), [0.0, 0.0, -1.0 - _LEN_B], rtol=0, atol=1e-12)
+    assert eq.multipliers[-1] == pytest.approx(mb * G, rel=1e-12)  # the lower rod holds b
+    if not rigid:
+        assert eq.multipliers[0] == pytest.approx((ma + mb) * G, rel=1e-12)  # the upper one both
+    assert eq.stable
+    omega, shapes = mbvi.modes(eq)
+    np.testing.assert_allclose(omega, _two_link_frequencies(ma, mb, rigid), rtol=1e-9)
+    # mass-normalized shapes: φᵀ M φ = I even with masses 1e18 apart
+    mass = eq.system.mass
+    np.testing.assert_allclose(shapes.T @ (mass[:, None] * shapes), np.eye(len(omega)), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(eq.tangent_eigenvalues, omega**2, rtol=1e-9)
+
+
+def test_a_light_and_a_heavy_bob_hang_straight_with_their_rods_carrying_the_weight_below() -> None:
+    """world–a–b with 0.5 kg and 5e9 kg, released in a bent line (the solver reported 'no equilibrium'):
+    the closed form."""
+    ma, mb = 0.5, 5e9
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    scene.add(mbvi.Particle("a", mass=ma, position=(0.6, 0.0, -0.8)))
+    scene.add(mbvi.Particle("b", mass=mb, position=(1.3, 0.0, -1.5)))
+    scene.add(mbvi.Rod("world", "a"))
+    scene.add(mbvi.Rod("a", "b"))
+    eq = mbvi.equilibrium(scene)
+    np.testing.assert_allclose(eq.position("a"), [0.0, 0.0, -1.0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(eq.position("b"), [0.0, 0.0, -1.0 - math.hypot(0.7, 0.7)], rtol=0, atol=1e-12)
+    # the rod tensions: the upper rod (first row) carries both weights, the lower one b's
+    np.testing.assert_allclose(eq.multipliers, [(ma + mb) * G, mb * G], rtol=1e-12)
+    np.testing.assert_allclose(eq.constraint_force("a-b"), [0.0, 0.0, mb * G], rtol=1e-12, atol=1e-12 * mb * G)
+    assert eq.stable
+
+
+def test_a_neutral_spin_is_reported_as_zero_not_as_round_off_of_the_heavy_load() -> None:
+    """A ball on a ball joint at 0.5 m above its centre, a 1e15 kg bob on a rod from its centre: spinning the
+    ball about the vertical changes nothing (ω² = 0), though the terms that cancel there are 1e17 1/s²."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    scene.add(mbvi.RigidBody("ball", mass=1.0, inertia=(0.004, 0.004, 0.004), position=(0.3, 0.0, -0.4)))
+    scene.add(mbvi.Spherical("world", "ball", anchor=(0.0, 0.0, 0.0)))
+    scene.add(mbvi.Particle("bob", mass=1e15, position=(0.3, 0.5, -1.4)))
+    scene.add(mbvi.Rod("ball", "bob"))
+    eq = mbvi.equilibrium(scene)
+    assert not eq.stable  # neutral about the vertical: not a strict minimum
+    omega, _ = mbvi.modes(eq)
+    assert omega[0] == 0.0 and np.all(omega[1:] > 1.0)

@@ -131,3 +131,59 @@ def test_modes_of_large_bodies_are_scale_free(radius: float) -> None:
     expected = np.sqrt(9.81 * d / (0.4 * radius**2 + d**2))
     np.testing.assert_allclose(np.sort(np.abs(omega))[-2:], [expected, expected], rtol=1e-6)
     assert np.all(np.isfinite(shapes))
+
+
+def test_a_bad_density_names_the_body_once() -> None:
+    """The density check already names the body; the shape's error handler prefixed it a second time
+    ("RigidBody 'b': RigidBody 'b': density must be positive")."""
+    with pytest.raises(ValueError) as info:
+        mbvi.RigidBody("b", shape=mbvi.Sphere(0.1), density=-1.0)
+    assert str(info.value) == "RigidBody 'b': density must be positive, got -1.0"
+    with pytest.raises(ValueError) as info:  # the shape's own message gets the body's name, once
+        mbvi.RigidBody("b", shape=mbvi.Sphere(1e308), density=1.0)
+    assert str(info.value).startswith("RigidBody 'b': Sphere(radius=1e+308) with density 1 kg/m³: mass inf kg")
+
+
+def test_bools_are_not_coordinates() -> None:
+    """NumPy turns (True, 0, 0) into (1, 0, 0); a scalar bool was refused, now a bool in a vector is too."""
+    with pytest.raises(ValueError, match=r"^ExternalForce 'push': force must be 3 numbers, got \(True, 0, 0\)$"):
+        mbvi.ExternalForce("a", force=(True, 0, 0), name="push")
+    with pytest.raises(ValueError, match=r"^Particle 'p': position must be 3 numbers"):
+        mbvi.Particle("p", mass=1.0, position=[0.0, [False], 1.0])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"tol": "1e-9"}, "equilibrium: tol must be a positive finite number, got '1e-9'"),
+        ({"tol": 0.0}, "equilibrium: tol must be a positive finite number, got 0.0"),
+        ({"tol": float("nan")}, "equilibrium: tol must be a positive finite number, got nan"),
+        ({"maxiter": 0}, "equilibrium: maxiter must be a positive integer, got 0"),
+        ({"maxiter": 2.5}, "equilibrium: maxiter must be a positive integer, got 2.5"),
+        ({"maxiter": True}, "equilibrium: maxiter must be a positive integer, got True"),
+        ({"t": "0"}, "equilibrium: t must be a finite number, got '0'"),
+        ({"t": float("inf")}, "equilibrium: t must be a finite number, got inf"),
+        ({"initial_state": "x"}, "equilibrium: initial_state must be an mbvi.State (or 12 coordinates)"),
+        ({"initial_state": np.zeros(3)}, "equilibrium: initial_state must be an mbvi.State (or 12 coordinates)"),
+        (
+            {"initial_state": mbvi.State(np.full(12, np.nan), np.zeros(12))},
+            "equilibrium: initial_state must be an mbvi.State (or 12 coordinates)",
+        ),
+        (  # rotation columns of zero length: no Newton step reaches the joints from there
+            {"initial_state": mbvi.State(np.zeros(12), np.zeros(12))},
+            "equilibrium: initial_state cannot be brought onto the constraints (Newton projection: residual",
+        ),
+    ],
+)
+def test_equilibrium_options_are_checked(kwargs, needle) -> None:
+    """maxiter=0 used to end in an UnboundLocalError, tol='1e-9' in a TypeError, a wrong start in numpy's errors."""
+    with pytest.raises(ValueError) as info:
+        mbvi.equilibrium(_hanging_sphere(0.1, 1000.0), **kwargs)
+    assert str(info.value).startswith(needle)
+
+
+def test_modes_and_equilibrium_name_what_they_expected() -> None:
+    with pytest.raises(ValueError, match=r"^modes: expected an mbvi.Scene or the mbvi.Equilibrium of one, got str$"):
+        mbvi.modes("scene")
+    with pytest.raises(ValueError, match=r"^equilibrium: expected an mbvi.Scene or mbvi.LagrangianSystem, got dict$"):
+        mbvi.equilibrium({})
