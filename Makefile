@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
-PLUGINS = plugins/mbvi-leapfrog plugins/mbvi-quadratic-drag
+PLUGINS = plugins/mbvi-leapfrog plugins/mbvi-quadratic-drag plugins/mbvi-compositions
 PYTEST_ARGS ?=
 
 # headless rendering through EGL with Mesa's software renderer (no X server, no Xvfb)

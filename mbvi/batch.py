@@ -21,6 +21,7 @@ from mbvi.diagnosis import engine_failure
 from mbvi.engine.fields import RI, ST
 from mbvi.engine.runner import run_batch
 from mbvi.errors import SolverError
+from mbvi.integrators.stepkernel import run_kernel_batch
 from mbvi.runs import run_info, step_count
 from mbvi.scene import Scene
 from mbvi.simulate import resolve_integrator
@@ -74,10 +75,11 @@ def simulate_batch(
     save_every : int, default: 1
         Keep every n-th state (the last one is always kept).
     integrator : str or Integrator subclass, default: "verlet"
-        A scheme of the compiled engine: ``verlet``, ``symplectic_euler_a``,
-        ``symplectic_euler_b``, ``yoshida4`` or any :class:`mbvi.Composition`,
-        ``midpoint`` or ``implicit_euler`` (the last two compiled for scenes without
-        rigid bodies; with rigid bodies their members run one by one in NumPy).
+        Any integrator. The schemes of the compiled engine (``verlet``, ``symplectic_euler_a``,
+        ``symplectic_euler_b``, ``yoshida4``, any :class:`mbvi.Composition`; ``midpoint`` and
+        ``implicit_euler`` for scenes without rigid bodies) run in the compiled batch loop; a plugin
+        with a compiled step (:attr:`mbvi.Integrator.kernel`) runs it member by member on every core;
+        any other integrator runs its members one by one in NumPy.
     t0 : float, default: 0
         Start time, s.
     **options
@@ -112,9 +114,6 @@ def simulate_batch(
     (8, (101, 3))
     """
     cls = resolve_integrator(integrator)
-    if not cls.compiled:
-        raise ValueError(f"simulate_batch: integrator {cls.name!r} has no batched path; use a scheme of the compiled "
-                         "engine (the RATTLE family and its compositions, midpoint, implicit_euler)")  # fmt: skip
     nsteps = step_count(t_end, dt, t0, save_every, "simulate_batch")
     system = assemble(scene)
     stepper = cls(system, dt, **options)
@@ -126,13 +125,20 @@ def simulate_batch(
             raise ValueError(
                 f"simulate_batch: initial state {worst} violates the constraints (residual {bad[worst]:.3g})"
             )
-    model = stepper.engine_model()  # None: the constraints are too wide for the engine, or the implicit pair
-    info = run_info(cls, dt, options, batch=len(Q))  # with rigid bodies: member by member on the NumPy path
-    if model is None:
-        if len(system.active):
-            V = np.array([system.project_velocity(q, v) for q, v in zip(Q, V, strict=True)])
+    info = run_info(cls, dt, options, batch=len(Q))
+    if len(system.active):
+        Vp = np.array([system.project_velocity(q, v) for q, v in zip(Q, V, strict=True)])
+    else:
+        Vp = V
+    if cls.kernel is not None:  # a plugin's compiled step: member by member, on every core
+        out = run_kernel_batch(stepper, Q, Vp, float(t0), nsteps, save_every)
+        if out is not None:
+            return _kernel_members(stepper, system, scene, info, *out)
+    # a scheme of the engine; None: the constraints are too wide for it, or the implicit pair with rigid bodies
+    model = stepper.engine_model() if cls.compiled else None
+    if model is None:  # member by member on the NumPy path
         return [_serial(stepper, system, scene, q, v, t0, nsteps, save_every, info, b) for b, (q, v) in
-                enumerate(zip(Q, V, strict=True))]  # fmt: skip
+                enumerate(zip(Q, Vp, strict=True))]  # fmt: skip
     for cb in model.callbacks:
         cb.reset()
     t, Qs, Vs, _, status = run_batch(
@@ -160,11 +166,29 @@ def simulate_batch(
         j = int(status[b, RI.SAVED])
         cause = engine_failure(system, int(status[b, RI.STATUS]), Qs[b, j - 1], Vs[b, j - 1], t0 + k * dt, k, dt,
                                model.rigid, stepper.name, model.callbacks)  # fmt: skip
-        err = SolverError(
+        err = type(cause)(  # a SolverError; a LoadError (also a ValueError) when a load or law raised
             f"member {b} of {len(Q)}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")
             + f": {cause.reason}",
             time=cause.time, step=cause.step, culprit=cause.culprit, suggested_dt=cause.suggested_dt,
             trajectory=trajs,
+        )  # fmt: skip
+        err.member = b
+        err.members = failed
+        raise err
+    return trajs
+
+
+def _kernel_members(stepper, system, scene, info, t, Qs, Vs, status) -> list[Trajectory]:
+    """The trajectories of a batch run through a plugin's compiled step; the first failure raised (naming it)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        trajs = Trajectory.many_from_states(system, t, Qs, Vs, status[:, RI.SAVED], scene=scene, info=info)
+    failed = [b for b in range(len(Qs)) if status[b, RI.STATUS] != ST.DONE]
+    if failed:
+        b = failed[0]
+        k = int(status[b, RI.STEP])
+        err = SolverError(
+            f"member {b} of {len(Qs)}: integrator {stepper.name!r}: its compiled step failed",
+            time=float(t[0] + k * stepper.dt), step=k, trajectory=trajs,
         )  # fmt: skip
         err.member = b
         err.members = failed

@@ -90,10 +90,10 @@ def kernel_failure(callbacks, t: float, k: int) -> SolverError | None:
         if cb.error is not None:
             exc = cb.error
             # the loads check and name their element themselves (a ValueError); anything else is named here
-            what = str(exc)
-            if not isinstance(exc, ValueError):
-                what = f"{cb.name}: its {cb.role} raised {type(exc).__name__}: {exc}"
-            return LoadError(what, time=t, step=k, culprit=cb.name)
+            if isinstance(exc, ValueError):  # the loads check what they return and name their element
+                return LoadError(str(exc), time=t, step=k)
+            return LoadError(f"{cb.name}: its {cb.role} raised {type(exc).__name__}: {exc}", time=t, step=k,
+                             culprit=cb.name)  # fmt: skip
     return None
 
 

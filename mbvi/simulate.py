@@ -202,7 +202,13 @@ def _verify_suggestion(err: SolverError, scene: Scene, cls, dt: float, t_end: fl
     hint = err.suggested_dt
     if hint is None or not hint < dt or err.time is None:
         return
-    if not cls.compiled or assemble(scene).engine_model() is None:
+    compiled = cls.compiled or cls.kernel is not None
+    if compiled:
+        try:
+            compiled = cls(assemble(scene), dt, **options).engine_model() is not None if cls.compiled else True
+        except ValueError:
+            return
+    if not compiled:
         # a NumPy-path re-run may take long: give the hint a margin instead, and say it is not verified
         err.suggested_dt = hint / 2
         err.verified_dt = False

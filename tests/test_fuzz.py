@@ -506,10 +506,15 @@ def compiled_engine() -> None:
     scene.add(mbvi.Rod("world", "p"))
     scene.add(mbvi.Spherical("p", "r", anchor=(1.0, 0.0, 0.0)))
     scene.add(mbvi.Damper("world", "r", damping=0.1))
+    points = mbvi.Scene(gravity=(0.0, 0.0, -9.81))  # without rigid bodies: the implicit pair's compiled loop too
+    points.add(mbvi.Particle("p", mass=1.0, position=(1.0, 0.0, 0.0)))
+    points.add(mbvi.Rod("world", "p"))
+    points.add(mbvi.Damper("world", "p", damping=0.1))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name in RANDOM_INTEGRATORS:
-            mbvi.simulate(scene, t_end=0.002, dt=1e-3, integrator=name)
+            for built in (scene, points):
+                mbvi.simulate(built, t_end=0.002, dt=1e-3, integrator=name)
 
 
 @pytest.mark.parametrize("block", range(4))

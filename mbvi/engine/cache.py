@@ -5,22 +5,39 @@ function it calls, or a slot constant it reads, changes in another file. The
 engine's compiled code spans several files, so a stale cache could run old
 code against a new model layout. Before the engine is first imported, this
 hashes every engine source file and drops the engine's cache files when the
-hash differs from the one they were built with.
+hash differs from the one they were built with. And while numba compiles (the
+first run on a machine), it says so, once (:func:`announce_compiling`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
+import threading
 from pathlib import Path
 
-__all__ = ["ensure_fresh"]
+__all__ = ["announce_compiling", "ensure_fresh", "stamp"]
 
 HERE = Path(__file__).resolve().parent
 SOURCES = (
-    "fields.py", "scheme.py", "extrapolation.py", "kernels.py", "loop.py", "lie.py", "rotation.py", "lieloop.py",
-    "lockstep.py",
+    "fields.py", "scheme.py", "contract.py", "extrapolation.py", "kernels.py", "loop.py", "lie.py", "rotation.py",
+    "lieloop.py", "lockstep.py", "api.py", "steps.py",
 )  # fmt: skip
 _done = False
+_stamp: str | None = None
+
+
+def stamp() -> str:
+    """A hash of the engine's compiled sources: numba's cache of the engine, and of every kernel wrapper
+    (:mod:`mbvi.engine.callbacks`), is valid for these sources only."""
+    global _stamp
+    if _stamp is None:
+        digest = hashlib.sha256()
+        for name in SOURCES:
+            digest.update((HERE / name).read_bytes())
+        _stamp = digest.hexdigest()
+    return _stamp
 
 
 def ensure_fresh() -> None:
@@ -29,19 +46,69 @@ def ensure_fresh() -> None:
     if _done:
         return
     _done = True
-    digest = hashlib.sha256()
-    for name in SOURCES:
-        digest.update((HERE / name).read_bytes())
-    stamp = digest.hexdigest()
+    current = stamp()
     cache = HERE / "__pycache__"
     marker = cache / "engine-sources.sha256"
     try:
-        if marker.is_file() and marker.read_text().strip() == stamp:
+        if marker.is_file() and marker.read_text().strip() == current:
             return
         for stem in (s[:-3] for s in SOURCES):
             for f in list(cache.glob(f"{stem}.*.nbi")) + list(cache.glob(f"{stem}.*.nbc")):
                 f.unlink(missing_ok=True)
         cache.mkdir(exist_ok=True)
-        marker.write_text(stamp)
+        marker.write_text(current)
     except OSError:
         pass
+
+
+# ------------------------------------------------------------------------------------------- first use
+#: seconds a compilation lasts before the user is told (a load from the cache is quicker)
+TELL_AFTER = 1.5
+_told = False
+_listening = False
+
+
+def announce_compiling() -> None:
+    """Tell the user, once per process, on stderr, when numba compiles the engine (the first run on a machine).
+
+    A compilation that lasts longer than :data:`TELL_AFTER` seconds (numba's ``numba:compile`` event: loads from
+    the on-disk cache finish sooner) prints one line saying so and that it is cached afterwards. Set
+    ``MBVI_QUIET=1`` to silence it.
+    """
+    global _listening
+    if _listening or os.environ.get("MBVI_QUIET", "").strip() not in ("", "0"):
+        return
+    _listening = True
+    from numba.core import event
+
+    class _Compiling(event.Listener):
+        def __init__(self) -> None:
+            self.depth = 0
+            self.timer: threading.Timer | None = None
+
+        def on_start(self, ev) -> None:
+            self.depth += 1
+            if self.depth == 1 and not _told:
+                self.timer = threading.Timer(TELL_AFTER, _tell)
+                self.timer.daemon = True
+                self.timer.start()
+
+        def on_end(self, ev) -> None:
+            self.depth -= 1
+            if self.depth == 0 and self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+
+    event.register("numba:compile", _Compiling())
+
+
+def _tell() -> None:
+    global _told
+    if _told:
+        return
+    _told = True
+    print(
+        "mbvi: compiling the engine for this machine (about 20 s, once: it is cached on disk afterwards) ...",
+        file=sys.stderr,
+        flush=True,
+    )

@@ -20,10 +20,11 @@ from numba.extending import intrinsic
 from mbvi.engine import contract as CT
 from mbvi.engine import extrapolation
 from mbvi.engine import scheme as SC
-from mbvi.engine.cache import ensure_fresh
+from mbvi.engine.cache import announce_compiling, ensure_fresh
 from mbvi.engine.fields import RI, RK, WARM_HISTORY, WARM_ROWS, WK, M
 
 ensure_fresh()  # before the first compiled function is loaded from numba's cache
+announce_compiling()
 
 __all__ = [
     "constraint_values",
@@ -44,6 +45,10 @@ __all__ = [
 jit = njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
 #: the functions that allocate (workspaces, dense fallbacks, whole runs)
 jit_alloc = njit(cache=True, nogil=True, error_model="numpy", _nrt=True)
+#: thin layers between entry points and the work (a time loop's frame, the choice of step): inlined into their
+#: callers in numba's IR. A function compiled on its own is optimized again, whole, with everything it calls, in
+#: every function that calls it: a chain of thin layers cost the first batch run ~10 s of compiling
+inline = njit(inline="always", nogil=True, error_model="numpy")
 
 
 @njit(inline="always")  # a view: inlined, as the functions without reference counting cannot return one
@@ -530,6 +535,23 @@ def solve(I, ab, rhs, out, tmp):
         out[U(perm[i])] = tmp[i]
 
 
+@intrinsic
+def opaque(typingctx, x):
+    """``x`` typed as a plain bool or int, not as a literal.
+
+    numba compiles a function once more for every literal argument it is called with
+    (``Literal[bool](True)``, ``Literal[int](0)``): a call with the constant ``True`` and one with ``False``
+    compile two copies of the callee, and of everything it calls. Call sites pass constants through this to
+    compile one.
+    """
+    ty = nt.unliteral(x)
+
+    def codegen(context, builder, signature, args):
+        return args[0]
+
+    return ty(x), codegen
+
+
 # ---------------------------------------------------------------------------- kernels of the contract
 @intrinsic
 def _call_address(typingctx, addr, q, v, t, ints, floats, out):
@@ -637,7 +659,7 @@ def gradient(I, F, q, out):
     for i in range(I[M.NQ]):
         out[i] = -F[gv + i]
     gradient_families(I, F, q, out)
-    call_kernels(I, F, CT.GRADIENT, q, q, 0.0, out)
+    call_kernels(I, F, opaque(CT.GRADIENT), q, q, 0.0, out)
 
 
 @jit
@@ -723,4 +745,4 @@ def nonconservative_force(I, F, q, v, t, out):
         e0, e1, e2 = _point(I, F, M.SD_I, i, v, False)
         f = -F[coef + i] * (n0 * e0 + n1 * e1 + n2 * e2)
         _scatter(I, F, M.SD_I, i, f * n0, f * n1, f * n2, out)
-    call_kernels(I, F, CT.FORCE, q, v, t, out)
+    call_kernels(I, F, opaque(CT.FORCE), q, v, t, out)

@@ -36,7 +36,7 @@ from mbvi.engine import kernels as K
 from mbvi.engine import rotation as ROT
 from mbvi.engine import scheme as SC
 from mbvi.engine.fields import LB, LT, RF, RK, ST, WARM_HISTORY, WARM_ROWS, WK, M
-from mbvi.engine.kernels import jit, jit_alloc, loop_report, loop_start
+from mbvi.engine.kernels import inline, jit, jit_alloc, loop_report, loop_start
 from mbvi.engine.kernels import workspace_view as _buf
 
 __all__ = ["lie_buffers", "lie_prepare", "lie_project", "lie_step", "run_lie", "to_u", "to_vq"]
@@ -501,7 +501,7 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, t, h, c0, c1, lam, tol, m
     cur = WI[WK.CUR]
     nxt = 1 - cur
     if not WI[WK.HAVE_FACTOR]:
-        if not _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, cur, False):
+        if not _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, cur, K.opaque(False)):
             return ST.NEEDS_NUMPY
         WI[WK.HAVE_FACTOR] = 1
     grad0 = bufs[LB.GRAD0] if cur == 0 else bufs[LB.GRAD1]
@@ -515,14 +515,14 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, t, h, c0, c1, lam, tol, m
     if c0 == 0.0:
         K.copy_into(ufree, u)
         fv0[:] = 0.0
-        st = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, True, tol, maxiter)
+        st = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, K.opaque(True), tol, maxiter)
     elif cf:
         _kick(Iv, Fv, u, c0, bufs[LB.FC], ufree)
-        st = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, True, tol, maxiter)
+        st = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, K.opaque(True), tol, maxiter)
     elif not I[M.HAS_VF]:
         _forces(I, F, IL, q, u, t, grad0, bufs, fv0)
         _kick(Iv, Fv, u, c0, bufs[LB.TMPV], ufree)
-        st = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, True, tol, maxiter)
+        st = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, K.opaque(True), tol, maxiter)
     else:
         # fixed point on u½ (the force at the step's mean velocity), as the NumPy path does
         floor = 10.0 * tol * max(1.0, length_scale) / abs(h) if n else 0.0
@@ -532,7 +532,7 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, t, h, c0, c1, lam, tol, m
         for it in range(100):
             _forces(I, F, IL, q, unew, t, grad0, bufs, fv0)
             _kick(Iv, Fv, u, c0, bufs[LB.TMPV], ufree)
-            s2 = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, False, tol, maxiter)
+            s2 = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, K.opaque(False), tol, maxiter)
             if s2 == ST.NEEDS_NUMPY:
                 return s2
             if s2 != ST.DONE:
@@ -566,7 +566,7 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, t, h, c0, c1, lam, tol, m
             acc += (c0 * fv0[i] + c1 * fv1[i]) * bufs[LB.UM][i]
         WS[WI[WK.WORK]] += acc
     exact = I[M.HAS_VF]  # forces read the velocity: u exactly on the joints
-    _jacobian_at(I, F, Iv, IL, FL, WI, WS, bufs, q1, nxt, True)
+    _jacobian_at(I, F, Iv, IL, FL, WI, WS, bufs, q1, nxt, K.opaque(True))
     if exact or WI[WK.REFRESH] or WI[WK.FACTOR_AGE] + 1 >= MAX_FACTOR_AGE:
         if not _refactor(Iv, Fv, WI, WS, nxt):
             return ST.NEEDS_NUMPY
@@ -613,7 +613,7 @@ def lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, out):
     """
     cur = WI[WK.CUR]
     if not WI[WK.HAVE_FACTOR]:
-        if not _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, cur, False):
+        if not _factor_at(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, cur, K.opaque(False)):
             return False
         WI[WK.HAVE_FACTOR] = 1
     elif WI[WK.FACTOR_AGE] and not _refactor(Iv, Fv, WI, WS, cur):
@@ -672,7 +672,7 @@ def _warm_start(I, WI, bufs, scheme, lam):
     K.advance_warm_start(now, hist, K._best_order(known, e0, e1, e2, e3), cold)
 
 
-@jit
+@inline
 def lie_step(I, F, Iv, Fv, IL, FL, WI, WS, bufs, scheme, q, u, t, h, lam, tol, maxiter, ls):
     """One step of a RATTLE-family ``scheme`` (:mod:`mbvi.engine.scheme`) of (q, u) in place: its stages in order."""
     _warm_start(I, WI, bufs, scheme, lam)
@@ -710,7 +710,7 @@ def _pieces(IL, u, h, max_turn, at_least):
     return pieces
 
 
-@jit
+@inline
 def lie_step_refined(I, F, Iv, Fv, IL, FL, WI, WS, bufs, scheme, q, u, t, h, lam, tol, maxiter, ls, max_turn, qb, ub):
     """:func:`lie_step`, taken as 2, 4, … equal substeps when a body would turn more than ``max_turn`` rad.
 
@@ -777,7 +777,7 @@ def run_lie(model, scheme, state, steps, params, out):
         lie_prepare(I, F, IL, WI, bufs, q, u)
     if steps[RK.PROJECT] and j > 0:
         if not lie_project(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, u):
-            loop_report(info, ST.NEEDS_NUMPY, k, j, WI, Wk, WS)
+            loop_report(info, K.opaque(ST.NEEDS_NUMPY), k, j, WI, Wk, WS)
             return
         to_vq(IL, q, u, v)
         V[j - 1] = v

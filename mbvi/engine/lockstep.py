@@ -32,7 +32,7 @@ from mbvi.engine import contract as CT
 from mbvi.engine import kernels as K
 from mbvi.engine import scheme as SC
 from mbvi.engine.fields import LF, LI, LN, RF, RK, WARM_HISTORY, M
-from mbvi.engine.kernels import jit, jit_alloc
+from mbvi.engine.kernels import inline, jit, jit_alloc
 
 __all__ = ["CHUNK", "eligible", "run_chunk"]
 
@@ -245,7 +245,7 @@ def _gradient(I, F, q, out, X, m):
             _column(q, c, X[0])
             _column(out, c, X[1])
             K.gradient_families(I, F, X[0], X[1])
-            K.call_kernels(I, F, CT.GRADIENT, X[0], X[0], 0.0, X[1])
+            K.call_kernels(I, F, K.opaque(CT.GRADIENT), X[0], X[0], 0.0, X[1])
             _set_column(out, c, X[1])
 
 
@@ -421,7 +421,7 @@ def _drift_fixed_point(I, F, GD, AB, cur, q, v, t, h, c0, grad0, lam, tol, maxit
         if not more:
             return
         _kick_some(I, F, q, vh, t, v, c0, grad0, f0, vfree, X, going, m)  # v₀ + c₀ M⁻¹(F(q₀, v½, t) − ∇U(q₀))
-        _shake(I, F, GD[cur], AB[cur], q, vfree, h, lam, False, tol, maxiter, L, SF, SI, vnew, m)
+        _shake(I, F, GD[cur], AB[cur], q, vfree, h, lam, K.opaque(False), tol, maxiter, L, SF, SI, vnew, m)
         for c in range(m):
             if not fixed[c]:
                 continue
@@ -457,14 +457,14 @@ def _substep(I, F, GD, AB, cur, have_grad, t, h, c0, c1, lam, tol, maxiter, ls, 
         _gradient(I, F, q, grad0, X, m)
     if c0 == 0.0:
         _enter(SI, m)
-        _shake(I, F, GD[cur], AB[cur], q, v, h, lam, True, tol, maxiter, L, SF, SI, vh, m)
+        _shake(I, F, GD[cur], AB[cur], q, v, h, lam, K.opaque(True), tol, maxiter, L, SF, SI, vh, m)
         for i in range(nq):
             for c in range(m):
                 f0[i, c] = 0.0
     elif not I[M.HAS_VF]:
         _kick(I, F, q, v, t, v, c0, grad0, f0, vfree, X, m)
         _enter(SI, m)
-        _shake(I, F, GD[cur], AB[cur], q, vfree, h, lam, True, tol, maxiter, L, SF, SI, vh, m)
+        _shake(I, F, GD[cur], AB[cur], q, vfree, h, lam, K.opaque(True), tol, maxiter, L, SF, SI, vh, m)
     else:
         _drift_fixed_point(I, F, GD, AB, cur, q, v, t, h, c0, grad0, lam, tol, maxiter, ls, L, X, SF, SI, m)
     for i in range(nq):
@@ -538,7 +538,7 @@ def _predict(lam, SF, SI, m):
                 lam[hr, i, c] = now
 
 
-@jit
+@inline
 def _steps(I, F, scheme, steps, params, b0, L, X, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW, m):
     """The whole run of members b0 … b0+m−1 (:func:`mbvi.engine.loop.run_rattle` with ``project``), in lockstep.
 
@@ -576,8 +576,8 @@ def _steps(I, F, scheme, steps, params, b0, L, X, GD, AB, LAM, LAMB, SF, SI, Q, 
         else:
             for i in range(nq):
                 V[b0 + c, 0, i] = v[i, c]
-    cur = 0
-    have_grad = False
+    cur = K.opaque(0)  # (not literals: numba would compile _substep for each, see mbvi.engine.kernels.opaque)
+    have_grad = K.opaque(False)
     j = 1
     for k in range(nsteps):
         if live == 0:
@@ -640,7 +640,14 @@ def _steps(I, F, scheme, steps, params, b0, L, X, GD, AB, LAM, LAMB, SF, SI, Q, 
 
 @jit_alloc
 def run_chunk(I, F, scheme, steps, params, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW):
-    """Members b0 … b0+m−1 of a batch through :func:`_steps`, with buffers of their own (see :func:`_steps`)."""
+    """Members b0 … b0+m−1 of a batch through :func:`_steps`, with buffers of their own (see :func:`_steps`).
+
+    The members that leave the common path are finished by the caller on the serial loop
+    (:func:`mbvi.engine.runner.run_batch`). Releases the GIL: threads run disjoint chunks at once.
+    """
+    # private copies of the model: numba reference-counts every array it passes, and two threads
+    # counting references to one shared array contend for its cache line on every call
+    I, F = I.copy(), F.copy()
     nq, n = I[M.NQ], I[M.N]
     L = (
         np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)), np.zeros((nq, m)),

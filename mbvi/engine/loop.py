@@ -29,14 +29,12 @@ import math
 import numpy as np
 
 from mbvi.engine import kernels as K
-from mbvi.engine import lieloop as LIE
-from mbvi.engine import lockstep as LOCK
 from mbvi.engine import scheme as SC
-from mbvi.engine.fields import RF, RI, RK, ST, WARM_ROWS, WK, M
-from mbvi.engine.kernels import jit, jit_alloc
+from mbvi.engine.fields import RF, RK, ST, WK, M
+from mbvi.engine.kernels import inline, jit, jit_alloc
 from mbvi.engine.kernels import workspace_view as _buf
 
-__all__ = ["batch_implicit", "batch_lie", "batch_rattle", "member_state", "run_implicit", "run_rattle"]
+__all__ = ["run_implicit", "run_rattle"]
 
 
 @jit
@@ -184,11 +182,11 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
     f0, f1 = _buf(WI, WS, WK.F0, nq), _buf(WI, WS, WK.F1, nq)
     # --- kick c₀ and constrained drift
     if c0 == 0.0:
-        st = _shake(I, F, WI, WS, cur, cur, q, v, h, lam, True, tol, maxiter, q1, vh)
+        st = _shake(I, F, WI, WS, cur, cur, q, v, h, lam, K.opaque(True), tol, maxiter, q1, vh)
         f0[:] = 0.0
     elif not I[M.HAS_VF]:
         _kick(I, F, q, v, t, v, c0, grad0, f0, vfree)
-        st = _shake(I, F, WI, WS, cur, cur, q, vfree, h, lam, True, tol, maxiter, q1, vh)
+        st = _shake(I, F, WI, WS, cur, cur, q, vfree, h, lam, K.opaque(True), tol, maxiter, q1, vh)
     else:
         # fixed point on v½ (the force at the step's mean velocity), as the NumPy path does
         floor = 10.0 * tol * max(1.0, length_scale) / abs(h) if n else 0.0
@@ -198,7 +196,7 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
         st = ST.DRIFT_FAILED
         for it in range(100):
             _kick(I, F, q, vh, t, v, c0, grad0, f0, vfree)  # v₀ + c₀ M⁻¹(F(q₀, v½, t) − ∇U(q₀))
-            s2 = _shake(I, F, WI, WS, cur, cur, q, vfree, h, lam, False, tol, maxiter, q1, vnew)
+            s2 = _shake(I, F, WI, WS, cur, cur, q, vfree, h, lam, K.opaque(False), tol, maxiter, q1, vnew)
             if s2 == ST.NEEDS_NUMPY:
                 return s2
             if s2 != ST.DONE:
@@ -233,7 +231,7 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
 def _ensure_factor(I, F, WI, WS, q):
     """The factorization of A(q) in the current buffer (the last step's projection left it); False when it fails."""
     if not WI[WK.HAVE_FACTOR]:
-        if not _factor_at(I, F, WI, WS, q, WI[WK.CUR], False):
+        if not _factor_at(I, F, WI, WS, q, WI[WK.CUR], K.opaque(False)):
             return False
         WI[WK.HAVE_FACTOR] = 1
     return True
@@ -243,7 +241,7 @@ def _ensure_factor(I, F, WI, WS, q):
 def _accept(I, F, WI, WS, q, q1, v):
     """End of a step: factor A(q₁) into the other buffer (U, W already at q₁), q ← q₁, project v at q₁."""
     nxt = 1 - WI[WK.CUR]
-    if not _factor_at(I, F, WI, WS, q1, nxt, True):
+    if not _factor_at(I, F, WI, WS, q1, nxt, K.opaque(True)):
         return ST.NEEDS_NUMPY
     K.copy_into(q, q1)
     _remove_normal(I, F, WI, WS, nxt, v)
@@ -464,7 +462,7 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, t, h, lam, tol, maxiter, ls):
                 K.affine_uw(I, F, q1, u, w)
                 K.jacobian_values(I, F, u, w, gd1)
                 dslot = nxt
-            if _shake(I, F, WI, WS, cur, dslot, q, vfree, h, lam, True, tol, maxiter, q1, vnew) != ST.DONE:
+            if _shake(I, F, WI, WS, cur, dslot, q, vfree, h, lam, K.opaque(True), tol, maxiter, q1, vnew) != ST.DONE:
                 break
             outcome, prev = K.settle(vnew, vh, floor, it, prev)  # vh ← vnew
             if outcome == K.SETTLED:
@@ -499,14 +497,14 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, t, h, lam, tol, maxiter, ls):
 def _project(I, F, WI, WS, q, v):
     """v ← v − M⁻¹ G(q)ᵀ A(q)⁻¹ G(q) v (mass-weighted projection onto G v = 0); keeps the factor at q."""
     cur = WI[WK.CUR]
-    if not _factor_at(I, F, WI, WS, q, cur, False):
+    if not _factor_at(I, F, WI, WS, q, cur, K.opaque(False)):
         return False
     WI[WK.HAVE_FACTOR] = 1
     _remove_normal(I, F, WI, WS, cur, v)
     return True
 
 
-@jit
+@inline
 def _rattle_step(I, F, WI, WS, scheme, q, v, t, h, lam, tol, maxiter, ls):
     """One step of a RATTLE-family scheme (:mod:`mbvi.engine.scheme`) from (q, v) in place: its stages in order.
 
@@ -526,13 +524,13 @@ def _rattle_step(I, F, WI, WS, scheme, q, v, t, h, lam, tol, maxiter, ls):
     return ST.DONE
 
 
-@jit
+@inline
 def _implicit_pair_step(I, F, WI, WS, scheme, q, v, t, h, lam, tol, maxiter, ls):
     """One step of ``midpoint`` or ``implicit_euler`` (a one-stage scheme of that kind) from (q, v) in place."""
     return _implicit_step(I, F, WI, WS, scheme[0, SC.KIND] == SC.MIDPOINT, q, v, t, h, lam[0], tol, maxiter, ls)
 
 
-@jit_alloc
+@inline
 def _points(implicit, model, scheme, state, steps, params, out):
     """The time loop of a system without rigid bodies, one step (:func:`_rattle_step`, or
     :func:`_implicit_pair_step` when ``implicit`` is not None) after the other (see :func:`run_rattle`).
@@ -550,7 +548,7 @@ def _points(implicit, model, scheme, state, steps, params, out):
     nq = I[M.NQ]
     if steps[RK.PROJECT] and j > 0:
         if not _project(I, F, WI, WS, q, v):
-            K.loop_report(info, ST.NEEDS_NUMPY, k, j, WI, Wk, WS)
+            K.loop_report(info, K.opaque(ST.NEEDS_NUMPY), k, j, WI, Wk, WS)
             return
         V[j - 1] = v
     qb, vb = _buf(WI, WS, WK.QB, nq), _buf(WI, WS, WK.VB, nq)
@@ -608,110 +606,3 @@ def run_rattle(model, scheme, state, steps, params, out):
 def run_implicit(model, scheme, state, steps, params, out):
     """:func:`run_rattle` for ``midpoint`` and ``implicit_euler`` (systems without rigid bodies)."""
     _points(True, model, scheme, state, steps, params, out)
-
-
-@jit_alloc
-def member_state(model, rows):
-    """A new run state ``(q, v, u, lam, WI, WS, bufs)`` for one member of a batch (q, v to be filled in)."""
-    I, Iv, IL = model[0], model[2], model[4]
-    wk = K.ints(Iv, M.WKOFF, WK.count)
-    return (np.zeros(I[M.NQ]), np.zeros(I[M.NQ]), np.zeros(Iv[M.NQ]), np.zeros((rows, Iv[M.N])), wk.copy(),
-            np.zeros(Iv[M.WS_SIZE]), LIE.lie_buffers(I, Iv, IL))  # fmt: skip
-
-
-@jit_alloc
-def _member(lie, implicit, model, scheme, state, steps, params, out):
-    """One member's run on the serial loop: :func:`mbvi.engine.lieloop.run_lie` when ``lie`` is not None, else
-    :func:`run_implicit` when ``implicit`` is not None, else :func:`run_rattle` (chosen at compile time by the
-    arguments' types, see :func:`_points`)."""
-    if lie is None:
-        if implicit is None:
-            run_rattle(model, scheme, state, steps, params, out)
-        else:
-            run_implicit(model, scheme, state, steps, params, out)
-    else:
-        LIE.run_lie(model, scheme, state, steps, params, out)
-
-
-@jit_alloc
-def _batch_unit(lie, implicit, model, scheme, Q0, V0, steps, params, out, b0, m, lockstep):
-    """Members b0 … b0+m−1 of a batch: in lockstep (:mod:`mbvi.engine.lockstep`; systems without rigid bodies
-    under a RATTLE-family scheme), then each member that left it (or all, without lockstep) through
-    :func:`_member`, the serial loop."""
-    # private copies of the model: numba reference-counts every array it passes, and two threads
-    # counting references to one shared array contend for its cache line on every call
-    model = (model[0].copy(), model[1].copy(), model[2].copy(), model[3].copy(), model[4].copy(), model[5].copy())
-    I = model[0]
-    Q, V, Wk, info = out
-    nq, nsteps = I[M.NQ], steps[RK.NSTEPS]
-    rows = max(WARM_ROWS, int(np.max(scheme[:, SC.ROW])) + 1)
-    HK = np.zeros(m, dtype=np.int64)  # the step each member must (re)start from on the serial loop
-    HJ = np.zeros(m, dtype=np.int64)  # its next save slot (0: from the start, with the projection)
-    HQ, HV, HW = np.zeros((m, nq)), np.zeros((m, nq)), np.zeros(m)
-    HLAM = np.zeros((m, rows, I[M.N]))
-    if lie is None:
-        if implicit is None:
-            if lockstep:
-                LOCK.run_chunk(model[0], model[1], scheme, steps, params, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW)
-    member = steps.copy()
-    for c in range(m):
-        b = b0 + c
-        if HK[c] < 0:  # finished in lockstep
-            info[b, RI.STATUS] = ST.DONE
-            info[b, RI.STEP] = nsteps
-            info[b, RI.SAVED] = HJ[c]
-            continue
-        # on the serial loop: the whole run (HJ = 0: not in lockstep, or its projection failed), or the rest
-        start = HJ[c] == 0
-        state = member_state(model, rows)
-        if start:
-            K.copy_into(state[0], Q0[b])
-            K.copy_into(state[1], V0[b])
-            V[b, 0] = V0[b]
-        else:
-            K.copy_into(state[0], HQ[c])
-            K.copy_into(state[1], HV[c])
-            state[3][:, :] = HLAM[c]
-            Wk[b, Wk.shape[1] - 1] = HW[c]
-        member[RK.K0] = 0 if start else HK[c]
-        member[RK.KSTOP] = nsteps
-        member[RK.J0] = max(HJ[c], 1)
-        member[RK.FRESH] = 1
-        member[RK.PROJECT] = 1 if start else 0
-        _member(lie, implicit, model, scheme, state, member, params, (Q[b], V[b], Wk[b], info[b]))
-
-
-@jit_alloc
-def _batch(lie, implicit, model, scheme, Q0, V0, steps, params, out, size, lockstep, u0, u1):
-    """Units u0 … u1−1 of a batch: unit u is members u·size … (u+1)·size−1 of (Q0, V0); outputs indexed [b, ...].
-
-    Q[b, 0], V[b, 0] must hold the initial states and Wk[b, 0], Wk[b, −1] zero.
-    Each member's velocity is first projected onto the constraints at its
-    positions. With ``lockstep`` (:func:`mbvi.engine.lockstep.eligible`) a
-    unit's members step together; a member that leaves their common path is
-    finished by its serial run, from the start of the step it left at. Without,
-    each member is one serial run (:func:`_member`). Releases the GIL: threads run disjoint
-    ranges of units at once (:func:`mbvi.engine.runner.integrate_batch`).
-    """
-    B = Q0.shape[0]
-    for u in range(u0, u1):
-        b0 = u * size
-        _batch_unit(lie, implicit, model, scheme, Q0, V0, steps, params, out, b0, min(size, B - b0), lockstep)
-
-
-@jit_alloc
-def batch_rattle(model, scheme, Q0, V0, steps, params, out, size, lockstep, u0, u1):
-    """A batch of a system without rigid bodies under a RATTLE-family scheme (see :func:`_batch`)."""
-    _batch(None, None, model, scheme, Q0, V0, steps, params, out, size, lockstep, u0, u1)
-
-
-@jit_alloc
-def batch_implicit(model, scheme, Q0, V0, steps, params, out, size, lockstep, u0, u1):
-    """A batch under ``midpoint`` or ``implicit_euler`` (systems without rigid bodies; member by member)."""
-    _batch(None, True, model, scheme, Q0, V0, steps, params, out, size, False, u0, u1)
-
-
-@jit_alloc
-def batch_lie(model, scheme, Q0, V0, steps, params, out, size, lockstep, u0, u1):
-    """A batch of a system with rigid bodies (member by member through :func:`mbvi.engine.lieloop.run_lie`)."""
-    _batch(True, None, model, scheme, Q0, V0, steps, params, out, size, False, u0, u1)

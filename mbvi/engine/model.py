@@ -49,6 +49,9 @@ class Model(NamedTuple):
         The factorization model in velocity coordinates (``I``, ``F`` without rigid bodies).
     IL, FL : ndarray
         The rigid-body tables (:data:`mbvi.engine.fields.LT`).
+    Iq, Fq : ndarray
+        The configuration model with every active row, rigid bodies' orthonormality rows included (``I``, ``F``
+        without rigid bodies): what compiled integrator plugins step (:mod:`mbvi.engine.api`).
     kernels : tuple
         The compiled kernels and callbacks whose addresses are in ``I`` (kept alive here).
     callbacks : tuple of mbvi.engine.callbacks.Callback
@@ -61,6 +64,8 @@ class Model(NamedTuple):
     Fv: np.ndarray
     IL: np.ndarray
     FL: np.ndarray
+    Iq: np.ndarray
+    Fq: np.ndarray
     kernels: tuple = ()
     callbacks: tuple = ()
 
@@ -460,7 +465,7 @@ def build(spec: ModelSpec) -> Model | None:
     _pack_forces(pk, spec.nq, parts, kernels, spec)
     I, F = pk.arrays()
     if not rigid:
-        return Model(I, F, I, F, np.zeros(LT.count, np.int64), np.zeros(1), tuple(keep), tuple(calls))
+        return Model(I, F, I, F, np.zeros(LT.count, np.int64), np.zeros(1), I, F, tuple(keep), tuple(calls))
     from mbvi.engine.lie import fuse_jacobian, lie_tables
 
     vpattern, IL, FL = lie_tables(spec.bodies, pattern)
@@ -471,7 +476,13 @@ def build(spec: ModelSpec) -> Model | None:
         return None
     _pack_forces(pv, vpattern.nq, [], [], spec)  # the velocity model factors A; its force fields stay empty
     Iv, Fv = pv.arrays()
-    return Model(I, F, Iv, Fv, IL, FL, tuple(keep), tuple(calls))
+    pq = _Packer()  # every active row, in q: for the integrators that step the rotation columns
+    if not _pack_constraints(pq, spec.rows, spec.pattern):
+        _log_sparse()
+        return None
+    _pack_forces(pq, spec.nq, parts, kernels, spec)
+    Iq, Fq = pq.arrays()
+    return Model(I, F, Iv, Fv, IL, FL, Iq, Fq, tuple(keep), tuple(calls))
 
 
 def _log_sparse() -> None:

@@ -18,12 +18,11 @@ from __future__ import annotations
 import importlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from itertools import pairwise
 
 import numpy as np
 
 from mbvi.engine import scheme as SC
-from mbvi.engine.fields import LB, LT, RF, RI, RK, WK, M, length
+from mbvi.engine.fields import LB, LT, RF, RI, RK, ST, WK, M, length
 
 __all__ = ["Advance", "RunResult", "RunState", "advance", "entry", "nsave", "run_batch", "saved_steps", "threads"]
 
@@ -209,7 +208,7 @@ def run_batch(
     info : ndarray of int, (B, RI.count)
         Per member: status, step reached, states saved, and the counters (:data:`mbvi.engine.fields.RI`).
     """
-    from mbvi.engine import lockstep, loop
+    from mbvi.engine import lockstep
 
     B, nq = len(Q0), int(model.I[M.NQ])
     ns = nsave(nsteps, save_every)
@@ -218,23 +217,49 @@ def run_batch(
     Q[:, 0], V[:, 0] = Q0, V0
     Wk = np.zeros((B, ns + 1))
     info = np.zeros((B, RI.count), dtype=np.int64)
-    kind = int(scheme[0, SC.KIND])
-    batch = loop.batch_lie if model.rigid else loop.batch_rattle if kind == SC.RATTLE else loop.batch_implicit
     chunk = _chunk(B) if chunk is None else int(chunk)
     together = chunk >= 1 and lockstep.eligible(int(model.IL[LT.NB]), scheme)
     size = chunk if together else 1
     units = -(-B // size)
     steps = np.zeros(RK.count, dtype=np.int64)
     steps[RK.NSTEPS], steps[RK.SAVE_EVERY], steps[RK.MAXITER] = nsteps, save_every, maxiter
-    args = (model.arrays, scheme, Q0, V0, steps, _params(t0, h, tol, length_scale, max_turn), (Q, V, Wk, info), size,
-            together)  # fmt: skip
-    # the compiled loop releases the GIL: threads take blocks of units (a few per thread, for balance)
+    params = _params(t0, h, tol, length_scale, max_turn)
+    options = dict(t0=t0, h=h, nsteps=nsteps, save_every=save_every, tol=tol, maxiter=maxiter,
+                   length_scale=length_scale, max_turn=max_turn)  # fmt: skip
+    rows = SC.rows_needed(scheme)
+
+    def serial(b: int, k0: int, j0: int, q, v, lam, work: float, project: bool) -> None:
+        """Member b on the serial loop, from step k0 (save slot j0) and state (q, v) with warm starts ``lam``."""
+        rs = RunState(model, scheme, q, v, work)
+        rs.lam[...] = lam
+        advance(model, scheme, rs, k0=k0, kstop=nsteps, out=(Q[b], V[b], Wk[b], info[b]), j0=j0, project=project,
+                **options)  # fmt: skip
+
+    def unit(u: int) -> None:
+        b0 = u * size
+        m = min(size, B - b0)
+        if not together:
+            serial(b0, 0, 1, Q0[b0], V0[b0], 0.0, 0.0, True)
+            return
+        HK, HJ = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
+        HQ, HV, HW, HLAM = np.zeros((m, nq)), np.zeros((m, nq)), np.zeros(m), np.zeros((m, rows, int(model.I[M.N])))
+        lockstep.run_chunk(model.I, model.F, scheme, steps, params, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW)
+        for c in range(m):
+            b = b0 + c
+            if HK[c] < 0:  # finished in lockstep
+                info[b, RI.STATUS], info[b, RI.STEP], info[b, RI.SAVED] = ST.DONE, nsteps, HJ[c]
+            elif HJ[c] == 0:  # not in lockstep (its projection failed there): the whole run, projection first
+                serial(b, 0, 1, Q0[b], V0[b], 0.0, 0.0, True)
+            else:  # the rest of its run, from the start of the step it left the common path at
+                serial(b, int(HK[c]), int(HJ[c]), HQ[c], HV[c], HLAM[c], float(HW[c]), False)
+
+    # the compiled loops release the GIL: threads take the units (a few per thread, for balance)
     nthreads = min(threads(), units)
-    if nthreads == 1:
-        batch(*args, 0, units)
-    elif nthreads > 1:
-        blocks = np.linspace(0, units, min(units, 4 * nthreads) + 1).astype(int)
+    if nthreads <= 1:
+        for u in range(units):
+            unit(u)
+    else:
         with ThreadPoolExecutor(nthreads) as pool:
-            for f in [pool.submit(batch, *args, int(a), int(b)) for a, b in pairwise(blocks)]:
+            for f in [pool.submit(unit, u) for u in range(units)]:
                 f.result()
     return t0 + saved_steps(ns, nsteps, save_every) * h, Q, V, Wk[:, :ns], info

@@ -45,6 +45,7 @@ import numpy as np
 from mbvi.diagnosis import instability
 from mbvi.engine.runner import RunResult
 from mbvi.errors import SolverError
+from mbvi.integrators.stepkernel import run_kernel
 from mbvi.state import State
 from mbvi.system import System
 
@@ -94,6 +95,12 @@ class Integrator:
     #: True when runs of this class are one compiled call (a scheme of the engine); a subclass that writes its
     #: own ``step`` runs its own step (False) unless it says otherwise
     compiled: ClassVar[bool] = False
+    #: the compiled step, ``kernel(model, ws, q, v, t, h, params) -> int`` (numba-compilable; the contract of
+    #: :mod:`mbvi.engine.api`): when set, a run is one compiled call that takes this step (``step`` stays the
+    #: NumPy version: direct calls, and the systems the engine does not run)
+    kernel: ClassVar[Callable | None] = None
+    #: float rows of length nq the compiled step keeps from step to step (``ws[2]``)
+    scratch_rows: ClassVar[int] = 0
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -162,8 +169,9 @@ class Integrator:
     ) -> RunResult:
         """Take ``nsteps`` steps from ``(state, t0)``, saving every ``save_every``-th state (and the last).
 
-        What :func:`mbvi.simulate` calls. The default runs :meth:`integrate`; the work of the
-        non-conservative forces is then not measured (``work`` is None).
+        What :func:`mbvi.simulate` calls. With a compiled :attr:`kernel` the run is one compiled call
+        (:func:`mbvi.integrators.stepkernel.run_kernel`); otherwise it runs :meth:`integrate`. The work of the
+        non-conservative forces is not measured (``work`` is None).
 
         Returns
         -------
@@ -175,8 +183,16 @@ class Integrator:
         SolverError
             With ``time`` and ``step`` set and ``partial``, a RunResult of the states saved so far.
         """
+        if type(self).kernel is not None:
+            out = run_kernel(self, state, t0, nsteps, save_every, callback)
+            if out is not None:
+                return out
         t, q, v = self.integrate(state, t0, nsteps, save_every, callback)
         return RunResult(t, q, v)
+
+    def kernel_params(self) -> np.ndarray:
+        """The parameters the compiled :attr:`kernel` receives as ``params`` (float64; default: none)."""
+        return np.zeros(0)
 
     def integrate(
         self, state: State, t0: float, nsteps: int, save_every: int = 1, callback: Callable[[int], None] | None = None

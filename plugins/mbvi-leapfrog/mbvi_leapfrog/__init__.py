@@ -22,18 +22,69 @@ projection is not a symplectic map): a useful foil for mbvi's RATTLE
 (``verlet``). Without constraints and velocity-dependent forces it is exactly
 Störmer–Verlet. The plugin is registered through the ``register_integrators``
 hook and the entry point ``leapfrog = "mbvi_leapfrog"`` of the group ``mbvi``.
+
+The step is written twice, as every mbvi integrator's is: :meth:`Leapfrog.step`
+in NumPy against :class:`mbvi.System` (direct calls, and systems mbvi's engine
+does not run), and :func:`leapfrog_step`, the same operations compiled with
+numba against the engine's arrays (:mod:`mbvi.engine.api`). The class hands the
+latter to mbvi as ``kernel``: a run is then one compiled call, like the
+built-in integrators'.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 
 import mbvi
+from mbvi.engine import api
 
-__all__ = ["Leapfrog", "register_integrators"]
+__all__ = ["Leapfrog", "leapfrog_step", "register_integrators"]
 __version__ = "0.1.0"
+
+
+@numba.njit(cache=True)
+def leapfrog_step(model, ws, q, v, t, h, params):
+    """The compiled step: (q, v) advanced in place from t to t + h (:meth:`Leapfrog.step`, operation for operation).
+
+    Parameters
+    ----------
+    model, ws : tuple
+        The engine's arrays (:mod:`mbvi.engine.api`); ``ws[2]`` is this plugin's two scratch rows.
+    q, v : ndarray, (nq,)
+        Positions and velocities, m and m/s (rotation columns for rigid bodies).
+    t, h : float
+        Time at the start of the step and the step, s.
+    params : ndarray
+        ``[tol, maxiter]`` (:meth:`Leapfrog.kernel_params`).
+
+    Returns
+    -------
+    int
+        0 when the step went well, 1 when a projection or a factorization failed.
+    """
+    a, vh = ws[2][0], ws[2][1]
+    tol, maxiter = params[0], int(params[1])
+    n = len(q)
+    if not api.accelerations(model, ws, q, v, t, a):  # half kick
+        return 1
+    for i in range(n):
+        vh[i] = v[i] + 0.5 * h * a[i]
+        q[i] += h * vh[i]  # drift
+    if not api.project_position(model, ws, q, tol, maxiter):
+        return 1
+    if not api.accelerations(model, ws, q, vh, t + h, a):  # half kick, predictor
+        return 1
+    for i in range(n):
+        v[i] = vh[i] + 0.5 * h * a[i]
+    if api.n_rows(model) > 0 or api.velocity_dependent(model):  # a depends on v: one corrector pass
+        if not api.accelerations(model, ws, q, v, t + h, a):
+            return 1
+        for i in range(n):
+            v[i] = vh[i] + 0.5 * h * a[i]
+    return 0 if api.project_velocity(model, ws, q, v) else 1
 
 
 class Leapfrog(mbvi.Integrator):
@@ -81,6 +132,9 @@ class Leapfrog(mbvi.Integrator):
     handles = frozenset({"constraints", "forces"})
     variational = False
     options = {"tol": 1e-12, "maxiter": 50}
+    #: the compiled step mbvi runs (one compiled call a run) and its two scratch rows (accelerations, v½)
+    kernel = leapfrog_step
+    scratch_rows = 2
 
     def __init__(self, system: mbvi.System, dt: float, **options: Any) -> None:
         super().__init__(system, dt, **options)
@@ -88,6 +142,10 @@ class Leapfrog(mbvi.Integrator):
         # ∇U at the last step's end point, reused by the next step's first kick
         self._cached_q: np.ndarray | None = None
         self._cached_grad: np.ndarray | None = None
+
+    def kernel_params(self) -> np.ndarray:
+        """``[tol, maxiter]`` for :func:`leapfrog_step`."""
+        return np.array([self.tol, self.maxiter], dtype=float)
 
     def acceleration(self, q: np.ndarray, v: np.ndarray, t: float, grad: np.ndarray) -> np.ndarray:
         """Accelerations of the index-1 formulation, a = M⁻¹(f − Gᵀλ), shape (nq,).

@@ -17,7 +17,11 @@ generalized force is F = J_Pᵀ f. Consequently
   (B = 0 at u = 0, where the force is C¹ with zero derivative).
 
 :class:`QuadraticDragLaw` evaluates all instances in one vectorized call with
-:class:`mbvi.kernels.AffineMap` and is registered through the
+:class:`mbvi.kernels.AffineMap` (the NumPy methods: statics, diagnostics, the
+implicit integrators' Jacobians) and hands the compiled engine a kernel,
+:func:`quadratic_drag_force`, with its points' index and weight arrays
+(:meth:`QuadraticDragLaw.compiled`): inside mbvi's compiled loop the drag costs
+what a built-in force does. It is registered through the
 ``register_force_laws`` hook and the entry point
 ``quadratic_drag = "mbvi_quadratic_drag"`` of the group ``mbvi``. The drag is
 dissipative: its power F·v = −c Σ |v_P|³ ≤ 0.
@@ -28,13 +32,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
 import mbvi
 from mbvi.kernels import AffineMap
 
-__all__ = ["QuadraticDrag", "QuadraticDragLaw", "register_force_laws", "terminal_speed"]
+__all__ = ["QuadraticDrag", "QuadraticDragLaw", "quadratic_drag_force", "register_force_laws", "terminal_speed"]
 __version__ = "0.1.0"
 
 
@@ -107,6 +112,40 @@ class QuadraticDrag(mbvi.Force):
         self.anchor = a
 
 
+@numba.njit(cache=True)
+def quadratic_drag_force(q, v, t, ints, floats, out):
+    """The compiled kernel: adds F = Σᵢ J_Pᵢᵀ (−cᵢ |uᵢ| uᵢ), uᵢ = v_Pᵢ, into ``out`` (mbvi's kernel contract).
+
+    Parameters
+    ----------
+    q, v : ndarray, (nq,)
+        Positions and velocities (q is not used: the drag depends on the velocity only).
+    t : float
+        Time, s (not used).
+    ints : ndarray of int
+        ``[m, K, idx…]``: the number of drag points, the terms of each point's affine map, and each term's
+        first coordinate (m × K, point by point).
+    floats : ndarray
+        ``[c…, w…]``: the m coefficients (N s²/m²), then each term's weight (m × K).
+    out : ndarray, (nq,)
+        The generalized force is added here, N.
+    """
+    m, K = ints[0], ints[1]
+    for i in range(m):
+        u0 = u1 = u2 = 0.0  # the point's world velocity v_P = Σ_k w_k v[j_k : j_k + 3]
+        for k in range(K):
+            w, j = floats[m + i * K + k], ints[2 + i * K + k]
+            u0 += w * v[j]
+            u1 += w * v[j + 1]
+            u2 += w * v[j + 2]
+        s = -floats[i] * math.sqrt(u0 * u0 + u1 * u1 + u2 * u2)
+        for k in range(K):  # J_Pᵀ f: each term's weight times f on its three coordinates
+            w, j = floats[m + i * K + k], ints[2 + i * K + k]
+            out[j] += w * s * u0
+            out[j + 1] += w * s * u1
+            out[j + 2] += w * s * u2
+
+
 class QuadraticDragLaw(mbvi.ForceLaw):
     """Evaluates every :class:`QuadraticDrag` of a scene in one vectorized call.
 
@@ -156,6 +195,16 @@ class QuadraticDragLaw(mbvi.ForceLaw):
     def support(self) -> np.ndarray:
         """Coordinates the force depends on (those of the drag points' bodies)."""
         return self._support
+
+    def compiled(self) -> mbvi.Kernel:
+        """The drag as a compiled kernel for mbvi's engine: :func:`quadratic_drag_force` and its parameters.
+
+        ``ints = [m, K, idx…]`` and ``floats = [c…, w…]`` from the points' affine maps (m points of K terms).
+        """
+        m, K = self.P.w.shape
+        ints = np.concatenate([[m, K], self.P.idx.ravel()])
+        floats = np.concatenate([self.c, self.P.w.ravel()])
+        return mbvi.Kernel(force=quadratic_drag_force, ints=ints, floats=floats, name=self.name)
 
 
 @mbvi.hookimpl
