@@ -24,9 +24,13 @@ A state-reading load makes its force law *velocity dependent*: the variational
 integrators then evaluate it like damping, at the step's mean velocity (in the
 RATTLE family, at the drift velocity v½ found by fixed-point iteration), which
 keeps a PD controller's damping independent of the step size; the implicit
-integrators (``midpoint``, ``implicit_euler``) get its Jacobians (∂F/∂q, ∂F/∂v)
-by central finite differences (:meth:`mbvi.ForceLaw.force_jacobians`). Such a
-law has no compiled kernel: scenes with it step on the NumPy path.
+integrators (``midpoint``, ``implicit_euler``) differentiate the step's
+residual, this force included, by finite differences.
+
+Inside the compiled loop each callable load is its own kernel
+(:mod:`mbvi.loadkernels`): compiled with numba against a compiled view whose
+accessors resolve names at compile time when the function allows it, otherwise
+called back as Python, one call per evaluation (the log says which and why).
 """
 
 from __future__ import annotations

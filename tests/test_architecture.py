@@ -41,6 +41,7 @@ LAYERS: list[tuple[str, ...]] = [
         "mbvi.layout",
         "mbvi.joints",
         "mbvi.loads",
+        "mbvi.loadkernels",
         "mbvi.urdf",
         "mbvi.scene",
     ),

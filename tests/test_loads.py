@@ -194,8 +194,8 @@ def test_a_force_that_returns_no_vector_stops_equilibrium_with_a_value_error_nam
 @pytest.mark.parametrize("integrator", ["verlet", "midpoint", "implicit_euler", "explicit_euler", "csm"])
 @pytest.mark.parametrize("reads_state", [False, True], ids=["f(t)", "f(t, state)"])
 def test_a_force_that_returns_a_string_stops_simulate_with_a_value_error_naming_it(integrator, reads_state) -> None:
-    """Callable loads are evaluated in NumPy (their law has no compiled kernel): every integrator reports the
-    element, the call and what came back."""
+    """Compiled in the loop (verlet, midpoint, implicit_euler) or evaluated in NumPy (explicit_euler, csm), every
+    integrator reports the element, the call and what came back."""
     args = r"t=[0-9.e-]+, state" if reads_state else r"t=[0-9.e-]+"
     expected = rf"ExternalForce 'push': force\({args}\) must return 3 finite numbers \(N\); it returned 'abc' \(str\)$"
     with pytest.raises(ValueError, match=expected):

@@ -25,6 +25,7 @@ import importlib.util
 import inspect
 import logging
 import os
+import re
 import sys
 import threading
 import types
@@ -37,7 +38,18 @@ from numba import types as nt
 
 from mbvi.engine.cache import stamp
 
-__all__ = ["SIGNATURE", "STEP_SIGNATURE", "Callback", "cache_dir", "compiled", "compiled_step", "python"]
+__all__ = [
+    "SIGNATURE",
+    "STEP_SIGNATURE",
+    "Callback",
+    "cache_dir",
+    "code_key",
+    "compiled",
+    "compiled_step",
+    "named_apart",
+    "numba_reason",
+    "python",
+]
 
 log = logging.getLogger("mbvi")
 
@@ -120,7 +132,7 @@ def _constants(fn: Callable, depth: int = 0) -> list:
     for name, value in names + cells:
         py = getattr(value, "py_func", value)  # a numba dispatcher: its Python function
         if isinstance(py, types.FunctionType) and depth < 4:
-            out.append((name, _code_key(py, depth + 1)))
+            out.append((name, code_key(py, depth + 1)))
         elif isinstance(value, (int, float, complex, str, bytes, bool, type(None), tuple)):
             out.append((name, repr(value)))
         elif isinstance(value, np.ndarray):
@@ -132,7 +144,9 @@ def _constants(fn: Callable, depth: int = 0) -> list:
     return out
 
 
-def _code_key(fn: Callable, depth: int = 0) -> str:
+def code_key(fn: Callable, depth: int = 0) -> str:
+    """A hash of what ``fn``'s compiled code depends on: its module, name, source, bytecode and constants, and
+    the values of the closure cells and globals it reads (functions by their own key, to depth 4)."""
     try:
         source = inspect.getsource(fn)
     except (OSError, TypeError):
@@ -142,9 +156,61 @@ def _code_key(fn: Callable, depth: int = 0) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
-def _signature_key(fn: Callable, role: str) -> str:
+def _signature_key(fn: Callable, role: str, salt: str = "") -> str:
     versions = (numba.__version__, np.__version__, sys.version_info[:2], TEMPLATE_VERSION, role, stamp())
-    return "k" + hashlib.sha256(repr((versions, _code_key(fn))).encode()).hexdigest()[:24]
+    return "k" + hashlib.sha256(repr((versions, code_key(fn), salt)).encode()).hexdigest()[:24]
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: lines of a numba error that say where, not why
+_FRAMING = (
+    "Failed in ",
+    "- Resolution failure",
+    "During: ",
+    "File ",
+    "There are ",
+    "- Of which",
+    "Overload in",
+    "With argument",
+    "Rejected as",
+    "No match",
+    "Traceback",
+    "Literal[",
+    ">>>",
+    "^",
+    "Known signatures",
+)
+
+
+def numba_reason(exc: BaseException) -> str:
+    """The line of a numba compilation error that says why (the first that is not framing), for a log line."""
+    lines = [_ANSI.sub("", line).strip() for line in str(exc).splitlines()]
+    lines = [line for line in lines if line]
+    for line in lines:
+        if not line.startswith(_FRAMING):
+            return line if len(line) <= 200 else line[:197] + "..."
+    return lines[0] if lines else type(exc).__name__
+
+
+def named_apart(fn: Callable, tag: str) -> Callable:
+    """``fn`` as a numba dispatcher of its own name: a copy of the function whose qualified name carries ``tag``.
+
+    numba names compiled code by module, qualified name and argument types, plus a counter of the process that
+    compiled it. Two different functions of one name — two lambdas of a script, the closures a factory makes —
+    compiled by different processes can then share a name in the disk cache, and a process that loads both
+    links one to the other's code. A name made of a hash of the code keeps them apart.
+    """
+    options = {}
+    if isinstance(fn, numba.core.registry.CPUDispatcher):
+        options = {k: v for k, v in fn.targetoptions.items() if k in ("fastmath", "error_model", "boundscheck")}
+        fn = fn.py_func
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"{type(fn).__name__} is not a Python function")
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    copy.__module__ = fn.__module__
+    copy.__qualname__ = f"{fn.__qualname__}__{tag}".replace("<", "_").replace(">", "_")
+    return numba.njit(**options)(copy)
 
 
 def compiled_step(fn: Callable) -> object:
@@ -158,8 +224,10 @@ def compiled_step(fn: Callable) -> object:
     return compiled(fn, "step", _STEP_TEMPLATE)
 
 
-def compiled(fn: Callable, role: str, template: str = _TEMPLATE) -> object:
+def compiled(fn: Callable, role: str, template: str = _TEMPLATE, salt: str = "") -> object:
     """The cfunc of the C signature wrapping ``fn`` (a numba dispatcher or a plain function), compiled once.
+
+    ``salt``: what else the compiled code depends on (part of the cache key, e.g. the names a load's view resolves).
 
     Raises
     ------
@@ -168,7 +236,9 @@ def compiled(fn: Callable, role: str, template: str = _TEMPLATE) -> object:
     """
     dispatcher = fn if isinstance(fn, numba.core.registry.CPUDispatcher) else numba.njit(cache=False)(fn)
     py = dispatcher.py_func
-    key = _signature_key(py, role)
+    key = _signature_key(py, role, salt)
+    if "<" in py.__qualname__:  # a closure or a lambda: named apart (see named_apart)
+        dispatcher = named_apart(dispatcher, key)
     with _lock:
         if key in _loaded:
             return _loaded[key]

@@ -95,6 +95,17 @@ class Kernel:
         Its float parameters (weights, coefficients), passed as ``floats``.
     name : str, optional
         What messages call it (default: the law's name).
+    source : str, optional
+        What the kernel runs, for messages (e.g. ``"its torque callable pd"``; default: ``"its <role> kernel"``).
+    fallback : Kernel, optional
+        The same contributions as Python functions (a :class:`PythonKernel`), called from the loop when numba
+        cannot compile these (default: the functions themselves, as Python).
+    watch : object, optional
+        A failure record the engine reads after a failed run: an object with ``error`` (an exception or None),
+        ``name``, ``role`` and ``reset()``, like :class:`mbvi.engine.callbacks.Callback`.
+    salt : str, optional
+        What else the compiled code depends on besides the functions' code and the constants they read (part
+        of the disk cache's key).
 
     Examples
     --------
@@ -114,6 +125,10 @@ class Kernel:
     ints: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     floats: np.ndarray = field(default_factory=lambda: np.zeros(0))
     name: str = ""
+    source: str = ""
+    fallback: Kernel | None = None
+    watch: object | None = None
+    salt: str = ""
 
     def __post_init__(self) -> None:
         ints = np.ascontiguousarray(self.ints, dtype=np.int64).ravel()
@@ -143,8 +158,11 @@ class PythonKernel(Kernel):
     """
 
 
-def kernel_as_numpy(fn: Callable, part: Kernel) -> Callable:
-    """A kernel function to call as Python (a numba dispatcher's own Python function)."""
+def kernel_as_numpy(fn: Callable, part: Kernel, role: str) -> Callable:
+    """A kernel function to call as Python: the part's fallback for ``role``, or a numba dispatcher's own Python
+    function."""
+    if part.fallback is not None and getattr(part.fallback, role) is not None:
+        return getattr(part.fallback, role)
     return getattr(fn, "py_func", fn)
 
 

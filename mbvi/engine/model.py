@@ -420,6 +420,8 @@ def _resolve(spec: ModelSpec) -> tuple[list, list[tuple[int, int, object]], list
             parts.append(part)
             if isinstance(part, CT.Family):
                 continue
+            if part.watch is not None:
+                calls.append(part.watch)
             for role, fn in part.roles():
                 code = CT.ROLES[role]
                 if isinstance(part, CT.PythonKernel):
@@ -429,16 +431,15 @@ def _resolve(spec: ModelSpec) -> tuple[list, list[tuple[int, int, object]], list
                     calls.append(cb)
                     continue
                 try:
-                    cf = callbacks.compiled(fn, role)
+                    cf = callbacks.compiled(fn, role, salt=part.salt)
                 except Exception as exc:  # numba cannot compile it: called from the loop as Python instead
-                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                     _log_once(
-                        f"numba:{name}:{role}",
-                        "%s: its %s kernel does not compile with numba (%s); it is called from the compiled loop as "
-                        "Python instead",
-                        part.name or name, role, first,
+                        f"numba:{name}:{part.name}:{part.source}:{role}",
+                        "%s: %s does not compile with numba (%s); it is called from the compiled loop as Python "
+                        "instead, one call per evaluation",
+                        part.name or name, part.source or f"its {role} kernel", callbacks.numba_reason(exc),
                     )  # fmt: skip
-                    cb = callbacks.python(CT.kernel_as_numpy(fn, part), role, part.name or name)
+                    cb = callbacks.python(CT.kernel_as_numpy(fn, part, role), role, part.name or name)
                     kernels.append((code, cb.address, part))
                     keep.append(cb)
                     calls.append(cb)

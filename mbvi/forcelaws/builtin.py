@@ -25,6 +25,7 @@ from mbvi.kernels import AffineMap
 from mbvi.kinematics import angular_velocity
 from mbvi.kinematics import cross as _cross
 from mbvi.layout import Layout
+from mbvi.loadkernels import load_kernels
 from mbvi.loads import call_load, load_arity, state_view_factory
 
 __all__ = [
@@ -299,11 +300,15 @@ class ExternalForceLaw(ForceLaw):
             f[[i for i, *_, arity in self.values.callables if arity == 2]] = 0.0
         return float(np.sum(f * self.P(q)))
 
-    def compiled(self) -> Family | None:
-        """Constant forces as the engine's ``point_force`` family; loads that are functions: None (for now)."""
-        if self.values.callables:
-            return None
-        return Family("point_force", (self.P.terms, self.values.values0))
+    def compiled(self) -> list:
+        """Constant forces as the engine's ``point_force`` family; each function of ``(t)`` or ``(t, state)`` as
+        its own kernel, compiled with numba where it allows (:mod:`mbvi.loadkernels`)."""
+        const = [e for e in self.elements if not callable(e.force)]
+        parts: list = []
+        if const:
+            P = _point_map(self.layout, [(e.body, e.anchor) for e in const])
+            parts.append(Family("point_force", (P.terms, np.array([e.force for e in const], dtype=float))))
+        return parts + load_kernels(self.elements, "force", self.layout, torque=False)
 
 
 class ExternalTorqueLaw(ForceLaw):
@@ -347,11 +352,14 @@ class ExternalTorqueLaw(ForceLaw):
         dq = sp.csr_matrix((vals.ravel(), (rows.ravel(), cols.ravel())), shape=(self.nq, self.nq))
         return dq, sp.csr_matrix((self.nq, self.nq))
 
-    def compiled(self) -> Family | None:
-        """Constant torques as the engine's ``torque`` family; torques that are functions: None (for now)."""
-        if self.values.callables:
-            return None
-        return Family("torque", (_columns(self.cols), self.values.values0))
+    def compiled(self) -> list:
+        """Constant torques as the engine's ``torque`` family; each function of ``(t)`` or ``(t, state)`` as its
+        own kernel, compiled with numba where it allows (:mod:`mbvi.loadkernels`)."""
+        const = [i for i, e in enumerate(self.elements) if not callable(e.torque)]
+        parts: list = []
+        if const:
+            parts.append(Family("torque", (_columns(self.cols[const]), self.values.values0[const])))
+        return parts + load_kernels(self.elements, "torque", self.layout, torque=True)
 
 
 def _columns(cols: np.ndarray) -> np.ndarray:

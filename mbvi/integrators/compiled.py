@@ -22,12 +22,12 @@ import numpy as np
 from mbvi.diagnosis import engine_failure, instability
 from mbvi.engine import scheme as SC
 from mbvi.engine.fields import RI, ST
-from mbvi.engine.runner import RunResult, RunState, advance, entry, nsave, saved_steps
+from mbvi.engine.runner import Advancer, RunResult, RunState, entry, nsave, saved_steps
 from mbvi.errors import RedundantConstraintWarning, SolverError
 from mbvi.integrators.base import Integrator
 from mbvi.state import State
 
-__all__ = ["CHUNK", "Compiled", "step_work"]
+__all__ = ["CHUNK", "Compiled", "Drive", "step_work"]
 
 #: steps per compiled call when a progress callback wants updates
 CHUNK = 2000
@@ -86,74 +86,163 @@ class Compiled(Integrator):
 def drive(integrator: Compiled, model, state: State, t0: float, nsteps: int, save_every: int = 1,
           callback: Callable[[int], None] | None = None) -> RunResult:  # fmt: skip
     """Run ``integrator``'s scheme on ``model`` from ``state`` (see the module docstring)."""
-    system, h = integrator.system, integrator.dt
-    scheme = integrator.method()
-    ns = nsave(nsteps, save_every)
-    Q, V = np.empty((ns, system.nq)), np.empty((ns, system.nq))
-    Wk = np.zeros(ns + 1)  # the last entry: the work so far (in and out of every compiled call)
-    info = np.zeros(RI.count, dtype=np.int64)
-    rs = RunState(model, scheme, state.q, state.v)
-    Q[0], V[0] = rs.q, rs.v
-    for cb in model.callbacks:
-        cb.reset()
-    k, j = 0, 1
-    burst = 1  # NumPy steps after a hand-back: doubles while the compiled step keeps handing steps back
-    numpy_steps = 0
-    options = dict(tol=integrator.tol, maxiter=integrator.maxiter, length_scale=float(system.length_scale),
-                   max_turn=float(integrator.max_turn))  # fmt: skip
+    run = Drive(integrator, model, state, t0, nsteps, save_every)
+    run.advance_to(nsteps, callback)
+    return run.result()
 
-    def partial() -> RunResult:
-        return RunResult(t0 + saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j], Wk[:j].copy())
 
-    while k < nsteps:
-        stop = nsteps if callback is None else min(nsteps, k + CHUNK)
-        kstart = k
-        out = advance(model, scheme, rs, t0=float(t0), h=h, k0=k, kstop=stop, nsteps=nsteps, save_every=save_every,
-                      out=(Q, V, Wk, info), j0=j, **options)  # fmt: skip
-        k, j = out.step, out.saved
-        if out.status == ST.NEEDS_NUMPY:
-            burst = min(2 * burst, 1024) if k == kstart else 1
-            integrator._cache = {"q": None}
-            q, v, work = rs.q.copy(), rs.v.copy(), rs.work
-            for _ in range(min(burst, stop - k)):
-                t = t0 + k * h
-                try:
-                    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # judged just below
-                        new = integrator._step(State(q.copy(), v.copy()), t)
-                except SolverError as exc:
-                    err = exc.located(t, k)
-                    err.partial = partial()
-                    raise err from exc
-                if not (np.isfinite(new.q).all() and np.isfinite(new.v).all()):
-                    err = instability(system, integrator.name, h, t, k)
-                    err.partial = partial()
-                    raise err
-                if system.has_forces:
-                    work += step_work(integrator, q, v, new, t)
-                q, v = new.q.copy(), new.v.copy()
-                k += 1
-                numpy_steps += 1
-                if k % save_every == 0 or k == nsteps:
-                    Q[j], V[j], Wk[j] = q, v, work
-                    j += 1
-            rs.reset(q, v, work)  # the compiled loop starts again from here, cold
-        elif out.status != ST.DONE:
-            err = engine_failure(system, out.status, rs.q, rs.v, t0 + k * h, k, h, model.rigid, integrator.name,
-                                 model.callbacks)  # fmt: skip
-            err.partial = partial()
-            raise err
-        if callback is not None:
-            callback(k)
-    if info[RI.SHIFTED]:
-        warnings.warn(
-            "the constraint matrix G M⁻¹ Gᵀ was singular on some steps (dependent constraints); it was "
-            "factored with a 1e-12 relative regularization (least-squares multipliers)",
-            RedundantConstraintWarning,
-            stacklevel=4,
-        )
-    counters = {"refined_steps": int(info[RI.REFINED]), "numpy_steps": numpy_steps, "shifted": int(info[RI.SHIFTED]),
-                "newton": int(info[RI.NEWTON])}  # fmt: skip
-    return RunResult(t0 + saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j], Wk[:j].copy(), counters)
+class Drive:
+    """A compiled run in progress: what :meth:`Compiled.run` runs at once and :class:`mbvi.Simulator` steps.
+
+    Parameters
+    ----------
+    integrator : Compiled
+        The integrator (its system, step, options and NumPy step for the steps the engine hands back).
+    model : mbvi.engine.model.Model
+        The compiled model it runs.
+    state : mbvi.State
+        Where it starts.
+    t0 : float
+        When it starts, s.
+    nsteps : int or None
+        The run's length; None: open-ended (every state saved, the arrays growing as it goes).
+    save_every : int, default: 1
+        Keep every n-th state (and the last).
+
+    Attributes
+    ----------
+    k : int
+        Steps taken.
+    j : int
+        States saved (the initial one included).
+    """
+
+    def __init__(self, integrator: Compiled, model, state: State, t0: float, nsteps: int | None,
+                 save_every: int = 1) -> None:  # fmt: skip
+        system = integrator.system
+        self.integrator, self.model, self.t0, self.h = integrator, model, float(t0), integrator.dt
+        self.nsteps, self.save_every = nsteps, save_every if nsteps is not None else 1
+        self.scheme = integrator.method()
+        ns = nsave(nsteps, save_every) if nsteps is not None else 64
+        self.Q, self.V = np.empty((ns, system.nq)), np.empty((ns, system.nq))
+        self.Wk = np.zeros(ns + 1)  # the last entry: the work so far (in and out of every compiled call)
+        self.info = np.zeros(RI.count, dtype=np.int64)
+        self.rs = RunState(model, self.scheme, state.q, state.v)
+        self.Q[0], self.V[0] = self.rs.q, self.rs.v
+        for cb in model.callbacks:
+            cb.reset()
+        self.k, self.j = 0, 1
+        self.burst = 1  # NumPy steps after a hand-back: doubles while the compiled step keeps handing steps back
+        self.numpy_steps = 0
+        self.call = Advancer(model, self.scheme, self.rs, (self.Q, self.V, self.Wk, self.info), t0=self.t0, h=self.h,
+                             tol=integrator.tol, maxiter=integrator.maxiter,
+                             length_scale=float(system.length_scale), max_turn=float(integrator.max_turn),
+                             save_every=self.save_every)  # fmt: skip
+
+    def _times(self, count: int) -> np.ndarray:
+        if self.nsteps is None:
+            return self.t0 + np.arange(count) * self.h
+        return self.t0 + saved_steps(count, self.nsteps, self.save_every) * self.h
+
+    def partial(self) -> RunResult:
+        """The states saved so far."""
+        j = self.j
+        return RunResult(self._times(j), self.Q[:j], self.V[:j], self.Wk[:j].copy())
+
+    def _grow(self, kstop: int) -> None:
+        """Room for the states up to step ``kstop`` (open-ended runs)."""
+        need = kstop + 1
+        if need <= len(self.Q):
+            return
+        size = max(need, 2 * len(self.Q))
+        Q, V, Wk = np.empty((size, self.Q.shape[1])), np.empty((size, self.Q.shape[1])), np.zeros(size + 1)
+        j = self.j
+        Q[:j], V[:j], Wk[:j], Wk[-1] = self.Q[:j], self.V[:j], self.Wk[:j], self.Wk[-1]
+        self.Q, self.V, self.Wk = Q, V, Wk
+        self.call.set_out((Q, V, Wk, self.info))
+
+    def advance_to(self, kstop: int, callback: Callable[[int], None] | None = None) -> None:
+        """Take the steps up to ``kstop`` (the run's step count so far becomes ``kstop``).
+
+        Raises
+        ------
+        SolverError
+            With ``partial`` (the states saved so far); the run state is left at the failing step's start.
+        """
+        integrator, system, h, t0 = self.integrator, self.integrator.system, self.h, self.t0
+        open_ended = self.nsteps is None
+        if open_ended:
+            self._grow(kstop)
+        nsteps = kstop if open_ended else self.nsteps
+        rs = self.rs
+        while self.k < kstop:
+            stop = kstop if callback is None else min(kstop, self.k + CHUNK)
+            kstart = self.k
+            status, self.k, self.j = self.call(self.k, stop, nsteps, self.j)
+            if status == ST.NEEDS_NUMPY:
+                self._numpy_burst(stop, kstart)
+            elif status != ST.DONE:
+                err = engine_failure(system, status, rs.q, rs.v, t0 + self.k * h, self.k, h, self.model.rigid,
+                                     integrator.name, self.model.callbacks)  # fmt: skip
+                err.partial = self.partial()
+                raise err
+            if callback is not None:
+                callback(self.k)
+
+    def _numpy_burst(self, stop: int, kstart: int) -> None:
+        """The integrator's NumPy step takes 1, 2, 4 … steps the engine handed back; the engine resumes, cold."""
+        integrator, system, h, t0, rs = self.integrator, self.integrator.system, self.h, self.t0, self.rs
+        nsteps = stop if self.nsteps is None else self.nsteps
+        self.burst = min(2 * self.burst, 1024) if self.k == kstart else 1
+        integrator._cache = {"q": None}
+        q, v, work = rs.q.copy(), rs.v.copy(), rs.work
+        for _ in range(min(self.burst, stop - self.k)):
+            t = t0 + self.k * h
+            try:
+                with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # judged just below
+                    new = integrator._step(State(q.copy(), v.copy()), t)
+            except SolverError as exc:
+                err = exc.located(t, self.k)
+                err.partial = self.partial()
+                raise err from exc
+            if not (np.isfinite(new.q).all() and np.isfinite(new.v).all()):
+                err = instability(system, integrator.name, h, t, self.k)
+                err.partial = self.partial()
+                raise err
+            if system.has_forces:
+                work += step_work(integrator, q, v, new, t)
+            q, v = new.q.copy(), new.v.copy()
+            self.k += 1
+            self.numpy_steps += 1
+            if self.k % self.save_every == 0 or self.k == nsteps:
+                self.Q[self.j], self.V[self.j], self.Wk[self.j] = q, v, work
+                self.j += 1
+        rs.reset(q, v, work)  # the compiled loop starts again from here, cold
+
+    def restore(self) -> None:
+        """Back to the last saved state (after a failure): the run can go on from there, cold."""
+        j = self.j - 1
+        self.rs.reset(self.Q[j], self.V[j], float(self.Wk[j]))
+        for cb in self.model.callbacks:
+            cb.reset()
+
+    def counters(self) -> dict[str, int]:
+        """How the run went (:attr:`mbvi.engine.runner.RunResult.counters`)."""
+        info = self.info
+        return {"refined_steps": int(info[RI.REFINED]), "numpy_steps": self.numpy_steps,
+                "shifted": int(info[RI.SHIFTED]), "newton": int(info[RI.NEWTON])}  # fmt: skip
+
+    def result(self) -> RunResult:
+        """The run's saved states, work and counters (warning once when the constraints were singular)."""
+        if self.info[RI.SHIFTED]:
+            warnings.warn(
+                "the constraint matrix G M⁻¹ Gᵀ was singular on some steps (dependent constraints); it was "
+                "factored with a 1e-12 relative regularization (least-squares multipliers)",
+                RedundantConstraintWarning,
+                stacklevel=4,
+            )
+        j = self.j
+        return RunResult(self._times(j), self.Q[:j], self.V[:j], self.Wk[:j].copy(), self.counters())
 
 
 def step_work(integrator: Compiled, q0: np.ndarray, v0: np.ndarray, state: State, t: float) -> float:

@@ -1,0 +1,264 @@
+"""Controllers inside the compiled loop: loads of ``(t)`` and ``(t, state)`` compiled with numba, or called back.
+
+Physics and equivalence checks:
+
+* every accessor of the compiled ``StateView`` equals the NumPy one (:class:`mbvi.loads.StateView`) on a random
+  state of a scene with rotated principal axes, particles, a revolute and a prismatic joint;
+* a PD torque compiled, the same PD called back as Python from the loop, and the same law built in
+  (``TorsionSpring`` + ``JointDamping``) give the same trajectory to round-off;
+* the compiled loop with a compiled state-feedback force against the NumPy path of the same scene;
+* a controller that raises, returns NaN or another length stops the run with a ``LoadError`` (a ``SolverError``)
+  naming the element, the time and the controller's own message, the partial trajectory kept — compiled or not.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from unittest import mock
+
+import numba
+import numpy as np
+import pytest
+
+import mbvi
+from mbvi.loadkernels import LoadFailure, compiled_view
+from mbvi.loads import state_view_factory
+
+G, M, L = 9.81, 1.0, 0.5
+KP, KD, TARGET = 20.0, 2.0, 0.5
+
+
+def _arm(torque=None) -> mbvi.Scene:
+    s = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    s.add(mbvi.RigidBody("arm", mass=M, inertia=(0.01, 0.01, 0.002), position=(0.0, 0.0, -L)))
+    s.add(mbvi.Revolute("world", "arm", anchor=(0, 0, 0), axis=(0, 1, 0), name="hinge"))
+    if torque is not None:
+        s.add(mbvi.ExternalTorque("arm", torque=torque, name="pd"))
+    return s
+
+
+def pd(t, state):
+    """A PD torque about the hinge (y)."""
+    return (0.0, KP * (TARGET - state.joint_angle("hinge")) - KD * state.joint_rate("hinge"), 0.0)
+
+
+GAINS = {"kp": KP, "kd": KD}  # a dict global: numba cannot compile a function that reads it
+
+
+def pd_as_python(t, state):
+    """The same PD, reading its gains from a dict: called back from the loop as Python."""
+    return (0.0, GAINS["kp"] * (TARGET - state.joint_angle("hinge")) - GAINS["kd"] * state.joint_rate("hinge"), 0.0)
+
+
+def _built_in() -> mbvi.Scene:
+    s = _arm()
+    s.add(mbvi.TorsionSpring("hinge", KP, rest_angle=TARGET))
+    s.add(mbvi.JointDamping("hinge", KD))
+    return s
+
+
+def _watches(scene) -> list:
+    return list(mbvi.assemble(scene).engine_model().callbacks)
+
+
+def test_a_pd_torque_is_compiled_and_equals_the_built_in_law_and_its_python_form(caplog) -> None:
+    compiled = mbvi.simulate(_arm(pd), 3.0, 1e-3)
+    built_in = mbvi.simulate(_built_in(), 3.0, 1e-3)
+    with caplog.at_level(logging.WARNING, logger="mbvi"):
+        python = mbvi.simulate(_arm(pd_as_python), 3.0, 1e-3)
+    # compiled: its failure record is the only watch; the Python form: a callback from the loop
+    assert [type(w) for w in _watches(_arm(pd))] == [LoadFailure]
+    assert [type(w).__name__ for w in _watches(_arm(pd_as_python))] == ["LoadFailure", "Callback"]
+    assert any(
+        "ExternalTorque 'pd': its torque callable pd_as_python does not compile with numba" in r.getMessage()
+        and "called from the compiled loop as Python" in r.getMessage()
+        for r in caplog.records
+    )
+    np.testing.assert_allclose(compiled.q, built_in.q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(python.q, compiled.q, rtol=0, atol=1e-12)
+    assert np.ptp(compiled.joint_angle("hinge")) > 0.4  # control: the arm moved
+
+
+def test_the_compiled_loop_with_a_feedback_force_equals_the_numpy_path() -> None:
+    """A particle on a rod under a state-feedback force (spring to a moving target, damping): the compiled kernel
+    in the compiled loop against the law's NumPy force in the NumPy RATTLE step."""
+
+    def feedback(t, state):
+        x, v = state.position("bob"), state.velocity("bob")
+        return (-30.0 * (x[0] - 0.2 * math.sin(3.0 * t)) - 0.5 * v[0], 0.0, -0.5 * v[2])
+
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    scene.add(mbvi.Particle("bob", mass=M, position=(0.0, 0.0, -L)))
+    scene.add(mbvi.Rod("world", "bob"))
+    scene.add(mbvi.ExternalForce("bob", force=feedback, name="ctrl"))
+    fast = mbvi.simulate(scene, 2.0, 1e-3)
+    with mock.patch.object(mbvi.get_integrator("verlet"), "compiled", False):
+        slow = mbvi.simulate(scene, 2.0, 1e-3)
+    np.testing.assert_allclose(fast.q, slow.q, rtol=0, atol=1e-11)
+    assert np.ptp(fast.q[:, 0]) > 0.1
+
+
+def _probe_scene() -> mbvi.Scene:
+    """Rigid bodies with rotated principal axes (an off-diagonal inertia), a particle, a hinge and a slider."""
+    s = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    inertia = np.array([[0.02, 0.003, 0.0], [0.003, 0.01, 0.001], [0.0, 0.001, 0.015]])
+    s.add(mbvi.RigidBody("a", mass=1.0, inertia=inertia, position=(0.0, 0.0, -0.4)))
+    s.add(mbvi.RigidBody("b", mass=0.5, inertia=(0.015, 0.02, 0.025), position=(0.3, 0.0, -0.4)))
+    s.add(mbvi.Particle("p", mass=0.2, position=(0.0, 0.5, 0.0)))
+    s.add(mbvi.Revolute("world", "a", anchor=(0, 0, 0), axis=(0.3, 1.0, 0.2), name="hinge"))
+    s.add(mbvi.Prismatic("a", "b", anchor=(0.3, 0.0, -0.4), axis=(1.0, 0.2, 0.0), name="slide"))
+    return s
+
+
+def probe(t, state):
+    """Every accessor of the view, concatenated."""
+    out = np.empty(41)
+    out[0:3] = state.position("a")
+    out[3:6] = state.velocity("b")
+    out[6:15] = state.rotation("a").ravel()
+    out[15:18] = state.angular_velocity("a")
+    out[18:21] = state.point("b", np.array([0.1, -0.2, 0.3]))
+    out[21] = state.joint_angle("hinge")
+    out[22] = state.joint_rate("hinge")
+    out[23] = state.joint_displacement("slide")
+    out[24] = state.joint_displacement_rate("slide")
+    out[25:28] = state.position("p")
+    out[28:31] = state.angular_velocity("b")
+    out[31:40] = state.rotation("p").ravel()
+    out[40] = state.q[0] + state.v[1]
+    return out
+
+
+def test_every_compiled_accessor_equals_the_numpy_state_view() -> None:
+    system = mbvi.assemble(_probe_scene())
+    layout = system.layout
+    rng = np.random.default_rng(7)
+    # a state off the assembly configuration: the scene stepped a while, then random velocities projected
+    traj = mbvi.simulate(_probe_scene(), 0.3, 1e-3)
+    q = traj.q[-1]
+    v = system.project_velocity(q, rng.normal(size=layout.nq))
+    view, ints, floats = compiled_view(probe, layout)
+    assert set(view._mbvi_bodies) == {"a", "b", "p"} and set(view._mbvi_joints) == {"hinge", "slide"}
+    got = numba.njit(probe)(0.0, view(q, v, ints, floats))
+    expected = probe(0.0, state_view_factory(layout)(q, v))
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-13)
+    assert abs(expected[21]) > 0.01 and abs(expected[22]) > 0.01 and abs(expected[24]) > 0.01  # not trivially 0
+
+
+def _failing(kind: str, compiled: bool):
+    """A PD torque that fails at t ≥ 0.25 s: raising, returning NaN or returning 4 numbers."""
+    if kind == "raises" and compiled:
+
+        def bad(t, state):
+            if t >= 0.25:
+                raise RuntimeError("motor driver fault")
+            return (0.0, -KP * state.joint_angle("hinge"), 0.0)
+
+    elif kind == "raises":
+
+        def bad(t, state):
+            if t >= 0.25:
+                raise RuntimeError("motor driver fault" + GAINS.get("suffix", ""))
+            return (0.0, -KP * state.joint_angle("hinge"), 0.0)
+
+    elif kind == "nan":
+
+        def bad(t, state):
+            tau = math.nan if t >= 0.25 else -KP * state.joint_angle("hinge")
+            return (0.0, tau + (0.0 if compiled else GAINS["kp"] * 0.0), 0.0)
+
+    else:
+
+        def bad(t, state):
+            if t >= 0.25:
+                return np.zeros(4) + (0.0 if compiled else GAINS["kp"] * 0.0)
+            return np.array([0.0, -KP * state.joint_angle("hinge"), 0.0])
+
+    return bad
+
+
+EXPECTED = {
+    "raises": r"ExternalTorque 'pd': torque\(t=0\.25\d*, state\) raised RuntimeError: motor driver fault",
+    "nan": r"ExternalTorque 'pd': torque\(t=0\.25\d*, state\) must return 3 finite numbers \(N m\); it returned "
+    r"\(0\.0, nan, 0\.0\)",
+    "length": r"ExternalTorque 'pd': torque\(t=0\.25\d*, state\) must return 3 finite numbers \(N m\); it returned "
+    r"array\(\[0\., 0\., 0\., 0\.\]\)",
+}
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+@pytest.mark.parametrize("kind", ["raises", "nan", "length"])
+def test_a_failing_controller_stops_the_run_naming_the_element_time_and_message(kind: str, compiled: bool) -> None:
+    scene = _arm(_failing(kind, compiled))
+    watches = [type(w).__name__ for w in _watches(scene)]
+    assert ("Callback" not in watches) == compiled  # the form under test
+    with pytest.raises(mbvi.SolverError, match=EXPECTED[kind]) as info:
+        mbvi.simulate(scene, 1.0, 1e-3)
+    err = info.value
+    assert isinstance(err, ValueError)  # a LoadError: both
+    assert err.time == pytest.approx(0.25, abs=1.5e-3)
+    partial = err.trajectory
+    assert partial is not None and partial.t[-1] == pytest.approx(0.25, abs=1.5e-3)
+    assert np.isfinite(partial.q).all() and len(partial.t) >= 249
+
+
+def test_a_load_of_time_only_compiles_and_a_callable_object_is_called_back() -> None:
+    """``f(t)`` compiles like ``f(t, state)``; an object with ``__call__`` (numba cannot take it) is called back."""
+
+    class Drive:
+        def __call__(self, t):
+            return (0.0, 0.3 * math.sin(2.0 * t), 0.0)
+
+    def drive(t):
+        return (0.0, 0.3 * math.sin(2.0 * t), 0.0)
+
+    as_function = mbvi.simulate(_arm(drive), 2.0, 1e-3)
+    as_object = mbvi.simulate(_arm(Drive()), 2.0, 1e-3)
+    assert [type(w).__name__ for w in _watches(_arm(drive))] == ["LoadFailure"]
+    assert [type(w).__name__ for w in _watches(_arm(Drive()))] == ["Callback"]
+    np.testing.assert_allclose(as_function.q, as_object.q, rtol=0, atol=1e-12)
+    assert np.ptp(as_function.joint_angle("hinge")) > 0.01
+
+
+_FACTORY = """
+import sys
+import numpy as np
+import mbvi
+
+def make(gain):
+    def pd(t, state):
+        return (0.0, -gain * state.joint_angle("hinge") + gain * 0.1, 0.0)
+    return pd
+
+gains = [float(g) for g in sys.argv[1:]]
+for gain in gains:
+    s = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    s.add(mbvi.RigidBody("arm", mass=1.0, inertia=(0.01, 0.01, 0.002), position=(0.0, 0.0, -0.5)))
+    s.add(mbvi.Revolute("world", "arm", anchor=(0, 0, 0), axis=(0, 1, 0), name="hinge"))
+    s.add(mbvi.ExternalTorque("arm", torque=make(gain), name="pd"))
+    traj = mbvi.simulate(s, 0.05, 1e-3)
+    print(repr(float(traj.joint_angle("hinge")[-1])))
+"""
+
+
+def test_controllers_of_one_name_compiled_by_different_processes_keep_their_own_code(tmp_path) -> None:
+    """Two closures of one factory (one qualified name, different gains) compiled and cached by two processes,
+    then loaded by a third: each runs its own code (numba names compiled code by name; mbvi names them apart)."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "factory.py"
+    script.write_text(_FACTORY)
+    env = {**os.environ, "MBVI_CACHE_DIR": str(tmp_path / "cache"), "MBVI_QUIET": "1"}
+
+    def run(*gains: str) -> list[float]:
+        out = subprocess.run([sys.executable, str(script), *gains], env=env, capture_output=True, text=True,
+                             timeout=300, check=True)  # fmt: skip
+        return [float(x) for x in out.stdout.split()]
+
+    first, second = run("5.0"), run("50.0")
+    both = run("5.0", "50.0")
+    assert both == first + second
+    assert abs(first[0] - second[0]) > 1e-3  # control: the two gains give different motions
