@@ -46,6 +46,7 @@ if _typing.TYPE_CHECKING:  # for type checkers and the API docs; never executed
     from mbvi.scene import Scene
     from mbvi.shapes import Box, Capsule, Cylinder, Shape, Sphere
     from mbvi.simulate import simulate
+    from mbvi.simulator import Simulator
     from mbvi.state import State
     from mbvi.statics import Equilibrium, equilibrium, modes
     from mbvi.sweep import sweep
@@ -102,6 +103,7 @@ _EXPORTS: dict[str, str] = {
     "Shape": "mbvi.shapes",
     "Sphere": "mbvi.shapes",
     "simulate": "mbvi.simulate",
+    "Simulator": "mbvi.simulator",
     "State": "mbvi.state",
     "Equilibrium": "mbvi.statics",
     "equilibrium": "mbvi.statics",
@@ -144,6 +146,7 @@ __all__ = [
     "Rod",
     "Scene",
     "Shape",
+    "Simulator",
     "SolverError",
     "Sphere",
     "Spherical",

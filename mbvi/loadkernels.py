@@ -230,15 +230,22 @@ def compiled_view(
     record_address: int = 0,
     target: tuple[int, bool, np.ndarray] = (0, False, np.zeros(3)),
     torque: bool = False,
+    every_name: bool = False,
 ) -> tuple[type, np.ndarray, np.ndarray]:
     """The compiled view's class for the names ``func`` reads, and the kernel's ``ints``/``floats``.
 
     ``View(q, v, ints, floats)`` inside numba-compiled code is what ``func(t, state)`` gets as ``state``
-    (:mod:`mbvi.engine.stateview`); ``func=None``: a view that names nothing (a load of ``t`` only).
+    (:mod:`mbvi.engine.stateview`); ``func=None``: a view that names nothing (a load of ``t`` only), or with
+    ``every_name`` every body and every revolute and prismatic joint (:class:`mbvi.Simulator`'s view).
     """
     from mbvi.engine import stateview
 
-    bodies, joints = names_read(func, layout) if func is not None else ((), ())
+    if every_name:
+        moving = ("revolute", "prismatic")
+        joints = tuple((n, j.kind) for n, j in layout.joint_frames.items() if j.kind in moving)
+        bodies = tuple(layout.bodies)
+    else:
+        bodies, joints = names_read(func, layout) if func is not None else ((), ())
     slot = {name: i for i, name in enumerate(bodies)}
     body_rows = [(layout.offset[b], layout.kind(b) == "rigid", _axes(layout, b)) for b in bodies]
     joint_rows = []

@@ -17,7 +17,7 @@ from mbvi.scene import Scene
 from mbvi.state import State
 from mbvi.trajectory import Trajectory
 
-__all__ = ["resolve_integrator", "simulate"]
+__all__ = ["check_capabilities", "given_state", "resolve_integrator", "simulate"]
 
 #: a run whose energy left its balance by this many energy scales has blown up
 BLOW_UP = 1e3
@@ -102,8 +102,8 @@ def simulate(
     nsteps = step_count(t_end, dt, t0, save_every)
     cls = resolve_integrator(integrator)
     system = assemble(scene)
-    _check_capabilities(cls, system)
-    state = system.initial_state() if initial_state is None else _given_state(system, initial_state)
+    check_capabilities(cls, system)
+    state = system.initial_state() if initial_state is None else given_state(system, initial_state)
     stepper = cls(system, dt, **options)
     info = run_info(cls, dt, options)
     bar, callback = progress_bar(nsteps, cls.name) if progress else (None, None)
@@ -131,19 +131,20 @@ def simulate(
     return traj
 
 
-def _given_state(system, initial_state: State) -> State:
+def given_state(system, initial_state: State, who: str = "simulate") -> State:
+    """A user's initial state checked against ``system`` (a copy): ValueError naming ``who`` when it is not one."""
     if not isinstance(initial_state, State):
-        raise ValueError(f"simulate: initial_state must be an mbvi.State, got {type(initial_state).__name__}")
+        raise ValueError(f"{who}: initial_state must be an mbvi.State, got {type(initial_state).__name__}")
     q = np.array(initial_state.q, dtype=float)
     v = np.array(initial_state.v, dtype=float)
     if q.shape != (system.nq,) or v.shape != (system.nq,):
-        raise ValueError(f"simulate: initial_state must have q and v of shape ({system.nq},)")
+        raise ValueError(f"{who}: initial_state must have q and v of shape ({system.nq},)")
     if not (np.isfinite(q).all() and np.isfinite(v).all()):
-        raise ValueError("simulate: initial_state is not finite")
+        raise ValueError(f"{who}: initial_state is not finite")
     return State(q, v)
 
 
-def _check_capabilities(cls: type[Integrator], system) -> None:
+def check_capabilities(cls: type[Integrator], system) -> None:
     """Refuse a system the integrator declares it cannot integrate (rather than dropping forces silently)."""
     handles = cls.handles
     if system.has_forces and "forces" not in handles:

@@ -54,7 +54,15 @@ LAYERS: list[tuple[str, ...]] = [
     # 7: results
     ("mbvi.trajectory",),
     # 8: what users call
-    ("mbvi.simulate", "mbvi.batch", "mbvi.statics", "mbvi.sweep", "mbvi.lagrangian.run", "mbvi.lagrangian.statics"),
+    (
+        "mbvi.simulate",
+        "mbvi.simulator",
+        "mbvi.batch",
+        "mbvi.statics",
+        "mbvi.sweep",
+        "mbvi.lagrangian.run",
+        "mbvi.lagrangian.statics",
+    ),
     # 9: pictures, the command line, the package's face
     ("mbvi.plot", "mbvi.render", "mbvi.lagrangian.picture", "mbvi.cli", "mbvi.__main__", "mbvi"),
 ]

@@ -64,10 +64,15 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class Family:
-    """A law's instances in one of the engine's fused families (:data:`FAMILIES`)."""
+    """A law's instances in one of the engine's fused families (:data:`FAMILIES`).
+
+    ``owners``: the element of each instance, when one may change its value between calls
+    (:class:`mbvi.Simulator`'s ``set_load``: the ``point_force`` and ``torque`` families).
+    """
 
     name: str
     arrays: tuple
+    owners: tuple = ()
 
     def __post_init__(self) -> None:
         if self.name not in FAMILIES:

@@ -25,9 +25,9 @@ from numba.core.callconv import excinfo_t
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
-from mbvi.engine.fields import LB
+from mbvi.engine.fields import LB, RI, RK
 
-__all__ = ["RUN_ARGS", "address", "call", "frame"]
+__all__ = ["RUN_ARGS", "VIEW_ARGS", "address", "call", "call_steps", "frame", "view_arrays", "view_frame"]
 
 _F1, _I1, _F2 = nt.Array(nt.float64, 1, "C"), nt.Array(nt.int64, 1, "C"), nt.Array(nt.float64, 2, "C")
 #: the argument types of the loop's entry points: (model, scheme, state, steps, params, out) (mbvi.engine.runner)
@@ -76,36 +76,42 @@ def frame(fn_address: int, args: tuple) -> np.ndarray | None:
     return np.array(out, dtype=np.int64)
 
 
+def _reader(context, builder, data):
+    """``take()`` → the frame's next int64; ``build(ty)`` → an array (or a tuple of them) from the next entries."""
+    i64 = ir.IntType(64)
+    pos = [0]
+
+    def take():
+        value = builder.load(builder.gep(data, [ir.Constant(i64, pos[0])]))
+        pos[0] += 1
+        return value
+
+    def build(ty):
+        if not isinstance(ty, nt.Array):
+            return context.make_tuple(builder, ty, [build(t) for t in ty.types])
+        ary = context.make_array(ty)(context, builder)
+        ptr = builder.inttoptr(take(), ary.data.type)
+        shape = [take() for _ in range(ty.ndim)]
+        itemsize = context.get_abi_sizeof(context.get_data_type(ty.dtype))
+        strides, stride = [], ir.Constant(i64, itemsize)
+        for d in reversed(range(ty.ndim)):
+            strides.insert(0, stride)
+            stride = builder.mul(stride, shape[d])
+        populate_array(ary, data=ptr, shape=shape, strides=strides, itemsize=ir.Constant(i64, itemsize),
+                       meminfo=None)  # fmt: skip
+        return ary._getvalue()
+
+    return take, build
+
+
 @intrinsic
 def _call_frame(typingctx, fr):
     """Build every array of :data:`RUN_ARGS` from the frame and call the loop at its address; its status (0: ok)."""
     sig = nt.int32(fr)
 
     def codegen(context, builder, signature, args):
-        i64 = ir.IntType(64)
         data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        pos = [0]
-
-        def take():
-            value = builder.load(builder.gep(data, [ir.Constant(i64, pos[0])]))
-            pos[0] += 1
-            return value
-
-        def build(ty):
-            if not isinstance(ty, nt.Array):
-                return context.make_tuple(builder, ty, [build(t) for t in ty.types])
-            ary = context.make_array(ty)(context, builder)
-            ptr = builder.inttoptr(take(), ary.data.type)
-            shape = [take() for _ in range(ty.ndim)]
-            itemsize = context.get_abi_sizeof(context.get_data_type(ty.dtype))
-            strides, stride = [], ir.Constant(i64, itemsize)
-            for d in reversed(range(ty.ndim)):
-                strides.insert(0, stride)
-                stride = builder.mul(stride, shape[d])
-            populate_array(ary, data=ptr, shape=shape, strides=strides, itemsize=ir.Constant(i64, itemsize),
-                           meminfo=None)  # fmt: skip
-            return ary._getvalue()
-
+        take, build = _reader(context, builder, data)
         fn_address = take()
         values = [build(ty) for ty in RUN_ARGS]
         call_conv = context.call_conv
@@ -122,7 +128,49 @@ def _call_frame(typingctx, fr):
     return sig, codegen
 
 
+#: the arrays of a state view read from Python: q, v (nq,), the view's ints and floats
+VIEW_ARGS = nt.Tuple((_F1, _F1, _I1, _F1))
+
+
+@intrinsic
+def view_arrays(typingctx, fr):
+    """(q, v, ints, floats) from a frame of their addresses and lengths (:func:`view_frame`)."""
+    sig = VIEW_ARGS(fr)
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        _, build = _reader(context, builder, data)
+        return build(VIEW_ARGS)
+
+    return sig, codegen
+
+
+def view_frame(q: np.ndarray, v: np.ndarray, ints: np.ndarray, floats: np.ndarray) -> np.ndarray:
+    """The frame :func:`view_arrays` reads (the arrays must outlive it)."""
+    for a, kind in ((q, "f"), (v, "f"), (ints, "i"), (floats, "f")):
+        if a.ndim != 1 or a.dtype.kind != kind or a.itemsize != 8 or not a.flags.c_contiguous:
+            raise ValueError("view_frame: 1-d contiguous float64/int64 arrays expected")
+    return np.array([q.ctypes.data, len(q), v.ctypes.data, len(v), ints.ctypes.data, len(ints), floats.ctypes.data,
+                     len(floats)], dtype=np.int64)  # fmt: skip
+
+
 @njit(cache=True)
 def call(fr):
     """Call the loop described by the frame ``fr`` (:func:`frame`); 0 when it returned normally."""
     return _call_frame(fr)
+
+
+@njit(cache=True)
+def call_steps(fr, steps, info, k0, kstop, j0):
+    """Steps ``k0`` … ``kstop − 1`` of an open-ended run (every state saved, from slot ``j0``) through the frame
+    ``fr``, whose ``steps`` and ``info`` arrays are these: the run's status (:data:`mbvi.engine.fields.ST`),
+    −1 when the loop raised. The arguments a step from Python changes are set here, in compiled code."""
+    steps[RK.K0] = k0
+    steps[RK.KSTOP] = kstop
+    steps[RK.NSTEPS] = kstop
+    steps[RK.J0] = j0
+    steps[RK.FRESH] = 0
+    steps[RK.PROJECT] = 0
+    if _call_frame(fr):
+        return -1
+    return info[RI.STATUS]

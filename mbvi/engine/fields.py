@@ -329,6 +329,11 @@ LB = Table(
         row("ZH", "5*NV", "the impulses of the last five steps (a ring)"),
         row("CW", "3*max(NB,1)", "the bodies' rates in the all-at-once Cayley step"),
         row("CC", "13*max(NB,1)", "its scratch"),
+        row("QB", "NQ", "the configuration at the step's start (the last good state)"),
+        row("UB", "NV", "the velocity at the step's start"),
+        row("QS", "NQ", "the configuration before a refined step's substeps"),
+        row("US", "NV", "the velocity before them"),
+        row("UO", "NV", "the projection of u onto the joints (what a saved state's velocity is made of)"),
     ],
 )
 

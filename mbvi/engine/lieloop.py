@@ -783,7 +783,8 @@ def run_lie(model, scheme, state, steps, params, out):
         V[j - 1] = v
     # u leaves a step off the joints (RATTLE's projection changes no position, only the velocity read
     # out): uo is its projection, made when a state is saved or returned
-    qb, ub, qs, us, uo = q.copy(), u.copy(), q.copy(), u.copy(), u.copy()
+    qb, ub, qs, us, uo = bufs[LB.QB], bufs[LB.UB], bufs[LB.QS], bufs[LB.US], bufs[LB.UO]
+    K.copy_into(uo, u)
     status = ST.DONE
     projected = False
     while k < kstop:

@@ -28,7 +28,7 @@ from mbvi.engine import contract as CT
 from mbvi.engine.fields import LT, WK, M, allocate, length
 from mbvi.engine.spec import ROW_ROTATION, ModelSpec, Pattern, RowTerms
 
-__all__ = ["Model", "build"]
+__all__ = ["Model", "build", "value_offsets"]
 
 log = logging.getLogger("mbvi")
 
@@ -56,6 +56,9 @@ class Model(NamedTuple):
         The compiled kernels and callbacks whose addresses are in ``I`` (kept alive here).
     callbacks : tuple of mbvi.engine.callbacks.Callback
         Those that call Python (their ``error`` tells why an evaluation failed).
+    parts : tuple
+        Every law's parts (:class:`~mbvi.engine.contract.Family`, :class:`~mbvi.engine.contract.Kernel`) in the
+        order they were packed (:func:`value_offsets` finds a load's value by them).
     """
 
     I: np.ndarray
@@ -68,6 +71,7 @@ class Model(NamedTuple):
     Fq: np.ndarray
     kernels: tuple = ()
     callbacks: tuple = ()
+    parts: tuple = ()
 
     @property
     def arrays(self) -> tuple[np.ndarray, ...]:
@@ -466,7 +470,8 @@ def build(spec: ModelSpec) -> Model | None:
     _pack_forces(pk, spec.nq, parts, kernels, spec)
     I, F = pk.arrays()
     if not rigid:
-        return Model(I, F, I, F, np.zeros(LT.count, np.int64), np.zeros(1), I, F, tuple(keep), tuple(calls))
+        return Model(I, F, I, F, np.zeros(LT.count, np.int64), np.zeros(1), I, F, tuple(keep), tuple(calls),
+                     tuple(parts))  # fmt: skip
     from mbvi.engine.lie import fuse_jacobian, lie_tables
 
     vpattern, IL, FL = lie_tables(spec.bodies, pattern)
@@ -483,7 +488,40 @@ def build(spec: ModelSpec) -> Model | None:
         return None
     _pack_forces(pq, spec.nq, parts, kernels, spec)
     Iq, Fq = pq.arrays()
-    return Model(I, F, Iv, Fv, IL, FL, Iq, Fq, tuple(keep), tuple(calls))
+    return Model(I, F, Iv, Fv, IL, FL, Iq, Fq, tuple(keep), tuple(calls), tuple(parts))
+
+
+def value_offsets(model: Model, owner: str) -> list[tuple[np.ndarray, int, bool]]:
+    """Where the value of the load ``owner`` (e.g. ``"ExternalTorque 'motor'"``) is in the model's float arrays.
+
+    Returns
+    -------
+    list of (F, offset, kernel)
+        For each float array that holds it (``F``, and ``Fq`` when it is another array): the offset of its 3
+        values in a ``point_force``/``torque`` family (``kernel`` False), or of its kernel's floats (``kernel``
+        True: an override flag and value at :data:`mbvi.engine.stateview.F_OVERRIDE`); empty when not found.
+    """
+    rows = {"point_force": 0, "torque": 0}
+    slot = {"point_force": M.PF_FORCE, "torque": M.TQ_TAU}
+    found: list[tuple[str, int, bool]] = []  # (what, index, kernel)
+    k = 0
+    for part in model.parts:
+        if isinstance(part, CT.Family):
+            if part.name in rows:
+                if owner in part.owners:
+                    found.append((part.name, rows[part.name] + part.owners.index(owner), False))
+                rows[part.name] += len(part.arrays[1])
+            continue
+        if part.name == owner:
+            found.append(("kernel", k, True))
+        k += len(part.roles())
+    out = []
+    pairs = [(model.I, model.F)] + ([(model.Iq, model.Fq)] if model.Fq is not model.F else [])
+    for I, F in pairs:
+        for what, index, kernel in found:
+            offset = int(I[I[M.KFO] + index]) if kernel else int(I[slot[what]]) + 3 * index
+            out.append((F, offset, kernel))
+    return out
 
 
 def _log_sparse() -> None:

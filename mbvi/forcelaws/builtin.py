@@ -247,6 +247,13 @@ class _Prescribed:
         self.index = np.array([i for i, *_ in self.callables], dtype=np.intp)
         self.reads_state = any(arity == 2 for *_, arity in self.callables)
         self.view = state_view_factory(layout) if self.reads_state else None
+        self.held: set[int] = set()  # callables whose value mbvi.Simulator.set_load holds instead
+
+    def hold(self, i: int, value: np.ndarray) -> None:
+        """Load ``i`` is ``value`` from now on (N or N m), whatever it was (:meth:`mbvi.Simulator.set_load`)."""
+        self.values0[i] = value
+        if any(j == i for j, *_ in self.callables):
+            self.held.add(i)
 
     def __call__(self, t: float, q: np.ndarray | None = None, v: np.ndarray | None = None) -> np.ndarray:
         """Load vectors at time t (s) and state (q, v), shape (m, 3) (N or N m)."""
@@ -255,6 +262,8 @@ class _Prescribed:
         out = self.values0.copy()
         state = self.view(q, v) if self.view is not None and q is not None else None
         for i, e, func, arity in self.callables:
+            if i in self.held:
+                continue
             if arity == 2 and state is None:
                 raise ValueError(f"{e.owner}: {self.attr}(t, state) needs the state; none was given")
             f = np.asarray(call_load(func, arity, t, state, e.owner, self.attr), dtype=float).reshape(-1)
@@ -307,7 +316,8 @@ class ExternalForceLaw(ForceLaw):
         parts: list = []
         if const:
             P = _point_map(self.layout, [(e.body, e.anchor) for e in const])
-            parts.append(Family("point_force", (P.terms, np.array([e.force for e in const], dtype=float))))
+            forces = np.array([e.force for e in const], dtype=float)
+            parts.append(Family("point_force", (P.terms, forces), owners=tuple(e.owner for e in const)))
         return parts + load_kernels(self.elements, "force", self.layout, torque=False)
 
 
@@ -358,7 +368,8 @@ class ExternalTorqueLaw(ForceLaw):
         const = [i for i, e in enumerate(self.elements) if not callable(e.torque)]
         parts: list = []
         if const:
-            parts.append(Family("torque", (_columns(self.cols[const]), self.values.values0[const])))
+            owners = tuple(self.elements[i].owner for i in const)
+            parts.append(Family("torque", (_columns(self.cols[const]), self.values.values0[const]), owners=owners))
         return parts + load_kernels(self.elements, "torque", self.layout, torque=True)
 
 

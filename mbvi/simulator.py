@@ -1,0 +1,396 @@
+"""Stepping from Python: :class:`Simulator`, MuJoCo's ``mj_step`` loop at compiled speed.
+
+A control loop, a reinforcement-learning environment or an interactive session
+reads the state, sets loads and steps, one step at a time::
+
+    sim = mbvi.Simulator(scene, dt=1e-3)
+    for _ in range(5000):
+        theta, rate = sim.view.joint_angle("hinge"), sim.view.joint_rate("hinge")
+        sim.set_load("motor", (0.0, kp * (target - theta) - kd * rate, 0.0))
+        sim.step()
+    traj = sim.trajectory()
+
+Each ``step`` continues one compiled run (:class:`mbvi.integrators.compiled.Drive`: the run state, SHAKE's
+warm starts and the substep counts carry over), so n calls of ``step()`` give exactly the states of one
+:func:`mbvi.simulate` call of n steps, and a call costs about a microsecond on top of the step itself (the
+compiled loop is called through its address, :mod:`mbvi.engine.fastcall`). Integrators the engine does not run
+as a scheme (plugin steps, the NumPy baselines, ``csm``) step through their own ``run`` from the current state,
+``n`` steps per call; for those that keep no state between steps the states are again those of one run
+(``csm`` restarts ``solve_ivp`` at every call: its states agree to its tolerance).
+
+Every state stepped is kept (2 nq floats a step) for :meth:`Simulator.trajectory`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from mbvi.assembly import assemble
+from mbvi.engine.fields import RI
+from mbvi.errors import SolverError
+from mbvi.integrators.base import Integrator
+from mbvi.integrators.compiled import Compiled, Drive
+from mbvi.loads import load_value
+from mbvi.runs import run_info
+from mbvi.scene import Scene
+from mbvi.simulate import check_capabilities, given_state, resolve_integrator
+from mbvi.state import State
+from mbvi.system import System
+from mbvi.trajectory import Trajectory
+
+__all__ = ["LiveView", "Simulator"]
+
+
+class LiveView:
+    """The current state of a :class:`Simulator`, read where it lives (no copy, always up to date).
+
+    The accessors of :class:`mbvi.loads.StateView`, compiled (about half a microsecond a call): ``position``,
+    ``velocity``, ``rotation``, ``angular_velocity``, ``point``, ``joint_angle``, ``joint_rate``,
+    ``joint_displacement``, ``joint_displacement_rate``; ``q`` and ``v`` are read-only views of the state.
+    """
+
+    __slots__ = ("_arrays", "_bodies", "_frame", "_joint", "_point", "_position", "_q", "_rev", "_rot", "_slide",
+                 "_v", "_w")  # fmt: skip
+
+    def __init__(self, q: np.ndarray, v: np.ndarray, layout: Any) -> None:
+        from mbvi.engine import stateview as SV
+        from mbvi.engine.fastcall import view_frame
+        from mbvi.loadkernels import compiled_view
+
+        view, ints, floats = compiled_view(None, layout, every_name=True)
+        self._bodies = dict(view._mbvi_bodies)
+        self._rev = {name: j for name, (kind, j) in view._mbvi_joints.items() if kind == "revolute"}
+        self._slide = {name: j for name, (kind, j) in view._mbvi_joints.items() if kind == "prismatic"}
+        self._q, self._v = q, v
+        self._arrays = (q, v, ints, floats)  # the frame holds their addresses: kept alive here
+        self._frame = view_frame(q, v, ints, floats)
+        self._position, self._rot, self._w = SV.live_position, SV.live_rotation, SV.live_angular_velocity
+        self._point, self._joint = SV.live_point, SV.live_joint
+
+    @property
+    def q(self) -> np.ndarray:
+        """Generalized positions, shape (nq,) (a read-only view of the current state)."""
+        out = self._q.view()
+        out.flags.writeable = False
+        return out
+
+    @property
+    def v(self) -> np.ndarray:
+        """Generalized velocities, shape (nq,) (a read-only view of the current state)."""
+        out = self._v.view()
+        out.flags.writeable = False
+        return out
+
+    def _body(self, name: str) -> int:
+        slot = self._bodies.get(name)
+        if slot is None:
+            if name == "world":
+                return -1
+            raise ValueError(f"unknown body {name!r}")
+        return slot
+
+    @staticmethod
+    def _unknown(name: str, kind: str, known: dict) -> ValueError:
+        return ValueError(f"unknown {kind} joint {name!r}; the {kind} joints are {sorted(known)}")
+
+    def position(self, name: str) -> np.ndarray:
+        """Position of a body's origin (centre of mass), m, shape (3,)."""
+        return self._position(self._frame, self._body(name), False)
+
+    def velocity(self, name: str) -> np.ndarray:
+        """Velocity of a body's origin, m/s, shape (3,)."""
+        return self._position(self._frame, self._body(name), True)
+
+    def rotation(self, name: str) -> np.ndarray:
+        """Body-to-world rotation in the user's body frame, shape (3, 3) (identity for particles)."""
+        return self._rot(self._frame, self._body(name))
+
+    def angular_velocity(self, name: str) -> np.ndarray:
+        """Angular velocity in the world frame, rad/s, shape (3,) (zero for particles)."""
+        return self._w(self._frame, self._body(name))
+
+    def point(self, name: str, anchor: Any) -> np.ndarray:
+        """World position of a body-frame point, m, shape (3,)."""
+        a0, a1, a2 = (float(x) for x in np.asarray(anchor, dtype=float).reshape(3))
+        return self._point(self._frame, self._body(name), a0, a1, a2)
+
+    def joint_angle(self, name: str) -> float:
+        """Angle of a revolute joint (its ``initial_angle`` at the start), rad, wrapped to (−π, π]."""
+        j = self._rev.get(name)
+        if j is None:
+            raise self._unknown(name, "revolute", self._rev)
+        return self._joint(self._frame, j, 0)
+
+    def joint_rate(self, name: str) -> float:
+        """Rate of a revolute joint angle, rad/s."""
+        j = self._rev.get(name)
+        if j is None:
+            raise self._unknown(name, "revolute", self._rev)
+        return self._joint(self._frame, j, 1)
+
+    def joint_displacement(self, name: str) -> float:
+        """Displacement of a prismatic joint along its axis, m."""
+        j = self._slide.get(name)
+        if j is None:
+            raise self._unknown(name, "prismatic", self._slide)
+        return self._joint(self._frame, j, 2)
+
+    def joint_displacement_rate(self, name: str) -> float:
+        """Rate of a prismatic joint displacement, m/s."""
+        j = self._slide.get(name)
+        if j is None:
+            raise self._unknown(name, "prismatic", self._slide)
+        return self._joint(self._frame, j, 3)
+
+    def __repr__(self) -> str:
+        return f"LiveView({len(self._bodies)} bodies, {len(self._rev) + len(self._slide)} joints)"
+
+
+class Simulator:
+    """Step a scene from Python, one step or n at a time, reading the state and setting loads in between.
+
+    Parameters
+    ----------
+    scene_or_system : mbvi.Scene or mbvi.System
+        What to step (a scene is assembled here; a System is stepped as given, and its loads set).
+    dt : float
+        Step size, s.
+    integrator : str or Integrator subclass, default: "verlet"
+        Any registered integrator (:func:`mbvi.integrators`) or class.
+    initial_state : mbvi.State, optional
+        Where to start (default: the scene's initial state).
+    t0 : float, default: 0
+        Start time, s.
+    **options
+        Passed to the integrator, as in :func:`mbvi.simulate`.
+
+    Attributes
+    ----------
+    system : mbvi.System
+        The assembled system.
+    dt : float
+        The step, s.
+
+    Raises
+    ------
+    ValueError
+        Bad input: an unknown integrator or option, an initial state of the wrong shape or not finite.
+
+    Examples
+    --------
+    >>> sim = mbvi.Simulator(scene, dt=1e-3)                   # doctest: +SKIP
+    >>> sim.step(100); sim.t                                   # doctest: +SKIP
+    0.1
+    """
+
+    def __init__(
+        self,
+        scene_or_system: Scene | System,
+        dt: float,
+        integrator: str | type[Integrator] = "verlet",
+        initial_state: State | None = None,
+        *,
+        t0: float = 0.0,
+        **options: Any,
+    ) -> None:
+        if isinstance(scene_or_system, Scene):
+            self.scene: Scene | None = scene_or_system
+            self.system = assemble(scene_or_system)
+        elif isinstance(scene_or_system, System):
+            self.scene, self.system = None, scene_or_system
+        else:
+            raise ValueError(f"Simulator expects an mbvi.Scene or mbvi.System, got {type(scene_or_system).__name__}")
+        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+            raise ValueError(f"Simulator: dt must be a positive finite number of seconds, got {dt!r}")
+        if not (isinstance(t0, (int, float)) and math.isfinite(t0)):
+            raise ValueError(f"Simulator: t0 must be a finite number of seconds, got {t0!r}")
+        cls = resolve_integrator(integrator)
+        system = self.system
+        check_capabilities(cls, system)
+        state = system.initial_state() if initial_state is None else given_state(system, initial_state, "Simulator")
+        self.stepper = cls(system, float(dt), **options)
+        self.dt, self.t0 = float(dt), float(t0)
+        self._info = run_info(cls, dt, options)
+        model = self.stepper.engine_model() if isinstance(self.stepper, Compiled) else None
+        self._loads = self._named_loads(model)
+        self._drive = None
+        if model is not None:
+            self._drive = Drive(self.stepper, model, state, self.t0, None)
+            self._model = model
+            self._fast, self._capacity = None, 0
+            q, v = self._drive.rs.q, self._drive.rs.v
+        else:
+            self._model = None
+            q, v = state.q.copy(), state.v.copy()
+            self._Q, self._V, self._k = [q.copy()], [v.copy()], 0
+        self._q, self._v = q, v
+        self._view: LiveView | None = None
+
+    # -- the loads --------------------------------------------------------------------------------
+    def _named_loads(self, model) -> dict[str, tuple[Any, int, str, list]]:
+        """name → (law, index in it, attribute, where the compiled model keeps its value) for every
+        ExternalForce and ExternalTorque (:func:`mbvi.engine.model.value_offsets`; none on the NumPy path)."""
+        from mbvi.engine.model import value_offsets
+
+        out = {}
+        for law in self.system.force_laws:
+            values = getattr(law, "values", None)
+            if law.name in ("external_force", "external_torque") and values is not None:
+                for i, e in enumerate(law.elements):
+                    slots = value_offsets(model, e.owner) if model is not None else []
+                    out[e.name] = (law, i, values.attr, slots)
+        return out
+
+    def set_load(self, name: str, value: Any) -> None:
+        """Hold the named ``ExternalForce``/``ExternalTorque`` at ``value`` until it is set again.
+
+        Parameters
+        ----------
+        name : str
+            The element's name.
+        value : sequence of 3 float
+            The world force (N, at the element's anchor) or torque (N m). A load given as a function is replaced
+            by this value from now on.
+
+        Raises
+        ------
+        ValueError
+            An unknown name, or a value that is not 3 finite numbers; the simulator is unchanged.
+        """
+        found = self._loads.get(name)
+        if found is None:
+            known = sorted(self._loads)
+            raise ValueError(f"Simulator.set_load: unknown load {name!r}; the ExternalForce/ExternalTorque are {known}")
+        law, i, attr, slots = found
+        try:
+            f0, f1, f2 = value
+        except (TypeError, ValueError):
+            f0 = None
+        # 3 finite Python floats (x − x is 0 for finite x only); anything else is checked (and named) below
+        if not (type(f0) is float and type(f1) is float and type(f2) is float and f0 - f0 == 0.0 and f1 - f1 == 0.0
+                and f2 - f2 == 0.0):  # fmt: skip
+            f0, f1, f2 = (float(x) for x in load_value(value, law.elements[i].owner, attr, "set_load"))
+        for F, o, kernel in slots:
+            if kernel:
+                F[o + 4], F[o + 5], F[o + 6], F[o + 3] = f0, f1, f2, 1.0
+            else:
+                F[o], F[o + 1], F[o + 2] = f0, f1, f2
+        if not slots:  # the NumPy path: the law holds it
+            law.values.hold(i, np.array([f0, f1, f2]))
+
+    # -- stepping ---------------------------------------------------------------------------------
+    def step(self, n: int = 1) -> None:
+        """Take ``n`` steps (one compiled call).
+
+        Raises
+        ------
+        ValueError
+            When ``n`` is not a positive integer.
+        SolverError
+            A step failed: the simulator stays at the last good state (``t`` and ``state`` there), and
+            ``err.trajectory`` holds every state stepped so far.
+        """
+        if type(n) is not int or n < 1:
+            if isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 1:
+                n = int(n)
+            else:
+                raise ValueError(f"Simulator.step: n must be a positive integer, got {n!r}")
+        drive = self._drive
+        if drive is not None:
+            k = drive.k
+            fast = self._fast
+            if fast is not None and k + n < self._capacity:  # the common case: one compiled call, nothing else
+                frame, steps, info, call = fast
+                if call(frame, steps, info, k, k + n, drive.j) == 0:  # ST.DONE
+                    drive.k = k + n
+                    drive.j += n
+                    return
+                drive.k, drive.j = int(info[RI.STEP]), int(info[RI.SAVED])  # what it did before it stopped
+                self._fast = None
+            self._slow_step(k + n)
+            return
+        self._step_numpy(n)
+
+    def _slow_step(self, kstop: int) -> None:
+        """The steps up to ``kstop`` through :meth:`mbvi.integrators.compiled.Drive.advance_to`: a first call,
+        growing the saved states, the NumPy step for what the engine hands back, a failure."""
+        drive = self._drive
+        drive.rs.work = float(drive.Wk[-1])  # the running total, as the fast path's calls left it
+        try:
+            drive.advance_to(kstop)
+        except SolverError as err:
+            drive.restore()
+            drive.k = drive.j - 1
+            err.trajectory = self.trajectory()
+            raise
+        finally:
+            self._arm()
+
+    def _arm(self) -> None:
+        """The fast path's arrays, when the compiled loop can be called through its address (else None)."""
+        drive = self._drive
+        call = drive.call
+        self._fast = None
+        self._capacity = len(drive.Q) - 1
+        if call.frame is not None and not drive.rs.fresh:
+            from mbvi.engine.fastcall import call_steps
+
+            self._fast = (call.frame, call.steps, call.info, call_steps)
+
+    def _step_numpy(self, n: int) -> None:
+        t = self.t0 + self._k * self.dt
+        try:
+            out = self.stepper.run(State(self._q.copy(), self._v.copy()), t, n)
+        except SolverError as err:
+            part = err.partial
+            if part is not None and len(part.t) > 1:
+                self._append(part.q[1:], part.v[1:])
+            err.trajectory = self.trajectory()
+            raise
+        self._append(out.q[1:], out.v[1:])
+
+    def _append(self, Q: np.ndarray, V: np.ndarray) -> None:
+        self._Q.extend(Q)
+        self._V.extend(V)
+        self._k += len(Q)
+        self._q[:], self._v[:] = self._Q[-1], self._V[-1]
+
+    # -- reading ----------------------------------------------------------------------------------
+    @property
+    def steps(self) -> int:
+        """Steps taken so far."""
+        return self._drive.k if self._drive is not None else self._k
+
+    @property
+    def t(self) -> float:
+        """The current time, s."""
+        return self.t0 + self.steps * self.dt
+
+    @property
+    def state(self) -> State:
+        """A copy of the current state."""
+        return State(self._q.copy(), self._v.copy())
+
+    @property
+    def view(self) -> LiveView:
+        """The live view of the current state (the accessors of :class:`mbvi.loads.StateView`, compiled)."""
+        if self._view is None:
+            self._view = LiveView(self._q, self._v, self.system.layout)
+        return self._view
+
+    def trajectory(self) -> Trajectory:
+        """Every state stepped so far (the initial one included), as a :class:`mbvi.Trajectory`."""
+        if self._drive is not None:
+            part = self._drive.partial()
+            t, Q, V = part.t, part.q.copy(), part.v.copy()
+        else:
+            Q, V = np.array(self._Q), np.array(self._V)
+            t = self.t0 + np.arange(len(Q)) * self.dt
+        with np.errstate(over="ignore", invalid="ignore"):
+            return Trajectory.from_states(self.system, t, Q, V, scene=self.scene, info=dict(self._info))
+
+    def __repr__(self) -> str:
+        return f"Simulator({self.stepper.name!r}, dt={self.dt:g} s, t={self.t:g} s)"

@@ -1,0 +1,216 @@
+"""mbvi.Simulator: stepping from Python.
+
+* n calls of ``step()`` give the states of one ``simulate`` call of n steps — bit for bit for the engine's
+  schemes (particles, rigid bodies, a closed loop), to round-off or the integrator's tolerance otherwise;
+* a PD controller in a Python loop (``view`` read, ``set_load``, ``step``) settles where kp(θ* − θ) balances
+  the gravity torque m g d sin θ (an independent root find), as the same PD as a ``(t, state)`` callback does;
+* the live view equals the NumPy ``StateView`` of the same state;
+* errors: an unknown load or a non-finite value is a ValueError and the simulator goes on; a failing step is a
+  SolverError that leaves the last good state in place.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scene_loader import load_scene
+from scipy.optimize import brentq
+
+import mbvi
+from mbvi.loads import state_view_factory
+
+G, M, L = 9.81, 1.0, 0.5
+KP, KD, TARGET = 20.0, 2.0, 0.5
+
+
+def _arm(torque=(0.0, 0.0, 0.0)) -> mbvi.Scene:
+    s = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    s.add(mbvi.RigidBody("arm", mass=M, inertia=(0.01, 0.01, 0.002), position=(0.0, 0.0, -L)))
+    s.add(mbvi.Revolute("world", "arm", anchor=(0, 0, 0), axis=(0, 1, 0), name="hinge"))
+    s.add(mbvi.ExternalTorque("arm", torque=torque, name="motor"))
+    return s
+
+
+def _double_pendulum() -> mbvi.Scene:
+    s = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    s.add(mbvi.Particle("a", mass=1.0, position=(1.0, 0.0, 0.0)))
+    s.add(mbvi.Particle("b", mass=1.0, position=(1.0, 0.0, -1.0), velocity=(0.5, 0.0, 0.0)))
+    s.add(mbvi.Rod("world", "a"))
+    s.add(mbvi.Rod("a", "b"))
+    return s
+
+
+def _four_bar() -> mbvi.Scene:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mbvi.RedundantConstraintWarning)
+        return load_scene("four_bar").build()
+
+
+SCENES = {"double_pendulum": _double_pendulum, "arm": lambda: _arm((0.0, 0.3, 0.0)), "four_bar": _four_bar}
+
+
+@pytest.mark.parametrize("scene", list(SCENES))
+@pytest.mark.parametrize("integrator", ["verlet", "symplectic_euler_b", "yoshida4", "midpoint", "implicit_euler"])
+def test_single_steps_are_one_simulate_call(scene: str, integrator: str) -> None:
+    built = SCENES[scene]()
+    n = 300
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mbvi.RedundantConstraintWarning)
+        ref = mbvi.simulate(built, n * 1e-3, 1e-3, integrator)
+        sim = mbvi.Simulator(built, 1e-3, integrator)
+        for _ in range(n // 2):
+            sim.step()
+        sim.step(n // 2 - 10)  # and n at once
+        for _ in range(10):
+            sim.step()
+        traj = sim.trajectory()
+    assert sim.t == pytest.approx(n * 1e-3, abs=1e-12) and sim.steps == n
+    np.testing.assert_array_equal(traj.t, ref.t)
+    np.testing.assert_array_equal(traj.q, ref.q)
+    np.testing.assert_array_equal(traj.v, ref.v)
+    np.testing.assert_array_equal(sim.state.q, ref.q[-1])
+    assert np.ptp(ref.q[:, 0]) > 1e-4  # control: it moved
+
+
+@pytest.mark.parametrize("integrator", ["explicit_euler", "leapfrog", "csm"])
+def test_integrators_outside_the_engines_schemes_step_too(integrator: str) -> None:
+    """The baselines and a plugin's compiled step go through their own run, n steps per call."""
+    n = 200
+    ref = mbvi.simulate(_double_pendulum(), n * 1e-3, 1e-3, integrator)
+    sim = mbvi.Simulator(_double_pendulum(), 1e-3, integrator)
+    for _ in range(n):
+        sim.step()
+    traj = sim.trajectory()
+    np.testing.assert_allclose(traj.t, ref.t, rtol=0, atol=1e-12)
+    tol = 1e-6 if integrator == "csm" else 1e-9  # csm restarts solve_ivp at every call
+    np.testing.assert_allclose(traj.q, ref.q, rtol=0, atol=tol)
+
+
+def test_a_pd_loop_in_python_settles_where_the_controller_balances_gravity() -> None:
+    """θ = kp(θ* − θ)/(m g d) … the root of kp(θ* − θ) = m g d sin θ (brentq), from a Simulator loop and from the
+    same PD as a (t, state) callback (the callback reads the state the step evaluates the force at: the two agree
+    to the loop's one-step lag, O(dt))."""
+    expected = brentq(lambda th: KP * (TARGET - th) - M * G * L * math.sin(th), 0.0, TARGET)
+    sim = mbvi.Simulator(_arm(), 1e-3)
+    view = sim.view
+    for _ in range(6000):
+        theta, rate = view.joint_angle("hinge"), view.joint_rate("hinge")
+        sim.set_load("motor", (0.0, KP * (TARGET - theta) - KD * rate, 0.0))
+        sim.step()
+    assert view.joint_angle("hinge") == pytest.approx(expected, abs=1e-6)
+    assert abs(view.joint_rate("hinge")) < 1e-5
+
+    def pd(t, state):
+        return (0.0, KP * (TARGET - state.joint_angle("hinge")) - KD * state.joint_rate("hinge"), 0.0)
+
+    callback = mbvi.simulate(_arm(pd), 6.0, 1e-3)
+    assert callback.joint_angle("hinge")[-1] == pytest.approx(expected, abs=1e-6)
+    loop = sim.trajectory().joint_angle("hinge")
+    assert np.max(np.abs(loop - callback.joint_angle("hinge"))) < 0.02  # the loop's lag of one step
+    assert TARGET - expected > 0.09  # control: gravity really offsets the setpoint
+
+
+def test_set_load_replaces_a_callable_load_in_the_compiled_loop() -> None:
+    """A torque given as a function, then held by set_load: the compiled kernel's override."""
+    sim = mbvi.Simulator(_arm(lambda t: (0.0, 5.0, 0.0)), 1e-3)
+    sim.set_load("motor", (0.0, 0.0, 0.0))
+    sim.step(500)
+    assert sim.view.joint_angle("hinge") == pytest.approx(0.0, abs=1e-12)  # held at zero: it never moved
+    sim.set_load("motor", [0.0, 2.0, 0.0])
+    sim.step(500)
+    held = mbvi.simulate(_arm((0.0, 2.0, 0.0)), 0.5, 1e-3)
+    assert sim.view.joint_angle("hinge") == pytest.approx(held.joint_angle("hinge")[-1], abs=1e-12)
+
+
+def test_set_load_on_the_numpy_path() -> None:
+    sim = mbvi.Simulator(_arm((0.0, 2.0, 0.0)), 1e-3, "explicit_euler")
+    sim.set_load("motor", (0.0, 0.0, 0.0))
+    sim.step(100)
+    assert sim.view.joint_angle("hinge") == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::mbvi.RedundantConstraintWarning")
+def test_the_live_view_is_the_state_view_of_the_current_state() -> None:
+    sim = mbvi.Simulator(_four_bar(), 1e-3)
+    sim.step(400)
+    state = sim.state
+    expected = state_view_factory(sim.system.layout)(state.q, state.v)
+    view = sim.view
+    joints = [n for n, j in sim.system.layout.joint_frames.items() if j.kind == "revolute"]
+    bodies = list(sim.system.layout.bodies)
+    for name in joints:
+        assert view.joint_angle(name) == pytest.approx(expected.joint_angle(name), abs=1e-14)
+        assert view.joint_rate(name) == pytest.approx(expected.joint_rate(name), abs=1e-13)
+    for name in bodies:
+        np.testing.assert_allclose(view.position(name), expected.position(name), rtol=0, atol=1e-15)
+        np.testing.assert_allclose(view.velocity(name), expected.velocity(name), rtol=0, atol=1e-15)
+        np.testing.assert_allclose(view.rotation(name), expected.rotation(name), rtol=0, atol=1e-14)
+        np.testing.assert_allclose(view.angular_velocity(name), expected.angular_velocity(name), rtol=0, atol=1e-13)
+        np.testing.assert_allclose(view.point(name, (0.1, 0.2, 0.3)), expected.point(name, (0.1, 0.2, 0.3)),
+                                   rtol=0, atol=1e-14)  # fmt: skip
+    np.testing.assert_array_equal(view.q, state.q)
+    assert abs(expected.joint_rate(joints[0])) > 1e-3  # control: a moving state
+    before = view.joint_angle(joints[0])
+    sim.step(50)
+    assert view.joint_angle(joints[0]) != before  # live: the view follows the simulator
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("nope", (0.0, 0.0, 0.0), r"unknown load 'nope'; the ExternalForce/ExternalTorque are \['motor'\]"),
+        ("motor", (0.0, math.nan, 0.0), r"ExternalTorque 'motor': torque\(set_load\) must return 3 finite numbers"),
+        ("motor", (0.0, 1.0), r"ExternalTorque 'motor': torque\(set_load\) must return 3 finite numbers"),
+        ("motor", ("0", "1", "2"), r"ExternalTorque 'motor': torque\(set_load\) must return 3 finite numbers"),
+    ],
+)
+def test_a_bad_load_is_a_value_error_and_the_simulator_goes_on(name, value, message) -> None:
+    sim = mbvi.Simulator(_arm((0.0, 1.0, 0.0)), 1e-3)
+    sim.step(10)
+    with pytest.raises(ValueError, match=message):
+        sim.set_load(name, value)
+    sim.step(90)  # unchanged: still the torque of 1 N m
+    ref = mbvi.simulate(_arm((0.0, 1.0, 0.0)), 0.1, 1e-3)
+    np.testing.assert_array_equal(sim.state.q, ref.q[-1])
+
+
+def test_a_failing_step_raises_and_leaves_the_last_good_state() -> None:
+    """A controller that faults at t = 0.2 s: SolverError naming it; the simulator stays at the last good step,
+    and can go on once the fault is cleared (set_load holds a value instead)."""
+
+    def drive(t, state):
+        if t >= 0.2:
+            raise RuntimeError("encoder lost")
+        return (0.0, 1.0, 0.0)
+
+    sim = mbvi.Simulator(_arm(drive), 1e-3)
+    sim.step(100)
+    with pytest.raises(mbvi.SolverError, match=r"ExternalTorque 'motor'.*encoder lost") as info:
+        sim.step(300)
+    assert info.value.time == pytest.approx(0.2, abs=1.5e-3)
+    assert sim.t == pytest.approx(0.2, abs=1.5e-3)
+    good = sim.state
+    assert np.isfinite(good.q).all()
+    np.testing.assert_array_equal(info.value.trajectory.q[-1], good.q)
+    sim.set_load("motor", (0.0, 1.0, 0.0))  # the fault cleared: the run goes on
+    sim.step(100)
+    assert sim.t == pytest.approx(0.3, abs=1.5e-3)
+
+
+@pytest.mark.parametrize("n", [0, -1, 1.5, "2", True])
+def test_step_counts_must_be_positive_integers(n) -> None:
+    sim = mbvi.Simulator(_double_pendulum(), 1e-3)
+    with pytest.raises(ValueError, match="positive integer"):
+        sim.step(n)
+
+
+def test_bad_construction_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="dt"):
+        mbvi.Simulator(_double_pendulum(), -1e-3)
+    with pytest.raises(ValueError, match="nope"):
+        mbvi.Simulator(_double_pendulum(), 1e-3, "nope")
+    with pytest.raises(ValueError, match="Scene"):
+        mbvi.Simulator("pendulum.py", 1e-3)
