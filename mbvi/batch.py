@@ -25,30 +25,10 @@ from mbvi.integrators.stepkernel import run_kernel_batch
 from mbvi.runs import run_info, step_count
 from mbvi.scene import Scene
 from mbvi.simulate import resolve_integrator
-from mbvi.state import State
+from mbvi.state import State, stack_states
 from mbvi.trajectory import Trajectory
 
 __all__ = ["simulate_batch"]
-
-
-def _states(initial_states: Any, nq: int) -> tuple[np.ndarray, np.ndarray]:
-    if isinstance(initial_states, tuple) and len(initial_states) == 2 and np.ndim(initial_states[0]) == 2:
-        Q, V = (np.array(a, dtype=float) for a in initial_states)
-    else:
-        try:
-            states = list(initial_states)
-        except TypeError:
-            states = []
-        if not states or not all(isinstance(s, State) for s in states):
-            raise ValueError("simulate_batch: initial_states must be a non-empty sequence of mbvi.State or (Q, V)")
-        Q = np.array([s.q for s in states], dtype=float)
-        V = np.array([s.v for s in states], dtype=float)
-    if Q.ndim != 2 or Q.shape != V.shape or Q.shape[1] != nq or len(Q) == 0:
-        raise ValueError(f"simulate_batch: states must have shape (B, {nq}) with B ≥ 1")
-    if not (np.all(np.isfinite(Q)) and np.all(np.isfinite(V))):
-        bad = int(np.argmin(np.isfinite(Q).all(axis=1) & np.isfinite(V).all(axis=1)))
-        raise ValueError(f"simulate_batch: initial state {bad} is not finite")
-    return Q, V
 
 
 def simulate_batch(
@@ -66,7 +46,9 @@ def simulate_batch(
 
     Parameters
     ----------
-    scene : mbvi.Scene
+    scene : mbvi.Scene or mbvi.LagrangianSystem
+        A scene, or a system in its own coordinates (its members run its compiled loop, member by member on
+        every core; states are its generalized coordinates and velocities).
     t_end, dt : float
         End time and step size, s.
     initial_states : sequence of mbvi.State, or a tuple (Q, V) of arrays of shape (B, nq)
@@ -113,11 +95,18 @@ def simulate_batch(
     >>> len(trajs), trajs[0].q.shape
     (8, (101, 3))
     """
+    from mbvi.lagrangian import LagrangianSystem
+
+    if isinstance(scene, LagrangianSystem):  # a system in its own coordinates: its compiled loop, member by member
+        from mbvi.lagrangian.run import simulate_lagrangian_batch
+
+        return simulate_lagrangian_batch(scene, t_end, dt, initial_states, save_every=save_every,
+                                         integrator=integrator, t0=t0, **options)  # fmt: skip
     cls = resolve_integrator(integrator)
     nsteps = step_count(t_end, dt, t0, save_every, "simulate_batch")
     system = assemble(scene)
     stepper = cls(system, dt, **options)
-    Q, V = _states(initial_states, system.nq)
+    Q, V = stack_states(initial_states, system.nq)
     if len(system.active):
         bad = np.abs(system.rows.values(Q)[:, system.active] / system.active_scale).max(axis=1)
         worst = int(np.argmax(bad))

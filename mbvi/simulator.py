@@ -41,7 +41,7 @@ from mbvi.state import State
 from mbvi.system import System
 from mbvi.trajectory import Trajectory
 
-__all__ = ["LiveView", "Simulator"]
+__all__ = ["CoordinateView", "LiveView", "Simulator"]
 
 
 class LiveView:
@@ -149,13 +149,64 @@ class LiveView:
         return f"LiveView({len(self._bodies)} bodies, {len(self._rev) + len(self._slide)} joints)"
 
 
+class CoordinateView:
+    """The current state of a :class:`Simulator` of a :class:`mbvi.LagrangianSystem`, where it lives.
+
+    ``q``, ``v``: read-only views of its generalized coordinates and velocities; ``coordinate(name)`` and
+    ``rate(name)`` by the coordinate's name; ``position(name)`` of a body of a system built by
+    :meth:`mbvi.LagrangianSystem.from_scene`.
+    """
+
+    __slots__ = ("_index", "_q", "_system", "_v")
+
+    def __init__(self, q: np.ndarray, v: np.ndarray, system: Any) -> None:
+        self._q, self._v, self._system = q, v, system
+        self._index = {name: i for i, name in enumerate(system.coordinate_names)}
+
+    @property
+    def q(self) -> np.ndarray:
+        """Generalized coordinates, shape (n,) (a read-only view of the current state)."""
+        out = self._q.view()
+        out.flags.writeable = False
+        return out
+
+    @property
+    def v(self) -> np.ndarray:
+        """Generalized velocities, shape (n,) (a read-only view)."""
+        out = self._v.view()
+        out.flags.writeable = False
+        return out
+
+    def _i(self, name: str) -> int:
+        i = self._index.get(name)
+        if i is None:
+            raise ValueError(f"unknown coordinate {name!r}; the coordinates are {list(self._index)}")
+        return i
+
+    def coordinate(self, name: str) -> float:
+        """The coordinate ``name`` (its own unit)."""
+        return float(self._q[self._i(name)])
+
+    def rate(self, name: str) -> float:
+        """Its rate (unit per s)."""
+        return float(self._v[self._i(name)])
+
+    def position(self, name: str) -> np.ndarray:
+        """Position of a body (systems built from a scene), m, shape (3,)."""
+        return np.asarray(self._system.body_position(name, self._q), dtype=float)
+
+    def __repr__(self) -> str:
+        return f"CoordinateView({list(self._index)})"
+
+
 class Simulator:
     """Step a scene from Python, one step or n at a time, reading the state and setting loads in between.
 
     Parameters
     ----------
-    scene_or_system : mbvi.Scene or mbvi.System
-        What to step (a scene is assembled here; a System is stepped as given, and its loads set).
+    scene_or_system : mbvi.Scene, mbvi.LagrangianSystem or mbvi.System
+        What to step (a scene is assembled here; a System is stepped as given, and its loads set; a
+        LagrangianSystem runs its own compiled loop, :mod:`mbvi.engine.lagrange`).
     dt : float
         Step size, s.
     integrator : str or Integrator subclass, default: "verlet"
@@ -196,27 +247,38 @@ class Simulator:
         t0: float = 0.0,
         **options: Any,
     ) -> None:
+        from mbvi.lagrangian import LagrangianSystem
+
+        if not (isinstance(dt, (int, float)) and not isinstance(dt, bool) and math.isfinite(dt) and dt > 0):
+            raise ValueError(f"Simulator: dt must be a positive finite number of seconds, got {dt!r}")
+        if not (isinstance(t0, (int, float)) and math.isfinite(t0)):
+            raise ValueError(f"Simulator: t0 must be a finite number of seconds, got {t0!r}")
+        self.dt, self.t0 = float(dt), float(t0)
+        self._drive = self._lagrangian = None
+        self._view: Any = None
+        self._loads: dict = {}
+        if isinstance(scene_or_system, LagrangianSystem):
+            self.scene, self.system = None, scene_or_system
+            self._start_lagrangian(integrator, initial_state, options)
+            return
         if isinstance(scene_or_system, Scene):
             self.scene: Scene | None = scene_or_system
             self.system = assemble(scene_or_system)
         elif isinstance(scene_or_system, System):
             self.scene, self.system = None, scene_or_system
         else:
-            raise ValueError(f"Simulator expects an mbvi.Scene or mbvi.System, got {type(scene_or_system).__name__}")
-        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
-            raise ValueError(f"Simulator: dt must be a positive finite number of seconds, got {dt!r}")
-        if not (isinstance(t0, (int, float)) and math.isfinite(t0)):
-            raise ValueError(f"Simulator: t0 must be a finite number of seconds, got {t0!r}")
+            raise ValueError(
+                "Simulator expects an mbvi.Scene, mbvi.LagrangianSystem or mbvi.System, got "
+                f"{type(scene_or_system).__name__}"
+            )
         cls = resolve_integrator(integrator)
         system = self.system
         check_capabilities(cls, system)
         state = system.initial_state() if initial_state is None else given_state(system, initial_state, "Simulator")
         self.stepper = cls(system, float(dt), **options)
-        self.dt, self.t0 = float(dt), float(t0)
         self._info = run_info(cls, dt, options)
         model = self.stepper.engine_model() if isinstance(self.stepper, Compiled) else None
         self._loads = self._named_loads(model)
-        self._drive = None
         if model is not None:
             self._drive = Drive(self.stepper, model, state, self.t0, None)
             self._model = model
@@ -227,7 +289,40 @@ class Simulator:
             q, v = state.q.copy(), state.v.copy()
             self._Q, self._V, self._k = [q.copy()], [v.copy()], 0
         self._q, self._v = q, v
-        self._view: LiveView | None = None
+
+    def _start_lagrangian(self, integrator: Any, initial_state: State | None, options: dict) -> None:
+        """A system in its own coordinates: its integrators' :class:`mbvi.lagrangian.integrators.Run`, open-ended."""
+        from mbvi.lagrangian.integrators import Run
+        from mbvi.lagrangian.run import resolve
+
+        system = self.system
+        cls = resolve(integrator)
+        state = system.initial_state(initial_state)
+        self.stepper = cls(system, self.dt, **options)
+        self._info = run_info(cls, self.dt, options, system="lagrangian", coordinates=system.coordinate_names,
+                              constraints=system.nc)  # fmt: skip
+        q, v = state.q.copy(), state.v.copy()
+        p = np.array(system.momentum(q, v, self.t0), dtype=float)
+        size = 64
+        out = (np.empty((size, system.nq)), np.empty((size, system.nq)), np.empty((size, system.nq)))
+        out[0][0], out[1][0], out[2][0] = q, v, p
+        self._lagrangian = Run(self.stepper, q, v, p, self.t0, None, 1, out)
+        self._q, self._v = q, v
+
+    def _step_lagrangian(self, n: int) -> None:
+        run = self._lagrangian
+        need = run.k + n + 1
+        if need > len(run.out[0]):
+            size = max(need, 2 * len(run.out[0]))
+            grown = tuple(np.empty((size, a.shape[1])) for a in run.out)
+            for new, old in zip(grown, run.out, strict=True):
+                new[: run.j] = old[: run.j]
+            run.out = grown
+        try:
+            run.advance_to(run.k + n)
+        except SolverError as err:
+            err.trajectory = self.trajectory()
+            raise
 
     # -- the loads --------------------------------------------------------------------------------
     def _named_loads(self, model) -> dict[str, tuple[Any, int, str, list]]:
@@ -262,6 +357,9 @@ class Simulator:
         """
         found = self._loads.get(name)
         if found is None:
+            if self._lagrangian is not None:
+                raise ValueError(f"Simulator.set_load: a LagrangianSystem has no named loads ({name!r}); its forces "
+                                 "are the expressions it was given")  # fmt: skip
             known = sorted(self._loads)
             raise ValueError(f"Simulator.set_load: unknown load {name!r}; the ExternalForce/ExternalTorque are {known}")
         law, i, attr, slots = found
@@ -311,6 +409,9 @@ class Simulator:
                 drive.k, drive.j = int(info[RI.STEP]), int(info[RI.SAVED])  # what it did before it stopped
                 self._fast = None
             self._slow_step(k + n)
+            return
+        if self._lagrangian is not None:
+            self._step_lagrangian(n)
             return
         self._step_numpy(n)
 
@@ -362,7 +463,9 @@ class Simulator:
     @property
     def steps(self) -> int:
         """Steps taken so far."""
-        return self._drive.k if self._drive is not None else self._k
+        if self._drive is not None:
+            return self._drive.k
+        return self._lagrangian.k if self._lagrangian is not None else self._k
 
     @property
     def t(self) -> float:
@@ -375,14 +478,24 @@ class Simulator:
         return State(self._q.copy(), self._v.copy())
 
     @property
-    def view(self) -> LiveView:
-        """The live view of the current state (the accessors of :class:`mbvi.loads.StateView`, compiled)."""
+    def view(self) -> LiveView | CoordinateView:
+        """The live view of the current state (the accessors of :class:`mbvi.loads.StateView`, compiled; for a
+        :class:`mbvi.LagrangianSystem` its coordinates, velocities and bodies)."""
         if self._view is None:
-            self._view = LiveView(self._q, self._v, self.system.layout)
+            if self._lagrangian is not None:
+                self._view = CoordinateView(self._q, self._v, self.system)
+            else:
+                self._view = LiveView(self._q, self._v, self.system.layout)
         return self._view
 
     def trajectory(self) -> Trajectory:
         """Every state stepped so far (the initial one included), as a :class:`mbvi.Trajectory`."""
+        if self._lagrangian is not None:
+            from mbvi.lagrangian.run import trajectory
+
+            run = self._lagrangian
+            Q, V, P = (a[: run.j].copy() for a in run.out)
+            return trajectory(self.system, run.times(run.j), Q, V, P, info=dict(self._info))
         if self._drive is not None:
             part = self._drive.partial()
             t, Q, V = part.t, part.q.copy(), part.v.copy()

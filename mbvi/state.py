@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-__all__ = ["State"]
+__all__ = ["State", "stack_states"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,3 +28,30 @@ class State:
     def copy(self) -> State:
         """A deep copy."""
         return State(self.q.copy(), self.v.copy())
+
+
+def stack_states(initial_states: Any, nq: int) -> tuple[np.ndarray, np.ndarray]:
+    """A batch's initial states as arrays Q, V of shape (B, nq): from a sequence of :class:`State` or (Q, V).
+
+    Raises
+    ------
+    ValueError
+        Anything else, states of another shape, or a state that is not finite (naming it).
+    """
+    if isinstance(initial_states, tuple) and len(initial_states) == 2 and np.ndim(initial_states[0]) == 2:
+        Q, V = (np.array(a, dtype=float) for a in initial_states)
+    else:
+        try:
+            states = list(initial_states)
+        except TypeError:
+            states = []
+        if not states or not all(isinstance(s, State) for s in states):
+            raise ValueError("simulate_batch: initial_states must be a non-empty sequence of mbvi.State or (Q, V)")
+        Q = np.array([s.q for s in states], dtype=float)
+        V = np.array([s.v for s in states], dtype=float)
+    if Q.ndim != 2 or Q.shape != V.shape or Q.shape[1] != nq or len(Q) == 0:
+        raise ValueError(f"simulate_batch: states must have shape (B, {nq}) with B ≥ 1")
+    if not (np.all(np.isfinite(Q)) and np.all(np.isfinite(V))):
+        bad = int(np.argmin(np.isfinite(Q).all(axis=1) & np.isfinite(V).all(axis=1)))
+        raise ValueError(f"simulate_batch: initial state {bad} is not finite")
+    return Q, V

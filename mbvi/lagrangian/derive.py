@@ -7,7 +7,7 @@ float ``t`` and return floats or arrays; they know nothing of integrators.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,10 @@ class Derived:
         ∂²L/∂v∂t, shape (n,) (None when L does not depend on t explicitly).
     mass_exprs : tuple of sympy.Expr
         Entries of ∂²L/∂v² (row-major).
+    exprs : dict of str to sympy objects
+        The derivatives themselves (``"L"``, ``"Lq"``, ``"Lv"``, ``"Lqq"``, ``"Lqv"``, ``"Lvv"``; ``"Q"``,
+        ``"Qq"``, ``"Qv"`` with a force; ``"g"``, ``"G"``, ``"H"`` and the multipliers ``"mu"`` with constraints)
+        and the symbols ``"q"``, ``"v"``, ``"t"``: what :mod:`mbvi.lagrangian.codegen` compiles.
     """
 
     point: Callable[..., tuple]
@@ -50,6 +54,7 @@ class Derived:
     momentum: list[Callable[..., Any]]
     explicit_time: Callable[..., tuple] | None = None
     mass_exprs: tuple = ()
+    exprs: dict = field(default_factory=dict)
 
 
 def _arrays(args: list[Any], exprs: Sequence[Any], shapes: Sequence[tuple[int, ...]]) -> Callable[..., tuple]:
@@ -108,12 +113,14 @@ def derive(
     Lqv = Lq.jacobian(vv)
     Lvv = Lv.jacobian(vv)
     args = [list(q), list(v), t]
+    exprs: dict = {"q": list(q), "v": list(v), "t": t, "L": L, "Lq": Lq, "Lv": Lv, "Lqq": Lqq, "Lqv": Lqv, "Lvv": Lvv}
     lam = dict(modules="numpy", cse=True)
     point = _arrays(args, [L, Lq, Lv, Lqq, Lqv, Lvv], [(), (n,), (n,), (n, n), (n, n), (n, n)])
     force_f = None
     if force is not None:
         Q = sp.Matrix(force)
         force_f = _arrays(args, [Q, Q.jacobian(qv), Q.jacobian(vv)], [(n,), (n, n), (n, n)])
+        exprs.update(Q=Q, Qq=Q.jacobian(qv), Qv=Q.jacobian(vv))
     constraint_f = curvature_f = None
     m = len(constraints)
     if m:
@@ -122,6 +129,7 @@ def derive(
         mu = sp.symbols(f"_lambda0:{m}", real=True)
         H = (G.T * sp.Matrix(mu)).jacobian(qv)
         constraint_f = _arrays([list(q), list(mu)], [g, G, H], [(m,), (m, n), (n, n)])
+        exprs.update(g=g, G=G, H=H, mu=list(mu))
         gamma = (G * vv).jacobian(qv) * vv
         curvature_f = _arrays([list(q), list(v)], [gamma], [(m,)])
     zero_v = {s: 0 for s in v}
@@ -134,7 +142,7 @@ def derive(
     momentum = [_vectorized(sp.lambdify(args, Lv[i], **lam)) for i in range(n)]
     Lvt = Lv.diff(t)
     time_f = None if all(e == 0 for e in Lvt) else _arrays(args, [Lvt], [(n,)])
-    return Derived(point, force_f, constraint_f, curvature_f, scalar, momentum, time_f, tuple(Lvv))
+    return Derived(point, force_f, constraint_f, curvature_f, scalar, momentum, time_f, tuple(Lvv), exprs)
 
 
 def _vectorized(func: Callable[..., Any]) -> Callable[..., np.ndarray]:

@@ -42,17 +42,22 @@ import numpy as np
 
 from mbvi.errors import SolverError
 
-__all__ = ["INTEGRATORS", "LagrangianIntegrator", "constrained_acceleration"]
+__all__ = ["INTEGRATORS", "LagrangianIntegrator", "Run", "constrained_acceleration"]
 
 
 def _solve(K: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Dense solve with a least-squares fallback for singular (redundant-constraint) systems."""
-    try:
-        x = np.linalg.solve(K, rhs)
-        if np.all(np.isfinite(x)):
-            return x
-    except np.linalg.LinAlgError:
-        pass
+    """Dense solve; least squares for a singular or nearly singular matrix (redundant constraints).
+
+    LU with a pivot of round-off size returns a finite but meaningless solution (multipliers of redundant
+    constraints huge and cancelling): such a matrix goes to least squares (the minimum-norm multipliers).
+    """
+    if np.linalg.cond(K) < 1e13:
+        try:
+            x = np.linalg.solve(K, rhs)
+            if np.all(np.isfinite(x)):
+                return x
+        except np.linalg.LinAlgError:
+            pass
     return np.linalg.lstsq(K, rhs, rcond=None)[0]
 
 
@@ -77,6 +82,8 @@ class LagrangianIntegrator:
     variational: ClassVar[bool] = False
     symplectic: ClassVar[bool] = False
     options: ClassVar[dict[str, Any]] = {}
+    #: the engine's method that is this integrator (:mod:`mbvi.engine.lagrange`), or None (NumPy only)
+    compiled_method: ClassVar[int | None] = None
 
     def __init__(self, system: Any, dt: float, **options: Any) -> None:
         if isinstance(dt, bool) or not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
@@ -101,6 +108,10 @@ class LagrangianIntegrator:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Take ``nsteps`` steps, saving every ``save_every``-th state (the last one always).
 
+        With a compiled form (:attr:`compiled_method`) and the system's derivatives compiled
+        (:mod:`mbvi.lagrangian.codegen`) the steps are one call of the engine's loop
+        (:func:`mbvi.engine.lagrange.run`); a step it hands back is taken by :meth:`step`.
+
         Returns
         -------
         t : ndarray, shape (k,)
@@ -113,34 +124,21 @@ class LagrangianIntegrator:
         """
         n = self.system.nq
         nsave = nsteps // save_every + 1 + (nsteps % save_every != 0)
-        T, Q, V, P = np.empty(nsave), np.empty((nsave, n)), np.empty((nsave, n)), np.empty((nsave, n))
-        p = self.system.momentum(q, v, t0)
-        T[0], Q[0], V[0], P[0] = t0, q, v, p
-        k_save = 1
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            for k in range(nsteps):
-                t = t0 + k * self.dt
-                try:
-                    q, v, p = self.step(q, v, p, t)
-                    if not (np.isfinite(q).all() and np.isfinite(v).all() and np.isfinite(p).all()):
-                        raise SolverError(
-                            f"integrator {self.name!r} produced non-finite values (unstable; reduce dt)",
-                            suggested_dt=self.dt / 4,
-                        )
-                except SolverError as exc:
-                    err = exc.located(t, k)
-                    err.partial = (T[:k_save], Q[:k_save], V[:k_save], P[:k_save])
-                    raise err from exc
-                except np.linalg.LinAlgError as exc:
-                    err = SolverError(f"integrator {self.name!r}: singular Newton matrix ({exc})", time=t, step=k)
-                    err.partial = (T[:k_save], Q[:k_save], V[:k_save], P[:k_save])
-                    raise err from exc
-                if (k + 1) % save_every == 0 or k + 1 == nsteps:
-                    T[k_save], Q[k_save], V[k_save], P[k_save] = t0 + (k + 1) * self.dt, q, v, p
-                    k_save += 1
-                if callback is not None:
-                    callback(k + 1)
-        return T[:k_save], Q[:k_save], V[:k_save], P[:k_save]
+        Q, V, P = np.empty((nsave, n)), np.empty((nsave, n)), np.empty((nsave, n))
+        q, v = np.array(q, dtype=float), np.array(v, dtype=float)
+        p = np.array(self.system.momentum(q, v, t0), dtype=float)
+        Q[0], V[0], P[0] = q, v, p
+        run = Run(self, q, v, p, float(t0), nsteps, save_every, (Q, V, P))
+        run.advance_to(nsteps, callback)
+        j = run.j
+        return run.times(j), Q[:j], V[:j], P[:j]
+
+    def compiled_kernels(self) -> Any:
+        """The system's compiled derivatives when this integrator has a compiled form, else None."""
+        if self.compiled_method is None or type(self).step is not _STEPS.get(self.compiled_method):
+            return None
+        get = getattr(self.system, "compiled_kernels", None)
+        return get() if get is not None else None
 
     # -- shared pieces -----------------------------------------------------------------------
     def _legendre(self, q: np.ndarray, p: np.ndarray, t: float, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -174,6 +172,7 @@ class _DiscreteLagrangian(LagrangianIntegrator):
     nodes: ClassVar[tuple[float, ...]] = ()
     weights: ClassVar[tuple[float, ...]] = ()
     options = {"tol": 1e-12, "maxiter": 50}
+    compiled_method = 0  # mbvi.engine.lagrange.DISCRETE
 
     def _ends(
         self, q0: np.ndarray, q1: np.ndarray, t: float, jacobian: bool
@@ -356,6 +355,7 @@ class ImplicitEuler(LagrangianIntegrator):
     name = "implicit_euler"
     order = 1
     options = {"tol": 1e-12, "maxiter": 50}
+    compiled_method = 1  # mbvi.engine.lagrange.IMPLICIT_EULER
 
     def step(self, q0, v0, p0, t):
         sysm, h, n, m = self.system, self.dt, self.system.nq, self.system.nc
@@ -445,6 +445,114 @@ class CSM(LagrangianIntegrator):
             err.partial = (T, Q, V, P)
             raise err
         return T, Q, V, P
+
+
+#: the compiled methods' NumPy steps: a subclass that overrides step runs its own step, in NumPy
+_STEPS = {0: _DiscreteLagrangian.step, 1: ImplicitEuler.step}
+
+#: steps per compiled call when a progress callback wants updates
+CHUNK = 2000
+
+
+class Run:
+    """A run of a Lagrangian integrator in progress: compiled calls, and the NumPy step for what they hand back.
+
+    Parameters
+    ----------
+    integrator : LagrangianIntegrator
+    q, v, p : ndarray, (n,)
+        The state it starts from (stepped in place).
+    t0 : float
+        When, s.
+    nsteps : int or None
+        The run's length (None: open-ended, every state saved; :class:`mbvi.Simulator`).
+    save_every : int
+        Keep every n-th state (and the last).
+    out : tuple of ndarray
+        ``(Q, V, P)``, (nsave, n) each, the initial state in slot 0.
+    """
+
+    def __init__(self, integrator: LagrangianIntegrator, q, v, p, t0: float, nsteps: int | None, save_every: int,
+                 out: tuple) -> None:  # fmt: skip
+        self.integrator, self.q, self.v, self.p, self.t0 = integrator, q, v, p, t0
+        self.nsteps, self.save_every, self.out = nsteps, save_every, out
+        self.k, self.j = 0, 1
+        self.kernels = integrator.compiled_kernels()
+        self.info = np.zeros(3, dtype=np.int64)
+
+    def times(self, count: int) -> np.ndarray:
+        """Times of the first ``count`` saved states, s."""
+        if self.nsteps is None:
+            return self.t0 + np.arange(count) * self.integrator.dt
+        k = np.minimum(np.arange(count) * self.save_every, self.nsteps)
+        return self.t0 + k * self.integrator.dt
+
+    def _partial(self) -> tuple:
+        j = self.j
+        return (self.times(j), *(a[:j] for a in self.out))
+
+    def advance_to(self, kstop: int, callback: Any = None) -> None:
+        """Take the steps up to ``kstop``.
+
+        Raises
+        ------
+        SolverError
+            With ``time``/``step`` set and ``partial`` = (t, q, v, p) saved so far; the state stays at the
+            failing step's start.
+        """
+        nsteps = kstop if self.nsteps is None else self.nsteps
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            while self.k < kstop:
+                stop = kstop if callback is None else min(kstop, self.k + CHUNK)
+                if self.kernels is not None:
+                    self._compiled(stop, nsteps)
+                    if self.k < stop:  # handed back: the NumPy step takes this one
+                        self._numpy_step(nsteps)
+                else:
+                    while self.k < stop:
+                        self._numpy_step(nsteps)
+                        if callback is not None:
+                            callback(self.k)
+                    continue
+                if callback is not None:
+                    callback(self.k)
+
+    def _compiled(self, stop: int, nsteps: int) -> None:
+        from mbvi.engine import lagrange
+
+        integ, sysm = self.integrator, self.integrator.system
+        nodes = np.asarray(getattr(integ, "nodes", ()), dtype=float)
+        weights = np.asarray(getattr(integ, "weights", ()), dtype=float)
+        Q, V, P = self.out
+        lagrange.run(self.kernels.fns, sysm.nq, sysm.nc, integ.compiled_method, nodes, weights, bool(sysm.quadratic),
+                     self.q, self.v, self.p, self.t0, integ.dt, self.k, stop, nsteps, self.save_every, self.j,
+                     float(integ.tol), int(integ.maxiter), Q, V, P, self.info)  # fmt: skip
+        self.k, self.j = int(self.info[1]), int(self.info[2])
+
+    def _numpy_step(self, nsteps: int) -> None:
+        integ = self.integrator
+        t = self.t0 + self.k * integ.dt
+        try:
+            q, v, p = integ.step(self.q, self.v, self.p, t)
+            if not (np.isfinite(q).all() and np.isfinite(v).all() and np.isfinite(p).all()):
+                raise SolverError(
+                    f"integrator {integ.name!r} produced non-finite values (unstable; reduce dt)",
+                    suggested_dt=integ.dt / 4,
+                )
+        except SolverError as exc:
+            err = exc.located(t, self.k)
+            err.partial = self._partial()
+            raise err from exc
+        except np.linalg.LinAlgError as exc:
+            err = SolverError(f"integrator {integ.name!r}: singular Newton matrix ({exc})", time=t, step=self.k)
+            err.partial = self._partial()
+            raise err from exc
+        self.q[:], self.v[:], self.p[:] = q, v, p
+        self.k += 1
+        if self.k % self.save_every == 0 or self.k == nsteps:
+            Q, V, P = self.out
+            Q[self.j], V[self.j], P[self.j] = q, v, p
+            self.j += 1
 
 
 #: integrator name → class, for Lagrangian systems (the same names as for scenes)

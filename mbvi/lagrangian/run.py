@@ -12,7 +12,7 @@ from mbvi.lagrangian.system import LagrangianSystem
 from mbvi.state import State
 from mbvi.trajectory import Trajectory
 
-__all__ = ["geometry", "resolve", "simulate_lagrangian", "trajectory"]
+__all__ = ["geometry", "resolve", "simulate_lagrangian", "simulate_lagrangian_batch", "trajectory"]
 
 
 def resolve(integrator: Any) -> type[LagrangianIntegrator]:
@@ -167,3 +167,76 @@ def simulate_lagrangian(
         if bar is not None:
             bar.close()
     return trajectory(system, t, q, v, p, info=info)
+
+
+def simulate_lagrangian_batch(
+    system: LagrangianSystem,
+    t_end: float,
+    dt: float,
+    initial_states: Any,
+    *,
+    save_every: int = 1,
+    integrator: Any = "verlet",
+    t0: float = 0.0,
+    **options: Any,
+) -> list[Trajectory]:
+    """:func:`mbvi.simulate_batch` for a :class:`mbvi.LagrangianSystem` (it dispatches here).
+
+    Each member runs the system's compiled loop (or its NumPy steps) on its own, the members spread over
+    numba's threads (the loop releases the GIL): member b equals ``simulate(system, …, initial_state=s_b)``.
+
+    Raises
+    ------
+    ValueError
+        Bad input (states of the wrong shape, not finite, or off the constraints, naming the member).
+    SolverError
+        A member failed: the message names it, ``err.member`` is its index and ``err.trajectory`` the list of
+        every member's trajectory up to where it stopped.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mbvi.engine.runner import threads
+    from mbvi.runs import run_info, step_count
+    from mbvi.state import stack_states
+
+    nsteps = step_count(t_end, dt, t0, save_every, "simulate_batch")
+    cls = resolve(integrator)
+    stepper = cls(system, dt, **options)
+    Q0, V0 = stack_states(initial_states, system.nq)
+    states = []
+    for b, (q, v) in enumerate(zip(Q0, V0, strict=True)):
+        try:
+            states.append(system.initial_state(State(q, v), warn=False))
+        except ValueError as exc:
+            raise ValueError(f"simulate_batch: initial state {b}: {exc}") from None
+    info = run_info(cls, dt, options, system="lagrangian", coordinates=system.coordinate_names, constraints=system.nc,
+                    batch=len(states))  # fmt: skip
+    stepper.compiled_kernels()  # compiled once, here, before the threads share it
+
+    def member(b: int) -> tuple:
+        try:
+            return stepper.integrate(states[b].q, states[b].v, float(t0), nsteps, save_every), None
+        except SolverError as err:
+            return getattr(err, "partial", None), err
+
+    with ThreadPoolExecutor(max(1, min(threads(), len(states)))) as pool:
+        outcomes = list(pool.map(member, range(len(states))))
+    trajs = []
+    for (saved, _err), state in zip(outcomes, states, strict=True):
+        if saved is None:
+            saved = (np.array([t0]), state.q[None], state.v[None], None)
+        trajs.append(trajectory(system, *saved, info=info))
+    failed = [b for b, (_, err) in enumerate(outcomes) if err is not None]
+    if failed:
+        b = failed[0]
+        cause = outcomes[b][1]
+        err = SolverError(
+            f"member {b} of {len(states)}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")
+            + f": {cause.reason}",
+            time=cause.time, step=cause.step, culprit=cause.culprit, suggested_dt=cause.suggested_dt,
+            trajectory=trajs,
+        )  # fmt: skip
+        err.member = b
+        err.members = failed
+        raise err
+    return trajs

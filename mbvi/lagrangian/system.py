@@ -183,6 +183,7 @@ class LagrangianSystem:
         self.constraint_exprs = tuple(gx)
         self.force_exprs = None if fx is None else tuple(fx)
         self._d = derive(Lx, q, v, t, gx, fx)
+        self._compiled: Any = False  # compiled_kernels(): not tried yet
         #: True when L is quadratic in v (M independent of v): the Legendre transform is one linear solve
         self.quadratic = all(sp.diff(e, s) == 0 for e in self._d.mass_exprs for s in v)
         self._initial = None if initial_state is None else self._as_state(initial_state, "initial_state")
@@ -258,6 +259,15 @@ class LagrangianSystem:
     def derived(self) -> Any:
         """The lambdified functions (:class:`mbvi.lagrangian.derive.Derived`), for integrator authors."""
         return self._d
+
+    def compiled_kernels(self) -> Any:
+        """The derivatives as compiled kernels (:mod:`mbvi.lagrangian.codegen`, generated and compiled on first
+        use, then loaded from the disk cache), or None when numba cannot compile them."""
+        if self._compiled is False:
+            from mbvi.lagrangian.codegen import kernels
+
+            self._compiled = kernels(self)
+        return self._compiled
 
     def __repr__(self) -> str:
         extra = f", {self.nc} constraints" if self.nc else ""

@@ -1,0 +1,131 @@
+"""A LagrangianSystem in the compiled loop: generated kernels, the engine's Lagrangian loop, batches, sweeps.
+
+* every compiled integrator (symplectic Euler A/B, the trapezoid "verlet", midpoint, implicit Euler) equals
+  its NumPy step to round-off (the same equations, solved by the same Newton iterations), on the double
+  pendulum in its angles (configuration-dependent mass), on Hirai's Cartesian pendulum (a constraint and a
+  force) and on a scene taken into joint coordinates;
+* a step the compiled loop cannot take (a singular Newton matrix: a constraint given twice) is handed back to
+  the NumPy step, which solves it by least squares — the run equals the one with the constraint given once;
+* ``simulate_batch`` of a LagrangianSystem equals its serial runs bit for bit; ``sweep`` accepts a build
+  returning one; ``Simulator`` steps equal one ``simulate`` call;
+* the generated source is cached on disk, named by its hash.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import pytest
+import sympy as sp
+from scene_loader import SCENES, load_scene
+from test_lagrangian import Q0, hirai_cartesian
+
+import mbvi
+from mbvi.lagrangian import LagrangianSystem
+
+COMPILED = ["symplectic_euler_a", "symplectic_euler_b", "verlet", "midpoint", "implicit_euler"]
+
+
+def _double() -> LagrangianSystem:
+    th1, th2, w1, w2 = sp.symbols("theta1 theta2 omega1 omega2")
+    T = w1**2 + w2**2 / 2 + w1 * w2 * sp.cos(th1 - th2)
+    V = -2 * 9.81 * sp.cos(th1) - 9.81 * sp.cos(th2)
+    return LagrangianSystem(T - V, [th1, th2], [w1, w2], initial_state=mbvi.State(Q0, [0.0, 0.0]))
+
+
+def _joint_coordinates() -> LagrangianSystem:
+    return LagrangianSystem.from_scene(load_scene("double_pendulum").build(theta1=1.0, theta2=0.5))
+
+
+SYSTEMS = {"double": _double, "hirai": lambda: hirai_cartesian(0.01, 0.002), "from_scene": _joint_coordinates}
+
+
+def _numpy(system: LagrangianSystem, *args, **kw) -> mbvi.Trajectory:
+    with mock.patch.object(LagrangianSystem, "compiled_kernels", return_value=None):
+        return mbvi.simulate(system, *args, **kw)
+
+
+@pytest.mark.parametrize("which", list(SYSTEMS))
+@pytest.mark.parametrize("integrator", COMPILED)
+def test_the_compiled_loop_is_the_numpy_step_to_round_off(which: str, integrator: str) -> None:
+    system = SYSTEMS[which]()
+    assert system.compiled_kernels() is not None
+    fast = mbvi.simulate(system, 1.0, 1e-2, integrator)
+    slow = _numpy(system, 1.0, 1e-2, integrator)
+    np.testing.assert_allclose(fast.q, slow.q, rtol=0, atol=1e-11)
+    np.testing.assert_allclose(fast.v, slow.v, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(fast.momentum, slow.momentum, rtol=0, atol=1e-10)
+    assert np.ptp(fast.q[:, 0]) > 0.05  # control: it moved
+
+
+def test_a_step_the_loop_cannot_take_is_handed_to_the_numpy_step() -> None:
+    """The rod given twice: the Newton matrix is singular (the compiled LU refuses it), least squares solves it."""
+    x, y, vx, vy = sp.symbols("x y v_x v_y")
+    L = 0.5 * (vx**2 + vy**2) - 9.81 * y
+    q0 = [math.sin(1.0), -math.cos(1.0)]
+    once = LagrangianSystem(L, [x, y], [vx, vy], constraints=[x**2 + y**2 - 1], initial_state=mbvi.State(q0, [0, 0]))
+    twice = LagrangianSystem(L, [x, y], [vx, vy], constraints=[x**2 + y**2 - 1, 2 * (x**2 + y**2 - 1)],
+                             initial_state=mbvi.State(q0, [0, 0]))  # fmt: skip
+    a = mbvi.simulate(once, 1.0, 1e-2, "verlet")
+    b = mbvi.simulate(twice, 1.0, 1e-2, "verlet")
+    np.testing.assert_allclose(b.q, a.q, rtol=0, atol=1e-9)
+    assert b.constraint_error.max() < 1e-10
+
+
+def test_batch_members_equal_their_serial_runs() -> None:
+    system = _double()
+    s0 = system.initial_state()
+    states = [mbvi.State(s0.q + [0.02 * b, -0.01 * b], s0.v + [0.1 * b, 0.0]) for b in range(5)]
+    trajs = mbvi.simulate_batch(system, 2.0, 1e-3, states, integrator="symplectic_euler_b", save_every=10)
+    for b, state in enumerate(states):
+        serial = mbvi.simulate(system, 2.0, 1e-3, "symplectic_euler_b", initial_state=state, save_every=10)
+        np.testing.assert_array_equal(trajs[b].q, serial.q)
+        np.testing.assert_array_equal(trajs[b].momentum, serial.momentum)
+    assert np.ptp([t.q[-1, 0] for t in trajs]) > 0.01  # control: the members differ
+
+
+def test_batch_refuses_a_state_off_the_constraints_naming_it() -> None:
+    system = hirai_cartesian()
+    s0 = system.initial_state()
+    with pytest.raises(ValueError, match="initial state 1"):
+        mbvi.simulate_batch(system, 0.1, 1e-2, [s0, mbvi.State(s0.q * 1.1, s0.v)])
+
+
+def test_sweep_accepts_a_build_that_returns_a_lagrangian_system() -> None:
+    pytest.importorskip("xarray")
+    ds = mbvi.sweep(SCENES / "double_pendulum_angles.py", {"m2": [1.0, 2.0]}, 0.2, 1e-3,
+                    integrator="symplectic_euler_b", scheduler="synchronous")  # fmt: skip
+    build = load_scene("double_pendulum_angles").build
+    for i, m2 in enumerate([1.0, 2.0]):
+        ref = mbvi.simulate(build(m2=m2), 0.2, 1e-3, "symplectic_euler_b")
+        np.testing.assert_array_equal(ds.energy.values[i], ref.energy)
+    assert (ds.error.values == "").all()
+
+
+@pytest.mark.parametrize("integrator", ["symplectic_euler_b", "midpoint", "explicit_euler"])
+def test_a_simulator_of_a_lagrangian_system_steps_as_one_simulate_call(integrator: str) -> None:
+    system = hirai_cartesian(0.01)
+    ref = mbvi.simulate(system, 0.5, 1e-2, integrator)
+    sim = mbvi.Simulator(system, 1e-2, integrator)
+    for _ in range(25):
+        sim.step()
+    sim.step(25)
+    traj = sim.trajectory()
+    np.testing.assert_array_equal(traj.q, ref.q)
+    np.testing.assert_array_equal(traj.t, ref.t)
+    assert sim.view.coordinate("x") == traj.q[-1, 0]
+    with pytest.raises(ValueError, match="no named loads"):
+        sim.set_load("motor", (0.0, 0.0, 1.0))
+
+
+def test_the_generated_source_is_cached_by_its_hash() -> None:
+    a, b = _double(), _double()
+    ka, kb = a.compiled_kernels(), b.compiled_kernels()
+    assert ka is kb  # the second system with the same expressions loads the first's kernels
+    path = Path(ka.path)
+    assert path.is_file() and path.name.startswith("mbvi_lagrangian_")
+    text = path.read_text()
+    assert "def point(" in text and "math.cos" in text
