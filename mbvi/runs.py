@@ -6,11 +6,28 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["progress_bar", "run_info", "step_count"]
+__all__ = ["last_step", "progress_bar", "run_info", "step_count", "whole_steps"]
+
+
+def whole_steps(t_end: float, dt: float, t0: float = 0.0) -> bool:
+    """Whether t_end − t0 is a whole number of steps of dt (to 1e-9 relative)."""
+    ratio = (t_end - t0) / dt
+    return abs(ratio - round(ratio)) < 1e-9 * max(1.0, ratio)
+
+
+def last_step(t_end: float, dt: float, t0: float, nsteps: int) -> float:
+    """The length of a run's last step when it ends at t_end: dt, or what is left of t_end − t0 after the
+    nsteps − 1 steps of dt before it (s)."""
+    if whole_steps(t_end, dt, t0) or nsteps == 0:
+        return dt
+    return (t_end - t0) - (nsteps - 1) * dt
 
 
 def step_count(t_end: float, dt: float, t0: float = 0.0, save_every: int = 1, who: str = "simulate") -> int:
-    """Validated number of steps ``ceil((t_end − t0)/dt)`` (rounded when within 1e-9 of an integer)."""
+    """Validated number of steps ``ceil((t_end − t0)/dt)`` (rounded when within 1e-9 of an integer).
+
+    When t_end − t0 is not a whole number of steps, :func:`mbvi.simulate` makes the last one shorter
+    (:func:`last_step`) and ends at t_end."""
     for label, val in (("t_end", t_end), ("dt", dt), ("t0", t0)):
         if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val):
             raise ValueError(f"{who}: {label} must be a finite number, got {val!r}")
@@ -21,7 +38,7 @@ def step_count(t_end: float, dt: float, t0: float = 0.0, save_every: int = 1, wh
     if isinstance(save_every, bool) or not isinstance(save_every, int) or save_every < 1:
         raise ValueError(f"{who}: save_every must be a positive integer, got {save_every!r}")
     ratio = (t_end - t0) / dt
-    nsteps = round(ratio) if abs(ratio - round(ratio)) < 1e-9 * max(1.0, ratio) else math.ceil(ratio)
+    nsteps = round(ratio) if whole_steps(t_end, dt, t0) else math.ceil(ratio)
     if nsteps > 10**10:
         raise ValueError(f"{who}: dt = {dt!r} over {t_end - t0!r} s is {nsteps:.3g} steps; that is too many")
     if nsteps // save_every > 2 * 10**8:

@@ -12,15 +12,22 @@ from mbvi.errors import SolverError
 from mbvi.integrators.base import Integrator
 from mbvi.integrators.rattle import Composition
 from mbvi.plugins import bind_composition, get_integrator
-from mbvi.runs import progress_bar, run_info, step_count
+from mbvi.runs import last_step, progress_bar, run_info, step_count
 from mbvi.scene import Scene
 from mbvi.state import State
 from mbvi.trajectory import Trajectory
 
-__all__ = ["check_capabilities", "given_state", "resolve_integrator", "simulate"]
+__all__ = ["check_capabilities", "energy_error", "given_state", "resolve_integrator", "simulate"]
 
 #: a run whose energy left its balance by this many energy scales has blown up
 BLOW_UP = 1e3
+#: a completed run whose energy error exceeds this fraction of the energy in motion warns (it is not accurate);
+#: for the integrators that do not promise a bounded energy (explicit and implicit Euler, csm, NumPy plugins that
+#: are not variational) the fraction is WARN_ENERGY_BASELINE: their drift is what they are compared for
+WARN_ENERGY = 0.1
+WARN_ENERGY_BASELINE = 1.0
+#: a suggested step is verified when its run keeps the energy error within this fraction of the energy in motion
+VERIFY_ENERGY = 0.01
 #: wall-clock budget for verifying a suggested step size by re-running, s
 VERIFY_BUDGET = 20.0
 
@@ -107,8 +114,13 @@ def simulate(
     stepper = cls(system, dt, **options)
     info = run_info(cls, dt, options)
     bar, callback = progress_bar(nsteps, cls.name) if progress else (None, None)
+    last = last_step(t_end, dt, t0, nsteps)
     try:
-        result = stepper.run(state, float(t0), nsteps, save_every, callback)
+        if last == dt:
+            result = stepper.run(state, float(t0), nsteps, save_every, callback)
+        else:  # t_end − t0 is not a whole number of steps: the last one is shorter, and the run ends at t_end
+            result = _ending_at(stepper, cls, system, state, float(t0), nsteps, save_every, callback, last, options)
+            info["last_dt"] = last
     except SolverError as err:
         part = err.partial
         if part is not None and len(part.t):
@@ -128,7 +140,85 @@ def simulate(
     with np.errstate(over="ignore", invalid="ignore"):  # a blown-up run is judged below, not warned about
         traj = Trajectory.from_states(system, result.t, result.q, result.v, scene=scene, info=info)
     _check_energy_balance(traj, stepper, system, result.work)
+    _warn_energy_error(traj, stepper, system, result.work)
     return traj
+
+
+def energy_error(traj: Trajectory, system, work: np.ndarray | None) -> tuple[float, float, float, float] | None:
+    """How far the run's energy balance E − E₀ − W strayed, against the energy in motion.
+
+    Returns
+    -------
+    (relative, absolute, time, gain) or None
+        The largest |E − E₀ − W| (J) over the saved states, as a fraction of the energy in motion (the larger of
+        the largest kinetic energy and the swing of the potential, J), when it happened (s), and the largest
+        gain E − E₀ − W as the same fraction; None when it cannot be judged (non-conservative forces whose work
+        the run did not measure).
+    """
+    e = traj.energy
+    if len(e) < 2 or not np.isfinite(e).all():
+        return None
+    if system.has_forces:
+        if work is None or len(work) != len(e):
+            return None
+        balance = e - e[0] - work
+    else:
+        balance = e - e[0]
+    # the energy in motion; at least a thousandth of the system's energy scale (a body resting in equilibrium moves
+    # by round-off, and its round-off-sized energy error is no error)
+    scale = max(float(np.max(traj.kinetic)), float(np.ptp(traj.potential)), 1e-3 * _energy_scale(traj, system))
+    k = int(np.argmax(np.abs(balance)))
+    return abs(float(balance[k])) / scale, abs(float(balance[k])), float(traj.t[k]), float(np.max(balance)) / scale
+
+
+def _warn_energy_error(traj: Trajectory, stepper: Integrator, system, work: np.ndarray | None) -> None:
+    """A completed run whose energy error is large is not returned silently: a RuntimeWarning names it."""
+    err = energy_error(traj, system, work)
+    if err is None:
+        return
+    traj.info["energy_error"] = err[0]
+    if stepper.variational or stepper.symplectic:
+        if err[0] <= WARN_ENERGY:
+            return
+    elif err[3] <= WARN_ENERGY_BASELINE:  # a baseline: its damping is its nature; a gain past the energy is not
+        return
+    import warnings
+
+    warnings.warn(
+        f"integrator {stepper.name!r} at dt = {stepper.dt:g} s: the energy balance E − E₀ − W strayed by "
+        f"{err[1]:.3g} J, {err[0]:.0%} of the energy in motion, by t = {err[2]:.4g} s; the result is not accurate "
+        f"(reduce dt, e.g. to {stepper.dt / 4:g} s)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+
+
+def _ending_at(stepper, cls, system, state: State, t0: float, nsteps: int, save_every: int, callback, last: float,
+               options: dict):  # fmt: skip
+    """nsteps − 1 steps of dt, then one of ``last`` (< dt) that ends the run at t_end, as one RunResult."""
+    from mbvi.engine.runner import RunResult
+
+    dt = stepper.dt
+    head = stepper.run(state, t0, nsteps - 1, save_every, callback) if nsteps > 1 else None
+    start = State(head.q[-1], head.v[-1]) if head is not None else state
+    t1 = t0 + (nsteps - 1) * dt
+    tail_stepper = cls(system, last, **options)
+    try:
+        tail = tail_stepper.run(start, t1, 1, 1)
+    except SolverError as err:
+        if head is not None and err.partial is not None:
+            err.partial = head
+        raise
+    if head is None:
+        return tail
+    work = None
+    if head.work is not None and tail.work is not None:
+        work = np.concatenate([head.work, head.work[-1] + tail.work[1:] - tail.work[0]])
+    counters = dict(head.counters)
+    for key, value in tail.counters.items():
+        counters[key] = counters.get(key, 0) + value
+    return RunResult(np.concatenate([head.t, tail.t[1:]]), np.concatenate([head.q, tail.q[1:]]),
+                     np.concatenate([head.v, tail.v[1:]]), work, counters)  # fmt: skip
 
 
 def given_state(system, initial_state: State, who: str = "simulate") -> State:
@@ -197,8 +287,10 @@ def _check_energy_balance(traj: Trajectory, stepper: Integrator, system, work: n
 
 
 def _verify_suggestion(err: SolverError, scene: Scene, cls, dt: float, t_end: float, t0: float, state, options):
-    """Replace the solver's step-size hint by one that a re-run confirms (halving from it), within a budget."""
+    """Replace the solver's step-size hint by one that a re-run confirms (halving from it), within a budget: the
+    re-run must complete and keep its energy error within :data:`VERIFY_ENERGY` of the energy in motion."""
     import time
+    import warnings
 
     hint = err.suggested_dt
     if hint is None or not hint < dt or err.time is None:
@@ -220,16 +312,24 @@ def _verify_suggestion(err: SolverError, scene: Scene, cls, dt: float, t_end: fl
     for _ in range(6):
         if time.perf_counter() - start > VERIFY_BUDGET:
             break
+        nsteps = max(1, round((t_end - t0) / candidate))
         try:
-            simulate(scene, t_end, candidate, cls, t0=t0, initial_state=state, save_every=max(1, int(1e9)),
-                     _verify=False, **options)  # fmt: skip
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # judged here: the energy band decides
+                run = simulate(scene, t_end, candidate, cls, t0=t0, initial_state=state,
+                               save_every=max(1, nsteps // 256), _verify=False, **options)  # fmt: skip
         except SolverError:
             candidate /= 2
             continue
         except ValueError:
             return
+        band = run.info.get("energy_error")
+        if band is not None and band > VERIFY_ENERGY:  # it ran, but not accurately: not a step to suggest
+            candidate /= 2
+            continue
         err.suggested_dt = candidate
         err.verified_dt = True
-        err.args = (err._compose() + " (verified: a run at that dt completes)",)
+        err.args = (err._compose() + " (verified: a run at that dt completes with its energy within 1 % of the energy "
+                    "in motion)",)  # fmt: skip
         return
     err.verified_dt = False

@@ -15,6 +15,23 @@ from mbvi.geometry import BodyGeometry, LinkGeometry, SceneGeometry
 __all__ = ["Trajectory"]
 
 _ARRAYS = ("t", "q", "v", "energy", "kinetic", "potential", "momentum", "angular_momentum", "constraint_error")
+#: derived quantities a trajectory may compute on first use (given as a function of no arguments)
+_LAZY = ("momentum", "angular_momentum", "constraint_error")
+
+
+class _OnFirstUse:
+    """A derived array computed when first read (the function given for it), then kept as a plain attribute."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        make = obj.__dict__.pop("_make_" + self.name)
+        value = np.asarray(make(), dtype=float)
+        obj.__dict__[self.name] = value
+        return value
 
 
 class Trajectory:
@@ -44,6 +61,10 @@ class Trajectory:
         Integrator name, step size and other metadata.
     """
 
+    momentum = _OnFirstUse()
+    angular_momentum = _OnFirstUse()
+    constraint_error = _OnFirstUse()
+
     def __init__(
         self,
         t,
@@ -66,19 +87,28 @@ class Trajectory:
         self.energy = np.asarray(energy, dtype=float)
         self.kinetic = np.asarray(kinetic, dtype=float)
         self.potential = np.asarray(potential, dtype=float)
-        self.momentum = np.asarray(momentum, dtype=float)
-        self.angular_momentum = np.asarray(angular_momentum, dtype=float)
-        self.constraint_error = np.asarray(constraint_error, dtype=float)
+        for name, value in zip(_LAZY, (momentum, angular_momentum, constraint_error), strict=True):
+            if callable(value):  # computed on first use
+                self.__dict__["_make_" + name] = value
+            else:
+                self.__dict__[name] = np.asarray(value, dtype=float)
         self.geometry = SceneGeometry.coerce(geometry)
         self.scene = scene
         self.info = dict(info or {})
         self._bodies = {b.name: b for b in self.geometry.bodies}
         self._links = {link.name: link for link in self.geometry.links}
 
+    def __getstate__(self) -> dict:
+        """For pickling: the derived quantities computed (their functions do not pickle)."""
+        for name in _LAZY:
+            getattr(self, name)
+        return dict(self.__dict__)
+
     # -- construction ------------------------------------------------------------------------------
     @classmethod
     def from_states(cls, system, t, q, v, *, scene=None, info=None) -> Trajectory:
-        """Build from saved states, computing the derived quantities in batch."""
+        """Build from saved states: the energies now (in batch), momenta and the constraint error when first read
+        (a run through :func:`mbvi.simulate` costs the compiled loop, not these)."""
         q = np.atleast_2d(q)
         v = np.atleast_2d(v)
         kin = system.kinetic(v)
@@ -90,9 +120,9 @@ class Trajectory:
             energy=kin + pot,
             kinetic=kin,
             potential=pot,
-            momentum=system.momentum(v),
-            angular_momentum=system.angular_momentum(q, v),
-            constraint_error=system.constraint_error(q),
+            momentum=lambda: system.momentum(v),
+            angular_momentum=lambda: system.angular_momentum(q, v),
+            constraint_error=lambda: system.constraint_error(q),
             geometry=system.geometry,
             scene=scene,
             info=info,

@@ -405,6 +405,8 @@ def test_spin_beyond_the_rattle_limit_under_midpoint_raises_a_solver_error_namin
 
 @pytest.mark.parametrize("integrator", ["verlet", "symplectic_euler_a", "symplectic_euler_b", "yoshida4"])
 @pytest.mark.parametrize("turn", [1.05, 3.0, 10.0])
+# 10 rad a step, substepping off: the momentum maps stay exact but the energy is off by 12 %, which simulate says
+@pytest.mark.filterwarnings("ignore:integrator .* the energy balance:RuntimeWarning")
 def test_spin_beyond_the_rattle_limit_is_stepped_on_the_lie_group(integrator: str, turn: float) -> None:
     """h|ω| = 1.05 … 10 rad per step, refinement off: every step exists and keeps the momentum maps exactly."""
     dt = 1e-3

@@ -156,8 +156,17 @@ def simulate_lagrangian(
     stepper = cls(system, dt, **options)
     info = run_info(cls, dt, options, system="lagrangian", coordinates=system.coordinate_names, constraints=system.nc)
     bar, callback = progress_bar(nsteps, cls.name) if progress else (None, None)
+    from mbvi.runs import last_step
+
+    last = last_step(t_end, dt, t0, nsteps)
     try:
-        t, q, v, p = stepper.integrate(state.q, state.v, float(t0), nsteps, save_every, callback)
+        if last == dt:
+            t, q, v, p = stepper.integrate(state.q, state.v, float(t0), nsteps, save_every, callback)
+        else:  # the last step shorter: the run ends at t_end
+            info["last_dt"] = last
+            t, q, v, p = stepper.integrate(state.q, state.v, float(t0), nsteps - 1, save_every, callback)
+            tail = cls(system, last, **options).integrate(q[-1], v[-1], float(t[-1]), 1, 1)
+            t, q, v, p = (np.concatenate([a, b[1:]]) for a, b in zip((t, q, v, p), tail, strict=True))
     except SolverError as err:
         pt, pq, pv, pp = getattr(err, "partial", ([], [], [], []))
         if len(pt):
