@@ -254,7 +254,8 @@ class Simulator:
         if not (isinstance(t0, (int, float)) and math.isfinite(t0)):
             raise ValueError(f"Simulator: t0 must be a finite number of seconds, got {t0!r}")
         self.dt, self.t0 = float(dt), float(t0)
-        self._drive = self._lagrangian = None
+        self._drive = self._lagrangian = self._fast = None
+        self._capacity = 0
         self._view: Any = None
         self._loads: dict = {}
         if isinstance(scene_or_system, LagrangianSystem):
@@ -282,7 +283,6 @@ class Simulator:
         if model is not None:
             self._drive = Drive(self.stepper, model, state, self.t0, None)
             self._model = model
-            self._fast, self._capacity = None, 0
             q, v = self._drive.rs.q, self._drive.rs.v
         else:
             self._model = None
@@ -391,24 +391,27 @@ class Simulator:
             A step failed: the simulator stays at the last good state (``t`` and ``state`` there), and
             ``err.trajectory`` holds every state stepped so far.
         """
+        fast = self._fast
+        if fast is not None and type(n) is int and n > 0:  # the common case: one compiled call, nothing else
+            frame, call, drive = fast
+            k = drive.k
+            if k + n < self._capacity:
+                if call(frame, k, k + n, drive.j) == 0:  # ST.DONE
+                    drive.k = k + n
+                    drive.j += n
+                    return
+                info = drive.info
+                drive.k, drive.j = int(info[RI.STEP]), int(info[RI.SAVED])  # what it did before it stopped
+                self._fast = None
+            self._slow_step(k + n)
+            return
         if type(n) is not int or n < 1:
             if isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 1:
                 n = int(n)
             else:
                 raise ValueError(f"Simulator.step: n must be a positive integer, got {n!r}")
-        drive = self._drive
-        if drive is not None:
-            k = drive.k
-            fast = self._fast
-            if fast is not None and k + n < self._capacity:  # the common case: one compiled call, nothing else
-                frame, steps, info, call = fast
-                if call(frame, steps, info, k, k + n, drive.j) == 0:  # ST.DONE
-                    drive.k = k + n
-                    drive.j += n
-                    return
-                drive.k, drive.j = int(info[RI.STEP]), int(info[RI.SAVED])  # what it did before it stopped
-                self._fast = None
-            self._slow_step(k + n)
+        if self._drive is not None:
+            self._slow_step(self._drive.k + n)
             return
         if self._lagrangian is not None:
             self._step_lagrangian(n)
@@ -439,7 +442,7 @@ class Simulator:
         if call.frame is not None and not drive.rs.fresh:
             from mbvi.engine.fastcall import call_steps
 
-            self._fast = (call.frame, call.steps, call.info, call_steps)
+            self._fast = (call.frame, call_steps, drive)
 
     def _step_numpy(self, n: int) -> None:
         t = self.t0 + self._k * self.dt

@@ -262,3 +262,18 @@ def test_controllers_of_one_name_compiled_by_different_processes_keep_their_own_
     both = run("5.0", "50.0")
     assert both == first + second
     assert abs(first[0] - second[0]) > 1e-3  # control: the two gains give different motions
+
+
+def _gain(angle):
+    """A helper the controller calls, not decorated: mbvi compiles it along."""
+    return KP * (TARGET - angle)
+
+
+def pd_with_helper(t, state):
+    return (0.0, _gain(state.joint_angle("hinge")) - KD * state.joint_rate("hinge"), 0.0)
+
+
+def test_a_controller_calling_its_own_helpers_compiles() -> None:
+    assert [type(w) for w in _watches(_arm(pd_with_helper))] == [LoadFailure]  # compiled: no Python callback
+    np.testing.assert_allclose(mbvi.simulate(_arm(pd_with_helper), 1.0, 1e-3).q,
+                               mbvi.simulate(_arm(pd), 1.0, 1e-3).q, rtol=0, atol=1e-13)  # fmt: skip

@@ -60,7 +60,7 @@ CLONE_FILES = ("scenes", "docs/notebooks/two_link_arm.urdf")
 #: blocks marked ``<!-- no-run: reason -->``, by page; a marker added or removed must be accounted for here
 NO_RUN = {
     "lagrangian.md": 1,  # the LagrangianSystem template, placeholders for L, the coordinates, …
-    "plugins-force-law.md": 2,  # lines of a law's __init__; check_force_law on placeholders
+    "plugins-force-law.md": 3,  # lines of a law's __init__; check_force_law on placeholders; a kernel, its law elided
     "rendering.md": 1,  # render.show(): an interactive window (a display or Jupyter)
     "sweeps.md": 2,  # a SLURM cluster; a Dask scheduler at a network address
 }

@@ -192,13 +192,16 @@ def numba_reason(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def named_apart(fn: Callable, tag: str) -> Callable:
+def named_apart(fn: Callable, tag: str, depth: int = 0) -> Callable:
     """``fn`` as a numba dispatcher of its own name: a copy of the function whose qualified name carries ``tag``.
 
     numba names compiled code by module, qualified name and argument types, plus a counter of the process that
     compiled it. Two different functions of one name — two lambdas of a script, the closures a factory makes —
     compiled by different processes can then share a name in the disk cache, and a process that loads both
     links one to the other's code. A name made of a hash of the code keeps them apart.
+
+    The plain Python functions ``fn`` calls (globals and closure variables, to depth 3) are compiled the same
+    way, so a controller may call its own helpers without decorating them.
     """
     options = {}
     if isinstance(fn, numba.core.registry.CPUDispatcher):
@@ -206,7 +209,25 @@ def named_apart(fn: Callable, tag: str) -> Callable:
         fn = fn.py_func
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f"{type(fn).__name__} is not a Python function")
-    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    globs, closure = fn.__globals__, fn.__closure__
+    if depth < 3:
+        helpers = {name: globs[name] for name in fn.__code__.co_names
+                   if isinstance(globs.get(name), types.FunctionType)}  # fmt: skip
+        if helpers:
+            globs = {**globs, **{n: named_apart(h, code_key(h)[:16], depth + 1) for n, h in helpers.items()}}
+        if closure:
+            cells = []
+            for cell in closure:
+                try:
+                    value = cell.cell_contents
+                except ValueError:  # an empty cell
+                    cells.append(cell)
+                    continue
+                if isinstance(value, types.FunctionType):
+                    cell = types.CellType(named_apart(value, code_key(value)[:16], depth + 1))
+                cells.append(cell)
+            closure = tuple(cells)
+    copy = types.FunctionType(fn.__code__, globs, fn.__name__, fn.__defaults__, closure)
     copy.__kwdefaults__ = fn.__kwdefaults__
     copy.__module__ = fn.__module__
     copy.__qualname__ = f"{fn.__qualname__}__{tag}".replace("<", "_").replace(">", "_")

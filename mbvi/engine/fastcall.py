@@ -128,6 +128,21 @@ def _call_frame(typingctx, fr):
     return sig, codegen
 
 
+@intrinsic
+def frame_arrays(typingctx, fr):
+    """Every array of :data:`RUN_ARGS` from the frame (without the call): ``(model, scheme, state, steps, params,
+    out)``."""
+    sig = nt.Tuple(RUN_ARGS)(fr)
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        take, build = _reader(context, builder, data)
+        take()  # the loop's address
+        return context.make_tuple(builder, signature.return_type, [build(ty) for ty in RUN_ARGS])
+
+    return sig, codegen
+
+
 #: the arrays of a state view read from Python: q, v (nq,), the view's ints and floats
 VIEW_ARGS = nt.Tuple((_F1, _F1, _I1, _F1))
 
@@ -161,10 +176,11 @@ def call(fr):
 
 
 @njit(cache=True)
-def call_steps(fr, steps, info, k0, kstop, j0):
+def call_steps(fr, k0, kstop, j0):
     """Steps ``k0`` … ``kstop − 1`` of an open-ended run (every state saved, from slot ``j0``) through the frame
-    ``fr``, whose ``steps`` and ``info`` arrays are these: the run's status (:data:`mbvi.engine.fields.ST`),
-    −1 when the loop raised. The arguments a step from Python changes are set here, in compiled code."""
+    ``fr``: the run's status (:data:`mbvi.engine.fields.ST`), −1 when the loop raised. The arguments a step from
+    Python changes are set here, in compiled code (one array and three integers cross from Python)."""
+    steps, info = frame_arrays(fr)[3], frame_arrays(fr)[5][3]
     steps[RK.K0] = k0
     steps[RK.KSTOP] = kstop
     steps[RK.NSTEPS] = kstop

@@ -757,7 +757,7 @@ def lie_step_refined(I, F, Iv, Fv, IL, FL, WI, WS, bufs, scheme, q, u, t, h, lam
         pieces = more if more > pieces else 2 * pieces
 
 
-@jit_alloc
+@jit  # allocates nothing (its buffers are the run state's): no reference counting on its ~40 arrays
 def run_lie(model, scheme, state, steps, params, out):
     """:func:`mbvi.engine.loop.run_rattle` for a system with rigid bodies: the steps of this module in velocity
     coordinates u (the state's ``u``, carried unprojected from call to call; the v a call leaves and saves is
@@ -780,7 +780,7 @@ def run_lie(model, scheme, state, steps, params, out):
             loop_report(info, K.opaque(ST.NEEDS_NUMPY), k, j, WI, Wk, WS)
             return
         to_vq(IL, q, u, v)
-        V[j - 1] = v
+        K.copy_into(V[j - 1], v)
     # u leaves a step off the joints (RATTLE's projection changes no position, only the velocity read
     # out): uo is its projection, made when a state is saved or returned
     qb, ub, qs, us, uo = bufs[LB.QB], bufs[LB.UB], bufs[LB.QS], bufs[LB.US], bufs[LB.UO]
@@ -813,9 +813,9 @@ def run_lie(model, scheme, state, steps, params, out):
             break
         k += 1
         if projected:
-            Q[j] = q
+            K.copy_into(Q[j], q)
             to_vq(IL, q, uo, v)
-            V[j] = v
+            K.copy_into(V[j], v)
             Wk[j] = WS[WI[WK.WORK]]
             j += 1
     if not projected:

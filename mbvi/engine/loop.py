@@ -550,7 +550,7 @@ def _points(implicit, model, scheme, state, steps, params, out):
         if not _project(I, F, WI, WS, q, v):
             K.loop_report(info, K.opaque(ST.NEEDS_NUMPY), k, j, WI, Wk, WS)
             return
-        V[j - 1] = v
+        K.copy_into(V[j - 1], v)
     qb, vb = _buf(WI, WS, WK.QB, nq), _buf(WI, WS, WK.VB, nq)
     status = ST.DONE
     while k < kstop:
@@ -573,14 +573,14 @@ def _points(implicit, model, scheme, state, steps, params, out):
             break
         k += 1
         if k % save_every == 0 or k == nsteps:
-            Q[j] = q
-            V[j] = v
+            K.copy_into(Q[j], q)
+            K.copy_into(V[j], v)
             Wk[j] = WS[WI[WK.WORK]]
             j += 1
     K.loop_report(info, status, k, j, WI, Wk, WS)
 
 
-@jit_alloc
+@jit  # allocates nothing: no reference counting on its arrays
 def run_rattle(model, scheme, state, steps, params, out):
     """Steps ``steps[RK.K0]`` … ``steps[RK.KSTOP]`` − 1 of a RATTLE-family ``scheme`` for a system without rigid bodies.
 
@@ -602,7 +602,7 @@ def run_rattle(model, scheme, state, steps, params, out):
     _points(None, model, scheme, state, steps, params, out)
 
 
-@jit_alloc
+@jit
 def run_implicit(model, scheme, state, steps, params, out):
     """:func:`run_rattle` for ``midpoint`` and ``implicit_euler`` (systems without rigid bodies)."""
     _points(True, model, scheme, state, steps, params, out)

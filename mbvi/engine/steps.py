@@ -22,7 +22,8 @@ from numba.extending import intrinsic
 
 from mbvi.engine import kernels as K
 from mbvi.engine.fields import RF, RK, ST, WK, M
-from mbvi.engine.kernels import jit_alloc
+from mbvi.engine.kernels import jit
+from mbvi.engine.kernels import workspace_view as _buf
 
 __all__ = ["run_steps"]
 
@@ -50,7 +51,7 @@ def _call_step(typingctx, addr, I, F, WI, WS, S, q, v, t, h, p):
     return sig, codegen
 
 
-@jit_alloc
+@jit  # allocates nothing: no reference counting on its arrays (the plugin's own step may)
 def run_steps(addr, model, state, scratch, kparams, steps, params, out):
     """Steps ``steps[RK.K0]`` … ``steps[RK.KSTOP]`` − 1 of a run, each the plugin step at ``addr``.
 
@@ -79,7 +80,7 @@ def run_steps(addr, model, state, scratch, kparams, steps, params, out):
     t0, h = params[RF.T0], params[RF.H]
     K.loop_start(I, WI, WS, steps, Wk)
     nq = I[M.NQ]
-    qb, vb = q.copy(), v.copy()
+    qb, vb = _buf(WI, WS, WK.QB, nq), _buf(WI, WS, WK.VB, nq)
     status = ST.DONE
     while k < kstop:
         K.copy_into(qb, q)
@@ -97,8 +98,8 @@ def run_steps(addr, model, state, scratch, kparams, steps, params, out):
             break
         k += 1
         if k % save_every == 0 or k == nsteps:
-            Q[j] = q
-            V[j] = v
+            K.copy_into(Q[j], q)
+            K.copy_into(V[j], v)
             Wk[j] = WS[WI[WK.WORK]]
             j += 1
     K.loop_report(info, status, k, j, WI, Wk, WS)
