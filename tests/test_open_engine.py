@@ -113,12 +113,11 @@ class _PluginModule:
 def test_a_kernel_numba_cannot_compile_is_called_as_python(caplog: pytest.LogCaptureFixture) -> None:
     """A kernel that uses Python objects numba refuses: logged once, then called from the loop, same numbers."""
 
-    def coefficient(floats):  # a plain Python function: numba's nopython mode cannot call it
-        return floats[0]
+    table = {"coefficient": 0.3}  # a dict read from a closure: numba's nopython mode cannot type it
 
     def untyped_drag(q, v, t, ints, floats, out):
         for k in range(3):
-            out[ints[0] + k] -= coefficient(floats) * v[ints[0] + k]
+            out[ints[0] + k] -= table["coefficient"] * v[ints[0] + k]
 
     class UntypedDrag(mbvi.Drag):
         pass
