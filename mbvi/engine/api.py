@@ -97,16 +97,34 @@ def constraint_residual(model, ws, q):
 
 @jit
 def _factor(I, F, WI, WS, q):
-    """G(q) into the workspace's slot 0 and the factor of A = G M⁻¹ Gᵀ; False when A cannot be factored."""
-    n, nnz = I[M.N], I[M.NNZ]
+    """G(q) into the workspace's slot 0 and the factor of A = G M⁻¹ Gᵀ; False when A cannot be factored.
+
+    A step that asks again at the same q (a leapfrog's kicks after its projection) reuses the factor it has
+    (``WK.API_FACTOR``, the configuration kept in ``WK.QF``); U and W of the rows are those at q either way.
+    """
+    n, nnz, nq_ = I[M.N], I[M.NNZ], I[M.NQ]
     u, w = _buf(WI, WS, WK.U, 3 * n), _buf(WI, WS, WK.W, 3 * n)
     gd = _buf(WI, WS, WK.GD, nnz)
+    qf = _buf(WI, WS, WK.QF, nq_)
     K.affine_uw(I, F, q, u, w)
+    if WI[WK.API_FACTOR]:
+        same = True
+        for i in range(nq_):
+            if qf[i] != q[i]:
+                same = False
+                break
+        if same:
+            return True
+    WI[WK.API_FACTOR] = 0
     K.jacobian_values(I, F, u, w, gd)
     kind = K.factor(I, F, gd, WS[WI[WK.AB] : WI[WK.AB] + WI[WK.SIZE_AB]])
     if kind == K.SHIFTED:
         WI[WK.SHIFT_USED] += 1
-    return kind != K.FAILED
+    if kind == K.FAILED:
+        return False
+    K.copy_into(qf, q)
+    WI[WK.API_FACTOR] = 1
+    return True
 
 
 @jit
@@ -156,6 +174,7 @@ def project_position(model, ws, q, tol, maxiter):
         if not r < math.inf:
             return False
         K.jacobian_values(I, F, u, w, gd)
+        WI[WK.API_FACTOR] = 0  # this factor is at an iterate, not at a configuration kept in QF
         kind = K.factor(I, F, gd, WS[WI[WK.AB] : WI[WK.AB] + WI[WK.SIZE_AB]])
         if kind == K.FAILED:
             return False

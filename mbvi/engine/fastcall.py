@@ -180,7 +180,8 @@ def call_steps(fr, k0, kstop, j0):
     """Steps ``k0`` … ``kstop − 1`` of an open-ended run (every state saved, from slot ``j0``) through the frame
     ``fr``: the run's status (:data:`mbvi.engine.fields.ST`), −1 when the loop raised. The arguments a step from
     Python changes are set here, in compiled code (one array and three integers cross from Python)."""
-    steps, info = frame_arrays(fr)[3], frame_arrays(fr)[5][3]
+    arrays = frame_arrays(fr)
+    steps, info = arrays[3], arrays[5][3]
     steps[RK.K0] = k0
     steps[RK.KSTOP] = kstop
     steps[RK.NSTEPS] = kstop

@@ -255,6 +255,7 @@ WK = Table(
         buffer("QB", "NQ", "the configuration at the step's start (restored when the step fails)"),
         buffer("VB", "NQ", "the velocity at the step's start"),
         buffer("QM", "NQ", "the implicit pair's evaluation point"),
+        buffer("QF", "NQ", "the configuration of the plugin API's last factor of A (mbvi.engine.api)"),
         state("SIZE_AB", "entries of one factor slot (SIZE_L)"),
         state("CUR", "the factor slot of the current configuration (0 or 1)"),
         state("HAVE_FACTOR", "1 when slot CUR holds the factor at the current configuration"),
@@ -271,6 +272,7 @@ WK = Table(
         state("Z_KNOWN", "rows known of the Lie loop's impulse history"),
         state("Z_HEAD", "the row of its newest impulse"),
         state("PIECES", "the substeps every step of the Lie loop takes from now on (it only grows)"),
+        state("API_FACTOR", "1 when the plugin API's factor of A (slot 0) is that at QF (mbvi.engine.api)"),
     ],
 )
 
