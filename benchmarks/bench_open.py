@@ -304,8 +304,10 @@ def main(argv: list[str] | None = None) -> None:
     times: dict[str, list[float]] = {k: [] for k in timers}
     t_start = time.perf_counter()
     for _ in range(rounds):
-        timers["verlet"](n)  # a warm-up: the first timing of a round runs slow
         for key, fn in timers.items():
+            # each case warms up first: right after a heavy case (a Python callback's run, the 32-link NumPy
+            # arrays) the next timing runs up to 2x slow for some 20 ms, whatever it is
+            fn(max(steps[key] // 10, 10))
             times[key].append(fn(steps[key]))
     print(f"rounds took {time.perf_counter() - t_start:.1f} s\n")
     print(f"{'case':56s} {'µs/step':>9s}")

@@ -57,7 +57,7 @@ class LiveView:
 
     def __init__(self, q: np.ndarray, v: np.ndarray, layout: Any) -> None:
         from mbvi.engine import stateview as SV
-        from mbvi.engine.fastcall import view_frame
+        from mbvi.engine.fastcall import direct, view_frame
         from mbvi.loadkernels import compiled_view
 
         view, ints, floats = compiled_view(None, layout, every_name=True)
@@ -66,9 +66,11 @@ class LiveView:
         self._slide = {name: j for name, (kind, j) in view._mbvi_joints.items() if kind == "prismatic"}
         self._q, self._v = q, v
         self._arrays = (q, v, ints, floats)  # the frame holds their addresses: kept alive here
-        self._frame = view_frame(q, v, ints, floats)
-        self._position, self._rot, self._w = SV.live_position, SV.live_rotation, SV.live_angular_velocity
-        self._point, self._joint = SV.live_point, SV.live_joint
+        fr = self._frame = view_frame(q, v, ints, floats)
+        # the accessors' compiled entries themselves: every call has these argument types
+        self._position = direct(SV.live_position, fr, 0, False)
+        self._rot, self._w = direct(SV.live_rotation, fr, 0), direct(SV.live_angular_velocity, fr, 0)
+        self._point, self._joint = direct(SV.live_point, fr, 0, 0.0, 0.0, 0.0), direct(SV.live_joint, fr, 0, 0)
 
     @property
     def q(self) -> np.ndarray:
@@ -336,6 +338,8 @@ class Simulator:
             if law.name in ("external_force", "external_torque") and values is not None:
                 for i, e in enumerate(law.elements):
                     slots = value_offsets(model, e.owner) if model is not None else []
+                    # written through a memoryview: a float stored without NumPy's scalar conversion
+                    slots = [(memoryview(F), o, kernel) for F, o, kernel in slots]
                     out[e.name] = (law, i, values.attr, slots)
         return out
 
@@ -439,10 +443,12 @@ class Simulator:
         call = drive.call
         self._fast = None
         self._capacity = len(drive.Q) - 1
+        drive.k, drive.j = int(drive.k), int(drive.j)  # Python ints: the types the fast path's entry takes
         if call.frame is not None and not drive.rs.fresh:
-            from mbvi.engine.fastcall import call_steps
+            from mbvi.engine.fastcall import call_steps, direct
 
-            self._fast = (call.frame, call_steps, drive)
+            # its compiled entry: step() passes exactly these types (a Python int below the capacity)
+            self._fast = (call.frame, direct(call_steps, call.frame, 0, 1, 0), drive)
 
     def _step_numpy(self, n: int) -> None:
         t = self.t0 + self._k * self.dt
