@@ -474,10 +474,14 @@ def us(xs: list[float]) -> str:
 
 
 def cache_state() -> str:
+    """Whether numba's cache holds the serial loop and the batch loop (``bench_first_use.py`` times them cold)."""
+    import numba
+
     import mbvi.engine  # runs the cache consistency check (drops stale files)
 
-    cache = Path(mbvi.engine.__file__).parent / "__pycache__"
-    have = {f: any(cache.glob(f"loop.{f}-*.nbi")) for f in ("run", "run_batch")}  # the serial and batch loops
+    root = Path(numba.config.CACHE_DIR) if numba.config.CACHE_DIR else Path(mbvi.engine.__file__).parent / "__pycache__"
+    loops = {"serial loop": "loop.run_rattle", "batch loop": "lockstep.run_chunk"}
+    have = {what: any(root.rglob(f"{stem}-*.nbi")) for what, stem in loops.items()}
     return ", ".join(f"{f}: {'warm' if ok else 'cold'}" for f, ok in have.items())
 
 

@@ -47,7 +47,7 @@ __all__ = ["CoordinateView", "LiveView", "Simulator"]
 class LiveView:
     """The current state of a :class:`Simulator`, read where it lives (no copy, always up to date).
 
-    The accessors of :class:`mbvi.loads.StateView`, compiled (about half a microsecond a call): ``position``,
+    The accessors of :class:`mbvi.loads.StateView`, compiled (about a quarter of a microsecond a call): ``position``,
     ``velocity``, ``rotation``, ``angular_velocity``, ``point``, ``joint_angle``, ``joint_rate``,
     ``joint_displacement``, ``joint_displacement_rate``; ``q`` and ``v`` are read-only views of the state.
     """

@@ -108,7 +108,7 @@ def _tell() -> None:
         return
     _told = True
     print(
-        "mbvi: compiling the engine for this machine (about 20 s, once: it is cached on disk afterwards) ...",
+        "mbvi: compiling the engine for this machine (20 s to a minute, once: it is cached on disk afterwards) ...",
         file=sys.stderr,
         flush=True,
     )

@@ -193,7 +193,7 @@ def residual_at_roundoff(I, F, q, u, w, g):
     for e in range(I[M.NU]):
         mu[I[ur + e]] += abs(F[uv + e] * q[I[uc + e]])
     if I[M.SAME]:
-        mw[:] = mu
+        copy_into(mw, mu)
     else:
         wr, wc, wv, cw = I[M.WR], I[M.WC], I[M.WV], I[M.CW]
         for i in range(3 * n):

@@ -350,7 +350,9 @@ def _shake_newton(I, F, Iv, Fv, IL, FL, WI, WS, bufs, gd0, q0, ufree, h, lamv, t
             break
         if it % 4 == 0:  # refresh the drift's sensitivity now and then (quasi-Newton in between)
             _drift_sensitivity(IL, FL, q0, uh, h, q1, Bq)
-            BWG[:, :] = h * WG0
+            for i in range(nv):  # BWG = h WG0 (element by element: no array expression to compile)
+                for c in range(n):
+                    BWG[i, c] = h * WG0[i, c]
             for b in range(nb):
                 ov = IL[bv + b]
                 for c in range(n):
