@@ -15,7 +15,9 @@ and turn outcomes into answers.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import itertools
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -74,6 +76,17 @@ class RunResult:
     counters: dict[str, int] = field(default_factory=dict)
 
 
+#: the Lie loop's buffers of a system without rigid bodies: empty, never written, shared
+_NO_BUFFERS = tuple(np.zeros(0) for _ in LB.fields)
+
+
+@functools.lru_cache(maxsize=64)
+def _buffer_lengths(nnz: int, nq: int, nv: int, n: int, nb: int) -> tuple[int, ...]:
+    """The length of every Lie-loop buffer (:data:`mbvi.engine.fields.LB`) for these sizes."""
+    sizes = {"NNZ": nnz, "NQ": nq, "NV": nv, "N": n, "NB": nb}
+    return tuple(length(f.size, sizes) for f in LB.fields)
+
+
 class RunState:
     """Everything a compiled run changes, kept between calls (MuJoCo's ``mjData``).
 
@@ -87,6 +100,8 @@ class RunState:
         The state to start from (copied).
     work : float, default: 0
         Work of the non-conservative forces so far, J.
+    rows : int, optional
+        The warm-start rows (``scheme``'s, :func:`mbvi.engine.scheme.rows_needed`, when not given).
 
     Attributes
     ----------
@@ -96,20 +111,23 @@ class RunState:
         The workspace does not belong to (q, v) yet: the next call starts cold from it.
     """
 
-    def __init__(self, model, scheme: np.ndarray, q: np.ndarray, v: np.ndarray, work: float = 0.0) -> None:
+    def __init__(self, model, scheme: np.ndarray, q: np.ndarray, v: np.ndarray, work: float = 0.0,
+                 rows: int | None = None) -> None:  # fmt: skip
         I, Iv = model.I, model.Iv
         n, nv = int(Iv[M.N]), int(Iv[M.NQ])
         self.q = np.array(q, dtype=float)
         self.v = np.array(v, dtype=float)
         self.u = np.zeros(nv)  # the velocity coordinates of the Lie loop (unprojected between calls)
-        self.lam = np.zeros((SC.rows_needed(scheme), n))
+        self.lam = np.zeros((SC.rows_needed(scheme) if rows is None else rows, n))
         self.WI = Iv[Iv[M.WKOFF] : Iv[M.WKOFF] + WK.count].copy()
         self.WS = np.zeros(int(Iv[M.WS_SIZE]))
-        sizes = {"NNZ": int(I[M.NNZ]), "NQ": int(I[M.NQ]), "NV": nv, "N": n, "NB": int(model.IL[LT.NB])}
-        if model.rigid:
-            self.bufs = tuple(np.zeros(length(f.size, sizes)) for f in LB.fields)
+        if model.rigid:  # the Lie loop's buffers: views of one allocation
+            ends = list(itertools.accumulate(_buffer_lengths(int(I[M.NNZ]), int(I[M.NQ]), nv, n,
+                                                             int(model.IL[LT.NB])), initial=0))  # fmt: skip
+            flat = np.zeros(ends[-1])
+            self.bufs = tuple(flat[a:b] for a, b in itertools.pairwise(ends))
         else:
-            self.bufs = tuple(np.zeros(0) for _ in LB.fields)
+            self.bufs = _NO_BUFFERS  # never written: one set for every run state
         self.work = float(work)
         self.fresh = True
 
@@ -312,7 +330,7 @@ def run_batch(
 
     def serial(b: int, k0: int, j0: int, q, v, lam, work: float, project: bool) -> None:
         """Member b on the serial loop, from step k0 (save slot j0) and state (q, v) with warm starts ``lam``."""
-        rs = RunState(model, scheme, q, v, work)
+        rs = RunState(model, scheme, q, v, work, rows=rows)
         rs.lam[...] = lam
         advance(model, scheme, rs, k0=k0, kstop=nsteps, out=(Q[b], V[b], Wk[b], info[b]), j0=j0, project=project,
                 **options)  # fmt: skip
