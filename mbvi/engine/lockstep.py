@@ -446,8 +446,12 @@ def _drift_fixed_point(I, F, GD, AB, cur, q, v, t, h, c0, grad0, lam, tol, maxit
 
 
 @jit
-def _substep(I, F, GD, AB, cur, have_grad, t, h, c0, c1, lam, tol, maxiter, ls, L, X, SF, SI, m):
-    """One RATTLE-family substep of every member (:func:`mbvi.engine.loop._substep`); returns HAVE_GRAD."""
+def _substep(I, F, GD, AB, cur, have_grad, t, h, c0, c1, lam, tol, maxiter, ls, L, X, SF, SI, m, vf):
+    """One RATTLE-family substep of every member (:func:`mbvi.engine.loop._substep`); returns HAVE_GRAD.
+
+    ``vf``: None for a model whose forces do not read the velocity (``HAS_VF`` 0; numba then prunes the
+    fixed point on v½, which is not compiled into that entry), else 1.
+    """
     nq = I[M.NQ]
     nxt = 1 - cur
     q, v, q1, vh, vfree = L[LN.Q], L[LN.V], L[LN.Q1], L[LN.VH], L[LN.VFREE]
@@ -465,7 +469,7 @@ def _substep(I, F, GD, AB, cur, have_grad, t, h, c0, c1, lam, tol, maxiter, ls, 
         _kick(I, F, q, v, t, v, c0, grad0, f0, vfree, X, m)
         _enter(SI, m)
         _shake(I, F, GD[cur], AB[cur], q, vfree, h, lam, K.opaque(True), tol, maxiter, L, SF, SI, vh, m)
-    else:
+    elif vf is not None:
         _drift_fixed_point(I, F, GD, AB, cur, q, v, t, h, c0, grad0, lam, tol, maxiter, ls, L, X, SF, SI, m)
     for i in range(nq):
         for c in range(m):
@@ -539,7 +543,8 @@ def _predict(lam, SF, SI, m):
 
 
 @inline
-def _steps(I, F, scheme, steps, params, b0, L, X, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW, m):
+def _steps(I, F, scheme, steps, params, b0, L, X, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW, m,
+           vf):  # fmt: skip
     """The whole run of members b0 … b0+m−1 (:func:`mbvi.engine.loop.run_rattle` with ``project``), in lockstep.
 
     Q[b, 0], V[b, 0] hold the initial states. A member that leaves the common
@@ -599,7 +604,7 @@ def _steps(I, F, scheme, steps, params, b0, L, X, GD, AB, LAM, LAMB, SF, SI, Q, 
             hs = scheme[s, SC.WEIGHT] * h
             row = int(scheme[s, SC.ROW])
             have_grad = _substep(I, F, GD, AB, cur, have_grad, ts, hs, scheme[s, SC.A0] * hs, scheme[s, SC.A1] * hs,
-                                 LAM[row], tol, maxiter, ls, L, X, SF, SI, m)  # fmt: skip
+                                 LAM[row], tol, maxiter, ls, L, X, SF, SI, m, vf)  # fmt: skip
             cur = 1 - cur
             ts = ts + hs
         save = (k + 1) % save_every == 0 or k + 1 == nsteps
@@ -639,8 +644,11 @@ def _steps(I, F, scheme, steps, params, b0, L, X, GD, AB, LAM, LAMB, SF, SI, Q, 
 
 
 @jit_alloc
-def run_chunk(I, F, scheme, steps, params, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW):
+def run_chunk(I, F, scheme, steps, params, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW, vf):
     """Members b0 … b0+m−1 of a batch through :func:`_steps`, with buffers of their own (see :func:`_steps`).
+
+    ``vf``: None when no force reads the velocity (``HAS_VF`` 0), else 1 — two compiled entries, the first
+    without the fixed point on v½ (less to compile for the batches most scenes make).
 
     The members that leave the common path are finished by the caller on the serial loop
     (:func:`mbvi.engine.runner.run_batch`). Releases the GIL: threads run disjoint chunks at once.
@@ -663,4 +671,5 @@ def run_chunk(I, F, scheme, steps, params, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM
     SF = np.zeros((LF.count, m))
     SI = np.zeros((LI.count, m), dtype=np.int64)
     X = np.zeros((3, nq))
-    _steps(I, F, scheme, steps, params, b0, L, X, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW, m)
+    _steps(I, F, scheme, steps, params, b0, L, X, GD, AB, LAM, LAMB, SF, SI, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW, m,
+           vf)  # fmt: skip

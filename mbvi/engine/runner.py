@@ -327,6 +327,7 @@ def run_batch(
     options = dict(t0=t0, h=h, nsteps=nsteps, save_every=save_every, tol=tol, maxiter=maxiter,
                    length_scale=length_scale, max_turn=max_turn)  # fmt: skip
     rows = SC.rows_needed(scheme)
+    vf = 1 if model.I[M.HAS_VF] else None  # the lockstep entry without the fixed point on v½ when no force needs it
 
     def serial(b: int, k0: int, j0: int, q, v, lam, work: float, project: bool) -> None:
         """Member b on the serial loop, from step k0 (save slot j0) and state (q, v) with warm starts ``lam``."""
@@ -343,7 +344,7 @@ def run_batch(
             return
         HK, HJ = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
         HQ, HV, HW, HLAM = np.zeros((m, nq)), np.zeros((m, nq)), np.zeros(m), np.zeros((m, rows, int(model.I[M.N])))
-        lockstep.run_chunk(model.I, model.F, scheme, steps, params, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW)
+        lockstep.run_chunk(model.I, model.F, scheme, steps, params, b0, m, Q, V, Wk, HK, HJ, HQ, HV, HLAM, HW, vf)
         for c in range(m):
             b = b0 + c
             if HK[c] < 0:  # finished in lockstep
