@@ -44,7 +44,27 @@ from mbvi.trajectory import Trajectory
 __all__ = ["CoordinateView", "LiveView", "Simulator"]
 
 
-class LiveView:
+class _StateArrays:
+    """``q`` and ``v`` of a view: read-only views of the simulator's current state (no copy)."""
+
+    __slots__ = ()
+
+    @property
+    def q(self) -> np.ndarray:
+        """Generalized coordinates, shape (nq,) (a read-only view of the current state)."""
+        out = self._q.view()
+        out.flags.writeable = False
+        return out
+
+    @property
+    def v(self) -> np.ndarray:
+        """Generalized velocities, shape (nq,) (a read-only view of the current state)."""
+        out = self._v.view()
+        out.flags.writeable = False
+        return out
+
+
+class LiveView(_StateArrays):
     """The current state of a :class:`Simulator`, read where it lives (no copy, always up to date).
 
     The accessors of :class:`mbvi.loads.StateView`, compiled (about a quarter of a microsecond a call): ``position``,
@@ -71,20 +91,6 @@ class LiveView:
         self._position = direct(SV.live_position, fr, 0, False)
         self._rot, self._w = direct(SV.live_rotation, fr, 0), direct(SV.live_angular_velocity, fr, 0)
         self._point, self._joint = direct(SV.live_point, fr, 0, 0.0, 0.0, 0.0), direct(SV.live_joint, fr, 0, 0)
-
-    @property
-    def q(self) -> np.ndarray:
-        """Generalized positions, shape (nq,) (a read-only view of the current state)."""
-        out = self._q.view()
-        out.flags.writeable = False
-        return out
-
-    @property
-    def v(self) -> np.ndarray:
-        """Generalized velocities, shape (nq,) (a read-only view of the current state)."""
-        out = self._v.view()
-        out.flags.writeable = False
-        return out
 
     def _body(self, name: str) -> int:
         slot = self._bodies.get(name)
@@ -151,7 +157,7 @@ class LiveView:
         return f"LiveView({len(self._bodies)} bodies, {len(self._rev) + len(self._slide)} joints)"
 
 
-class CoordinateView:
+class CoordinateView(_StateArrays):
     """The current state of a :class:`Simulator` of a :class:`mbvi.LagrangianSystem`, where it lives.
 
     ``q``, ``v``: read-only views of its generalized coordinates and velocities; ``coordinate(name)`` and
@@ -164,20 +170,6 @@ class CoordinateView:
     def __init__(self, q: np.ndarray, v: np.ndarray, system: Any) -> None:
         self._q, self._v, self._system = q, v, system
         self._index = {name: i for i, name in enumerate(system.coordinate_names)}
-
-    @property
-    def q(self) -> np.ndarray:
-        """Generalized coordinates, shape (n,) (a read-only view of the current state)."""
-        out = self._q.view()
-        out.flags.writeable = False
-        return out
-
-    @property
-    def v(self) -> np.ndarray:
-        """Generalized velocities, shape (n,) (a read-only view)."""
-        out = self._v.view()
-        out.flags.writeable = False
-        return out
 
     def _i(self, name: str) -> int:
         i = self._index.get(name)

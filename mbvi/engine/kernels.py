@@ -233,6 +233,23 @@ def loop_start(I, WI, WS, steps, Wk):
 
 
 @jit
+def finite(q, v):
+    """Whether every entry of q and v (of one length) is finite: a step that leaves one is not kept."""
+    for i in range(len(q)):
+        if not (abs(q[i]) < math.inf and abs(v[i]) < math.inf):
+            return False
+    return True
+
+
+@jit
+def save_state(Q, V, Wk, j, q, v, WI, WS):
+    """The state (q, v) into save slot ``j`` of (Q, V), and the work so far into Wk[j], J."""
+    copy_into(Q[j], q)
+    copy_into(V[j], v)
+    Wk[j] = WS[WI[WK.WORK]]
+
+
+@jit
 def loop_report(info, status, k, j, WI, Wk, WS):
     """A compiled call's outcome into ``info`` (:data:`mbvi.engine.fields.RI`): status, step reached, next save
     slot, the counters added; the work so far into the last entry of ``Wk``."""

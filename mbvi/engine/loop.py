@@ -561,11 +561,8 @@ def _points(implicit, model, scheme, state, steps, params, out):
             status = _rattle_step(I, F, WI, WS, scheme, q, v, t0 + k * h, h, lam, tol, maxiter, ls)
         else:
             status = _implicit_pair_step(I, F, WI, WS, scheme, q, v, t0 + k * h, h, lam, tol, maxiter, ls)
-        if status == ST.DONE:
-            for i in range(nq):
-                if not (abs(q[i]) < math.inf and abs(v[i]) < math.inf):
-                    status = ST.NONFINITE
-                    break
+        if status == ST.DONE and not K.finite(q, v):
+            status = ST.NONFINITE
         if status != ST.DONE:
             K.copy_into(q, qb)  # leave the last good state (and its work: a step handed back is counted by its taker)
             K.copy_into(v, vb)
@@ -573,9 +570,7 @@ def _points(implicit, model, scheme, state, steps, params, out):
             break
         k += 1
         if k % save_every == 0 or k == nsteps:
-            K.copy_into(Q[j], q)
-            K.copy_into(V[j], v)
-            Wk[j] = WS[WI[WK.WORK]]
+            K.save_state(Q, V, Wk, j, q, v, WI, WS)
             j += 1
     K.loop_report(info, status, k, j, WI, Wk, WS)
 

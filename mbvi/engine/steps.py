@@ -14,8 +14,6 @@ inside its time loop, and a new plugin never recompiles the engine.
 
 from __future__ import annotations
 
-import math
-
 from llvmlite import ir
 from numba import types as nt
 from numba.extending import intrinsic
@@ -87,19 +85,14 @@ def run_steps(addr, model, state, scratch, kparams, steps, params, out):
         K.copy_into(vb, v)
         code = _call_step(addr, I, F, WI, WS, scratch, q, v, t0 + k * h, h, kparams)
         status = ST.DONE if code == 0 else ST.SHAKE_FAILED
-        if status == ST.DONE:
-            for i in range(nq):
-                if not (abs(q[i]) < math.inf and abs(v[i]) < math.inf):
-                    status = ST.NONFINITE
-                    break
+        if status == ST.DONE and not K.finite(q, v):
+            status = ST.NONFINITE
         if status != ST.DONE:
             K.copy_into(q, qb)
             K.copy_into(v, vb)
             break
         k += 1
         if k % save_every == 0 or k == nsteps:
-            K.copy_into(Q[j], q)
-            K.copy_into(V[j], v)
-            Wk[j] = WS[WI[WK.WORK]]
+            K.save_state(Q, V, Wk, j, q, v, WI, WS)
             j += 1
     K.loop_report(info, status, k, j, WI, Wk, WS)
