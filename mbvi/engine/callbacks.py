@@ -46,9 +46,11 @@ __all__ = [
     "code_key",
     "compiled",
     "compiled_step",
+    "import_generated",
     "named_apart",
     "numba_reason",
     "python",
+    "write_generated",
 ]
 
 log = logging.getLogger("mbvi")
@@ -263,30 +265,51 @@ def compiled(fn: Callable, role: str, template: str = _TEMPLATE, salt: str = "")
     with _lock:
         if key in _loaded:
             return _loaded[key]
-        folder = cache_dir()
-        path = folder / f"mbvi_{key}.py"
+        name = f"mbvi_{key}"
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            if not path.is_file():
-                tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_text(template.format(key=key))
-                tmp.replace(path)  # atomic: another process may be writing the same file
+            path = write_generated(name, template.format(key=key))
         except OSError:  # no writable cache: compile in memory (every process compiles it again)
             return _compile_here(dispatcher, key, template)
         _pending[key] = dispatcher
-        name = f"mbvi_{key}"
         try:
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module  # importable by name: numba's cache of the wrapper refers to its module
-            spec.loader.exec_module(module)
-        except Exception:
-            sys.modules.pop(name, None)
-            raise
+            module = import_generated(name, path)
         finally:
             _pending.pop(key, None)
         _loaded[key] = module.kernel
         return module.kernel
+
+
+def write_generated(name: str, text: str) -> Path:
+    """``text`` as the module ``name`` in :func:`cache_dir` (written once: to a temporary file, then renamed, as
+    another process may be writing the same file); its path.
+
+    Raises
+    ------
+    OSError
+        When the cache directory is not writable.
+    """
+    folder = cache_dir()
+    path = folder / f"{name}.py"
+    folder.mkdir(parents=True, exist_ok=True)
+    if not path.is_file():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    return path
+
+
+def import_generated(name: str, path: Path) -> types.ModuleType:
+    """The generated module at ``path``, imported as ``name`` (in ``sys.modules``: numba's cache of the functions
+    compiled in it refers to their module by name); not left in ``sys.modules`` when it fails."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception:
+        sys.modules.pop(name, None)
+        raise
+    return module
 
 
 def _compile_here(dispatcher, key: str, template: str) -> object:

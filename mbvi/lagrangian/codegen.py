@@ -18,9 +18,7 @@ equivalent, …) leave the system on its NumPy functions (the log says why).
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import logging
-import os
 import sys
 import threading
 from typing import Any
@@ -136,7 +134,7 @@ def kernels(system: Any) -> CompiledLagrangian | None:
     when numba cannot compile them (logged once; the system then steps with its NumPy functions)."""
     import numba
 
-    from mbvi.engine.callbacks import cache_dir
+    from mbvi.engine.callbacks import cache_dir, import_generated, write_generated
 
     try:
         text = source(system)
@@ -150,22 +148,9 @@ def kernels(system: Any) -> CompiledLagrangian | None:
         if key in _loaded:
             return _loaded[key]
         name = f"mbvi_lagrangian_{key}"
-        folder = cache_dir()
-        path = folder / f"{name}.py"
+        path = cache_dir() / f"{name}.py"
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            if not path.is_file():
-                tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_text(text)
-                tmp.replace(path)
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module  # numba's cache of the cfuncs refers to their module by name
-            try:
-                spec.loader.exec_module(module)
-            except Exception:
-                sys.modules.pop(name, None)
-                raise
+            module = import_generated(name, write_generated(name, text))
         except OSError:  # no writable cache directory: compiled in this process only
             module = _in_memory(text, name)
         except Exception as exc:  # numba cannot compile an expression
