@@ -12,6 +12,7 @@ start, fallbacks and tolerances. Each member therefore reproduces its serial run
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -116,21 +117,21 @@ def simulate_batch(
             )
     info = run_info(cls, dt, options, batch=len(Q))
 
-    def projected() -> np.ndarray:  # the velocities on the constraints (the engine's own loop projects them)
+    @functools.cache
+    def projected() -> np.ndarray:  # the velocities on the constraints, once (the engine's own loop projects them)
         if not len(system.active):
             return V
         return np.array([system.project_velocity(q, v) for q, v in zip(Q, V, strict=True)])
 
     if cls.kernel is not None:  # a plugin's compiled step: member by member, on every core
-        out = run_kernel_batch(stepper, Q, Vp := projected(), float(t0), nsteps, save_every)
+        out = run_kernel_batch(stepper, Q, projected(), float(t0), nsteps, save_every)
         if out is not None:
             return _kernel_members(stepper, system, scene, info, *out)
     # a scheme of the engine; None: the constraints are too wide for it, or the implicit pair with rigid bodies
     model = stepper.engine_model() if cls.compiled else None
     if model is None:  # member by member on the NumPy path
-        Vp = projected() if cls.kernel is None else Vp
         return [_serial(stepper, system, scene, q, v, t0, nsteps, save_every, info, b) for b, (q, v) in
-                enumerate(zip(Q, Vp, strict=True))]  # fmt: skip
+                enumerate(zip(Q, projected(), strict=True))]  # fmt: skip
     for cb in model.callbacks:
         cb.reset()
     t, Qs, Vs, _, status = run_batch(
