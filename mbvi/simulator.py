@@ -276,10 +276,8 @@ class Simulator:
         self._loads = self._named_loads(model)
         if model is not None:
             self._drive = Drive(self.stepper, model, state, self.t0, None)
-            self._model = model
             q, v = self._drive.rs.q, self._drive.rs.v
         else:
-            self._model = None
             q, v = state.q.copy(), state.v.copy()
             self._Q, self._V, self._k = [q.copy()], [v.copy()], 0
         self._q, self._v = q, v
