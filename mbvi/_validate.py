@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from mbvi.geometry import cross
+
 
 def _is_number(value: Any) -> bool:
     """A real number, not a bool or a string that looks like one."""
@@ -91,12 +93,7 @@ def perpendicular_pair(axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return unit vectors u1, u2 with (u1, u2, axis) a right-handed orthonormal frame."""
     a = axis / np.linalg.norm(axis)
     helper = np.eye(3)[int(np.argmin(np.abs(a)))]
-    u1 = _cross3(a, helper)
+    u1 = cross(a, helper)
     u1 /= np.linalg.norm(u1)
-    u2 = _cross3(a, u1)
+    u2 = cross(a, u1)
     return u1, u2
-
-
-def _cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a × b of two 3-vectors (numpy.cross's arithmetic, without its ~40 µs of axis handling)."""
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])

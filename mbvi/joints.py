@@ -106,6 +106,11 @@ class Joint:
         """
         raise NotImplementedError
 
+    def _described(self, layout: Layout) -> LinkGeometry:
+        """:meth:`describe`'s result, as assembly already collected it in ``layout.joint_frames`` when it did."""
+        known = layout.joint_frames.get(self.name)
+        return known if known is not None else self.describe(layout)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.a!r}, {self.b!r}, name={self.name!r})"
 
@@ -230,7 +235,7 @@ class Spherical(_AnchoredJoint):
         self.axis = None
 
     def constraint_rows(self, layout: Layout) -> list[Row]:
-        return self._anchor_rows(layout, self.describe(layout))
+        return self._anchor_rows(layout, self._described(layout))
 
 
 class Revolute(_AnchoredJoint):
@@ -279,7 +284,7 @@ class Revolute(_AnchoredJoint):
 
     def constraint_rows(self, layout: Layout) -> list[Row]:
         self._require_orientation(layout)
-        rows = self._anchor_rows(layout, self.describe(layout))
+        rows = self._anchor_rows(layout, self._described(layout))
         rows += orientation_rows(layout, self.a, self.b, self.frame(), [(2, 0), (2, 1)], self.owner)
         return rows
 
@@ -344,7 +349,7 @@ class Prismatic(_AnchoredJoint):
             raise ValueError(
                 f"{self.owner}: initial positions violate the joint (particle {self.b!r} is not at the anchor)"
             )
-        frame = self.describe(layout)
+        frame = self._described(layout)
         pa = layout.point(self.a, frame.anchor_a)
         pb = layout.point(self.b, frame.anchor_b)
         t, c = _diff(pb, pa)
@@ -388,6 +393,6 @@ class Fixed(_AnchoredJoint):
 
     def constraint_rows(self, layout: Layout) -> list[Row]:
         self._require_orientation(layout)
-        rows = self._anchor_rows(layout, self.describe(layout))
+        rows = self._anchor_rows(layout, self._described(layout))
         rows += orientation_rows(layout, self.a, self.b, np.eye(3), [(0, 1), (1, 2), (2, 0)], self.owner)
         return rows

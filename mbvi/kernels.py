@@ -128,16 +128,15 @@ class SparsePattern:
 
 def _flatten(items: Sequence[tuple[Terms, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """COO entries (row = 3·instance + component, col, weight) and constants (3m,) of affine maps."""
-    rows, cols, vals = [], [], []
-    c = np.zeros((len(items), 3))
-    for i, (terms, const) in enumerate(items):
-        c[i] = const
-        for j, w in terms:
-            if w != 0.0:
-                rows.extend(3 * i + _J3)
-                cols.extend(j + _J3)
-                vals.extend((w, w, w))
-    return (np.asarray(rows, dtype=np.intp), np.asarray(cols, dtype=np.intp), np.asarray(vals, dtype=float), c.ravel())
+    c = np.array([const for _, const in items], dtype=float).reshape(len(items), 3)
+    # the terms of every item in order, one (instance, column, weight) row each; zero weights dropped
+    flat = [(i, j, w) for i, (terms, _) in enumerate(items) for j, w in terms]
+    ijw = np.array(flat, dtype=float).reshape(-1, 3)
+    ijw = ijw[ijw[:, 2] != 0.0]
+    inst, col = ijw[:, 0].astype(np.intp), ijw[:, 1].astype(np.intp)
+    rows = (3 * inst[:, None] + _J3).ravel()
+    cols = (col[:, None] + _J3).ravel()
+    return rows, cols, np.repeat(ijw[:, 2], 3), c.ravel()
 
 
 class BilinearRows:

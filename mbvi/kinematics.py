@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbvi.geometry import BodyGeometry, LinkGeometry
+from mbvi.geometry import BodyGeometry, LinkGeometry, cross
 
 __all__ = [
     "angular_velocity",
@@ -36,17 +36,6 @@ __all__ = [
     "joint_displacement_rate",
     "joint_rate",
 ]
-
-
-def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a × b over the last axis, broadcasting (faster than :func:`numpy.cross` on small arrays)."""
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    out[..., 0] = a1 * b2 - a2 * b1
-    out[..., 1] = a2 * b0 - a0 * b2
-    out[..., 2] = a0 * b1 - a1 * b0
-    return out
 
 
 def columns(x: np.ndarray, offset: int) -> np.ndarray:

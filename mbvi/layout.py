@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mbvi.bodies import WORLD, Body, Particle, RigidBody
+from mbvi.geometry import cross
 
 if TYPE_CHECKING:
     from mbvi.geometry import LinkGeometry
@@ -56,12 +57,12 @@ class Layout:
             trans.append(o)
             if isinstance(body, RigidBody):
                 R = body.orientation @ body.principal_axes  # principal frame to world
-                w = body.angular_velocity
+                wr = cross(body.angular_velocity, R.T)  # row c: ω × (column c of R)
                 for c in range(3):
                     s = o + 3 + 3 * c
                     mass[s : s + 3] = body.column_masses[c]
                     q0[s : s + 3] = R[:, c]
-                    v0[s : s + 3] = np.cross(w, R[:, c])
+                    v0[s : s + 3] = wr[c]
                     rot.append(s)
         #: diagonal of the constant mass matrix, shape (nq,)
         self.mass = mass

@@ -69,38 +69,50 @@ def lie_tables(all_bodies: Bodies, pat: Pattern) -> tuple[Pattern, np.ndarray, n
     """
     vmap, bodies, tq, tv, winv = _velocity_layout(all_bodies)
     nv = len(winv)
-    body_of = {}
+    nq = len(vmap)
+    # every rotation column of a rigid body: its body's (oq, ov)
+    body_oq, body_ov = np.full(nq, -1, np.int64), np.zeros(nq, np.int64)
     for oq, ov, _ in bodies:
-        for c in range(9):
-            body_of[oq + 3 + c] = (oq, ov)
-    slot: dict[tuple[int, int], int] = {}
-    vrows: list[int] = []
-    vcols: list[int] = []
-    copies: list[tuple[int, int]] = []
-    terms: list[tuple[int, int, int, float]] = []
-
-    def entry(r: int, c: int) -> int:
-        key = (r, c)
-        if key not in slot:
-            slot[key] = len(vrows)
-            vrows.append(r)
-            vcols.append(c)
-        return slot[key]
-
-    for e, (r, c) in enumerate(zip(pat.rows.tolist(), pat.cols.tolist(), strict=True)):
-        if c not in body_of:
-            copies.append((e, entry(r, int(vmap[c]))))
-            continue
-        oq, ov = body_of[c]
-        col, comp = divmod(c - oq - 3, 3)
-        for k, (a, b) in enumerate(_AB):
-            if col == b:
-                terms.append((entry(r, ov + 3 + k), e, oq + 3 + 3 * a + comp, 1.0))
-            if col == a:
-                terms.append((entry(r, ov + 3 + k), e, oq + 3 + 3 * b + comp, -1.0))
+        body_oq[oq + 3 : oq + 12], body_ov[oq + 3 : oq + 12] = oq, ov
+    # column c of R (0-2) → the two (k, other column, sign) it enters, in the order of k (see _AB)
+    enters = [[(k, b if col == a else a, 1.0 if col == b else -1.0) for k, (a, b) in enumerate(_AB) if col in (a, b)]
+              for col in range(3)]  # fmt: skip
+    K2 = np.array([[k for k, _, _ in e] for e in enters], np.int64)  # (3 columns, 2 terms)
+    OTHER = np.array([[o for _, o, _ in e] for e in enters], np.int64)
+    SIGN = np.array([[sg for _, _, sg in e] for e in enters])
+    rows, cols = pat.rows.astype(np.int64), pat.cols.astype(np.int64)
+    rot = body_oq[cols] >= 0
+    # the entries of G_v each pattern entry touches, in pattern order: one copy, or two product terms
+    per = np.where(rot, 2, 1)
+    at = np.cumsum(per) - per  # where each pattern entry's items start
+    items = int(per.sum())
+    item_row, item_col = np.repeat(rows, per), np.zeros(items, np.int64)
+    ec = np.flatnonzero(~rot)
+    item_col[at[ec]] = vmap[cols[ec]]
+    er = np.flatnonzero(rot)
+    oq, ov = body_oq[cols[er]], body_ov[cols[er]]
+    col, comp = np.divmod(cols[er] - oq - 3, 3)
+    for t in range(2):
+        item_col[at[er] + t] = ov + 3 + K2[col, t]
+    # G_v's entries numbered in the order they are first met (one dict lookup each, as ``entry`` was)
+    key = item_row * nv + item_col
+    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    rank = np.empty(len(uniq), np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(uniq))
+    slot = rank[inverse]
+    in_order = uniq[np.argsort(first, kind="stable")]
+    vrows, vcols = (in_order // nv).tolist(), (in_order % nv).tolist()
+    copies = np.stack([ec, slot[at[ec]]], axis=1) if len(ec) else np.zeros((0, 2), np.int64)
+    terms = np.zeros((len(er), 2, 4))
+    for t in range(2):
+        terms[:, t, 0] = slot[at[er] + t]
+        terms[:, t, 1] = er
+        terms[:, t, 2] = oq + 3 + 3 * OTHER[col, t] + comp
+        terms[:, t, 3] = SIGN[col, t]
+    terms = terms.reshape(-1, 4)
     pattern = Pattern.of(np.asarray(vrows, np.intp), np.asarray(vcols, np.intp), nv, winv)
     cp = np.asarray(copies, np.int64).reshape(-1, 2)
-    tm = np.asarray(terms, float).reshape(-1, 4)
+    tm = terms
     # an entry's terms side by side, in the order they are added (a stable sort: the same sums bit for bit),
     # so that the Jacobian adds them in a register and stores the entry once (L_ROT3)
     tm = tm[np.argsort(tm[:, 0], kind="stable")]
