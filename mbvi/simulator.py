@@ -30,6 +30,7 @@ import numpy as np
 
 from mbvi.assembly import assemble
 from mbvi.engine.fields import RI
+from mbvi.engine.runner import saved_states
 from mbvi.errors import SolverError
 from mbvi.integrators.base import Integrator
 from mbvi.integrators.compiled import Compiled, Drive
@@ -296,7 +297,7 @@ class Simulator:
         q, v = state.q.copy(), state.v.copy()
         p = np.array(system.momentum(q, v, self.t0), dtype=float)
         size = 64
-        out = (np.empty((size, system.nq)), np.empty((size, system.nq)), np.empty((size, system.nq)))
+        out = (saved_states((size, system.nq)), saved_states((size, system.nq)), saved_states((size, system.nq)))
         out[0][0], out[1][0], out[2][0] = q, v, p
         self._lagrangian = Run(self.stepper, q, v, p, self.t0, None, 1, out)
         self._q, self._v = q, v
@@ -306,7 +307,7 @@ class Simulator:
         need = run.k + n + 1
         if need > len(run.out[0]):
             size = max(need, 2 * len(run.out[0]))
-            grown = tuple(np.empty((size, a.shape[1])) for a in run.out)
+            grown = tuple(saved_states((size, a.shape[1])) for a in run.out)
             for new, old in zip(grown, run.out, strict=True):
                 new[: run.j] = old[: run.j]
             run.out = grown

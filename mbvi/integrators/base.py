@@ -43,7 +43,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mbvi.diagnosis import instability
-from mbvi.engine.runner import RunResult
+from mbvi.engine.runner import RunResult, saved_states
 from mbvi.errors import SolverError
 from mbvi.integrators.stepkernel import run_kernel
 from mbvi.state import State
@@ -57,8 +57,8 @@ class Recorder:
 
     def __init__(self, nsave: int, nq: int) -> None:
         self.t = np.empty(nsave)
-        self.q = np.empty((nsave, nq))
-        self.v = np.empty((nsave, nq))
+        self.q = saved_states((nsave, nq))
+        self.v = saved_states((nsave, nq))
         self.n = 0
 
     def add(self, t: float, state: State) -> None:

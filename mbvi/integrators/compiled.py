@@ -22,7 +22,7 @@ import numpy as np
 from mbvi.diagnosis import engine_failure, instability
 from mbvi.engine import scheme as SC
 from mbvi.engine.fields import RI, ST
-from mbvi.engine.runner import Advancer, RunResult, RunState, entry, nsave, saved_steps
+from mbvi.engine.runner import Advancer, RunResult, RunState, entry, nsave, saved_states, saved_steps
 from mbvi.errors import RedundantConstraintWarning, SolverError
 from mbvi.integrators.base import Integrator
 from mbvi.state import State
@@ -124,7 +124,7 @@ class Drive:
         self.nsteps, self.save_every = nsteps, save_every if nsteps is not None else 1
         self.scheme = integrator.method()
         ns = nsave(nsteps, save_every) if nsteps is not None else 64
-        self.Q, self.V = np.empty((ns, system.nq)), np.empty((ns, system.nq))
+        self.Q, self.V = saved_states((ns, system.nq)), saved_states((ns, system.nq))
         self.Wk = np.zeros(ns + 1)  # the last entry: the work so far (in and out of every compiled call)
         self.info = np.zeros(RI.count, dtype=np.int64)
         self.rs = RunState(model, self.scheme, state.q, state.v)
@@ -155,7 +155,7 @@ class Drive:
         if need <= len(self.Q):
             return
         size = max(need, 2 * len(self.Q))
-        Q, V, Wk = np.empty((size, self.Q.shape[1])), np.empty((size, self.Q.shape[1])), np.zeros(size + 1)
+        Q, V, Wk = saved_states((size, self.Q.shape[1])), saved_states((size, self.Q.shape[1])), np.zeros(size + 1)
         j = self.j
         Q[:j], V[:j], Wk[:j], Wk[-1] = self.Q[:j], self.V[:j], self.Wk[:j], self.Wk[-1]
         self.Q, self.V, self.Wk = Q, V, Wk

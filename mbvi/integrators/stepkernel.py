@@ -18,7 +18,7 @@ import numpy as np
 
 from mbvi.diagnosis import diagnose, instability, kernel_failure
 from mbvi.engine.fields import RF, RI, RK, ST, WK, M
-from mbvi.engine.runner import RunResult, nsave, saved_steps, threads
+from mbvi.engine.runner import RunResult, nsave, saved_states, saved_steps, threads
 from mbvi.errors import SolverError
 from mbvi.state import State
 
@@ -86,7 +86,7 @@ def run_kernel(integrator, state: State, t0: float, nsteps: int, save_every: int
     run_steps = importlib.import_module("mbvi.engine.steps").run_steps
     system, h = integrator.system, integrator.dt
     ns = nsave(nsteps, save_every)
-    Q, V = np.empty((ns, system.nq)), np.empty((ns, system.nq))
+    Q, V = saved_states((ns, system.nq)), saved_states((ns, system.nq))
     Wk = np.zeros(ns + 1)
     info = np.zeros(RI.count, dtype=np.int64)
     q, v = np.array(state.q, dtype=float), np.array(state.v, dtype=float)
@@ -125,7 +125,7 @@ def run_kernel_batch(integrator, Q0: np.ndarray, V0: np.ndarray, t0: float, nste
     run_steps = importlib.import_module("mbvi.engine.steps").run_steps
     B, nq, h = len(Q0), integrator.system.nq, integrator.dt
     ns = nsave(nsteps, save_every)
-    Q, V = np.zeros((B, ns, nq)), np.zeros((B, ns, nq))
+    Q, V = saved_states((B, ns, nq), zero=True), saved_states((B, ns, nq), zero=True)
     Q[:, 0], V[:, 0] = Q0, V0
     info = np.zeros((B, RI.count), dtype=np.int64)
 

@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from mbvi.engine.runner import saved_states
 from mbvi.errors import SolverError
 
 __all__ = ["INTEGRATORS", "LagrangianIntegrator", "Run", "constrained_acceleration"]
@@ -124,7 +125,7 @@ class LagrangianIntegrator:
         """
         n = self.system.nq
         nsave = nsteps // save_every + 1 + (nsteps % save_every != 0)
-        Q, V, P = np.empty((nsave, n)), np.empty((nsave, n)), np.empty((nsave, n))
+        Q, V, P = saved_states((nsave, n)), saved_states((nsave, n)), saved_states((nsave, n))
         q, v = np.array(q, dtype=float), np.array(v, dtype=float)
         p = np.array(self.system.momentum(q, v, t0), dtype=float)
         Q[0], V[0], P[0] = q, v, p
