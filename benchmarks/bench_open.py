@@ -21,7 +21,9 @@ gains) so that no figure is a kernel tuned to one geometry:
    ``midpoint``) against the particle double pendulum under ``verlet``; and, in fresh processes, the time
    to build the system and have its compiled kernels, cold (an empty kernel cache) and cached;
 6. what ``simulate`` costs with its defaults (``save_every=1``, the trajectory's derived quantities) beside
-   the engine loop alone, on the 32-link rigid chain of ``bench_engine.py``, and MuJoCo's Euler.
+   the engine loop alone, on the 32-link rigid chain of ``bench_engine.py`` whipping for 20 s (and its first
+   second, the length ``bench_engine.py`` times), against MuJoCo's Euler stepping alone and MuJoCo's
+   ``rollout`` recording every state with its energy on (what a MuJoCo user gets as a trajectory).
 
 The engine loop is timed through ``Integrator.run`` (one compiled call, ``save_every`` = the step count);
 ``simulate`` as a user calls it.
@@ -42,6 +44,8 @@ try:
     import mujoco
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise SystemExit("bench_open needs MuJoCo: pip install -e '.[bench]'") from exc
+
+import numpy as np
 
 import mbvi
 
@@ -177,6 +181,30 @@ def derived_share(scene, read_all: bool = False):
     return time_it
 
 
+def mujoco_rollout(model):
+    """A timer of MuJoCo's ``rollout``: every state recorded, the energy computed at each step."""
+    from mujoco import rollout
+
+    data, spec = mujoco.MjData(model), mujoco.mjtState.mjSTATE_FULLPHYSICS
+
+    def time_it(n: int) -> float:
+        model.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
+        try:
+            mujoco.mj_resetData(model, data)
+            s0 = np.zeros(mujoco.mj_stateSize(model, spec))
+            mujoco.mj_getState(model, data, s0, spec)
+            t0 = time.perf_counter()
+            states, _ = rollout.rollout(model, data, s0[None], nstep=n)
+            seconds = (time.perf_counter() - t0) / n
+        finally:
+            model.opt.enableflags &= ~int(mujoco.mjtEnableBit.mjENBL_ENERGY)
+        if not np.all(np.isfinite(states)):
+            raise RuntimeError("MuJoCo's rollout is not finite")
+        return seconds
+
+    return time_it
+
+
 def mujoco_python_loop(model, kp: float, kd: float, target: float):
     data = mujoco.MjData(model)
 
@@ -299,8 +327,13 @@ def main(argv: list[str] | None = None) -> None:
         "32-link chain: derived quantities simulate computes": derived_share(rigid_chain(32)),
         "32-link chain: every derived quantity, once read": derived_share(rigid_chain(32), read_all=True),
         "32-link chain: MuJoCo Euler": MujocoRun(mj_rigid_chain(32)).time,
+        "32-link chain: MuJoCo rollout, states and energy": mujoco_rollout(mj_rigid_chain(32)),
+        "32-link, 1 s: simulate (defaults)": simulate_defaults(rigid_chain(32)),
+        "32-link, 1 s: engine loop": engine(rigid_chain(32)),
+        "32-link, 1 s: MuJoCo Euler": MujocoRun(mj_rigid_chain(32)).time,
     }
-    steps = {k: (nchain if k.startswith("32-link") else n) for k in timers}
+    steps = {k: (nchain if k.startswith("32-link chain") else n) for k in timers}
+    steps.update({k: min(nchain, 1000) for k in timers if k.startswith("32-link, 1 s")})
     times: dict[str, list[float]] = {k: [] for k in timers}
     t_start = time.perf_counter()
     for _ in range(rounds):
@@ -334,6 +367,11 @@ def main(argv: list[str] | None = None) -> None:
             "particles: verlet",
         ),
         ("32-link: simulate / MuJoCo Euler", "32-link chain: simulate (defaults)", "32-link chain: MuJoCo Euler"),
+        (
+            "32-link: simulate / MuJoCo rollout",
+            "32-link chain: simulate (defaults)",
+            "32-link chain: MuJoCo rollout, states and energy",
+        ),
         ("32-link: engine loop / MuJoCo Euler", "32-link chain: engine loop", "32-link chain: MuJoCo Euler"),
         ("32-link: simulate / engine loop", "32-link chain: simulate (defaults)", "32-link chain: engine loop"),
         (
@@ -341,6 +379,8 @@ def main(argv: list[str] | None = None) -> None:
             "32-link chain: derived quantities simulate computes",
             "32-link chain: simulate (defaults)",
         ),
+        ("32-link, 1 s: simulate / MuJoCo Euler", "32-link, 1 s: simulate (defaults)", "32-link, 1 s: MuJoCo Euler"),
+        ("32-link, 1 s: engine loop / MuJoCo Euler", "32-link, 1 s: engine loop", "32-link, 1 s: MuJoCo Euler"),
     ]
     print(f"\n{'ratio':52s} median [min–max] over rounds")
     for label, a, b in comparisons:
