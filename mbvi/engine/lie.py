@@ -94,14 +94,14 @@ def lie_tables(all_bodies: Bodies, pat: Pattern) -> tuple[Pattern, np.ndarray, n
     col, comp = np.divmod(cols[er] - oq - 3, 3)
     for t in range(2):
         item_col[at[er] + t] = ov + 3 + K2[col, t]
-    # G_v's entries numbered in the order they are first met (one dict lookup each, as ``entry`` was)
+    # G_v's entries numbered in the order the items first meet them
     key = item_row * nv + item_col
     uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    met = np.argsort(first, kind="stable")
     rank = np.empty(len(uniq), np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(uniq))
+    rank[met] = np.arange(len(uniq))
     slot = rank[inverse]
-    in_order = uniq[np.argsort(first, kind="stable")]
-    vrows, vcols = (in_order // nv).tolist(), (in_order % nv).tolist()
+    vrows, vcols = uniq[met] // nv, uniq[met] % nv
     copies = np.stack([ec, slot[at[ec]]], axis=1) if len(ec) else np.zeros((0, 2), np.int64)
     terms = np.zeros((len(er), 2, 4))
     for t in range(2):
@@ -109,10 +109,9 @@ def lie_tables(all_bodies: Bodies, pat: Pattern) -> tuple[Pattern, np.ndarray, n
         terms[:, t, 1] = er
         terms[:, t, 2] = oq + 3 + 3 * OTHER[col, t] + comp
         terms[:, t, 3] = SIGN[col, t]
-    terms = terms.reshape(-1, 4)
-    pattern = Pattern.of(np.asarray(vrows, np.intp), np.asarray(vcols, np.intp), nv, winv)
-    cp = np.asarray(copies, np.int64).reshape(-1, 2)
-    tm = terms
+    pattern = Pattern.of(vrows.astype(np.intp), vcols.astype(np.intp), nv, winv)
+    cp = copies.astype(np.int64)
+    tm = terms.reshape(-1, 4)
     # an entry's terms side by side, in the order they are added (a stable sort: the same sums bit for bit),
     # so that the Jacobian adds them in a register and stores the entry once (L_ROT3)
     tm = tm[np.argsort(tm[:, 0], kind="stable")]
