@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BeamGeometry", "BodyGeometry", "LinkGeometry", "SceneGeometry", "vec3"]
+__all__ = ["BeamGeometry", "BodyGeometry", "LinkGeometry", "SceneGeometry", "cross", "vec3"]
 
 Vec3 = tuple[float, float, float]
 
