@@ -44,27 +44,91 @@ def _orthonormality_rows(layout: Layout, body: RigidBody) -> list[Row]:
     return rows
 
 
-def _independent_rows(rows: BilinearRows, q: np.ndarray, owners: list[str]) -> np.ndarray:
-    """Indices of a maximal independent subset of constraint rows (rank-revealing QR)."""
+#: how far the redundancy check moves the mechanism along its kept joints (a fraction of the length scale), and
+#: the largest relative residual of the dropped rows after it, per the square of that fraction, for them to count
+#: as implied by the kept ones (rows dependent only at the start miss by about the square of the motion)
+REDUNDANCY_PROBE = 1e-3
+REDUNDANCY_IMPLIED = 1e-3
+
+
+def _independent_rows(rows: BilinearRows, q: np.ndarray, owners: list[str], length_scale: float) -> np.ndarray:
+    """Indices of the constraint rows the solves use: a maximal independent subset (rank-revealing QR) when the
+    dependence is the mechanism's own (a closed planar loop of spatial joints), else every row.
+
+    Rows that are dependent at q may be so only there: a chain pulled taut between two fixed points, a
+    linkage at a dead point. Dropping them would let the mechanism leave them as soon as it moves. So the
+    dependent rows are dropped only when they stay satisfied along a small motion allowed by the kept ones
+    (:func:`_implied_residual`); else all rows are kept (the solves then meet a singular G M⁻¹ Gᵀ at q, with
+    least-squares multipliers) and the warning says the configuration is singular.
+    """
     G = rows.pattern.tocsr(rows.jacobian_data(q)).toarray() / rows.scale[:, None]
     if G.shape[0] == 0:
         return np.arange(0)
-    _, R, piv = sla.qr(G.T, mode="economic", pivoting=True)
+    Qf, R, piv = sla.qr(G.T, mode="economic", pivoting=True)
     d = np.abs(np.diag(R))
     tol = max(G.shape) * np.finfo(float).eps * 1e3 * (d[0] if len(d) else 1.0)
     rank = int(np.sum(d > tol))
     keep = np.sort(piv[:rank])
-    if rank < G.shape[0]:
-        dropped = sorted(set(range(G.shape[0])) - set(keep.tolist()))
-        names = sorted({owners[i] for i in dropped})
+    if rank == G.shape[0]:
+        return keep
+    dropped = sorted(set(range(G.shape[0])) - set(keep.tolist()))
+    names = sorted({owners[i] for i in dropped})
+    miss = _implied_residual(rows, q, Qf[:, :rank], R[:rank, :rank], piv[:rank], np.asarray(dropped), length_scale)
+    if miss > REDUNDANCY_IMPLIED:
         warnings.warn(
-            f"{len(dropped)} of {G.shape[0]} constraint equations are redundant (rank {rank}) and are "
-            f"dropped from the solves: {', '.join(names)}. This is normal for closed planar loops "
-            "built from spatial joints; the dropped equations stay satisfied.",
+            f"{len(dropped)} of {G.shape[0]} constraint equations are dependent at the initial configuration "
+            f"(rank {rank}) but not near it: {', '.join(names)}. The configuration is singular (a chain pulled "
+            "taut, a linkage at a dead point); every equation is kept, with least-squares multipliers where "
+            "they are dependent.",
             RedundantConstraintWarning,
             stacklevel=3,
         )
+        return np.arange(G.shape[0])
+    warnings.warn(
+        f"{len(dropped)} of {G.shape[0]} constraint equations are redundant (rank {rank}) and are "
+        f"dropped from the solves: {', '.join(names)}. This is normal for closed planar loops "
+        "built from spatial joints; the dropped equations stay satisfied (checked along a motion of the "
+        "mechanism).",
+        RedundantConstraintWarning,
+        stacklevel=3,
+    )
     return keep
+
+
+def _implied_residual(
+    rows: BilinearRows, q: np.ndarray, Qk: np.ndarray, Rk: np.ndarray, kept: np.ndarray, dropped: np.ndarray,
+    length_scale: float,
+) -> float:  # fmt: skip
+    """max |g/scale| of the ``dropped`` rows after a small motion that keeps the ``kept`` rows satisfied, relative
+    to the square of the motion's size (in units of ``length_scale``); 0 when nothing can move or the motion
+    cannot be brought back onto the kept rows (then the dependence is taken as the mechanism's own, as before).
+
+    The motion is a random direction of the kept rows' tangent space at q, of length
+    :data:`REDUNDANCY_PROBE` times ``length_scale`` (a quarter of it, and so on, when the chord steps back onto
+    the kept rows, with Gₖ(q)ᵀ = Qk Rk in the order ``kept``, do not converge). Dropped rows implied by the kept
+    ones stay at round-off; rows dependent only at q miss by the square of the motion.
+    """
+    nq = len(q)
+    t = np.random.default_rng(12345).standard_normal(nq)
+    t -= Qk @ (Qk.T @ t)
+    size = float(np.max(np.abs(t)))
+    if not size > 1e-12:  # the kept rows hold the mechanism still: nothing can move off the dropped ones
+        return 0.0
+    scale = rows.scale
+    step = REDUNDANCY_PROBE
+    for _ in range(4):
+        x = q + (step * max(length_scale, 1.0) / size) * t
+        with np.errstate(all="ignore"):
+            for _ in range(12):
+                gk = rows.values(x)[kept] / scale[kept]
+                if not np.all(np.isfinite(gk)) or float(np.max(np.abs(gk))) < 1e-14:
+                    break
+                x = x - Qk @ sla.solve_triangular(Rk, gk, trans="T", check_finite=False)
+            gd = rows.values(x)[dropped] / scale[dropped]
+        if np.all(np.isfinite(gk)) and float(np.max(np.abs(gk))) < 1e-14 and np.all(np.isfinite(gd)):
+            return float(np.max(np.abs(gd))) / step**2
+        step /= 4.0
+    return 0.0
 
 
 def geometry(scene: Scene, layout: Layout) -> SceneGeometry:
@@ -126,7 +190,7 @@ def assemble(scene: Scene) -> System:
             raise ValueError(f"{brows.owner[worst]}: initial positions violate the joint (residual {g0[worst]:.3g})")
     active = np.arange(brows.n)
     if brows.n and scene.has_loops() and brows.n <= RANK_CHECK_MAX:
-        active = _independent_rows(brows, layout.q0, brows.owner)
+        active = _independent_rows(brows, layout.q0, brows.owner, layout.length_scale)
     elements = list(scene.forces)
     if np.any(scene.gravity != 0):
         elements.insert(0, Gravity(scene.gravity))

@@ -201,8 +201,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise CLIError(f"{err} (partial trajectory saved to {args.out})") from err
         raise
     elapsed = time.perf_counter() - start
-    steps = len(traj.t) - 1
-    _say(f"simulated {steps} steps of {dt:g} s to t = {traj.t[-1]:g} s with {integrator} in {elapsed:.2f} s")
+    from mbvi.runs import step_count
+
+    steps = step_count(t_end, dt, float(traj.t[0]), save_every)
+    last = traj.info.get("last_dt")
+    shape = f"{steps} steps of {dt:g} s" if last is None else (
+        f"1 step of {last:g} s" if steps == 1 else f"{steps} steps of {dt:g} s (the last of {last:g} s)")  # fmt: skip
+    _say(f"simulated {shape} to t = {traj.t[-1]:g} s with {integrator} in {elapsed:.2f} s")
     _say(
         f"max relative energy error {_energy_drift(traj):.3e}, "
         f"max constraint error {float(traj.constraint_error.max()):.3e}"
@@ -437,10 +442,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         0 on success, 1 on an error (reported in one line on stderr), 2 for
         a malformed command line, 130 when interrupted.
     """
+    import warnings
+
     parser = build_parser()
     args = parser.parse_args(argv)
     from mbvi.errors import SolverError
 
+    show = warnings.showwarning
+    warnings.showwarning = _show_warning
     try:
         return int(args.func(args))
     except (CLIError, ValueError, FileNotFoundError, SolverError) as exc:
@@ -454,7 +463,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141  # 128 + SIGPIPE
     except Exception as exc:  # never a traceback on the command line
         print(f"{PROG}: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+    finally:
+        warnings.showwarning = show
     return 1
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning on the command line: one line, ``mbvi: warning: …``, without the source line that raised it."""
+    print(f"{PROG}: warning: {_one_line(message)}", file=sys.stderr if file is None else file)
 
 
 if __name__ == "__main__":

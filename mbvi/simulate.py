@@ -139,7 +139,12 @@ def simulate(
         info["numpy_steps"] = counters["numpy_steps"]
     with np.errstate(over="ignore", invalid="ignore"):  # a blown-up run is judged below, not warned about
         traj = Trajectory.from_states(system, result.t, result.q, result.v, scene=scene, info=info)
-    _check_energy_balance(traj, stepper, system, result.work)
+    try:
+        _check_energy_balance(traj, stepper, system, result.work)
+    except SolverError as err:  # a run that blew up: its hint verified like a failed step's
+        if _verify:
+            _verify_suggestion(err, scene, cls, dt, t_end, t0, initial_state, options)
+        raise
     _warn_energy_error(traj, stepper, system, result.work)
     return traj
 
@@ -231,6 +236,44 @@ def given_state(system, initial_state: State, who: str = "simulate") -> State:
         raise ValueError(f"{who}: initial_state must have q and v of shape ({system.nq},)")
     if not (np.isfinite(q).all() and np.isfinite(v).all()):
         raise ValueError(f"{who}: initial_state is not finite")
+    return on_the_joints(system, q, v, who)
+
+
+#: the relative residual of a joint past which a given initial position violates it (below it, the position is
+#: brought onto the joints: a state saved by a run at a looser tolerance)
+GIVEN_POSITION_TOL = 1e-6
+
+
+def on_the_joints(system, q: np.ndarray, v: np.ndarray, who: str) -> State:
+    """A given state on the joints, as the scene's own initial state is: positions that violate a joint are a
+    ValueError naming it (those off by round-off are brought onto the joints), velocities off them are projected
+    (mass-weighted) with a :class:`mbvi.ConstraintWarning`."""
+    import warnings
+
+    from mbvi.errors import ConstraintWarning
+
+    rows = system.rows
+    if rows.n:
+        g = rows.values(q)
+        rel = np.abs(g) / rows.scale
+        worst = int(np.argmax(rel))
+        if rel[worst] > GIVEN_POSITION_TOL:
+            raise ValueError(
+                f"{who}: initial_state violates {rows.owner[worst]} (residual {g[worst]:.3g}); give positions on "
+                "the joints (e.g. a trajectory's or an equilibrium's state)"
+            )
+        if rel[worst] > 1e-10:  # else left as given, bit for bit (a run's state continues as the run would)
+            q = system.project_position(q)
+    if len(system.active):
+        projected = system.project_velocity(q, v)
+        corr = float(np.max(np.abs(projected - v)))
+        if corr > 1e-9 * max(float(np.max(np.abs(v))), 1e-300) and corr > 1e-12:
+            warnings.warn(
+                f"{who}: the initial velocities violate the joints; projected onto them (largest change {corr:.3g})",
+                ConstraintWarning,
+                stacklevel=4,
+            )
+            v = projected
     return State(q, v)
 
 
@@ -279,7 +322,7 @@ def _check_energy_balance(traj: Trajectory, stepper: Integrator, system, work: n
     )
     if stepper.variational or stepper.symplectic:
         bad = SolverError(reason, time=float(traj.t[k]), step=k, culprit=err.culprit, suggested_dt=err.suggested_dt)
-        bad.trajectory = traj
+        bad.trajectory = traj.head(k + 1)  # the states up to the one that broke the balance
         raise bad
     import warnings
 
@@ -309,9 +352,11 @@ def _verify_suggestion(err: SolverError, scene: Scene, cls, dt: float, t_end: fl
         return
     start = time.perf_counter()
     candidate = float(hint)
+    tried: list[float] = []
     for _ in range(6):
         if time.perf_counter() - start > VERIFY_BUDGET:
             break
+        tried.append(candidate)
         nsteps = max(1, round((t_end - t0) / candidate))
         try:
             with warnings.catch_warnings():
@@ -325,11 +370,21 @@ def _verify_suggestion(err: SolverError, scene: Scene, cls, dt: float, t_end: fl
             return
         band = run.info.get("energy_error")
         if band is not None and band > VERIFY_ENERGY:  # it ran, but not accurately: not a step to suggest
-            candidate /= 2
+            # the energy error of a method of order p scales as dtᵖ: aim below the bound (at least halve)
+            order = max(1, int(getattr(cls, "order", 1) or 1))
+            candidate *= min(0.5, max(1.0 / 16.0, 0.7 * (VERIFY_ENERGY / band) ** (1.0 / order)))
             continue
         err.suggested_dt = candidate
         err.verified_dt = True
         err.args = (err._compose() + " (verified: a run at that dt completes with its energy within 1 % of the energy "
                     "in motion)",)  # fmt: skip
         return
+    # no step tried kept the run sane: say so rather than pass the solver's estimate off as a remedy
     err.verified_dt = False
+    if tried:
+        span = f"dt = {tried[0]:.3g}" if len(tried) == 1 else f"dt = {tried[0]:.3g} down to {tried[-1]:.3g}"
+        err.suggested_dt = None
+        err.args = (err._compose() + f"; re-runs at {span} did not complete with their energy within 1 % of the "
+                    "energy in motion either: a smaller step alone may not cure it",)  # fmt: skip
+    else:
+        err.args = (err._compose() + " (not verified)",)

@@ -188,7 +188,13 @@ class Trajectory:
 
     def frame(self, i: int) -> Trajectory:
         """A one-frame trajectory holding frame ``i``."""
-        sl = slice(i, i + 1) if i != -1 else slice(-1, None)
+        return self._sliced(slice(i, i + 1) if i != -1 else slice(-1, None))
+
+    def head(self, count: int) -> Trajectory:
+        """The trajectory of the first ``count`` frames (e.g. a failed run's states up to its failure)."""
+        return self._sliced(slice(0, max(int(count), 0)))
+
+    def _sliced(self, sl: slice) -> Trajectory:
         kw = {k: getattr(self, k)[sl] for k in _ARRAYS if k not in ("t", "q", "v")}
         return Trajectory(
             self.t[sl], self.q[sl], self.v[sl], geometry=self.geometry, scene=self.scene, info=self.info, **kw

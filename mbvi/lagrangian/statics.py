@@ -1,12 +1,22 @@
 """Statics of a LagrangianSystem: minimum of U − W = −L(q, 0) − W under g(q) = 0.
 
-Solves the KKT conditions ∂U/∂q − Q(q, 0, t) + Gᵀλ = 0, g(q) = 0 by
-Newton's method with the analytic Hessians and a backtracking line search on
-the KKT residual, from q = 0 unless given a start.
+The search, from q = 0 unless given a start, has two stages.
+
+1. A descent on the constraint set: the start is brought onto g = 0 (Gauss–Newton), then each step
+   is a saddle-free Newton step in the tangent space of g = 0 (the tangent Hessian of U − W + λ·g
+   relative to the mass matrix, its eigenvalues taken in absolute value), brought back onto g = 0;
+   a backtracking line search asks U − W to decrease, W counted as the work of the loads along the
+   step, so that loads without a potential (a torque written on Cartesian coordinates) are
+   descended too. A stationary point that is not a minimum (a start at a maximum or a saddle) is
+   left along the tangent direction of most negative curvature.
+2. Newton's method on the KKT conditions ∂U/∂q − Q(q, 0, t) + Gᵀλ = 0, g(q) = 0 with the analytic
+   Hessians polishes the point the descent found. Should it land on a point that is not a minimum,
+   the descent resumes from there.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +31,10 @@ __all__ = ["LagrangianEquilibrium", "lagrangian_equilibrium"]
 
 #: Gauss–Legendre nodes for the work of the loads along the straight path from q = 0
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(12)
+#: descents resumed after a Newton polish that ends on a point that is not a minimum
+_ROUNDS = 8
+#: a tangent eigenvalue below −_ESCAPE · max |eigenvalue| marks a direction of descent
+_ESCAPE = 1e-8
 
 
 @dataclass
@@ -84,68 +98,231 @@ def _null_space(G: np.ndarray, n: int) -> np.ndarray:
     return np.eye(n) if G.shape[0] == 0 else sla.null_space(G, rcond=1e-10)
 
 
-def lagrangian_equilibrium(
-    system: LagrangianSystem,
-    *,
-    t: float = 0.0,
-    initial: Any = None,
-    tol: float = 1e-12,
-    maxiter: int = 200,
-) -> LagrangianEquilibrium:
-    """Static equilibrium of a Lagrangian system: stationary U − W subject to g(q) = 0.
+@dataclass
+class _Model:
+    """Second-order model of U − W on the tangent space of g = 0 at a point on it."""
+
+    lam: np.ndarray  # least-squares multipliers: the normal part of ∂U/∂q − Q balanced by Gᵀλ
+    Z: np.ndarray  # orthonormal basis of the tangent space, (n, k)
+    r: np.ndarray  # reduced gradient Zᵀ(∂U/∂q − Q), (k,)
+    mu: np.ndarray  # eigenvalues of the tangent Hessian relative to the tangent mass matrix, ascending
+    V: np.ndarray  # their eigenvectors, mass-orthonormal, (k, k)
+    imbalance: float  # max |∂U/∂q − Q + Gᵀλ|
+
+
+class _Statics:
+    """U − W, its derivatives and the constraints of one system at one time.
 
     Parameters
     ----------
     system : mbvi.LagrangianSystem
-    t : float, default: 0
+    t : float
         Time at which the loads Q(q, 0, t) are evaluated, s.
-    initial : array_like or mbvi.State, shape (n,), optional
-        Start of the search (default: q = 0).
-    tol : float, default: 1e-12
-        Tolerance on the KKT residual, relative to the load scale.
-    maxiter : int, default: 200
+    """
 
-    Returns
-    -------
-    LagrangianEquilibrium
+    def __init__(self, system: LagrangianSystem, t: float) -> None:
+        self.system = system
+        self.t = t
+        self.n, self.m = system.nq, system.nc
+        self.zeros = np.zeros(self.n)
+
+    def gradient(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(∂U/∂q − Q, its Jacobian ∂²U/∂q² − ∂Q/∂q) at q."""
+        _, Lq, _, Lqq, _, _ = self.system.point(q, self.zeros, self.t)
+        f, H = -Lq, -Lqq
+        if self.system.has_forces:
+            Q, Qq, _ = self.system.derived.force(q, self.zeros, self.t)
+            f, H = f - Q, H - Qq
+        return f, H
+
+    def kkt(self, q: np.ndarray, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(KKT residual [∂U/∂q − Q + Gᵀλ, g], its q-Jacobian of the first block, G) at (q, λ)."""
+        f, H = self.gradient(q)
+        if not self.m:
+            return f, H, np.zeros((0, self.n))
+        g, G, Hg = self.system.derived.constraint(q, lam)
+        return np.concatenate([f + G.T @ lam, g]), H + Hg, G
+
+    def change(self, a: np.ndarray, b: np.ndarray) -> float:
+        """Change of U − W from a to b, W the work of the loads along the straight segment (Gauss–Legendre)."""
+        du = float(self.system.potential(b, self.t)) - float(self.system.potential(a, self.t))
+        if not self.system.has_forces:
+            return du
+        d = b - a
+        s = 0.5 * (_GL_X + 1.0)
+        work = 0.5 * sum(
+            w * self.system.force(a + si * d, self.zeros, self.t) @ d for si, w in zip(s, _GL_W, strict=True)
+        )
+        return du - float(work)
+
+    def restore(self, q: np.ndarray, maxiter: int = 50) -> np.ndarray | None:
+        """q brought onto g = 0 by minimum-norm Gauss–Newton steps, or None when it cannot be."""
+        if not self.m:
+            return q
+        lam0 = np.zeros(self.m)
+        for _ in range(maxiter):
+            g, G, _ = self.system.derived.constraint(q, lam0)
+            if not np.any(g):
+                return q
+            dq = -np.linalg.lstsq(G, g, rcond=None)[0]
+            norm0 = float(np.linalg.norm(g))
+            if not np.all(np.isfinite(dq)) or np.linalg.norm(g + G @ dq) > 0.5 * norm0:
+                return None  # G has lost the rank the constraints need here (q = 0 on a circle)
+            if np.max(np.abs(dq)) <= 1e-14 * max(1.0, float(np.max(np.abs(q)))):
+                return q + dq
+            alpha = 1.0
+            while True:
+                qn = q + alpha * dq
+                if np.linalg.norm(self.system.constraints(qn)) <= (1.0 - 1e-4 * alpha) * norm0:
+                    break
+                alpha *= 0.5
+                if alpha < 1e-6:
+                    return None
+            q = qn
+        return None
+
+    def model(self, q: np.ndarray) -> _Model:
+        """The tangent model of U − W at q (on g = 0)."""
+        f, H = self.gradient(q)
+        if self.m:
+            _, G, _ = self.system.derived.constraint(q, np.zeros(self.m))
+            lam = np.linalg.lstsq(G.T, -f, rcond=None)[0]
+            H = H + self.system.derived.constraint(q, lam)[2]
+        else:
+            G, lam = np.zeros((0, self.n)), np.zeros(0)
+        Z = _null_space(G, self.n)
+        r = Z.T @ f
+        k = Z.shape[1]
+        if k:
+            Hr = Z.T @ (0.5 * (H + H.T)) @ Z
+            Mr = Z.T @ self.system.mass_matrix(q, self.zeros, self.t) @ Z
+            mu, V = sla.eigh(0.5 * (Hr + Hr.T), 0.5 * (Mr + Mr.T))
+        else:
+            mu, V = np.zeros(0), np.zeros((0, 0))
+        imbalance = float(np.max(np.abs(Z @ r))) if k else 0.0
+        return _Model(lam=lam, Z=Z, r=r, mu=mu, V=V, imbalance=imbalance)
+
+    def _search(self, q: np.ndarray, d: np.ndarray, slope: float, curvature: float) -> tuple[np.ndarray | None, float]:
+        """Backtracking search along q + α d, brought back onto g = 0, for a sufficient decrease of U − W.
+
+        Parameters
+        ----------
+        q : ndarray, shape (n,)
+            The current point, on g = 0.
+        d : ndarray, shape (n,)
+            A tangent step.
+        slope, curvature : float
+            First and second derivatives of U − W along d at α = 0 (the predicted change is
+            α·slope + ½α²·curvature, negative).
+
+        Returns
+        -------
+        q : ndarray or None
+            The accepted point, or None when no α ≥ 1e-10 decreases U − W enough.
+        alpha : float
+            The accepted α.
+        """
+        alpha = 1.0
+        while alpha >= 1e-10:
+            qn = self.restore(q + alpha * d)
+            if qn is not None and self.change(q, qn) <= 1e-4 * (alpha * slope + 0.5 * alpha**2 * curvature):
+                return qn, alpha
+            alpha *= 0.5
+        return None, alpha
+
+    def descend(self, q: np.ndarray, scale: float, maxiter: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """Descend U − W on g = 0 from a point on it to near a minimum.
+
+        Parameters
+        ----------
+        q : ndarray, shape (n,)
+            A point on g = 0.
+        scale : float
+            Force scale of the problem (the stationarity test is relative to it).
+        maxiter : int
+
+        Returns
+        -------
+        q, lam : ndarray
+            A point where the tangent Hessian has no direction of descent and either U − W is
+            stationary or the Newton step is small (Newton's method on the KKT conditions finishes
+            from there), and the multipliers there.
+        iterations : int
+
+        Raises
+        ------
+        SolverError
+            When U − W keeps decreasing for ``maxiter`` steps (no minimum) or no step decreases it.
+        """
+        reach = 0.1 * max(1.0, float(np.max(np.abs(q))))  # longest step (coordinates' units), adapted below
+        for it in range(1, maxiter + 1):
+            mdl = self.model(q)
+            mu, V, r, Z = mdl.mu, mdl.V, mdl.r, mdl.Z
+            if not len(mu):
+                return q, mdl.lam, it - 1  # the constraints fix q
+            big = float(np.max(np.abs(mu)))
+            descending = mu[0] < -_ESCAPE * big
+            stationary = mdl.imbalance <= 1e-10 * scale
+            if stationary and not descending:
+                return q, mdl.lam, it - 1
+            steps = []  # (tangent step p, slope r·p, curvature pᵀ Hr p) to try in turn
+            if descending:
+                # near a maximum or a saddle: along the direction of most negative curvature, downhill
+                v = V[:, 0] if r @ V[:, 0] <= 0.0 else -V[:, 0]
+                stretch = reach / float(np.max(np.abs(Z @ v)))
+                steps.append((stretch * v, stretch * float(r @ v), float(mu[0]) * stretch**2))  # vᵀ Hr v = μ₀
+            if not stationary:
+                floor = 1e-10 * big if big > 0.0 else 1.0
+                p = -V @ ((V.T @ r) / np.maximum(np.abs(mu), floor))  # saddle-free Newton step
+                size = float(np.max(np.abs(Z @ p)))
+                if not descending and mu[0] > 0.0 and size <= 1e-6 * max(1.0, float(np.max(np.abs(q)))):
+                    return q, mdl.lam, it - 1  # in the basin of a minimum: Newton polishes
+                if size > reach:
+                    p = p * (reach / size)
+                steps.append((p, float(r @ p), 0.0))
+            qn, alpha = None, 0.0
+            for p, slope, curvature in steps:
+                qn, alpha = self._search(q, Z @ p, slope, curvature)
+                if qn is not None:
+                    break
+            if qn is None:
+                if not descending:
+                    return q, mdl.lam, it - 1  # no step below the round-off of U − W: Newton polishes
+                raise SolverError(
+                    f"equilibrium of {self.system.name!r}: no step decreases U − W from q = {q.tolist()} "
+                    f"(force imbalance {mdl.imbalance:.3g}); try another start (initial_state=…)"
+                )
+            # a trust region of sorts: steps grow while whole ones are taken, shrink when cut back,
+            # so that the descent follows its path rather than leaping over neighbouring minima
+            top = max(1.0, float(np.max(np.abs(q))))
+            reach = min(2.0 * reach, top) if alpha == 1.0 else max(alpha * reach, 1e-8 * top)
+            q = qn
+        raise SolverError(
+            f"equilibrium of {self.system.name!r} did not converge in {maxiter} iterations "
+            f"(force imbalance {mdl.imbalance:.3g}): U − W keeps decreasing, so there may be no minimum; "
+            "try another start (initial_state=…)"
+        )
+
+
+def _newton(
+    st: _Statics, q: np.ndarray, lam: np.ndarray, tol: float, maxiter: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, int]:
+    """Newton's method on the KKT conditions with a backtracking line search on their residual.
+
+    Returns ``(q, λ, H, G, residual, iterations)``, H the q-Jacobian of ∂U/∂q − Q + Gᵀλ.
 
     Raises
     ------
     SolverError
-        When Newton's method does not converge.
+        When the residual is not below ``tol`` after ``maxiter`` iterations.
     """
-    n, m = system.nq, system.nc
-    if initial is None:
-        q = np.zeros(n)
-    else:
-        q = np.array(initial.q if isinstance(initial, State) else initial, dtype=float).reshape(-1)
-        if q.shape != (n,) or not np.isfinite(q).all():
-            raise ValueError(f"equilibrium: the start must be {n} finite coordinates, got {initial!r}")
-    zeros = np.zeros(n)
-    lam = np.zeros(m)
-
-    def kkt(x: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        _, Lq, _, Lqq, _, _ = system.point(x, zeros, t)
-        r = -Lq
-        H = -Lqq
-        if system.has_forces:
-            Q, Qq, _ = system.derived.force(x, zeros, t)
-            r = r - Q
-            H = H - Qq
-        if m:
-            g, G, Hg = system.derived.constraint(x, mu)
-            r = r + G.T @ mu
-            H = H + Hg
-        else:
-            g, G = np.zeros(0), np.zeros((0, n))
-        return np.concatenate([r, g]), H, G, g
-
-    res_vec, H, G, _ = kkt(q, lam)
-    scale = max(1.0, float(np.max(np.abs(res_vec[:n]))))
+    n, m = st.n, st.m
+    res_vec, H, G = st.kkt(q, lam)
     res = float(np.max(np.abs(res_vec))) if len(res_vec) else 0.0
     it = 0
-    for it in range(1, maxiter + 1):  # noqa: B007 (reported as iterations)
-        if res <= tol * scale:
+    for it in range(1, maxiter + 1):
+        if res <= tol:
+            it -= 1
             break
         K = np.block([[H, G.T], [G, np.zeros((m, m))]])
         try:
@@ -156,30 +333,125 @@ def lagrangian_equilibrium(
         norm0 = float(np.linalg.norm(res_vec))
         while True:
             qn, ln = q + alpha * dz[:n], lam + alpha * dz[n:]
-            rn, Hn, Gn, _ = kkt(qn, ln)
+            rn, Hn, Gn = st.kkt(qn, ln)
             if np.linalg.norm(rn) <= (1.0 - 1e-4 * alpha) * norm0 or alpha < 1e-8:
                 break
             alpha *= 0.5
         q, lam, res_vec, H, G = qn, ln, rn, Hn, Gn
         res = float(np.max(np.abs(res_vec)))
     else:
-        raise SolverError(
-            f"equilibrium of {system.name!r} did not converge in {maxiter} iterations (KKT residual {res:.3g}); "
-            "try another start (initial=…)"
-        )
-    Z = _null_space(G, n)
-    M = system.mass_matrix(q, zeros, t)
+        if res > tol:
+            raise SolverError(
+                f"equilibrium of {st.system.name!r} did not converge in {maxiter} iterations "
+                f"(KKT residual {res:.3g}); try another start (initial_state=…)"
+            )
+    return q, lam, H, G, res, it
+
+
+def _tangent_eigenvalues(st: _Statics, q: np.ndarray, H: np.ndarray, G: np.ndarray) -> np.ndarray:
+    """Eigenvalues of the Hessian of U − W + λ·g on the tangent space, relative to the mass matrix."""
+    Z = _null_space(G, st.n)
+    if not Z.shape[1]:
+        return np.zeros(0)
+    M = st.system.mass_matrix(q, st.zeros, st.t)
     Hr = Z.T @ (0.5 * (H + H.T)) @ Z
     Mr = Z.T @ M @ Z
-    eig = sla.eigh(Hr, 0.5 * (Mr + Mr.T), eigvals_only=True) if Z.shape[1] else np.zeros(0)
-    tol_eig = 1e-12 * max(1.0, float(np.max(np.abs(eig)))) if len(eig) else 0.0
+    return sla.eigh(Hr, 0.5 * (Mr + Mr.T), eigvals_only=True)
+
+
+def lagrangian_equilibrium(
+    system: LagrangianSystem,
+    *,
+    t: float = 0.0,
+    initial: Any = None,
+    tol: float = 1e-12,
+    maxiter: int = 200,
+) -> LagrangianEquilibrium:
+    """Static equilibrium of a Lagrangian system: a local minimum of U − W subject to g(q) = 0.
+
+    Parameters
+    ----------
+    system : mbvi.LagrangianSystem
+    t : float, default: 0
+        Time at which the loads Q(q, 0, t) are evaluated, s.
+    initial : array_like or mbvi.State, shape (n,), optional
+        Start of the search (default: q = 0); :func:`mbvi.equilibrium` passes its
+        ``initial_state`` here.
+    tol : float, default: 1e-12
+        Tolerance on the KKT residual, relative to the load scale.
+    maxiter : int, default: 200
+        Iterations allowed to the descent and, separately, to each Newton polish.
+
+    Returns
+    -------
+    LagrangianEquilibrium
+        The minimum reached by descending U − W on g = 0 from the start (``stable`` is True
+        unless the minimum is degenerate, a zero tangent eigenvalue).
+
+    Raises
+    ------
+    ValueError
+        For a start that is not n finite coordinates.
+    SolverError
+        When the start cannot be brought onto g = 0 and Newton's method from it does not
+        converge either, when U − W keeps decreasing (no minimum), or when Newton's method
+        does not converge.
+
+    Warns
+    -----
+    RuntimeWarning
+        When, after repeated descents, the point found is still not a minimum.
+
+    Notes
+    -----
+    Newton's method on the KKT conditions alone finds any stationary point: from above the
+    horizontal, a pendulum written in Cartesian coordinates went to its top. Here a descent on
+    the constraint set (see the module's notes) comes first; a start exactly at a maximum or a
+    saddle is left along the tangent direction of most negative curvature (ω² < 0). The descent
+    measures U − W by the work of the loads along its own steps, so it also finds the balance of
+    loads that have no potential, such as a torque written on Cartesian coordinates. The reported
+    ``potential`` keeps its documented meaning (W along the straight path from q = 0).
+    """
+    n = system.nq
+    if initial is None:
+        q = np.zeros(n)
+    else:
+        q = np.array(initial.q if isinstance(initial, State) else initial, dtype=float).reshape(-1)
+        if q.shape != (n,) or not np.isfinite(q).all():
+            raise ValueError(f"equilibrium: the start must be {n} finite coordinates, got {initial!r}")
+    st = _Statics(system, t)
+    start_residual = st.kkt(q, np.zeros(st.m))[0][:n]
+    scale = max(1.0, float(np.max(np.abs(start_residual)))) if n else 1.0
+    iterations = 0
+    feasible = st.restore(q)
+    if feasible is None:
+        # G is rank deficient at the start (q = 0 on a circle): Newton on the KKT conditions, as a way in
+        q, _, _, _, _, iterations = _newton(st, q, np.zeros(st.m), tol * scale, maxiter)
+    else:
+        q = feasible
+    for rounds in range(1, _ROUNDS + 1):
+        q, lam, steps = st.descend(q, scale, maxiter)
+        q, lam, H, G, res, polish = _newton(st, q, lam, tol * scale, maxiter)
+        iterations += steps + polish
+        eig = _tangent_eigenvalues(st, q, H, G)
+        big = float(np.max(np.abs(eig))) if len(eig) else 0.0
+        if not len(eig) or eig[0] >= -_ESCAPE * big:
+            break
+        if rounds == _ROUNDS:
+            warnings.warn(
+                f"equilibrium of {system.name!r}: after {_ROUNDS} descents the point found, q = {q.tolist()}, "
+                f"is not a minimum (tangent eigenvalue {eig[0]:.3g}); try another start (initial_state=…)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+    tol_eig = 1e-12 * max(1.0, big)
     return LagrangianEquilibrium(
         q=q,
         multipliers=lam,
         potential=float(system.potential(q, t)) - _work(system, q, t),
         stable=bool(np.all(eig > tol_eig)),
         tangent_eigenvalues=eig,
-        iterations=it,
+        iterations=iterations,
         residual=res,
         system=system,
     )

@@ -1,0 +1,197 @@
+"""Outcomes that must not mislead: a singular start, a given initial state off the joints, step-size hints that
+work, errors that describe the integrator at hand, and the command line's report (found by a contract review)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import mbvi
+from mbvi.cli import main
+
+G = 9.81
+
+
+def taut_chain(n: int = 6, gravity: float = G, push: float = 0.0) -> mbvi.Scene:
+    """n particles on rods pulled taut in a straight line between the origin and a world point: the rod lengths
+    add up to the span, so the chain cannot move (a singular configuration, not a redundant loop)."""
+    s = mbvi.Scene(gravity=(0.0, 0.0, -gravity))
+    for i in range(n):
+        s.add(mbvi.Particle(f"p{i}", mass=1.0, position=(0.3 * (i + 1), 0.0, 0.0),
+                            velocity=(0.0, 0.0, push if i == 2 else 0.0)))  # fmt: skip
+    s.add(mbvi.Rod("world", "p0"))
+    for i in range(n - 1):
+        s.add(mbvi.Rod(f"p{i}", f"p{i + 1}"))
+    s.add(mbvi.Rod(f"p{n - 1}", "world", anchor_b=(0.3 * (n + 1), 0.0, 0.0)))
+    return s
+
+
+def four_bar() -> mbvi.Scene:
+    """A planar four-bar of revolute joints: 3 of its equations are redundant wherever it is."""
+    s = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    inertia = (1e-3, 1e-2, 1e-2)
+    s.add(mbvi.RigidBody("crank", mass=1.0, inertia=inertia, position=(0.0, 0.0, 0.5),
+                         orientation=np.array([[0, 0, -1], [0, 1, 0], [1, 0, 0]], float)))  # fmt: skip
+    s.add(mbvi.RigidBody("coupler", mass=1.0, inertia=inertia, position=(1.0, 0.0, 1.0)))
+    s.add(mbvi.RigidBody("rocker", mass=1.0, inertia=inertia, position=(2.0, 0.0, 0.5),
+                         orientation=np.array([[0, 0, -1], [0, 1, 0], [1, 0, 0]], float)))  # fmt: skip
+    y = (0.0, 1.0, 0.0)
+    s.add(mbvi.Revolute("world", "crank", anchor=(0.0, 0.0, 0.0), axis=y))
+    s.add(mbvi.Revolute("crank", "coupler", anchor=(0.0, 0.0, 1.0), axis=y))
+    s.add(mbvi.Revolute("coupler", "rocker", anchor=(2.0, 0.0, 1.0), axis=y))
+    s.add(mbvi.Revolute("rocker", "world", anchor=(2.0, 0.0, 0.0), axis=y))
+    return s
+
+
+# ----------------------------------------------------------------------------------- a singular start
+def test_a_chain_pulled_taut_keeps_every_rod_and_never_leaves_one() -> None:
+    """Its rows are dependent at the start only: dropping one let the chain fall off it (constraint error 23.8
+    after 1 s, no error). Every row is kept; the run cannot go on and says so, the equilibrium holds every rod."""
+    with pytest.warns(mbvi.RedundantConstraintWarning, match="singular"):
+        system = mbvi.assemble(taut_chain())
+    assert len(system.active) == system.nc == 7
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mbvi.RedundantConstraintWarning)
+        eq = mbvi.equilibrium(taut_chain())
+        assert np.max(np.abs(system.constraints(eq.q)) / system.rows.scale) < 1e-9
+        for push, gravity in ((0.0, G), (0.1, 0.0)):
+            try:
+                traj = mbvi.simulate(taut_chain(gravity=gravity, push=push), 0.2, 1e-3)
+            except mbvi.SolverError as err:  # the locked chain cannot follow gravity or the push: an honest end
+                assert err.time is not None and err.step is not None
+                continue
+            assert np.max(traj.constraint_error) < 1e-8  # or it stays on every rod
+
+
+def test_a_redundant_loop_still_drops_its_dependent_rows() -> None:
+    """The four-bar's dependence is its own: the dropped rows stay satisfied as it moves."""
+    with pytest.warns(mbvi.RedundantConstraintWarning, match="redundant"):
+        system = mbvi.assemble(four_bar())
+    assert len(system.active) == system.nc - 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mbvi.RedundantConstraintWarning)
+        traj = mbvi.simulate(four_bar(), 1.0, 1e-3)
+    assert np.max(traj.constraint_error) < 1e-9  # every row, the dropped ones included
+
+
+# --------------------------------------------------------------------------- a given initial state
+def pendulum() -> mbvi.Scene:
+    s = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    s.add(mbvi.Particle("bob", mass=1.0, position=(1.0, 0.0, 0.0)))
+    s.add(mbvi.Rod("world", "bob"))
+    return s
+
+
+def test_a_given_position_off_a_joint_is_a_value_error_naming_it() -> None:
+    state = mbvi.assemble(pendulum()).initial_state()
+    off = mbvi.State(2.0 * state.q, state.v)
+    with pytest.raises(ValueError, match="Rod 'world-bob'"):
+        mbvi.simulate(pendulum(), 0.01, 1e-3, initial_state=off)
+    with pytest.raises(ValueError, match="Rod 'world-bob'"):
+        mbvi.Simulator(pendulum(), dt=1e-3, initial_state=off)
+
+
+def test_a_given_velocity_off_the_joints_is_projected_with_a_warning() -> None:
+    """A radial velocity on a rod is no motion of the pendulum: projected (mass-weighted) as the scene's own
+    initial velocity is, so the energy is that of the motion the rod allows (here none: U alone)."""
+    state = mbvi.assemble(pendulum()).initial_state()
+    radial = mbvi.State(state.q, np.array([0.5, 0.0, 0.0]))  # along the rod
+    with pytest.warns(mbvi.ConstraintWarning, match="projected"):
+        traj = mbvi.simulate(pendulum(), 0.01, 1e-3, initial_state=radial)
+    assert np.allclose(traj.v[0], 0.0, atol=1e-12)
+    assert abs(traj.energy[0] - traj.potential[0]) < 1e-12
+
+
+def test_a_state_on_the_joints_is_taken_as_it_is() -> None:
+    """A run's own state starts the next run bit for bit (no projection of what is already on the joints)."""
+    half = mbvi.simulate(pendulum(), 0.1, 1e-3)
+    given = mbvi.State(half.q[-1], half.v[-1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rest = mbvi.simulate(pendulum(), 0.2, 1e-3, t0=0.1, initial_state=given)
+    assert np.array_equal(rest.q[0], given.q) and np.array_equal(rest.v[0], given.v)
+    whole = mbvi.simulate(pendulum(), 0.2, 1e-3)
+    assert np.allclose(rest.q[-1], whole.q[-1], atol=1e-12, rtol=0)
+
+
+# ------------------------------------------------------------------------------------- step-size hints
+def stiff_spring() -> mbvi.Scene:
+    """A 1 kg particle on a 1e6 N/m spring: ω = 1000 rad/s."""
+    s = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    s.add(mbvi.Particle("a", mass=1.0, position=(1.2, 0.0, 0.0)))
+    s.add(mbvi.Spring("world", "a", stiffness=1e6, rest_length=1.0))
+    return s
+
+
+@pytest.mark.parametrize("integrator", ["symplectic_euler_b", "midpoint"])
+def test_a_suggested_step_is_one_that_really_works(integrator: str) -> None:
+    """At dt = 0.01 (hω = 10) the run fails; the step the error suggests is verified, or none is suggested. The
+    suggestion of symplectic Euler used to be the stability bound 1.8/ω, whose run strays by 171 % of its
+    energy: a verified one keeps the energy within 1 %."""
+    with pytest.raises(mbvi.SolverError) as info:
+        mbvi.simulate(stiff_spring(), 3.0, 0.01, integrator)
+    err = info.value
+    assert err.suggested_dt is not None and err.verified_dt
+    assert "verified" in str(err)
+    assert len(err.trajectory.t) == err.step + 1 and err.trajectory.t[-1] == pytest.approx(err.time)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no energy warning either
+        traj = mbvi.simulate(stiff_spring(), 3.0, err.suggested_dt, integrator)
+    e = traj.energy
+    assert np.max(np.abs(e - e[0])) < 0.01 * np.ptp(traj.potential)
+
+
+def test_an_implicit_method_is_not_told_to_use_itself() -> None:
+    with pytest.raises(mbvi.SolverError) as info:
+        mbvi.simulate(stiff_spring(), 3.0, 0.01, "midpoint")
+    text = str(info.value)
+    assert "integrator='midpoint'" not in text and "explicit step" not in text
+    assert "2/ω" in text and "spring" in text
+
+
+def test_no_step_is_suggested_when_no_step_cures_the_run() -> None:
+    """The taut chain fails at its first step whatever the step: the error says a smaller step may not cure it
+    rather than suggest one as if it would."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mbvi.RedundantConstraintWarning)
+        with pytest.raises(mbvi.SolverError) as info:
+            mbvi.simulate(taut_chain(), 0.2, 1e-3)
+    err = info.value
+    assert not err.verified_dt
+    assert err.suggested_dt is None and "may not cure" in str(err)
+
+
+# ------------------------------------------------------------------------------------- the command line
+@pytest.fixture
+def pendulum_file(tmp_path):
+    path = tmp_path / "pend.py"
+    path.write_text(
+        "import mbvi\n"
+        "def build(angle=1.0):\n"
+        "    import math\n"
+        "    s = mbvi.Scene(gravity=(0, 0, -9.81))\n"
+        "    s.add(mbvi.Particle('bob', mass=1.0, position=(math.sin(angle), 0, -math.cos(angle))))\n"
+        "    s.add(mbvi.Rod('world', 'bob'))\n"
+        "    return s\n"
+    )
+    return path
+
+
+def test_the_command_line_reports_the_steps_it_took(pendulum_file, capsys) -> None:
+    assert main(["run", str(pendulum_file), "--t-end", "0.025", "--dt", "0.01"]) == 0
+    assert "3 steps of 0.01 s (the last of 0.005 s) to t = 0.025 s" in capsys.readouterr().out
+    assert main(["run", str(pendulum_file), "--t-end", "0.02", "--dt", "0.001", "--option", "save_every=10"]) == 0
+    assert "20 steps of 0.001 s to t = 0.02 s" in capsys.readouterr().out
+
+
+def test_a_warning_on_the_command_line_is_one_line(pendulum_file, capsys) -> None:
+    """A step of a sixth of the pendulum's period completes with an energy warning: one line, no source line."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        assert main(["run", str(pendulum_file), "--t-end", "20", "--dt", "0.3"]) == 0
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "warning" in line]
+    assert lines and all(line.startswith("mbvi: warning: ") for line in lines)
+    assert "RuntimeWarning" not in err and "warnings.warn" not in err and "% of the energy in motion" in err
