@@ -211,5 +211,11 @@ class _Package(_types.ModuleType):
         loaded = [k for k, v in vars(self).items() if isinstance(v, _types.ModuleType) and not k.startswith("_")]
         return sorted(set(__all__) | _SUBMODULES | set(dunders) | set(loaded))
 
+    def __reduce__(self) -> tuple:
+        """Pickled by name, as a plain module is: a function pickled by value that reads ``mbvi.…`` (a sweep's
+        ``build`` defined in a script or a notebook, sent to Dask's processes or a cluster) refers to the
+        importing process's ``mbvi`` (cloudpickle knows modules by their exact type, not this subclass)."""
+        return (_importlib.import_module, (self.__name__,))
+
 
 _sys.modules[__name__].__class__ = _Package

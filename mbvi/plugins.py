@@ -46,8 +46,11 @@ DEFAULT_PLUGINS = (
 )
 
 
-class PluginError(RuntimeError):
-    """A plugin is invalid: a misspelt hook, a duplicate name, or a bad registered class."""
+class PluginError(RuntimeError, ValueError):
+    """A plugin is invalid: a misspelt hook, a duplicate name, or a bad registered class.
+
+    Also a ``ValueError``: the plugin's input is at fault, and its message names the plugin or the class.
+    """
 
 
 _lock = threading.RLock()
@@ -96,22 +99,38 @@ def get_plugin_manager() -> pluggy.PluginManager:
 
 
 def register_plugin(plugin: Any, name: str | None = None) -> None:
-    """Register a plugin object or module at run time (e.g. in tests) and refresh the registries."""
+    """Register a plugin object or module at run time (e.g. in tests) and refresh the registries.
+
+    What it registers is checked now (classes, names, compositions' weights and bases): an invalid plugin is a
+    :class:`PluginError` naming the class, and is not kept, so that the registry stays usable.
+    """
     pm = get_plugin_manager()
-    try:
-        pm.register(plugin, name=name)
-        pm.check_pending()
-    except (ValueError, pluggy.PluginValidationError) as exc:
-        if pm.is_registered(plugin):
+    with _lock:
+        try:
+            pm.register(plugin, name=name)
+            pm.check_pending()
+        except (ValueError, pluggy.PluginValidationError) as exc:
+            if pm.is_registered(plugin):
+                pm.unregister(plugin)
+            raise PluginError(f"invalid mbvi plugin {name or plugin!r}: {exc}") from exc
+        _invalidate()
+        try:
+            _integrator_registry()
+            _force_law_registry()
+        except PluginError as exc:
             pm.unregister(plugin)
-        raise PluginError(f"invalid mbvi plugin {name or plugin!r}: {exc}") from exc
-    _invalidate()
+            _invalidate()
+            raise PluginError(f"invalid mbvi plugin {name or plugin!r}: {exc}") from None
 
 
 def unregister_plugin(plugin: Any = None, name: str | None = None) -> None:
-    """Remove a plugin registered with :func:`register_plugin`."""
-    get_plugin_manager().unregister(plugin, name=name)
-    _invalidate()
+    """Remove a plugin registered with :func:`register_plugin` (nothing to do when it is not registered: a
+    plugin :func:`register_plugin` refused, a second teardown)."""
+    pm = get_plugin_manager()
+    with _lock:
+        if (plugin is not None and pm.is_registered(plugin)) or (plugin is None and pm.get_plugin(name) is not None):
+            pm.unregister(plugin, name=name)
+        _invalidate()
 
 
 def _invalidate() -> None:

@@ -132,6 +132,26 @@ def test_two_worker_cluster_gives_the_local_numbers_bit_for_bit(local: xr.Datase
     xr.testing.assert_identical(remote, local.drop_vars("wall_time"))
 
 
+def test_a_build_written_in_a_script_reaches_worker_processes() -> None:
+    """A build defined where it runs (a script's or a notebook's function, a lambda: pickled by value) that reads
+    ``mbvi.…`` is sent to worker processes: the package pickles by name, as a module does (it raised
+    "cannot pickle '_Package' object", and sweeps fell back to threads)."""
+    import cloudpickle
+
+    def build(length: float = 1.0) -> mbvi.Scene:
+        s = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+        s.add(mbvi.Particle("bob", mass=1.0, position=(length, 0.0, 0.0)))
+        s.add(mbvi.Rod("world", "bob"))
+        return s
+
+    assert isinstance(cloudpickle.loads(cloudpickle.dumps(lambda: mbvi.Scene()))(), mbvi.Scene)
+    grid = {"length": [0.5, 1.0]}
+    there = mbvi.sweep(build, grid, t_end=0.05, dt=0.01, scheduler="processes")
+    here = mbvi.sweep(build, grid, t_end=0.05, dt=0.01, scheduler="synchronous")
+    assert list(there.error.values) == ["", ""]
+    np.testing.assert_array_equal(there.position.values, here.position.values)
+
+
 def test_a_failed_first_member_does_not_set_the_estimate(caplog: pytest.LogCaptureFixture) -> None:
     """A member that fails at once says nothing of the others' cost: the next one, run to its end, decides."""
     grid = {"length": [0.0, 1.0, 0.5], "theta0": [0.3]}
