@@ -356,3 +356,14 @@ def test_a_plugin_integrator_declaring_lagrangian_runs_a_lagrangian_system() -> 
 
     with pytest.raises(ValueError, match="Lagrangian"):
         mbvi.simulate(_pendulum(), 0.1, h, SceneOnly, initial_state=start)
+
+
+def test_an_undefined_function_or_a_complex_lagrangian_is_a_value_error() -> None:
+    """sympy's own errors (PrintMethodNotImplementedError, TypeError) reached the user before."""
+    x, vx = sp.symbols("x vx")
+    with pytest.raises(ValueError, match=r"undefined function.* f"):
+        mbvi.LagrangianSystem(vx**2 / 2 - sp.Function("f")(x), [x], [vx])
+    with pytest.raises(ValueError, match="not real"):
+        mbvi.LagrangianSystem(vx**2 / 2 + sp.I * x, [x], [vx])
+    with pytest.raises(ValueError, match=r"undefined function.* g"):
+        mbvi.LagrangianSystem(vx**2 / 2, [x], [vx], constraints=[sp.Function("g")(x)])

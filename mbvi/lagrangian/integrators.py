@@ -413,6 +413,15 @@ class CSM(LagrangianIntegrator):
             if isinstance(val, bool) or not isinstance(val, (int, float)) or not val > 0:
                 raise ValueError(f"option {key!r} must be a positive number, got {val!r}")
 
+    def step(self, q: np.ndarray, v: np.ndarray, p: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One step of ``dt`` (a :class:`mbvi.Simulator` stepping): ``solve_ivp`` over [t, t + dt] alone.
+
+        A run of many steps hands the whole interval to ``solve_ivp`` (:meth:`integrate`), whose own steps then
+        need not end at every dt: the two agree to the tolerances ``rtol``/``atol``, not bit for bit.
+        """
+        _, Q, V, P = self.integrate(np.asarray(q, float), np.asarray(v, float), float(t), 1, 1)
+        return Q[-1], V[-1], P[-1]
+
     def integrate(self, q, v, t0, nsteps, save_every=1, callback=None):
         from scipy.integrate import solve_ivp
 

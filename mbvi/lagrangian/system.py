@@ -196,6 +196,17 @@ class LagrangianSystem:
     # -- validation ------------------------------------------------------------------------------
     @staticmethod
     def _check_symbols(expr: Any, allowed: set[Any], where: str, hint: str = "") -> None:
+        import sympy as sp
+        from sympy.core.function import AppliedUndef
+
+        undefined = sorted({str(f.func) for f in expr.atoms(AppliedUndef)})
+        if undefined:
+            raise ValueError(
+                f"LagrangianSystem: {where} contains undefined function(s) {', '.join(undefined)}: write them out "
+                "in the coordinates, velocities and time (sympy expressions mbvi can differentiate and compile)"
+            )
+        if expr.has(sp.I):
+            raise ValueError(f"LagrangianSystem: {where} is not real (it contains the imaginary unit I)")
         unknown = sorted(expr.free_symbols - allowed, key=str)
         if unknown:
             names = ", ".join(str(s) for s in unknown)
