@@ -66,7 +66,7 @@ def diagnose(
 
 
 #: the built-in integrators whose step is implicit in the forces (A-stable for a linear spring)
-IMPLICIT = frozenset({"midpoint", "implicit_euler", "csm"})
+IMPLICIT = frozenset({"midpoint", "implicit_euler"})
 
 
 def instability(system, name: str, dt: float, t: float, k: int) -> SolverError:
