@@ -186,9 +186,11 @@ class RigidBody(Body):
             raise ValueError(f"{owner}: inertia must be positive definite, got moments {moments.tolist()}")
         d = 0.5 * moments.sum() - moments
         if np.any(d <= 1e-12 * moments.sum()):
+            flat = bool(np.any(np.abs(d) <= 1e-12 * moments.sum()))
             raise ValueError(
                 f"{owner}: inertia breaks the triangle inequality (each principal moment must be "
                 f"smaller than the sum of the other two), got {moments.tolist()}"
+                + (": that is a body of zero thickness (a lamina or a rod of no radius); give it some" if flat else "")
             )
         if np.linalg.det(axes) < 0:
             axes[:, 2] *= -1
