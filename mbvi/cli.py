@@ -150,6 +150,21 @@ def _energy_drift(traj: Any) -> float:
     return float(abs(e - e[0]).max()) / scale
 
 
+def _energy_report(scene: Any, traj: Any) -> str:
+    """The run's energy figure: its error where the energy is conserved; where forces do work (damping, drag,
+    loads), the error of the balance E − E₀ − W when the run measured W, else the change, said to be one."""
+    from mbvi.assembly import assemble
+    from mbvi.lagrangian import LagrangianSystem
+
+    forced = scene.has_forces if isinstance(scene, LagrangianSystem) else assemble(scene).has_forces
+    if not forced:
+        return f"max relative energy error {_energy_drift(traj):.3e}"
+    balance = traj.info.get("energy_error")
+    if balance is not None:
+        return f"max energy balance error |E − E₀ − W| {balance:.3e} of the energy in motion (W: the forces' work)"
+    return f"max relative energy change {_energy_drift(traj):.3e} (forces do work on it: not an error)"
+
+
 def _save(traj: Any, path: str) -> None:
     """Save a trajectory, creating the parent directory."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -208,10 +223,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     shape = f"{steps} steps of {dt:g} s" if last is None else (
         f"1 step of {last:g} s" if steps == 1 else f"{steps} steps of {dt:g} s (the last of {last:g} s)")  # fmt: skip
     _say(f"simulated {shape} to t = {traj.t[-1]:g} s with {integrator} in {elapsed:.2f} s")
-    _say(
-        f"max relative energy error {_energy_drift(traj):.3e}, "
-        f"max constraint error {float(traj.constraint_error.max()):.3e}"
-    )
+    _say(f"{_energy_report(scene, traj)}, max constraint error {float(traj.constraint_error.max()):.3e}")
     if args.out:
         _save(traj, args.out)
         _say(f"wrote {args.out}")

@@ -195,3 +195,22 @@ def test_a_warning_on_the_command_line_is_one_line(pendulum_file, capsys) -> Non
     lines = [line for line in err.splitlines() if "warning" in line]
     assert lines and all(line.startswith("mbvi: warning: ") for line in lines)
     assert "RuntimeWarning" not in err and "warnings.warn" not in err and "% of the energy in motion" in err
+
+
+def test_the_command_line_does_not_call_damping_an_error(tmp_path, capsys) -> None:
+    """A damped pendulum loses energy to its drag: the command line reports the balance E − E₀ − W, not the
+    energy the drag took as a "relative energy error" (it printed 4e-1 for the damped pendulum)."""
+    path = tmp_path / "damped.py"
+    path.write_text(
+        "import mbvi\n"
+        "def build():\n"
+        "    s = mbvi.Scene(gravity=(0, 0, -9.81))\n"
+        "    s.add(mbvi.Particle('bob', mass=1.0, position=(1.0, 0, 0)))\n"
+        "    s.add(mbvi.Rod('world', 'bob'))\n"
+        "    s.add(mbvi.Drag('bob', coefficient=0.5))\n"
+        "    return s\n"
+    )
+    assert main(["run", str(path), "--t-end", "5", "--dt", "0.001"]) == 0
+    line = capsys.readouterr().out.splitlines()[1]
+    assert line.startswith("max energy balance error |E − E₀ − W| ")
+    assert float(line.split("W| ")[1].split()[0]) < 1e-3  # the balance holds; the energy itself fell by far more

@@ -42,6 +42,9 @@ class Entry:
     error: str | None
     seconds: float
     figure: str | None = None
+    #: what ``mbvi run --render`` makes of it: an animation, or (a system in its own coordinates, no bodies to
+    #: draw) the picture of its state space
+    render_as: str = "gif"
 
 
 def _doc_parts(module: object, name: str) -> tuple[str, str]:
@@ -76,7 +79,8 @@ def render_scene(path: Path, out_dir: Path, t_end_cap: float) -> Entry:
             from mbvi.lagrangian.picture import picture
 
             picture(traj, out_dir / "gallery" / f"{name}.png")
-            return Entry(name, title, text, f"gallery/{name}.png", None, time.perf_counter() - start)
+            return Entry(name, title, text, f"gallery/{name}.png", None, time.perf_counter() - start,
+                         render_as="png")  # fmt: skip
         options = {"window_size": (800, 600), "ground": True}
         trail_bodies = [n for n in traj.body_names if "[" not in n]
         if 0 < len(trail_bodies) <= 6:
@@ -104,7 +108,8 @@ def write_page(entries: list[Entry], scenes_dir: Path, page: Path) -> None:
         "",
         f"Every scene in `{rel}/`, simulated briefly and rendered headless by",
         "`tools/gen_gallery.py`. Run one yourself with",
-        f"`mbvi run {rel}/NAME.py --render NAME.gif`.",
+        f"`mbvi run {rel}/NAME.py --render NAME.gif` (`--render NAME.png` for the systems written in their own",
+        "coordinates, which have no bodies to animate: the picture of their state space), as each scene shows.",
         "",
     ]
     if not entries:
@@ -119,7 +124,7 @@ def write_page(entries: list[Entry], scenes_dir: Path, page: Path) -> None:
             out += [f"![{e.title}]({e.image})", ""]
         if e.figure:  # optional: only scenes with their own comparison plot have one
             out += [f"![{e.title}: comparison]({e.figure})", ""]
-        out += ["```bash", f"mbvi run {rel}/{e.name}.py --render {e.name}.gif", "```", ""]
+        out += ["```bash", f"mbvi run {rel}/{e.name}.py --render {e.name}.{e.render_as}", "```", ""]
     page.parent.mkdir(parents=True, exist_ok=True)
     page.write_text("\n".join(out), encoding="utf-8")
 
