@@ -48,7 +48,7 @@ if _typing.TYPE_CHECKING:  # for type checkers and the API docs; never executed
     from mbvi.simulate import simulate
     from mbvi.simulator import Simulator
     from mbvi.state import State
-    from mbvi.statics import Equilibrium, equilibrium, modes
+    from mbvi.statics import Equilibrium, SaddleWarning, equilibrium, modes
     from mbvi.sweep import sweep
     from mbvi.system import System
     from mbvi.trajectory import Trajectory
@@ -68,6 +68,7 @@ _EXPORTS: dict[str, str] = {
     "ConstraintWarning": "mbvi.errors",
     "RedundantConstraintWarning": "mbvi.errors",
     "SolverError": "mbvi.errors",
+    "SaddleWarning": "mbvi.statics",
     "ForceLaw": "mbvi.forcelaws.base",
     "Damper": "mbvi.forces",
     "Drag": "mbvi.forces",
@@ -144,6 +145,7 @@ __all__ = [
     "Revolute",
     "RigidBody",
     "Rod",
+    "SaddleWarning",
     "Scene",
     "Shape",
     "Simulator",

@@ -13,11 +13,16 @@ backtracks on U − W. The multipliers are the constraint forces.
 
 Every step is scaled so that the ratio of the bodies' masses does not enter
 it (a 1 kg bob and a 1e18 kg body in one chain): see :func:`equilibrium` and
-the user guide (docs/statics.md, "Masses of any ratio").
+the user guide (docs/statics.md, "Masses of any ratio"). Trial points are
+relaxed along stiff modes (stiff springs: a steel rope), and a stationary
+point that is not a minimum (an upright pendulum) is left along its most
+negative curvature, so that the result is a local minimum.
 """
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,7 +35,7 @@ from mbvi.scene import Scene
 from mbvi.state import State
 from mbvi.system import System
 
-__all__ = ["Equilibrium", "equilibrium", "modes"]
+__all__ = ["Equilibrium", "SaddleWarning", "equilibrium", "modes"]
 
 
 @dataclass
@@ -127,6 +132,10 @@ class Equilibrium:
         return torque_com - np.cross(point - self.q[o : o + 3], f[o : o + 3])
 
 
+class SaddleWarning(UserWarning):
+    """The equilibrium returned is a stationary point that is not a local minimum (see :func:`equilibrium`)."""
+
+
 _EPS = float(np.finfo(float).eps)
 
 #: eigenvalues below this fraction of the largest are recomputed on their own subspace (see :func:`_graded_eigh`)
@@ -137,6 +146,22 @@ _ZERO = 1e-12
 
 #: round-off of a force, in units of ε times the size of the terms it is computed from (|H| |q|, the forces)
 _NOISE = 8 * float(np.finfo(float).eps)
+
+#: a tangent mode is stiff when its curvature exceeds this multiple of the curvature along the Newton step
+_STIFF = 100.0
+
+#: Newton steps along the stiff modes that relax a trial point of the line search (see :func:`equilibrium`)
+_RELAX = 4
+
+#: trial points of one line search (the longest steps) that are relaxed when they are not accepted as they are
+_RELAX_TRIALS = 8
+
+#: leaving a saddle: the first trial steps along its most negative curvature, as fractions of the largest step
+#: (then shorter ones, by factors of 4, while the decrease they promise is above the round-off of U − W)
+_ESCAPE_STEPS = (0.1, 0.4)
+
+#: saddles left on the way to a minimum before the stationary point reached is returned as it is
+_ESCAPES = 8
 
 
 def _null_space(G: np.ndarray, n: int) -> np.ndarray:
@@ -339,7 +364,13 @@ def _start(sysm: System, initial_state: object) -> np.ndarray:
 
 
 def equilibrium(
-    scene: Scene, *, t: float = 0.0, initial_state: State | None = None, tol: float = 1e-10, maxiter: int = 200
+    scene: Scene,
+    *,
+    t: float = 0.0,
+    initial_state: State | None = None,
+    tol: float = 1e-10,
+    maxiter: int = 200,
+    minimum: bool = True,
 ) -> Equilibrium:
     """Static equilibrium: minimize U − W subject to g(q) = 0.
 
@@ -354,6 +385,13 @@ def equilibrium(
         Tolerance on the KKT residual ∇U − F + Gᵀλ, relative to the forces that meet on each body
         (its loads and the constraint forces on it); once met, one more Newton step polishes the balance.
     maxiter : int, default: 200
+        Largest number of Newton iterations, counted over every descent (see ``minimum``).
+    minimum : bool, default: True
+        Return a local minimum of U − W: a stationary point that is not one (a saddle or a maximum, such as a
+        pendulum started exactly upright) is left along its most negative curvature on the constraint tangent
+        space and the descent resumed. False returns the stationary point the Newton iteration reaches from
+        the start whatever its stability (the upright pendulum, to read its growth rate with :func:`modes`).
+        Ignored for an :class:`mbvi.LagrangianSystem`.
 
     Returns
     -------
@@ -363,10 +401,18 @@ def equilibrium(
     ------
     ValueError
         For a scene that is not one, options that are not finite positive numbers (``tol``, ``maxiter``,
-        ``t``: finite), an ``initial_state`` of the wrong size or that cannot be projected onto the joints,
-        or a load callable that fails or returns anything but 3 finite numbers (naming the element).
+        ``t``: finite; ``minimum``: a bool), an ``initial_state`` of the wrong size or that cannot be projected
+        onto the joints, or a load callable that fails or returns anything but 3 finite numbers (naming the
+        element).
     SolverError
         When the iteration does not converge (after how many iterations, and why).
+
+    Warns
+    -----
+    SaddleWarning
+        With ``minimum=True``, when the stationary point reached is not a minimum and no direction of
+        descent is found from it (the negative curvature is within the round-off of U − W, or higher-order
+        terms cancel it): it is returned with ``stable`` False.
 
     Notes
     -----
@@ -382,6 +428,24 @@ def equilibrium(
     (:func:`_small_oscillations`). A 1e15 kg bob below a 1 kg one (or above it) is found hanging
     straight down, its frequencies those of the minimal-coordinate model.
 
+    Stiff elements (a rope of steel springs, EA/ℓ a million times its weight per length) make the Newton
+    model of U − W accurate only over a tiny region: a step that swings the soft modes (the rope about its
+    pin) stretches the stiff ones at second order, and their energy swamps the decrease the step was
+    meant to bring. A trial point of the line search that U − W does not accept as it is, is therefore
+    relaxed along the stiff modes, those with a curvature more than 100 times the curvature along the
+    step (a few Newton steps on U − W restricted to them, each taken only if it lowers U − W), and judged
+    again: the nonlinear elimination of the stiff variables, the analogue for stiff springs of the
+    projection back onto g = 0 (a second-order correction). At most 8 trial points of a line search are
+    relaxed, and none after a relaxation that does not lower U − W.
+
+    A stationary point that is not a minimum (ω² < 0 on the tangent space, :func:`_small_oscillations`)
+    is left along the mode of most negative ω², by a step of a tenth of the largest step (else longer or
+    shorter ones; the side that lowers U − W, projected back onto g = 0), and the descent resumed, so that
+    the result is a local minimum. A negative ω² whose decrease over the longest such step would be
+    round-off of U − W is a neutral direction: that point is returned, ``stable`` False, as one with a zero
+    ω². Where no step lowers U − W, or after 8 saddles, the stationary point is returned with ``stable``
+    False and a :class:`SaddleWarning`.
+
     For an :class:`mbvi.LagrangianSystem` this is the minimum of
     −L(q, 0) − W under its constraints, searched from q = 0 unless
     ``initial_state`` (a State or the coordinates) gives a start; it returns a
@@ -394,6 +458,8 @@ def equilibrium(
     tol = _option_number(tol, "tol", positive=True)
     if isinstance(maxiter, bool) or not isinstance(maxiter, (int, np.integer)) or maxiter < 1:
         raise ValueError(f"equilibrium: maxiter must be a positive integer, got {maxiter!r}")
+    if not isinstance(minimum, (bool, np.bool_)):
+        raise ValueError(f"equilibrium: minimum must be True or False, got {minimum!r}")
     if isinstance(scene, LagrangianSystem):
         from mbvi.lagrangian.statics import lagrangian_equilibrium
 
@@ -436,118 +502,195 @@ def equilibrium(
         excess = np.maximum(np.abs(r) / coords.root_weight - noise, 0.0)
         return float(np.max(excess / scale)) if len(r) else 0.0
 
+    def relax(x: np.ndarray, split: float, metric: np.ndarray, enough: float) -> tuple[np.ndarray, bool]:
+        """``x`` relaxed along its stiff modes (curvature above ``split``): Newton on U − W restricted to them.
+
+        Each step is taken only if it lowers U − W; the relaxation ends once a step promised no more than
+        ``enough`` (its Newton decrement, J), or after :data:`_RELAX` steps. Returns the point and whether
+        any step was taken.
+        """
+        fx = merit(x)
+        relaxed = False
+        for _ in range(_RELAX):
+            _, Gx, lam_x, rx, _ = balance(x)
+            full = np.zeros(sysm.nc)
+            full[act] = lam_x
+            Hx = _lagrangian_hessian(sysm, x, full, t) / np.outer(coords.root_weight, coords.root_weight)
+            Zx = _tangent_basis(Gx, coords)
+            wx, Vx = _graded_eigh(Hx, Zx)
+            Xx = Zx @ Vx
+            zero = _ZERO * ((Xx * Xx).T @ coords.body_scale(np.diag(Hx)))
+            stiff = wx > np.maximum(split, zero)
+            if not stiff.any():
+                break
+            b = Xx[:, stiff].T @ (rx / coords.root_weight)
+            c = b / wx[stiff]
+            dx = -(Xx[:, stiff] @ c) / coords.root_weight
+            over = float(np.max(np.abs(dx) / coords.step_cap(ls)))
+            if over > 1.0:
+                dx = dx / over
+            try:
+                y = _project(sysm, x + dx, metric)
+            except SolverError:
+                break
+            fy = merit(y)
+            if not fy < fx:
+                break
+            x, fx, relaxed = y, fy, True
+            if 0.5 * float(b @ c) <= enough:
+                break
+        return x, relaxed
+
     res = np.inf
     grad, G, lam, r, scale = balance(q)
     polish = False
-    for it in range(1, maxiter + 1):
-        lam_full[:] = 0.0
-        lam_full[act] = lam
-        res = float(np.max(np.abs(r))) if len(r) else 0.0
-        H = _lagrangian_hessian(sysm, q, lam_full, t)
-        Hu = H / np.outer(coords.root_weight, coords.root_weight)
-        # the round-off of the forces: what rounding the coordinates (and the terms of the sums) leaves, N
-        noise = _NOISE * (np.abs(Hu) @ np.abs(coords.root_weight * q) + scale)
-        rel = relative(r, scale, noise)
-        if rel <= tol:
-            if polish or it == 1:
+    it = 0
+    first = 1  # the first iteration of the current descent
+    escapes = 0
+    while True:
+        for it in range(it + 1, maxiter + 1):  # noqa: B020 (the count goes on over every descent)
+            lam_full[:] = 0.0
+            lam_full[act] = lam
+            res = float(np.max(np.abs(r))) if len(r) else 0.0
+            H = _lagrangian_hessian(sysm, q, lam_full, t)
+            Hu = H / np.outer(coords.root_weight, coords.root_weight)
+            # the round-off of the forces: what rounding the coordinates (and the terms of the sums) leaves, N
+            noise = _NOISE * (np.abs(Hu) @ np.abs(coords.root_weight * q) + scale)
+            rel = relative(r, scale, noise)
+            if rel <= tol:
+                if polish or it == first:
+                    break
+                # converged: one more Newton step takes the balance from tol to round-off, which the modes of a
+                # light body held by heavy ones are sensitive to (1e-12 rad off its balance moves its ω by 1e-5)
+                polish = True
+            Zu = _tangent_basis(G, coords)
+            # the tangential load: grad and r = grad + Gᵀλ agree on ker G, and r keeps no normal part (a 1e19 N
+            # weight held by a rod) for the round-off of Z to carry into a light body's modes
+            gu = r / coords.root_weight
+            # curvature along the tangent space in the metric W, each mode to its own precision
+            w, V = _graded_eigh(Hu, Zu)
+            X = Zu @ V
+            thr = _ZERO * ((X * X).T @ coords.body_scale(np.diag(Hu)))
+            # Newton along positive curvature (however small next to other bodies' curvature: a beam's bending,
+            # a heavy bob's pendulum); positive-definite modification where the curvature is negative or zero at
+            # the mode's own scale (saddles, unloaded strings, slack chains), that step capped at the length scale
+            good = w > thr
+            proj = X.T @ gu
+            # along a direction without curvature, a load within round-off is none (else the capped step it
+            # drives, a rigid body spun about a free axis, goes on for ever); Newton steps along curvature are
+            # as small as their load, and polish the balance to its real floor
+            proj[~good & (np.abs(proj) <= np.abs(X).T @ noise)] = 0.0
+            coef = np.zeros_like(proj)
+            coef[good] = proj[good] / w[good]
+            if not good.all():
+                bad = ~good
+                with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+                    cb = proj[bad] / np.maximum(np.abs(w[bad]), thr[bad])
+                    norm = float(np.linalg.norm(cb))
+                if not np.isfinite(norm) or norm > ls:
+                    pn = float(np.linalg.norm(proj[bad]))
+                    cb = proj[bad] * (ls / pn) if pn > 0 else np.zeros_like(cb)
+                coef[bad] = cb
+            du = -(X @ coef)
+            step = float(np.max(np.abs(du))) if len(du) else 0.0
+            if step <= 1e-12 * ls:
+                break  # the residual is at its round-off floor (stiff elements): no further progress
+            dq = du / coords.root_weight
+            # a step of at most the scene's length on positions and ½ (some 30°) on rotation columns
+            over = float(np.max(np.abs(dq) / coords.step_cap(ls)))
+            if over > 1.0:
+                du, dq = du / over, dq / over
+            # the path back onto g = 0 moves the soft bodies: the metric W times each body's stiffness, so that a
+            # 1 kg bob's large step does not drag the 1e18 kg body it hangs from (which is all U − W can see)
+            stiffness = coords.body_scale(np.diag(Hu))
+            metric = coords.weight * np.maximum(stiffness, 1e-8 * float(np.max(stiffness)) or 1.0)
+            # backtracking along the projected path: on U − W, known only to its round-off (a 1e15 kg bob: ~1 J,
+            # below which a Newton step shows no decrease and is accepted); where the Newton model is convex, a
+            # step that reduces the relative imbalance is accepted too (loads that read the state have no work
+            # potential, so U − W does not see them)
+            if polish:
+                if good.all():
+                    try:
+                        trial = _project(sysm, q + dq, metric)
+                    except SolverError:
+                        break
+                    found = balance(trial)  # kept if it balances better, round-off included
+                    if relative(found[3], found[4], 0.0 * noise) < relative(r, scale, 0.0 * noise):
+                        q = trial
+                        grad, G, lam, r, scale = found
+                        lam_full[:] = 0.0
+                        lam_full[act] = lam
+                        res = float(np.max(np.abs(r))) if len(r) else 0.0
                 break
-            # converged: one more Newton step takes the balance from tol to round-off, which the modes of a
-            # light body held by heavy ones are sensitive to (1e-12 rad off its balance moves its ω by 1e-5)
-            polish = True
-        Zu = _tangent_basis(G, coords)
-        # the tangential load: grad and r = grad + Gᵀλ agree on ker G, and r keeps no normal part (a 1e19 N
-        # weight held by a rod) for the round-off of Z to carry into a light body's modes
-        gu = r / coords.root_weight
-        # curvature along the tangent space in the metric W, each mode to its own precision
-        w, V = _graded_eigh(Hu, Zu)
-        X = Zu @ V
-        thr = _ZERO * ((X * X).T @ coords.body_scale(np.diag(Hu)))
-        # Newton along positive curvature (however small next to other bodies' curvature: a beam's bending,
-        # a heavy bob's pendulum); positive-definite modification where the curvature is negative or zero at
-        # the mode's own scale (saddles, unloaded strings, slack chains), that step capped at the length scale
-        good = w > thr
-        proj = X.T @ gu
-        # along a direction without curvature, a load within round-off is none (else the capped step it
-        # drives, a rigid body spun about a free axis, goes on for ever); Newton steps along curvature are
-        # as small as their load, and polish the balance to its real floor
-        proj[~good & (np.abs(proj) <= np.abs(X).T @ noise)] = 0.0
-        coef = np.zeros_like(proj)
-        coef[good] = proj[good] / w[good]
-        if not good.all():
-            bad = ~good
-            with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-                cb = proj[bad] / np.maximum(np.abs(w[bad]), thr[bad])
-                norm = float(np.linalg.norm(cb))
-            if not np.isfinite(norm) or norm > ls:
-                pn = float(np.linalg.norm(proj[bad]))
-                cb = proj[bad] * (ls / pn) if pn > 0 else np.zeros_like(cb)
-            coef[bad] = cb
-        du = -(X @ coef)
-        step = float(np.max(np.abs(du))) if len(du) else 0.0
-        if step <= 1e-12 * ls:
-            break  # the residual is at its round-off floor (stiff elements): no further progress
-        dq = du / coords.root_weight
-        # a step of at most the scene's length on positions and ½ (some 30°) on rotation columns
-        over = float(np.max(np.abs(dq) / coords.step_cap(ls)))
-        if over > 1.0:
-            du, dq = du / over, dq / over
-        # the path back onto g = 0 moves the soft bodies: the metric W times each body's stiffness, so that a
-        # 1 kg bob's large step does not drag the 1e18 kg body it hangs from (which is all U − W can see)
-        stiffness = coords.body_scale(np.diag(Hu))
-        metric = coords.weight * np.maximum(stiffness, 1e-8 * float(np.max(stiffness)) or 1.0)
-        # backtracking along the projected path: on U − W, known only to its round-off (a 1e15 kg bob: ~1 J,
-        # below which a Newton step shows no decrease and is accepted); where the Newton model is convex, a
-        # step that reduces the relative imbalance is accepted too (loads that read the state have no work
-        # potential, so U − W does not see them)
-        if polish:
-            if good.all():
+            f0 = merit(q)
+            slope = float(r @ dq)
+            noise = 1e3 * _EPS * (abs(f0) + float(np.abs(grad) @ np.abs(q)))
+            # stiff modes: curvature far above the curvature along the step (its Rayleigh quotient); the step
+            # stretches them at second order, so each trial point is relaxed along them before it is judged
+            moved = float(coef @ coef)
+            split = _STIFF * float(coef**2 @ np.maximum(np.abs(w), thr)) / moved if moved > 0 else np.inf
+            relaxations = _RELAX_TRIALS if np.any(good & (w > split)) else 0
+            alpha = 1.0
+            while alpha > 1e-10:
                 try:
-                    trial = _project(sysm, q + dq, metric)
+                    trial = _project(sysm, q + alpha * dq, metric)
                 except SolverError:
+                    alpha *= 0.5
+                    continue
+                accept = f0 + 1e-4 * alpha * slope + noise
+                if relaxations and merit(trial) > accept:
+                    trial, relaxed = relax(trial, split, metric, 1e-2 * alpha * abs(slope) + noise)
+                    relaxations = relaxations - 1 if relaxed else 0  # where it does not help, not again
+                if merit(trial) <= accept or alpha * float(np.max(np.abs(du))) < 1e-14 * ls:
+                    found = balance(trial)
                     break
-                found = balance(trial)  # kept if it balances better, round-off included
-                if relative(found[3], found[4], 0.0 * noise) < relative(r, scale, 0.0 * noise):
-                    q = trial
-                    grad, G, lam, r, scale = found
-                    lam_full[:] = 0.0
-                    lam_full[act] = lam
-                    res = float(np.max(np.abs(r))) if len(r) else 0.0
-            break
-        f0 = merit(q)
-        slope = float(r @ dq)
-        noise = 1e3 * _EPS * (abs(f0) + float(np.abs(grad) @ np.abs(q)))
-        alpha = 1.0
-        while alpha > 1e-10:
-            try:
-                trial = _project(sysm, q + alpha * dq, metric)
-            except SolverError:
+                if good.all():
+                    found = balance(trial)
+                    if relative(found[3], found[4], noise) <= (1.0 - 1e-4 * alpha) * rel:
+                        break
                 alpha *= 0.5
-                continue
-            if merit(trial) <= f0 + 1e-4 * alpha * slope + noise or alpha * float(np.max(np.abs(du))) < 1e-14 * ls:
-                found = balance(trial)
-                break
-            if good.all():
-                found = balance(trial)
-                if relative(found[3], found[4], noise) <= (1.0 - 1e-4 * alpha) * rel:
-                    break
-            alpha *= 0.5
+            else:
+                raise SolverError(f"equilibrium: line search failed at iteration {it} (KKT residual {res:.3g})")
+            q = trial
+            grad, G, lam, r, scale = found
         else:
-            raise SolverError(f"equilibrium: line search failed at iteration {it} (KKT residual {res:.3g})")
-        q = trial
-        grad, G, lam, r, scale = found
-    else:
-        raise SolverError(
-            f"equilibrium did not converge in {maxiter} iterations (KKT residual {res:.3g} N, "
-            f"U − W = {merit(q):.6g} J); if U − W keeps falling it is unbounded below under the "
-            "constraints (e.g. a body free to move along a constant load): there is no equilibrium"
-        )
-    # mass-weighted reduced Hessian: eigenvalues are ω² of small oscillations
-    eig, _, thr = _small_oscillations(sysm, q, lam_full, t, coords)
+            raise SolverError(
+                f"equilibrium did not converge in {maxiter} iterations (KKT residual {res:.3g} N, "
+                f"U − W = {merit(q):.6g} J); if U − W keeps falling it is unbounded below under the "
+                "constraints (e.g. a body free to move along a constant load): there is no equilibrium"
+            )
+        # mass-weighted reduced Hessian: eigenvalues are ω² of small oscillations
+        eig, shapes, thr_eig = _small_oscillations(sysm, q, lam_full, t, coords)
+        if not minimum or not len(eig) or eig[0] >= 0.0:
+            break  # a minimum (or a neutral direction: degenerate, not a saddle), or any stationary point asked for
+        # a saddle or a maximum: leave it along its most negative curvature, and descend again
+        moved, neutral = _leave_saddle(sysm, q, eig[0], shapes[:, 0], merit, grad, coords.weight, coords.step_cap(ls))
+        if neutral:
+            break  # the negative curvature is round-off of U − W over any step: a neutral direction (stable False)
+        if moved is None or escapes == _ESCAPES:
+            why = (
+                "no step along its most negative curvature lowers U − W beyond its round-off"
+                if moved is None
+                else f"the descent has already left {escapes} saddles on its way"
+            )
+            warnings.warn(
+                f"equilibrium: the stationary point reached is not a minimum (ω² = {eig[0]:.3g} 1/s² on the "
+                f"constraint tangent space, U − W = {merit(q):.6g} J), and {why}; it is returned as it is "
+                "(stable=False)",
+                SaddleWarning,
+                stacklevel=2,
+            )
+            break
+        q = moved
+        escapes += 1
+        polish = False
+        first = it + 1
+        grad, G, lam, r, scale = balance(q)
     return Equilibrium(
         q=q,
         multipliers=lam_full.copy(),
         potential=float(merit(q)),
-        stable=bool(np.all(eig > thr)),
+        stable=bool(np.all(eig > thr_eig)),
         tangent_eigenvalues=eig,
         iterations=it,
         residual=res,
@@ -555,6 +698,82 @@ def equilibrium(
         scene=scene,
         t=float(t),
     )
+
+
+def _leave_saddle(
+    sysm: System,
+    q: np.ndarray,
+    omega2: float,
+    shape: np.ndarray,
+    merit: Callable[[np.ndarray], float],
+    grad: np.ndarray,
+    metric: np.ndarray,
+    cap: np.ndarray,
+) -> tuple[np.ndarray | None, bool]:
+    """A point off a saddle along ± its mode of negative curvature, back on g = 0, where U − W is lower.
+
+    Parameters
+    ----------
+    sysm : mbvi.System
+    q : ndarray, shape (nq,)
+        The stationary point (on g = 0).
+    omega2 : float
+        The mode's ω² (< 0), 1/s².
+    shape : ndarray, shape (nq,)
+        The mode's shape, mass-normalized (φᵀ M φ = 1): along s φ, U − W falls by ½ |ω²| s² to second order.
+    merit : callable
+        U − W of a configuration, J.
+    grad : ndarray, shape (nq,)
+        The load ∇U − F at ``q`` (the size of the terms whose round-off U − W carries).
+    metric : ndarray, shape (nq,)
+        Diagonal metric of the projection back onto g = 0 (see :func:`_project`).
+    cap : ndarray, shape (nq,)
+        Largest step per coordinate (see :meth:`_Coordinates.step_cap`).
+
+    Returns
+    -------
+    point : ndarray or None
+        The lower of the two points ±s φ (projected) at the first step size that lowers U − W beyond its
+        round-off, or None when none does. The sizes are :data:`_ESCAPE_STEPS` (fractions of the largest
+        step), then shorter ones by factors of 4, down to where the second-order decrease ½ |ω²| s² is
+        round-off (stiff springs swamp it over long steps: a straight rope standing upright).
+    neutral : bool
+        True when even the largest of those steps would lower U − W by less than its round-off (the
+        negative ω² is round-off of a neutral direction); nothing is tried then.
+    """
+    size = float(np.max(np.abs(shape) / cap))
+    if not np.isfinite(size) or size == 0.0:
+        return None, True
+    unit = shape / size
+    f0 = merit(q)
+    reach = max(_ESCAPE_STEPS)
+    # the round-off of U − W: of its value, and of the work of the loads over the coordinates' size (a load on
+    # one coordinate, the step along others, still rounds the coordinates it moves: a bar turned about a hinge)
+    noise = 1e3 * _EPS * (abs(f0) + float(np.sum(np.abs(grad))) * float(np.max(np.abs(q) + reach * np.abs(unit))))
+
+    def promised(fraction: float) -> float:
+        return 0.5 * abs(omega2) * (fraction / size) ** 2
+
+    if promised(reach) <= noise:
+        return None, True
+    fractions = list(_ESCAPE_STEPS)
+    shorter = min(fractions) / 4.0
+    while len(fractions) < 40 and promised(shorter) > 1e2 * noise:
+        fractions.append(shorter)
+        shorter /= 4.0
+    for fraction in fractions:
+        best, lowest = None, f0 - noise
+        for sign in (1.0, -1.0):
+            try:
+                x = _project(sysm, q + sign * fraction * unit, metric)
+            except SolverError:
+                continue
+            fx = merit(x)
+            if fx < lowest:
+                best, lowest = x, fx
+        if best is not None:
+            return best, False
+    return None, False
 
 
 def _dense_jacobian(sysm: System, data: np.ndarray) -> np.ndarray:

@@ -92,6 +92,8 @@ class Visuals(Shape):
 
 def _read(source: str | os.PathLike | bytes) -> tuple[bytes, Path | None]:
     """The URDF's bytes and its directory (None for a string)."""
+    if isinstance(source, str | bytes) and not source.strip():
+        raise ValueError("URDF: the input is empty (expected a URDF file's path or its XML text)")
     if isinstance(source, bytes):
         return source, None
     if isinstance(source, str) and source.lstrip().startswith("<"):
@@ -102,8 +104,167 @@ def _read(source: str | os.PathLike | bytes) -> tuple[bytes, Path | None]:
     return path.read_bytes(), path.resolve().parent
 
 
+_SHAPES = ("box", "cylinder", "sphere", "mesh")
+_INERTIA = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+#: a joint's optional elements and their numeric attributes (one number each)
+_JOINT_NUMBERS = {
+    "dynamics": ("damping", "friction"),
+    "limit": ("lower", "upper", "effort", "velocity"),
+    "mimic": ("multiplier", "offset"),
+    "calibration": ("rising", "falling"),
+    "safety_controller": ("soft_lower_limit", "soft_upper_limit", "k_position", "k_velocity"),
+}
+
+
+def _floats(
+    element: ET.Element | None,
+    attr: str,
+    count: int | tuple[int, ...],
+    where: str,
+    *,
+    tag: str | None = None,
+    required: bool = False,
+    positive: bool = False,
+    finite: bool = True,
+    commas: bool = False,
+) -> tuple[float, ...] | None:
+    """Read a numeric attribute, or raise a ValueError naming where it is.
+
+    Parameters
+    ----------
+    element : xml.etree.ElementTree.Element or None
+        The element holding the attribute (None: absent, nothing to read).
+    attr : str
+        The attribute's name.
+    count : int or tuple of int
+        How many numbers it must hold (any of a tuple's counts).
+    where : str
+        The owner named in the message, e.g. ``"URDF joint 'elbow'"``.
+    tag : str, optional
+        The element's path in the message (default its tag), e.g. ``"inertial><mass"``.
+    required : bool, default: False
+        Whether a missing attribute is an error (else it reads as None).
+    positive : bool, default: False
+        Whether every number must be > 0 (sizes).
+    finite : bool, default: True
+        Whether NaN and infinities are errors.
+    commas : bool, default: False
+        Whether commas separate numbers too (yourdfpy allows it in ``<box size>`` and ``<mesh scale>``).
+
+    Returns
+    -------
+    tuple of float or None
+        The numbers, or None when the attribute is absent and not required.
+
+    Raises
+    ------
+    ValueError
+        ``"URDF joint 'elbow': <axis xyz> must be 3 numbers, got '0 1'"`` and the like.
+    """
+    if element is None:
+        return None
+    label = f"{where}: <{tag or element.tag} {attr}>"
+    text = element.get(attr)
+    if text is None:
+        if required:
+            raise ValueError(f"{label} is missing")
+        return None
+    counts = (count,) if isinstance(count, int) else count
+    want = " or ".join(str(n) for n in counts)
+    want = "a number" if counts == (1,) else f"{want} numbers"
+    try:
+        values = tuple(float(x) for x in (text.replace(",", " ") if commas else text).split())
+    except ValueError:
+        raise ValueError(f"{label} must be {want}, got {text!r}") from None
+    if len(values) not in counts:
+        raise ValueError(f"{label} must be {want}, got {text!r}")
+    if finite and not all(math.isfinite(v) for v in values):
+        raise ValueError(f"{label} must be finite, got {text!r}")
+    if positive and not all(v > 0 for v in values):
+        raise ValueError(f"{label} must be positive, got {text!r}")
+    return values
+
+
+def _check_geometry(element: ET.Element, where: str) -> None:
+    """A ``<visual>`` or ``<collision>`` holds one well-formed shape with positive sizes."""
+    label = f"{element.tag}><geometry"
+    geometry = element.find("geometry")
+    if geometry is None:
+        raise ValueError(f"{where}: <{element.tag}> has no <geometry>")
+    shapes = list(geometry)
+    if len(shapes) != 1 or shapes[0].tag not in _SHAPES:
+        got = ", ".join(f"<{s.tag}>" for s in shapes) or "nothing"
+        raise ValueError(f"{where}: <{label}> must hold one of <box>, <cylinder>, <sphere>, <mesh>, got {got}")
+    shape = shapes[0]
+    tag = f"{label}><{shape.tag}"
+    if shape.tag == "box":
+        _floats(shape, "size", 3, where, tag=tag, required=True, positive=True, commas=True)
+    elif shape.tag == "cylinder":
+        for attr in ("radius", "length"):
+            _floats(shape, attr, 1, where, tag=tag, required=True, positive=True)
+    elif shape.tag == "sphere":
+        _floats(shape, "radius", 1, where, tag=tag, required=True, positive=True)
+    else:
+        if not shape.get("filename"):
+            raise ValueError(f"{where}: <{tag} filename> is missing")
+        _floats(shape, "scale", (1, 3), where, tag=tag, commas=True)  # negative scales mirror: allowed
+
+
+def _check_origin(element: ET.Element | None, where: str, tag: str) -> None:
+    """An ``<origin>``'s ``xyz`` and ``rpy``, three numbers each when given."""
+    for attr in ("xyz", "rpy"):
+        _floats(element, attr, 3, where, tag=tag)
+
+
+def _check(root: ET.Element) -> None:
+    """Check what yourdfpy would read carelessly: numbers, shapes, parent and child links.
+
+    Parameters
+    ----------
+    root : xml.etree.ElementTree.Element
+        The ``<robot>`` element.
+
+    Raises
+    ------
+    ValueError
+        Naming the link, joint or material and the attribute: a malformed
+        number, a non-positive size, a geometry without one known shape, a
+        mesh without a file name, a joint without ``<parent link>`` or
+        ``<child link>``.
+    """
+    if not root.get("name"):
+        raise ValueError("URDF: <robot> has no name")
+    for link in root.findall("link"):
+        where = f"URDF link {link.get('name')!r}"
+        inertial = link.find("inertial")
+        if inertial is not None:
+            _check_origin(inertial.find("origin"), where, "inertial><origin")
+            _floats(inertial.find("mass"), "value", 1, where, tag="inertial><mass")
+            for attr in _INERTIA:
+                _floats(inertial.find("inertia"), attr, 1, where, tag="inertial><inertia")
+        for kind in ("visual", "collision"):
+            for element in link.findall(kind):
+                _check_origin(element.find("origin"), where, f"{kind}><origin")
+                _check_geometry(element, where)
+                if kind == "visual":
+                    _floats(element.find("material/color"), "rgba", 4, where, tag="visual><material><color")
+    for joint in root.findall("joint"):
+        where = f"URDF joint {joint.get('name')!r}"
+        for role in ("parent", "child"):
+            element = joint.find(role)
+            if element is None or not element.get("link"):
+                raise ValueError(f"{where}: <{role} link> is missing")
+        _check_origin(joint.find("origin"), where, "origin")
+        _floats(joint.find("axis"), "xyz", 3, where)
+        for tag, attrs in _JOINT_NUMBERS.items():
+            for attr in attrs:  # limits may be infinite (they are not used)
+                _floats(joint.find(tag), attr, 1, where, finite=tag != "limit")
+    for material in root.findall("material"):
+        _floats(material.find("color"), "rgba", 4, f"URDF material {material.get('name')!r}", tag="material><color")
+
+
 def _parse(data: bytes, base: Path | None) -> Any:
-    """Parse strictly (malformed XML is an error, not recovered) and hand the tree to yourdfpy."""
+    """Parse strictly (malformed XML is an error, not recovered), check it, and hand the tree to yourdfpy."""
     try:
         root = ET.fromstring(data)
     except ET.ParseError as exc:
@@ -117,6 +278,7 @@ def _parse(data: bytes, base: Path | None) -> Any:
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(f"URDF link {dup[0]!r} is defined more than once")
+    _check(root)
     try:
         import yourdfpy
     except ImportError as exc:  # pragma: no cover - the urdf extra is not installed
@@ -227,12 +389,15 @@ def scene_from_urdf(
     Raises
     ------
     ValueError
-        Malformed XML, a joint naming an unknown parent or child link, a link
-        with two parent joints or in a cycle, a negative mass, an inertia that
-        is not positive definite (or breaks the triangle inequality), a
-        massless link that moves on a joint, an unsupported joint type
-        (``planar``), a zero axis, or an unknown or fixed joint in
-        ``joint_positions`` — naming the link or joint.
+        Empty input, malformed XML, a malformed number (``<axis xyz="0 1"/>``,
+        ``<mass value="heavy"/>``, …), a visual or collision shape with a
+        size that is not positive or a mesh without a file name, a joint
+        without ``<parent link>`` or ``<child link>`` or naming an unknown
+        one, a link with two parent joints or in a cycle, a negative mass, an
+        inertia that is not positive definite (or breaks the triangle
+        inequality), a massless link that moves on a joint, an unsupported
+        joint type (``planar``), a zero axis, or an unknown or fixed joint in
+        ``joint_positions`` — naming the link or joint (and the attribute).
     FileNotFoundError
         When ``source`` is a path that does not exist.
 

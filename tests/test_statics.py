@@ -49,7 +49,8 @@ def test_hanging_pendulum_is_stable_and_upright_one_unstable() -> None:
     assert down.stable
     np.testing.assert_allclose(down.tangent_eigenvalues, G / L, rtol=1e-10)
     assert down.multipliers == pytest.approx([M * G], rel=1e-12)  # tension
-    up = mbvi.equilibrium(pendulum.build(mass=M, length=L, g=G, force=0.0, theta0=math.pi))
+    # the upright stationary point, asked for as such (by default the equilibrium is a minimum: the hanging one)
+    up = mbvi.equilibrium(pendulum.build(mass=M, length=L, g=G, force=0.0, theta0=math.pi), minimum=False)
     np.testing.assert_allclose(up.position("bob"), [0.0, 0.0, L], atol=1e-12)
     assert not up.stable
     np.testing.assert_allclose(up.tangent_eigenvalues, -G / L, rtol=1e-10)  # ω² < 0: it falls

@@ -1,0 +1,109 @@
+"""URDF import: every malformed attribute is a ValueError naming the link or joint and the attribute."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+import mbvi
+
+ARM = Path(__file__).parent / "data" / "two_link_arm.urdf"
+
+
+def _arm(old: str, new: str) -> str:
+    """The two-link arm with ``old`` replaced by ``new`` (which must be there)."""
+    xml = ARM.read_text()
+    assert old in xml
+    return xml.replace(old, new, 1)
+
+
+_ELBOW_PARENT = '<parent link="upper"/>\n    <child link="fore"/>'
+_FORE_CYLINDER = '<cylinder radius="0.025" length="0.3"/>'
+
+
+@pytest.mark.parametrize(
+    ("xml", "names"),
+    [
+        pytest.param(
+            _arm('<axis xyz="1 0 0.5"/>', '<axis xyz="0 1"/>'),
+            ("URDF joint 'elbow'", "<axis xyz>", "3 numbers", "'0 1'"),
+            id="axis-two-numbers",
+        ),
+        pytest.param(
+            _arm('<axis xyz="1 0 0.5"/>', '<axis xyz="1 0 0.5"/><dynamics damping="lots"/>'),
+            ("URDF joint 'elbow'", "<dynamics damping>", "'lots'"),
+            id="damping-not-a-number",
+        ),
+        pytest.param(
+            _arm('<origin xyz="0.01 0 -0.4"', '<origin xyz="0 0 abc"'),
+            ("URDF joint 'elbow'", "<origin xyz>", "'0 0 abc'"),
+            id="joint-origin-not-numbers",
+        ),
+        pytest.param(
+            _arm('ixx="0.008"', 'ixx="x"'),
+            ("URDF link 'fore'", "<inertial><inertia ixx>", "'x'"),
+            id="inertia-not-a-number",
+        ),
+        pytest.param(
+            _arm('<mass value="0.8"/>', '<mass value="heavy"/>'),
+            ("URDF link 'fore'", "<inertial><mass value>", "'heavy'"),
+            id="mass-not-a-number",
+        ),
+        pytest.param(
+            _arm('<origin xyz="0.01 -0.015 -0.15"', '<origin xyz="1 2"'),
+            ("URDF link 'fore'", "<inertial><origin xyz>", "3 numbers"),
+            id="inertial-origin-two-numbers",
+        ),
+        pytest.param(
+            _arm(_ELBOW_PARENT, '<child link="fore"/>'),
+            ("URDF joint 'elbow'", "<parent link>"),
+            id="joint-without-parent",
+        ),
+        pytest.param(
+            _arm(_ELBOW_PARENT, '<parent link="upper"/>\n    <child/>'),
+            ("URDF joint 'elbow'", "<child link>"),
+            id="joint-child-without-link",
+        ),
+        pytest.param("", ("URDF", "empty"), id="empty-string"),
+        pytest.param(
+            _arm(_FORE_CYLINDER, '<box size="0.05 -0.05 0.3"/>'),
+            ("URDF link 'fore'", "<visual><geometry><box size>", "positive"),
+            id="negative-box-size",
+        ),
+        pytest.param(
+            _arm('<sphere radius="0.04"/>', '<sphere radius="-0.04"/>'),
+            ("URDF link 'fore'", "<visual><geometry><sphere radius>", "positive"),
+            id="negative-sphere-radius",
+        ),
+        pytest.param(
+            _arm(_FORE_CYLINDER, '<cylinder radius="0.025" length="0"/>'),
+            ("URDF link 'fore'", "<visual><geometry><cylinder length>", "positive"),
+            id="zero-cylinder-length",
+        ),
+        pytest.param(
+            _arm(_FORE_CYLINDER, '<mesh scale="1 1 1"/>'),
+            ("URDF link 'fore'", "<visual><geometry><mesh filename>"),
+            id="mesh-without-filename",
+        ),
+        pytest.param(
+            _arm(_FORE_CYLINDER, ""),
+            ("URDF link 'fore'", "<visual><geometry>"),
+            id="empty-geometry",
+        ),
+        pytest.param(
+            _arm('effort="50"', 'effort="fifty"'),
+            ("URDF joint 'shoulder'", "<limit effort>", "'fifty'"),
+            id="limit-not-a-number",
+        ),
+    ],
+)
+def test_malformed_urdf_is_a_value_error_naming_the_element_and_attribute(xml, names):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with pytest.raises(ValueError) as info:
+            mbvi.Scene.from_urdf(xml)
+    message = str(info.value)
+    for part in names:
+        assert part in message, f"{part!r} not in {message!r}"
