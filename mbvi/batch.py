@@ -7,25 +7,31 @@ of particles under the RATTLE family step in chunks of members in lockstep
 (:mod:`mbvi.engine.lockstep`, the serial loop's operations with the members
 on the inner axis), any other batch, and any member that needs a fallback,
 through the very loop :func:`mbvi.simulate` runs for one system — same warm
-start, fallbacks and tolerances. Each member therefore reproduces its serial run.
+start, fallbacks and tolerances. Each member starts from its state as
+:func:`mbvi.simulate` takes an ``initial_state``, and therefore reproduces its
+serial run bit for bit; the lockstep chunks re-project the initial velocities
+(the engine's batch loop always does), so their members match their serial runs
+to round-off only.
 """
 
 from __future__ import annotations
 
-import functools
+import warnings
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from mbvi.assembly import assemble
 from mbvi.diagnosis import engine_failure
-from mbvi.engine.fields import RI, ST
-from mbvi.engine.runner import run_batch
-from mbvi.errors import SolverError
+from mbvi.engine import lockstep
+from mbvi.engine.fields import LT, RI, ST
+from mbvi.engine.runner import RunResult, RunState, advance, nsave, run_batch, saved_states, saved_steps, threads
+from mbvi.errors import ConstraintWarning, LoadError, SolverError
 from mbvi.integrators.stepkernel import run_kernel_batch
 from mbvi.runs import run_info, step_count
 from mbvi.scene import Scene
-from mbvi.simulate import resolve_integrator
+from mbvi.simulate import joint_state, resolve_integrator
 from mbvi.state import State, stack_states
 from mbvi.trajectory import Trajectory
 
@@ -53,8 +59,11 @@ def simulate_batch(
     t_end, dt : float
         End time and step size, s.
     initial_states : sequence of mbvi.State, or a tuple (Q, V) of arrays of shape (B, nq)
-        One state per member (e.g. perturbations of ``assemble(scene).initial_state()``);
-        positions must satisfy the constraints, velocities are projected onto them.
+        One state per member (e.g. perturbations of ``assemble(scene).initial_state()``), each taken as
+        :func:`mbvi.simulate` takes its ``initial_state``: positions must be on the joints (those off by
+        round-off are brought onto them), velocities off them are projected (mass-weighted) with one
+        :class:`mbvi.ConstraintWarning` naming the members and the largest change; a state on the joints is
+        taken bit for bit.
     save_every : int, default: 1
         Keep every n-th state (the last one is always kept).
     integrator : str or Integrator subclass, default: "verlet"
@@ -71,8 +80,11 @@ def simulate_batch(
     Returns
     -------
     list of Trajectory
-        One per member, equal to ``mbvi.simulate(scene, ..., initial_state=s)`` for that
-        member (the same compiled loop runs both).
+        One per member, equal bit for bit to ``mbvi.simulate(scene, ..., initial_state=s)`` for that
+        member (the same loop runs both from the same state). Except: particles under ``verlet``,
+        ``symplectic_euler_a``/``_b``, ``yoshida4`` or a composition of them step in lockstep chunks,
+        whose compiled loop projects every initial velocity once more; those members match their
+        serial runs to round-off (about 1e-16 in the initial velocity), not bit for bit.
 
     Raises
     ------
@@ -81,8 +93,14 @@ def simulate_batch(
         violating the constraints (naming the member).
     SolverError
         A member's step failed: the message names the member, the time and the
-        step; ``err.member`` is its index and ``err.trajectory`` the list of every
-        member's trajectory up to where it stopped.
+        step; ``err.member`` is its index, ``err.members`` those of every member that
+        failed and ``err.trajectory`` the list of every member's trajectory up to where it
+        stopped (the other members run to the end), whichever path ran them.
+
+    Warns
+    -----
+    mbvi.ConstraintWarning
+        Once, when initial velocities were projected onto the joints (naming the members).
 
     Examples
     --------
@@ -107,68 +125,191 @@ def simulate_batch(
     nsteps = step_count(t_end, dt, t0, save_every, "simulate_batch")
     system = assemble(scene)
     stepper = cls(system, dt, **options)
-    Q, V = stack_states(initial_states, system.nq)
-    if len(system.active):
-        bad = np.abs(system.rows.values(Q)[:, system.active] / system.active_scale).max(axis=1)
-        worst = int(np.argmax(bad))
-        if bad[worst] > 1e-8:
-            raise ValueError(
-                f"simulate_batch: initial state {worst} violates the constraints (residual {bad[worst]:.3g})"
-            )
+    Q, V = _on_the_joints(system, *stack_states(initial_states, system.nq))
     info = run_info(cls, dt, options, batch=len(Q))
-
-    @functools.cache
-    def projected() -> np.ndarray:  # the velocities on the constraints, once (the engine's own loop projects them)
-        if not len(system.active):
-            return V
-        return np.array([system.project_velocity(q, v) for q, v in zip(Q, V, strict=True)])
-
     if cls.kernel is not None:  # a plugin's compiled step: member by member, on every core
-        out = run_kernel_batch(stepper, Q, projected(), float(t0), nsteps, save_every)
+        out = run_kernel_batch(stepper, Q, V, float(t0), nsteps, save_every)
         if out is not None:
             return _kernel_members(stepper, system, scene, info, *out)
     # a scheme of the engine; None: the constraints are too wide for it, or the implicit pair with rigid bodies
     model = stepper.engine_model() if cls.compiled else None
     if model is None:  # member by member on the NumPy path
-        return [_serial(stepper, system, scene, q, v, t0, nsteps, save_every, info, b) for b, (q, v) in
-                enumerate(zip(Q, projected(), strict=True))]  # fmt: skip
+        runs: dict[int, Any] = {}
+        for b in range(len(Q)):
+            runs[b] = _member(stepper, Q[b], V[b], float(t0), nsteps, save_every)
+        return _finish(system, scene, info, [None] * len(Q), runs, {})
     for cb in model.callbacks:
         cb.reset()
-    t, Qs, Vs, _, status = run_batch(
-        model, stepper.method(), Q, V, t0=float(t0), h=stepper.dt, nsteps=nsteps, save_every=save_every,
-        tol=stepper.tol, maxiter=stepper.maxiter, length_scale=float(system.length_scale),
-        max_turn=float(stepper.max_turn),
-    )  # fmt: skip
-    failed = [b for b in range(len(Q)) if status[b, RI.STATUS] != ST.DONE]
+    scheme = stepper.method()
+    if lockstep.eligible(int(model.IL[LT.NB]), scheme):  # particles under the RATTLE family: chunks in lockstep
+        t, Qs, Vs, _, status = run_batch(
+            model, scheme, Q, V, t0=float(t0), h=stepper.dt, nsteps=nsteps, save_every=save_every,
+            tol=stepper.tol, maxiter=stepper.maxiter, length_scale=float(system.length_scale),
+            max_turn=float(stepper.max_turn), project=False,  # the states are on the joints already, as simulate's
+        )  # fmt: skip
+    else:
+        t, Qs, Vs, status = _engine_members(model, stepper, Q, V, float(t0), nsteps, save_every)
     with np.errstate(over="ignore", invalid="ignore"):
         trajs = Trajectory.many_from_states(system, t, Qs, Vs, status[:, RI.SAVED], scene=scene, info=info)
-    for b in failed:
-        j = int(status[b, RI.SAVED])
-        if status[b, RI.STATUS] == ST.NEEDS_NUMPY:  # finish this member on the NumPy path from its last saved state
-            k = min((j - 1) * save_every, nsteps)
-            rest = _serial(stepper, system, scene, Qs[b, j - 1], Vs[b, j - 1], t0 + k * dt, nsteps - k, save_every,
-                           info, b)  # fmt: skip
-            tb = np.concatenate([t[:j], rest.t[1:]])
-            qb = np.concatenate([Qs[b, :j], rest.q[1:]])
-            vb = np.concatenate([Vs[b, :j], rest.v[1:]])
-            trajs[b] = Trajectory.from_states(system, tb, qb, vb, scene=scene, info=info)
-    failed = [b for b in failed if status[b, RI.STATUS] != ST.NEEDS_NUMPY]
-    if failed:
-        b = failed[0]
-        k = int(status[b, RI.STEP])
-        j = int(status[b, RI.SAVED])
-        cause = engine_failure(system, int(status[b, RI.STATUS]), Qs[b, j - 1], Vs[b, j - 1], t0 + k * dt, k, dt,
-                               model.rigid, stepper.name, model.callbacks)  # fmt: skip
-        err = type(cause)(  # a SolverError; a LoadError (also a ValueError) when a load or law raised
-            f"member {b} of {len(Q)}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")
-            + f": {cause.reason}",
-            time=cause.time, step=cause.step, culprit=cause.culprit, suggested_dt=cause.suggested_dt,
-            trajectory=trajs,
-        )  # fmt: skip
-        err.member = b
-        err.members = failed
-        raise err
-    return trajs
+    stopped: dict[int, Any] = {b: None for b in range(len(Q)) if status[b, RI.STATUS] not in (ST.DONE, ST.NEEDS_NUMPY)}
+    if stopped:  # the first one diagnosed now, before a run below resets the loads' record of an error
+        b = min(stopped)
+        stopped[b] = _engine_cause(system, model, stepper, status[b], Qs[b], Vs[b], float(t0))
+    runs = {
+        b: _member(stepper, Q[b], V[b], float(t0), nsteps, save_every)  # the whole member again, as it runs alone
+        for b in range(len(Q))
+        if status[b, RI.STATUS] == ST.NEEDS_NUMPY
+    }
+    return _finish(system, scene, info, trajs, runs, stopped)
+
+
+def _on_the_joints(system, Q: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every member's state as :func:`mbvi.simulate` takes a given ``initial_state`` (its rule: ``joint_state``).
+
+    ``Q`` and ``V`` (B, nq) are changed in place and returned: a member on the joints is left bit for bit,
+    positions off them by round-off are brought onto them, velocities off them are projected (mass-weighted).
+    One :class:`mbvi.ConstraintWarning` names the members whose velocities were projected and the largest
+    change.
+
+    Raises
+    ------
+    ValueError
+        A member's positions violate a joint (naming the member and the joint).
+    """
+    changes: dict[int, float] = {}
+    for b in range(len(Q)):
+        try:
+            state, change = joint_state(system, Q[b], V[b])
+        except ValueError as exc:
+            raise ValueError(
+                f"simulate_batch: initial state {b} violates the constraints: {exc}; give positions on the joints "
+                "(e.g. a trajectory's or an equilibrium's state)"
+            ) from None
+        Q[b], V[b] = state.q, state.v
+        if change:
+            changes[b] = change
+    if changes:
+        worst = max(changes, key=changes.__getitem__)
+        members = list(changes)
+        named = ", ".join(map(str, members[:MEMBERS_NAMED])) + (
+            f" and {len(members) - MEMBERS_NAMED} more" if len(members) > MEMBERS_NAMED else ""
+        )
+        largest = f"largest change {changes[worst]:.3g}" + (f", member {worst}" if len(members) > 1 else "")
+        warnings.warn(
+            f"simulate_batch: the initial velocities of member{'s' if len(members) > 1 else ''} {named} of {len(Q)} "
+            f"violate the joints; projected onto them ({largest})",
+            ConstraintWarning,
+            stacklevel=3,
+        )
+    return Q, V
+
+
+#: members a warning names before it counts the rest
+MEMBERS_NAMED = 10
+
+
+def _engine_members(
+    model, stepper, Q0: np.ndarray, V0: np.ndarray, t0: float, nsteps: int, save_every: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every member through the compiled loop :func:`mbvi.simulate` runs for it, member by member on every core.
+
+    The loop starts from each member's state as given (already on the joints, as :func:`mbvi.simulate` takes
+    it: no projection in the loop), so a member that completes is its serial run bit for bit. A member the loop
+    hands back to the NumPy path or that fails stops there, as in :func:`mbvi.engine.runner.run_batch`.
+
+    Returns
+    -------
+    t : ndarray, (nsave,)
+    Q, V : ndarray, (B, nsave, nq)
+    status : ndarray of int, (B, RI.count)
+        Per member: status, step reached, states saved, counters (:data:`mbvi.engine.fields.RI`).
+    """
+    system, scheme = stepper.system, stepper.method()
+    B, nq = Q0.shape
+    ns = nsave(nsteps, save_every)
+    Q, V = saved_states((B, ns, nq), zero=True), saved_states((B, ns, nq), zero=True)
+    Q[:, 0], V[:, 0] = Q0, V0
+    Wk = np.zeros((B, ns + 1))
+    status = np.zeros((B, RI.count), dtype=np.int64)
+    options = dict(t0=t0, h=stepper.dt, nsteps=nsteps, save_every=save_every, tol=stepper.tol,
+                   maxiter=stepper.maxiter, length_scale=float(system.length_scale),
+                   max_turn=float(stepper.max_turn))  # fmt: skip
+
+    def member(b: int) -> None:
+        rs = RunState(model, scheme, Q0[b], V0[b])  # as mbvi.integrators.compiled.Drive starts a run
+        advance(model, scheme, rs, k0=0, kstop=nsteps, out=(Q[b], V[b], Wk[b], status[b]), j0=1, **options)
+
+    nthreads = min(threads(), B)
+    if nthreads <= 1:
+        for b in range(B):
+            member(b)
+    else:  # the compiled loop releases the GIL
+        with ThreadPoolExecutor(nthreads) as pool:
+            for f in [pool.submit(member, b) for b in range(B)]:
+                f.result()
+    return t0 + saved_steps(ns, nsteps, save_every) * stepper.dt, Q, V, status
+
+
+def _engine_cause(system, model, stepper, status: np.ndarray, Qb: np.ndarray, Vb: np.ndarray, t0: float):
+    """Why a member stopped in the compiled loop (:func:`mbvi.diagnosis.engine_failure`): a SolverError."""
+    k, j = int(status[RI.STEP]), int(status[RI.SAVED])
+    return engine_failure(system, int(status[RI.STATUS]), Qb[j - 1], Vb[j - 1], t0 + k * stepper.dt, k, stepper.dt,
+                          model.rigid, stepper.name, model.callbacks)  # fmt: skip
+
+
+def _member(stepper, q: np.ndarray, v: np.ndarray, t0: float, nsteps: int, save_every: int) -> Any:
+    """One member run as :func:`mbvi.simulate` runs it alone (a fresh integrator's :meth:`~mbvi.Integrator.run`).
+
+    Returns
+    -------
+    mbvi.engine.runner.RunResult or SolverError
+        The run, or the error that stopped it (``partial``: the states saved before it).
+    """
+    stepper = type(stepper)(stepper.system, stepper.dt, **stepper.given_options)  # cold, as its own run
+    try:
+        return stepper.run(State(q.copy(), v.copy()), t0, nsteps, save_every)
+    except SolverError as exc:
+        if exc.partial is None or not len(exc.partial.t):  # nothing saved: the member's initial state
+            exc.partial = RunResult(np.array([t0]), q[None].copy(), v[None].copy())
+        return exc
+
+
+def _finish(system, scene, info: dict, trajs: list, runs: dict, stopped: dict) -> list[Trajectory]:
+    """The batch's trajectories; the first failure raised, naming its member and keeping every trajectory.
+
+    Parameters
+    ----------
+    trajs : list of Trajectory or None
+        Every member's trajectory from the batch loop (None: run alone, in ``runs``).
+    runs : dict of int to RunResult or SolverError
+        The members run alone (:func:`_member`): their result or the error that stopped them.
+    stopped : dict of int to SolverError or None
+        The members that failed in the batch loop: the error of the first (the others are not diagnosed).
+    """
+    causes: dict[int, Any] = dict(stopped)
+    for b, run in runs.items():
+        part = run.partial if isinstance(run, SolverError) else run
+        with np.errstate(over="ignore", invalid="ignore"):  # the last states of a blow-up are huge
+            trajs[b] = Trajectory.from_states(system, part.t, part.q, part.v, scene=scene, info=info)
+        if isinstance(run, SolverError):
+            causes[b] = run
+    if not causes:
+        return trajs
+    failed = sorted(causes)
+    b = failed[0]
+    cause = causes[b]
+    kind = type(cause) if type(cause) in (SolverError, LoadError) else SolverError
+    err = kind(  # a SolverError; a LoadError (also a ValueError) when a load or law raised
+        f"member {b} of {len(trajs)}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")
+        + f": {cause.reason}",
+        time=cause.time, step=cause.step, culprit=cause.culprit, suggested_dt=cause.suggested_dt,
+        trajectory=trajs,
+    )  # fmt: skip
+    err.member = b
+    err.members = failed
+    if b in runs:
+        raise err from cause
+    raise err
 
 
 def _kernel_members(stepper, system, scene, info, t, Qs, Vs, status) -> list[Trajectory]:
@@ -187,14 +328,3 @@ def _kernel_members(stepper, system, scene, info, t, Qs, Vs, status) -> list[Tra
         err.members = failed
         raise err
     return trajs
-
-
-def _serial(stepper, system, scene, q, v, t0, nsteps, save_every, info, member) -> Trajectory:
-    """One member on the NumPy path (no compiled kernel, the implicit pair with rigid bodies, or a fallback)."""
-    stepper = type(stepper)(system, stepper.dt, **stepper.given_options)  # each member starts cold, as its own run
-    try:
-        t, Qm, Vm = stepper.integrate(State(q.copy(), v.copy()), t0, nsteps, save_every)
-    except SolverError as exc:
-        raise SolverError(f"member {member}: {exc.reason}", time=exc.time, step=exc.step, culprit=exc.culprit,
-                          suggested_dt=exc.suggested_dt) from exc  # fmt: skip
-    return Trajectory.from_states(system, t, Qm, Vm, scene=scene, info=info)

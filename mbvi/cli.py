@@ -6,7 +6,7 @@
                       [--option key=value ...] [--out RUN.npz] [--render RUN.gif|RUN.mp4|RUN.png]
                       [--plot PLOT.png]
                       [--fps FPS] [--speed S] [--size WxH] [--progress | --no-progress]
-    mbvi render RUN.npz --out PATH [--fps FPS] [--speed S] [--frame I] [--size WxH]
+    mbvi render RUN.npz --out RUN.gif|RUN.mp4|RUN.png|RUN.jpg [--fps FPS] [--speed S] [--frame I] [--size WxH]
     mbvi integrators
     mbvi force-laws
     mbvi sweep SCENE.py --grid key=v1,v2,... [--grid ...] [--t-end T] [--dt DT] [--integrator NAME]
@@ -38,6 +38,7 @@ __all__ = ["CLIError", "load_scene_module", "main", "parse_params"]
 PROG = "mbvi"
 _VIDEO = (".gif", ".mp4")
 _IMAGE = (".png",)
+_SNAPSHOT = (".png", ".jpg", ".jpeg")  # what mbvi.render.snapshot writes (`mbvi render --out`)
 _PLOT = (".png", ".pdf", ".svg")
 _DEFAULTS = {"T_END": 10.0, "DT": 1e-3, "INTEGRATOR": "verlet"}
 
@@ -132,7 +133,7 @@ def _check_output(path: str | None, allowed: tuple[str, ...], option: str) -> No
 def _render(traj: Any, path: str, args: argparse.Namespace, progress: bool) -> None:
     from mbvi import render
 
-    if Path(path).suffix.lower() in _IMAGE:
+    if Path(path).suffix.lower() in _SNAPSHOT:
         render.snapshot(traj, path, frame=args.frame, window_size=args.size, trail=args.trail)
     else:
         render.animate(
@@ -246,10 +247,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_render(args: argparse.Namespace) -> int:
     from mbvi.trajectory import Trajectory
 
-    _check_output(args.out, _VIDEO + _IMAGE, "--out")
+    _check_output(args.out, _VIDEO + _SNAPSHOT, "--out")
     if not Path(args.run).is_file():
         raise FileNotFoundError(f"run file not found: {args.run!r}")
     traj = Trajectory.load(args.run)
+    geo = traj.geometry
+    if Path(args.out).suffix.lower() in _VIDEO and traj.coordinate_names and not (geo.bodies or geo.links or geo.beams):
+        # a LagrangianSystem run: as `mbvi run --render`, a picture (.png/.jpg: its phase portrait), no video
+        raise CLIError(
+            f"{args.run!r} is a LagrangianSystem run: it has no bodies to animate; render it to a .png or .jpg "
+            f"(its phase portrait), not {Path(args.out).suffix!r}"
+        )
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     _render(traj, args.out, args, progress)
     _say(f"wrote {args.out}")
@@ -393,8 +401,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     rend = sub.add_parser("render", help="render a saved run", description="Render a saved trajectory.")
     rend.add_argument("run", metavar="RUN.npz", help="trajectory saved by `mbvi run --out`")
-    rend.add_argument("--out", required=True, metavar="FILE", help=".gif, .mp4 or .png")
-    rend.add_argument("--frame", type=int, default=-1, help="frame drawn into a .png (default: last)")
+    rend.add_argument(
+        "--out",
+        required=True,
+        metavar="FILE",
+        help=".gif, .mp4, .png or .jpg (a LagrangianSystem run: .png or .jpg, its phase portrait)",
+    )
+    rend.add_argument("--frame", type=int, default=-1, help="frame drawn into a .png or .jpg (default: last)")
     _add_render_options(rend)
     rend.set_defaults(func=_cmd_render)
 

@@ -108,11 +108,13 @@ def _norm_drift(values: Any) -> NDArray[np.float64]:
 
 
 #: Quantities :func:`compare` can plot: name -> (function of a trajectory, axis label, log scale).
+#: ``energy_error``'s label is the one for runs with E₀ ≠ 0; :func:`compare` names the energy scale it
+#: actually divided by (max|T| + max|U| when E₀ is ~0, see :func:`energy_error`).
 QUANTITIES: dict[str, tuple[Callable[[Any], NDArray[np.float64]], str, bool]] = {
     "energy": (lambda tr: np.asarray(tr.energy, float), "total energy E [J]", False),
     "kinetic": (lambda tr: np.asarray(tr.kinetic, float), "kinetic energy T [J]", False),
     "potential": (lambda tr: np.asarray(tr.potential, float), "potential energy U [J]", False),
-    "energy_error": (_relative_energy_error, "relative energy error |E − E₀|/|E₀|", True),
+    "energy_error": (_relative_energy_error, "relative energy error |E − E₀| / |E₀|", True),
     "constraint_error": (lambda tr: np.asarray(tr.constraint_error, float), "constraint error max |g(q)| [m]", True),
     "momentum": (lambda tr: np.linalg.norm(np.asarray(tr.momentum, float), axis=1), "|p| [kg·m/s]", False),
     "momentum_error": (lambda tr: _norm_drift(tr.momentum), "|p − p₀| [kg·m/s]", True),
@@ -268,11 +270,14 @@ def _phase_data(
         return np.asarray(traj.q, float)[:, i], np.asarray(traj.v, float)[:, i], coordinate, None
     if coordinate not in traj.body_names:  # a body's name comes first, as it always did
         hinges = [link.name for link in traj.geometry.links if link.kind == "revolute"]
+        sliders = [link.name for link in traj.geometry.links if link.kind == "prismatic"]
         if coordinate in hinges:
             angle, rate = traj.joint_angle(coordinate), traj.joint_rate(coordinate)
             return np.asarray(angle, dtype=float), np.asarray(rate, dtype=float), coordinate, "rad"
-        known = names or traj.body_names + hinges
-        what = "coordinate" if names else "body or revolute joint"
+        if coordinate in sliders:
+            return *_slider_motion(traj, coordinate), coordinate, "m"
+        known = names or traj.body_names + hinges + sliders
+        what = "coordinate" if names else "body, revolute or prismatic joint"
         raise ValueError(f"unknown {what} {coordinate!r}; choose one of {known} or an index into q")
     x = np.asarray(traj.position(coordinate), dtype=float)
     v = np.asarray(traj.velocity(coordinate), dtype=float)
@@ -287,6 +292,17 @@ def _phase_data(
         if c not in (0, 1, 2):
             raise ValueError(f"component must be 0, 1, 2, 'x', 'y' or 'z', got {component!r}")
     return x[:, c], v[:, c], f"{coordinate}.{'xyz'[c]}", "m"
+
+
+def _slider_motion(traj: Any, name: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Displacement (m) and its rate (m/s) of prismatic joint ``name``, shape (n,) each."""
+    from mbvi import kinematics as kin
+
+    link = next(link for link in traj.geometry.links if link.name == name and link.kind == "prismatic")
+    bodies = {b.name: b for b in traj.geometry.bodies}
+    a, b = bodies.get(link.a), bodies.get(link.b)  # None: the world
+    q, v = np.asarray(traj.q, dtype=float), np.asarray(traj.v, dtype=float)
+    return np.asarray(traj.joint_displacement(name), dtype=float), kin.joint_displacement_rate(q, v, link, a, b)
 
 
 def _indexed_coordinate(traj: Any, i: int) -> tuple[NDArray[np.float64], NDArray[np.float64], str, str | None]:
@@ -319,9 +335,10 @@ def phase_portrait(
     """Position against velocity of one coordinate.
 
     The axes are labelled with the coordinate's name and, where it is known,
-    its unit: metres for a body's position, radians for a revolute joint's
-    angle. A :class:`mbvi.LagrangianSystem`'s coordinates are the user's own
-    (an angle, a length…), so they are labelled by name only unless ``unit``
+    its unit: metres for a body's position or a prismatic joint's
+    displacement, radians for a revolute joint's angle. A
+    :class:`mbvi.LagrangianSystem`'s coordinates are the user's own (an
+    angle, a length…), so they are labelled by name only unless ``unit``
     says what they are.
 
     Parameters
@@ -331,9 +348,10 @@ def phase_portrait(
     coordinate : int or str, default: 0
         An index into the generalized coordinates ``traj.q``; or a name: a
         coordinate of a LagrangianSystem run (``"theta1"``), a revolute joint
-        of a scene (its angle, rad, and rate, rad/s), or a body of a scene
-        (then ``component`` picks x, y or z of its position, m, and velocity,
-        m/s).
+        of a scene (its angle, rad, and rate, rad/s), a prismatic joint (its
+        displacement from the assembly configuration, m, and rate, m/s), or a
+        body of a scene (then ``component`` picks x, y or z of its position,
+        m, and velocity, m/s).
     component : {0, 1, 2, "x", "y", "z"}, optional
         Component of a body's position; default: the one that varies most.
     ax : matplotlib.axes.Axes, optional
@@ -358,6 +376,7 @@ def phase_portrait(
     --------
     >>> mbvi.plot.phase_portrait(traj, "theta1", unit="rad")  # doctest: +SKIP
     >>> mbvi.plot.phase_portrait(traj, "hinge0")  # a revolute joint: rad, rad/s  # doctest: +SKIP
+    >>> mbvi.plot.phase_portrait(traj, "slider")  # a prismatic joint: m, m/s  # doctest: +SKIP
     """
     x, v, name, known = _phase_data(traj, coordinate, component)
     unit = known if unit is None else unit
@@ -394,7 +413,11 @@ def compare(
     Returns
     -------
     matplotlib.figure.Figure
-        One line per trajectory, labelled with its key.
+        One line per trajectory, labelled with its key. For ``energy_error``
+        the y axis names the energy each error is divided by, as in
+        :func:`energy_error`: ``|E − E₀| / |E₀|``, or
+        ``|E − E₀| / (max|T| + max|U|)`` when E₀ is ~0 (J/J, dimensionless);
+        when the runs differ in that, each legend entry says which.
 
     Raises
     ------
@@ -406,10 +429,15 @@ def compare(
     if not trajs:
         raise ValueError("compare() needs at least one trajectory")
     func, ylabel, log = QUANTITIES[quantity]
+    scales = {label: _energy_scale(traj)[1] for label, traj in trajs.items()} if quantity == "energy_error" else {}
+    mixed = len(set(scales.values())) > 1
+    if scales:  # the energy scale each error is divided by: |E₀|, or max|T| + max|U| when E₀ is ~0
+        ylabel = "relative energy error " + " or ".join(f"|E − E₀| / {s}" for s in sorted(set(scales.values())))
     fig, ax = _axes(ax)
     for label, traj in trajs.items():
         values = func(traj)
-        ax.plot(np.asarray(traj.t), _positive(values) if log else values, lw=1.1, label=str(label))
+        name = f"{label} (/ {scales[label]})" if mixed else str(label)
+        ax.plot(np.asarray(traj.t), _positive(values) if log else values, lw=1.1, label=name)
     if log:
         ax.set_yscale("log")
     ax.set_xlabel("time t [s]")

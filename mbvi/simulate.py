@@ -252,29 +252,61 @@ def on_the_joints(system, q: np.ndarray, v: np.ndarray, who: str) -> State:
 
     from mbvi.errors import ConstraintWarning
 
+    try:
+        state, corr = joint_state(system, q, v)
+    except ValueError as exc:
+        raise ValueError(
+            f"{who}: initial_state violates {exc}; give positions on the joints (e.g. a trajectory's or an "
+            "equilibrium's state)"
+        ) from None
+    if corr:
+        warnings.warn(
+            f"{who}: the initial velocities violate the joints; projected onto them (largest change {corr:.3g})",
+            ConstraintWarning,
+            stacklevel=4,
+        )
+    return state
+
+
+def joint_state(system, q: np.ndarray, v: np.ndarray) -> tuple[State, float]:
+    """The rule of :func:`on_the_joints`, without its warning: the state it starts from and the velocity change.
+
+    Parameters
+    ----------
+    system : mbvi.System
+        The assembled system.
+    q, v : ndarray, shape (nq,)
+        The given positions and velocities (finite).
+
+    Returns
+    -------
+    state : mbvi.State
+        ``(q, v)`` as given (the same arrays, bit for bit) when on the joints; else positions off by round-off
+        brought onto them and velocities off them projected (mass-weighted).
+    change : float
+        The largest change of a velocity coordinate when the velocities were projected, else 0.
+
+    Raises
+    ------
+    ValueError
+        The positions violate a joint by more than :data:`GIVEN_POSITION_TOL` (relative); the message is the
+        joint and its residual only (the caller says whose state it is).
+    """
     rows = system.rows
     if rows.n:
         g = rows.values(q)
         rel = np.abs(g) / rows.scale
         worst = int(np.argmax(rel))
         if rel[worst] > GIVEN_POSITION_TOL:
-            raise ValueError(
-                f"{who}: initial_state violates {rows.owner[worst]} (residual {g[worst]:.3g}); give positions on "
-                "the joints (e.g. a trajectory's or an equilibrium's state)"
-            )
+            raise ValueError(f"{rows.owner[worst]} (residual {g[worst]:.3g})")
         if rel[worst] > 1e-10:  # else left as given, bit for bit (a run's state continues as the run would)
             q = system.project_position(q)
     if len(system.active):
         projected = system.project_velocity(q, v)
         corr = float(np.max(np.abs(projected - v)))
         if corr > 1e-9 * max(float(np.max(np.abs(v))), 1e-300) and corr > 1e-12:
-            warnings.warn(
-                f"{who}: the initial velocities violate the joints; projected onto them (largest change {corr:.3g})",
-                ConstraintWarning,
-                stacklevel=4,
-            )
-            v = projected
-    return State(q, v)
+            return State(q, projected), corr
+    return State(q, v), 0.0
 
 
 def check_capabilities(cls: type[Integrator], system) -> None:

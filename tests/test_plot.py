@@ -125,6 +125,44 @@ def test_compare_integrators(traj) -> None:
         plot.compare({})
 
 
+def _released_level() -> mbvi.Scene:
+    """The pendulum of docs/plots.md, released level with its pivot: E₀ = 0."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("a", mass=1.0, position=(1.0, 0.0, 0.0)))
+    scene.add(mbvi.Rod("world", "a"))
+    return scene
+
+
+def test_compare_energy_error_names_the_scale_it_divides_by() -> None:
+    """With E₀ = 0 the errors are divided by max|T| + max|U|, but the axis said "|E − E₀|/|E₀|"."""
+    runs = {name: mbvi.simulate(_released_level(), t_end=0.5, dt=0.01, integrator=name)
+            for name in ("explicit_euler", "verlet")}  # fmt: skip
+    assert abs(runs["verlet"].energy[0]) < 1e-12  # control: E₀ = 0
+    ax = plot.compare(runs, quantity="energy_error").axes[0]
+    assert ax.get_ylabel() == "relative energy error |E − E₀| / (max|T| + max|U|)"
+    assert ax.get_ylabel().endswith(plot.energy_error(runs["verlet"]).axes[0].get_ylabel())  # as energy_error
+    lines = _lines(ax.figure)
+    assert set(lines) == set(runs)
+    scale = np.max(np.abs(runs["verlet"].kinetic)) + np.max(np.abs(runs["verlet"].potential))
+    expected = np.abs(runs["verlet"].energy - runs["verlet"].energy[0]) / scale
+    y = np.asarray(lines["verlet"].get_ydata(), dtype=float)
+    np.testing.assert_allclose(y[np.isfinite(y)], expected[np.isfinite(y)])
+
+
+def test_compare_energy_error_with_a_nonzero_initial_energy_divides_by_it(traj) -> None:
+    ax = plot.compare({"verlet": traj}, quantity="energy_error").axes[0]
+    assert ax.get_ylabel() == "relative energy error |E − E₀| / |E₀|"
+
+
+def test_compare_energy_error_of_runs_with_different_scales_says_which_is_which(traj) -> None:
+    level = mbvi.simulate(_released_level(), t_end=0.5, dt=0.01)
+    fig = plot.compare({"level": level, "low": traj}, quantity="energy_error")
+    assert fig.axes[0].get_ylabel() == (
+        "relative energy error |E − E₀| / (max|T| + max|U|) or |E − E₀| / |E₀|"
+    )  # fmt: skip
+    assert set(_lines(fig)) == {"level (/ (max|T| + max|U|))", "low (/ |E₀|)"}
+
+
 def test_summary_writes_a_2x2_png_without_pyplot(traj, tmp_path) -> None:
     import imageio.v3 as iio
 
@@ -191,8 +229,29 @@ def test_phase_portrait_of_a_scene_names_bodies_joints_and_units(traj) -> None:
     np.testing.assert_allclose(fig.axes[0].get_lines()[0].get_ydata(), run.joint_rate("hinge"))
     assert _labels(plot.phase_portrait(run, 1)) == ("bar.y [m]", "dbar.y/dt [m/s]", "bar.y")
     assert _labels(plot.phase_portrait(run, 5)) == ("q[5]", "dq[5]/dt [1/s]", "q[5]")  # a rotation entry
-    with pytest.raises(ValueError, match=r"unknown body or revolute joint 'elbow'.*hinge"):
+    with pytest.raises(ValueError, match=r"unknown body, revolute or prismatic joint 'elbow'.*hinge"):
         plot.phase_portrait(run, "elbow")
+
+
+def test_phase_portrait_of_a_prismatic_joint_in_metres() -> None:
+    """A prismatic joint's name was "unknown body or revolute joint" although traj.joint_displacement exists."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.RigidBody("cart", shape=mbvi.Box((0.2, 0.1, 0.1)), density=500.0, position=(0.0, 0.0, 0.0)))
+    scene.add(mbvi.Prismatic("world", "cart", axis=(1.0, 0.0, -1.0), name="slider"))  # down a 45° incline
+    scene.add(mbvi.Spring("world", "cart", stiffness=50.0, rest_length=0.0))
+    run = mbvi.simulate(scene, t_end=0.5, dt=0.01)
+    fig = plot.phase_portrait(run, "slider")
+    assert _labels(fig) == ("slider [m]", "dslider/dt [m/s]", "slider")
+    line = fig.axes[0].get_lines()[0]
+    s = run.joint_displacement("slider")
+    assert np.ptp(s) > 0.05  # control: it slides
+    np.testing.assert_allclose(line.get_xdata(), s)
+    # the rate is the displacement's derivative (here the cart's velocity along the unit axis)
+    np.testing.assert_allclose(line.get_ydata(), run.velocity("cart") @ (np.array([1.0, 0.0, -1.0]) / np.sqrt(2)),
+                               atol=1e-9)  # fmt: skip
+    np.testing.assert_allclose(np.gradient(s, run.t)[1:-1], line.get_ydata()[1:-1], atol=0.05 * np.ptp(s) / 0.5)
+    with pytest.raises(ValueError, match=r"unknown body, revolute or prismatic joint 'track'.*slider"):
+        plot.phase_portrait(run, "track")
 
 
 # ---------------------------------------------------------------- numbers as they are

@@ -430,6 +430,69 @@ def test_snapshot_of_a_straight_chain_sees_it_from_the_side(direction) -> None:
     assert foreground_fraction(image) > 0.01
 
 
+def _rigid_pendulum(tilt: float, axis=(0.0, 1.0, 0.0)) -> mbvi.Scene:
+    """A 1 m cylinder on a hinge at the origin about the horizontal ``axis``, tilted ``tilt`` rad from hanging
+    straight down, in the vertical plane normal to ``axis`` (the x–z plane for the default y axis)."""
+    from scipy.spatial.transform import Rotation
+
+    n = np.asarray(axis, dtype=float)
+    turn = Rotation.from_rotvec(tilt * n)
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    centre = turn.apply([0.0, 0.0, -0.5])
+    scene.add(mbvi.RigidBody("rod", shape=mbvi.Cylinder(0.05, 1.0), density=500.0, position=centre, orientation=turn))
+    scene.add(mbvi.Revolute("world", "rod", anchor=(0.0, 0.0, 0.0), axis=tuple(n)))
+    return scene
+
+
+def _camera_direction(traj: mbvi.Trajectory, frames, **opts) -> np.ndarray:
+    from mbvi.render.api import _plotter
+
+    plotter = _plotter(SMALL, True, None)
+    try:
+        render.SceneView(plotter, FrameData.from_trajectory(traj, frames), **opts)
+        view = np.subtract(plotter.camera.position, plotter.camera.focal_point)
+    finally:
+        plotter.close()
+    return view / np.linalg.norm(view)
+
+
+def _tilt_on_screen(image: np.ndarray) -> float:
+    """Angle from the vertical of the main axis of the drawn pixels, degrees (a long thin body's tilt)."""
+    rows, cols = np.nonzero((255 - image[..., :3].astype(int)).max(axis=-1) > 40)
+    xy = np.stack([cols - cols.mean(), rows.mean() - rows], axis=1).astype(float)
+    major = np.linalg.eigh(xy.T @ xy)[1][:, -1]
+    return float(np.degrees(np.arctan2(abs(major[0]), abs(major[1]))))
+
+
+@pytest.mark.parametrize(("tilt", "axis"), [(0.5, (0, 1, 0)), (-0.3, (0, 1, 0)), (0.5, (1, 0, 0)), (0.0, (0, 1, 0))])
+def test_a_rigid_pendulum_is_seen_across_its_swing_plane(tilt, axis) -> None:
+    """The review's case: a cylinder on a y-axis hinge tilted 0.5 rad in the x–z plane was seen nearly edge-on
+    (the camera 21° from the swing plane; its bounding sphere spread the scene equally along x and y). The
+    default view looks across the plane (64° from it: the 22° turn and 14° rise of the default view), like a
+    particle pendulum's; hanging straight down, it looks along the hinge axis."""
+    traj = mbvi.Trajectory.from_scene(_rigid_pendulum(tilt, axis))
+    view = _camera_direction(traj, [0])
+    to_plane = np.degrees(np.arcsin(abs(view @ np.asarray(axis, dtype=float))))
+    assert to_plane > 60.0, f"the camera is {to_plane:.1f}° from the swing plane"
+
+
+def test_a_rigid_pendulum_shows_its_true_tilt() -> None:
+    """What the reader sees: the 0.5 rad (28.6°) tilt drawn as in the x–z view, not as 8–14°."""
+    scene = _rigid_pendulum(0.5)
+    face_on = _tilt_on_screen(render.snapshot(scene, window_size=(320, 240), camera="xz", joints=False))
+    assert abs(face_on - 28.6) < 2.0, f"control: the x–z view shows {face_on:.1f}°"
+    shown = _tilt_on_screen(render.snapshot(scene, window_size=(320, 240), joints=False))
+    assert shown > face_on - 4.0, f"the default view shows the tilt as {shown:.1f}°, the x–z view {face_on:.1f}°"
+
+
+def test_a_swinging_rigid_pendulum_is_animated_across_its_swing_plane() -> None:
+    run = mbvi.simulate(_rigid_pendulum(0.5), t_end=1.0, dt=1e-2)
+    assert np.ptp(run.position("rod")[:, 0]) > 0.3  # control: it swings
+    for opts in ({}, {"ground": True}):
+        view = _camera_direction(run, animation_indices(run.t, 10.0), **opts)
+        assert np.degrees(np.arcsin(abs(view[1]))) > 60.0, opts
+
+
 # ---------------------------------------------------------------- file formats and timing
 @pytest.mark.parametrize(
     ("name", "magic"), [("s.png", b"\x89PNG\r\n\x1a\n"), ("s.jpg", b"\xff\xd8\xff"), ("s.JPEG", b"\xff\xd8\xff")]
@@ -542,3 +605,157 @@ def test_torus_names_its_axes_in_radians(angles_run: mbvi.Trajectory, tmp_path) 
     torus(angles_run, path, window_size=(400, 300)).close()
     image = iio.imread(path)[..., :3]
     assert np.mean(image[:40, :200].min(axis=-1) < 128) > 0.01  # the caption is drawn in the upper left
+
+
+# ---------------------------------------------------------------- runs without bodies (a LagrangianSystem's)
+def _theta_system():
+    import sympy as sp
+
+    theta, omega = sp.symbols("theta omega")
+    return mbvi.LagrangianSystem(
+        sp.Rational(1, 2) * omega**2 + 9.81 * sp.cos(theta), coordinates=[theta], velocities=[omega]
+    )
+
+
+@pytest.fixture(scope="module")
+def theta_run() -> mbvi.Trajectory:
+    """The pendulum of the review: one angle, released at 1 rad; its trajectory has no bodies."""
+    return mbvi.simulate(_theta_system(), t_end=1.0, dt=1e-2, initial_state=mbvi.State([1.0], [0.0]))
+
+
+def _spy_phase_portraits(monkeypatch) -> list:
+    """Record the figures :func:`mbvi.plot.phase_portrait` draws (the picture of a run without bodies)."""
+    import mbvi.plot
+
+    drawn = []
+    original = mbvi.plot.phase_portrait
+
+    def spy(*args, **kwargs):
+        fig = original(*args, **kwargs)
+        drawn.append((fig.axes[0].get_xlabel(), fig.axes[0].get_ylabel(), len(fig.axes[0].get_lines()[0].get_xdata())))
+        return fig
+
+    monkeypatch.setattr(mbvi.plot, "phase_portrait", spy)
+    return drawn
+
+
+@pytest.mark.parametrize("name", ["theta.png", "theta.jpg", "theta.jpeg"])
+def test_snapshot_of_a_lagrangian_run_is_its_phase_portrait(theta_run, tmp_path, monkeypatch, name) -> None:
+    """It was a white picture, written without a word; now the picture `mbvi run --render X.png` draws."""
+    drawn = _spy_phase_portraits(monkeypatch)
+    image = render.snapshot(theta_run, tmp_path / name, window_size=(400, 300))
+    assert drawn == [("theta", "dtheta/dt", len(theta_run.t))]  # theta against its rate, every sample
+    assert image.shape == (300, 400, 3)
+    back = iio.imread(tmp_path / name)[..., :3]
+    assert back.shape == (300, 400, 3)
+    assert foreground_fraction(back) > 0.02  # axes, ticks, labels and the curve: not blank
+    assert np.abs(back.astype(int) - image.astype(int)).mean() < 3
+
+
+def test_snapshot_of_a_lagrangian_run_draws_the_samples_up_to_frame(theta_run, monkeypatch) -> None:
+    drawn = _spy_phase_portraits(monkeypatch)
+    render.snapshot(theta_run, frame=40, window_size=(200, 150))
+    assert drawn == [("theta", "dtheta/dt", 41)]
+
+
+def test_loaded_lagrangian_run_renders_its_phase_portrait_like_the_original(theta_run, tmp_path) -> None:
+    theta_run.save(tmp_path / "h.npz")
+    loaded = mbvi.Trajectory.load(tmp_path / "h.npz")
+    a = render.snapshot(theta_run, window_size=SMALL).astype(int)
+    b = render.snapshot(loaded, window_size=SMALL).astype(int)
+    assert foreground_fraction(b) > 0.02
+    assert np.abs(a - b).max() <= 2
+
+
+def test_snapshot_of_a_from_scene_system_run_is_a_picture_not_blank(tmp_path, monkeypatch) -> None:
+    """``LagrangianSystem.from_scene`` knows its bodies' kinematics, but its run's trajectory holds only the joint
+    coordinates: it is drawn as a phase portrait too, named after the joint coordinate."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("a", mass=1.0, position=(1.0, 0.0, 0.0)))
+    scene.add(mbvi.Rod("world", "a"))
+    system = mbvi.LagrangianSystem.from_scene(scene)
+    assert system.body_names == ["a"]  # control: the system has a body
+    run = mbvi.simulate(system, t_end=0.5, dt=1e-2)
+    drawn = _spy_phase_portraits(monkeypatch)
+    image = render.snapshot(run, tmp_path / "a.png", window_size=SMALL)
+    (coordinate,) = run.coordinate_names
+    assert drawn == [(coordinate, f"d{coordinate}/dt", len(run.t))]
+    assert foreground_fraction(image) > 0.02
+
+
+def test_snapshot_of_two_free_angles_is_their_torus(angles_run) -> None:
+    """Two free angles: the picture `mbvi run --render` draws, a trail on their torus (coloured, not blank)."""
+    image = render.snapshot(angles_run, window_size=(400, 300))
+    assert foreground_fraction(image) > 0.05
+
+
+@pytest.mark.parametrize("name", ["x.gif", "x.mp4"])
+def test_animating_a_lagrangian_run_is_refused_saying_what_to_use(theta_run, tmp_path, name) -> None:
+    """Its frames held only the time label; now a ValueError, before any file is written."""
+    with pytest.raises(ValueError, match=r"LagrangianSystem run .*no bodies to draw.*snapshot.*\.png.*phase_portrait"):
+        render.animate(theta_run, tmp_path / name, fps=5, window_size=(48, 36))
+    assert not (tmp_path / name).exists()
+
+
+def test_show_of_a_lagrangian_run_is_refused_saying_what_to_use(theta_run) -> None:
+    with pytest.raises(ValueError, match=r"no bodies to draw.*snapshot"):
+        render.show(theta_run)
+
+
+def test_render_command_draws_a_lagrangian_run_as_run_render_does(theta_run, tmp_path, capsys) -> None:
+    """`mbvi render h.npz --out h.png` wrote a white picture; now the picture `mbvi run --render` writes."""
+    from mbvi.cli import main
+    from mbvi.lagrangian.picture import picture
+
+    theta_run.save(tmp_path / "h.npz")
+    for name in ("h.png", "h.jpg"):
+        assert main(["render", str(tmp_path / "h.npz"), "--out", str(tmp_path / name), "--size", "320x240"]) == 0
+        assert f"wrote {tmp_path / name}" in capsys.readouterr().out
+    picture(theta_run, tmp_path / "run.png", window_size=(320, 240))  # what `mbvi run --render run.png` writes
+    expected = iio.imread(tmp_path / "run.png")[..., :3].astype(int)
+    assert foreground_fraction(expected) > 0.02
+    assert np.abs(iio.imread(tmp_path / "h.png")[..., :3].astype(int) - expected).max() == 0
+    assert np.abs(iio.imread(tmp_path / "h.jpg")[..., :3].astype(int) - expected).mean() < 3
+
+
+@pytest.mark.parametrize("name", ["h.gif", "h.mp4"])
+def test_render_command_refuses_to_animate_a_lagrangian_run(theta_run, tmp_path, capsys, name) -> None:
+    from mbvi.cli import main
+
+    theta_run.save(tmp_path / "h.npz")
+    assert main(["render", str(tmp_path / "h.npz"), "--out", str(tmp_path / name)]) == 1
+    captured = capsys.readouterr()
+    assert "wrote" not in captured.out
+    assert "LagrangianSystem run" in captured.err and "no bodies to animate" in captured.err
+    assert ".png or .jpg" in captured.err
+    assert not (tmp_path / name).exists()
+
+
+# ---------------------------------------------------------------- frame and format checks
+@pytest.mark.parametrize("frame", [1.5, 2.0, True, "3"])
+def test_a_frame_that_is_not_an_integer_is_refused(pendulum: mbvi.Trajectory, frame, monkeypatch) -> None:
+    def no_drawing(*args, **kwargs):
+        raise AssertionError("drew a picture of a frame it should have refused")
+
+    monkeypatch.setattr("mbvi.render.api._plotter", no_drawing)
+    with pytest.raises(ValueError, match="frame must be an integer sample index"):
+        render.snapshot(pendulum, frame=frame)
+
+
+def test_numpy_integer_frames_are_accepted(pendulum: mbvi.Trajectory) -> None:
+    a = render.snapshot(pendulum, frame=np.int64(3), window_size=SMALL).astype(int)
+    b = render.snapshot(pendulum, frame=3, window_size=SMALL).astype(int)
+    assert np.abs(a - b).max() <= 2
+
+
+@pytest.mark.parametrize("name", ["x.jpg", "x.jpeg", "x.JPG"])
+def test_render_command_writes_jpeg(pendulum: mbvi.Trajectory, tmp_path, capsys, name) -> None:
+    """`mbvi render --out x.jpg` was refused ("use .gif, .mp4, .png") although snapshot writes JPEG."""
+    from mbvi.cli import main
+
+    pendulum.save(tmp_path / "run.npz")
+    assert main(["render", str(tmp_path / "run.npz"), "--out", str(tmp_path / name), "--size", "160x120"]) == 0
+    assert (tmp_path / name).read_bytes().startswith(b"\xff\xd8\xff")
+    image = iio.imread(tmp_path / name)
+    assert image.shape[:2] == (120, 160)
+    assert foreground_fraction(image) > 0.005

@@ -570,7 +570,8 @@ def _steps(I, F, scheme, steps, params, b0, L, X, GD, AB, LAM, LAMB, SF, SI, Q, 
     _affine_uw(I, F, q, L[LN.U], L[LN.W], m)
     _jacobian_values(I, F, L[LN.U], L[LN.W], GD[0], m)
     _factor(I, F, GD[0], AB[0], bad, m)
-    _remove_normal(I, F, GD[0], AB[0], v, L, m)
+    if steps[RK.PROJECT]:  # else the members' velocities are taken as given (simulate_batch: as simulate takes one)
+        _remove_normal(I, F, GD[0], AB[0], v, L, m)
     live = m
     for c in range(m):
         if bad[c]:  # the serial run projects it (or reports why it cannot)

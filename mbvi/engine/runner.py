@@ -346,6 +346,7 @@ def _chunk(B: int) -> int:
 def run_batch(
     model, scheme: np.ndarray, Q0: np.ndarray, V0: np.ndarray, *, t0: float, h: float, nsteps: int,
     save_every: int, tol: float, maxiter: int, length_scale: float, max_turn: float, chunk: int | None = None,
+    project: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """Every member of (Q0, V0) through the same compiled run, in parallel.
 
@@ -376,6 +377,7 @@ def run_batch(
     units = -(-B // size)
     steps = np.zeros(RK.count, dtype=np.int64)
     steps[RK.NSTEPS], steps[RK.SAVE_EVERY], steps[RK.MAXITER] = nsteps, save_every, maxiter
+    steps[RK.PROJECT] = project
     params = _params(t0, h, tol, length_scale, max_turn)
     options = dict(t0=t0, h=h, nsteps=nsteps, save_every=save_every, tol=tol, maxiter=maxiter,
                    length_scale=length_scale, max_turn=max_turn)  # fmt: skip
@@ -393,7 +395,7 @@ def run_batch(
         b0 = u * size
         m = min(size, B - b0)
         if not together:
-            serial(b0, 0, 1, Q0[b0], V0[b0], 0.0, 0.0, True)
+            serial(b0, 0, 1, Q0[b0], V0[b0], 0.0, 0.0, project)
             return
         HK, HJ = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
         HQ, HV, HW, HLAM = np.zeros((m, nq)), np.zeros((m, nq)), np.zeros(m), np.zeros((m, rows, int(model.I[M.N])))
@@ -403,7 +405,7 @@ def run_batch(
             if HK[c] < 0:  # finished in lockstep
                 info[b, RI.STATUS], info[b, RI.STEP], info[b, RI.SAVED] = ST.DONE, nsteps, HJ[c]
             elif HJ[c] == 0:  # not in lockstep (its projection failed there): the whole run, projection first
-                serial(b, 0, 1, Q0[b], V0[b], 0.0, 0.0, True)
+                serial(b, 0, 1, Q0[b], V0[b], 0.0, 0.0, project)
             else:  # the rest of its run, from the start of the step it left the common path at
                 serial(b, int(HK[c]), int(HJ[c]), HQ[c], HV[c], HLAM[c], float(HW[c]), False)
 

@@ -41,6 +41,77 @@ def _as_trajectory(scene_or_traj: Any) -> TrajectoryLike:
     return scene_or_traj  # type: ignore[no-any-return]
 
 
+def _nothing_to_draw(traj: TrajectoryLike) -> bool:
+    """Whether ``traj`` has no bodies, links or beams to draw: a :class:`mbvi.LagrangianSystem`'s run (its
+    trajectory holds generalized coordinates only, also for a system built by ``LagrangianSystem.from_scene``)."""
+    from mbvi.geometry import SceneGeometry
+
+    geo = SceneGeometry.coerce(traj.geometry)
+    return not (geo.bodies or geo.links or geo.beams)
+
+
+def _no_bodies_message(traj: TrajectoryLike, what: str) -> str:
+    """Why ``what`` (an animation, a 3D view) of a trajectory without bodies is refused, and what to use."""
+    coordinates = list(getattr(traj, "coordinate_names", None) or [])
+    if not coordinates:
+        return f"the trajectory has no bodies, links or beams: {what} would be blank"
+    return (
+        f"a LagrangianSystem run (coordinates {', '.join(coordinates)}) has no bodies to draw, so {what} would be "
+        f"blank; draw its phase portrait with mbvi.render.snapshot(traj, 'run.png') (or .jpg), or plot it with "
+        f"mbvi.plot.phase_portrait(traj, {coordinates[0]!r})"
+    )
+
+
+def _check_frame(frame: Any, n: int) -> int:
+    """The sample index ``frame`` (negative counts from the end) as 0 … n − 1.
+
+    Raises
+    ------
+    ValueError
+        For a frame that is not an integer (``1.5``, ``True``).
+    IndexError
+        For a frame out of range.
+    """
+    if isinstance(frame, bool) or not isinstance(frame, (int, np.integer)):
+        raise ValueError(
+            f"frame must be an integer sample index (negative counts from the end), got {frame!r}; for the sample "
+            f"nearest a time t in s, use frame=int(np.argmin(np.abs(traj.t - t)))"
+        )
+    if not -n <= int(frame) < n:
+        raise IndexError(f"frame {frame} out of range for a trajectory of {n} samples")
+    return int(frame) % n
+
+
+def _state_space_picture(traj: Any, frame: int, window_size: tuple[int, int]) -> NDArray[np.uint8]:
+    """The picture ``mbvi run --render RUN.png`` draws of a LagrangianSystem run, up to sample ``frame``.
+
+    :func:`mbvi.lagrangian.picture.picture`: the phase portrait of the first coordinate (two free angles: a
+    trail on their torus), as an RGB array of ``window_size`` (width, height) pixels.
+    """
+    import tempfile
+
+    import imageio.v3 as iio
+    import matplotlib.pyplot as plt
+
+    from mbvi.lagrangian.picture import picture
+
+    if not np.asarray(traj.q).shape[1]:
+        raise ValueError(_no_bodies_message(traj, "a picture"))
+    figures = set(plt.get_fignums())
+    try:
+        with tempfile.TemporaryDirectory(prefix="mbvi-render-") as tmp:
+            out = Path(tmp) / "picture.png"
+            picture(traj.head(frame + 1), out, window_size=window_size)
+            image = iio.imread(out)
+    finally:
+        for number in set(plt.get_fignums()) - figures:  # the phase portrait's pyplot figure: never shown
+            plt.close(number)
+    image = np.asarray(image, dtype=np.uint8)
+    if image.ndim == 2:
+        image = np.repeat(image[..., None], 3, axis=-1)
+    return np.ascontiguousarray(image[..., :3])
+
+
 def _check_options(opts: dict[str, Any], func: str) -> None:
     unknown = sorted(set(opts) - _VIEW_OPTIONS)
     if unknown:
@@ -138,7 +209,15 @@ def snapshot(
         For an unknown option.
     ValueError
         If ``path`` has another suffix than ``.png``, ``.jpg`` or ``.jpeg``
-        (checked before anything is drawn).
+        (checked before anything is drawn), or ``frame`` is not an integer.
+
+    Notes
+    -----
+    A :class:`mbvi.LagrangianSystem`'s run has no bodies to draw (its
+    trajectory holds generalized coordinates only): its picture is the one
+    ``mbvi run --render RUN.png`` draws, the phase portrait of its first
+    coordinate (two free angles: a trail on their torus), over the samples
+    up to ``frame``; the view options do not apply to it.
 
     Examples
     --------
@@ -150,20 +229,20 @@ def snapshot(
     _check_options(opts, "snapshot")
     image_format = None if path is None else _image_format(path)
     traj = _as_trajectory(scene_or_traj)
-    n = len(np.asarray(traj.t))
-    if not -n <= int(frame) < n:
-        raise IndexError(f"frame {frame} out of range for a trajectory of {n} samples")
-    f = int(frame) % n
-    data = FrameData.from_trajectory(traj, [f])
-    names = _trail_names(data, trail)
-    sample_idx = np.unique(np.linspace(0, f, min(f + 1, _TRAIL_SAMPLES)).round().astype(np.intp))
-    trails = _trail_spec(traj, names, sample_idx, np.array([len(sample_idx) - 1]), trail_length)
-    plotter = _plotter(window_size, True, anti_aliasing)
-    try:
-        SceneView(plotter, data, trails=trails, **opts)
-        image = _grab(plotter)
-    finally:
-        plotter.close()
+    f = _check_frame(frame, len(np.asarray(traj.t)))
+    if _nothing_to_draw(traj):  # a LagrangianSystem run: its state-space picture, as `mbvi run --render` draws
+        image = _state_space_picture(traj, f, window_size)
+    else:
+        data = FrameData.from_trajectory(traj, [f])
+        names = _trail_names(data, trail)
+        sample_idx = np.unique(np.linspace(0, f, min(f + 1, _TRAIL_SAMPLES)).round().astype(np.intp))
+        trails = _trail_spec(traj, names, sample_idx, np.array([len(sample_idx) - 1]), trail_length)
+        plotter = _plotter(window_size, True, anti_aliasing)
+        try:
+            SceneView(plotter, data, trails=trails, **opts)
+            image = _grab(plotter)
+        finally:
+            plotter.close()
     if path is not None and image_format is not None:
         import imageio.v3 as iio
 
@@ -245,7 +324,10 @@ def animate(
     Raises
     ------
     ValueError
-        If the suffix is not ``.gif``/``.mp4`` or ``fps``/``speed`` is not positive.
+        If the suffix is not ``.gif``/``.mp4``, ``fps``/``speed`` is not
+        positive, or ``traj`` has no bodies to draw (a
+        :class:`mbvi.LagrangianSystem`'s run: draw its phase portrait with
+        :func:`snapshot` to a ``.png`` or ``.jpg`` instead).
     TypeError
         For an unknown option.
 
@@ -267,6 +349,8 @@ def animate(
     traj = _as_trajectory(traj)
     out = Path(path)
     writer = VideoWriter(out, fps, quality=quality)  # validates the suffix before any work
+    if _nothing_to_draw(traj):
+        raise ValueError(f"cannot animate to {str(path)!r}: {_no_bodies_message(traj, 'every frame')}")
     indices = animation_indices(traj.t, fps, speed)
     data = FrameData.from_trajectory(traj, indices)
     trails = _trail_spec(traj, _trail_names(data, trail), indices, np.arange(len(indices)), trail_length)
@@ -357,23 +441,32 @@ def show(
     RuntimeError
         When there is no display (headless, outside a notebook): use
         :func:`snapshot` or :func:`animate` instead.
+    ValueError
+        If ``frame`` is not an integer, or ``scene_or_traj`` has no bodies
+        to draw (a :class:`mbvi.LagrangianSystem`'s run: draw its phase
+        portrait with :func:`snapshot` instead).
+    IndexError
+        If ``frame`` is out of range.
     """
     _check_options(opts, "show")
+    traj = _as_trajectory(scene_or_traj)
+    if _nothing_to_draw(traj):
+        raise ValueError(f"cannot show it: {_no_bodies_message(traj, 'the view')}")
     notebook = _in_notebook()
     if not notebook and not _interactive_available():
         raise RuntimeError(
             "mbvi.render.show needs a display (none found: rendering is headless); "
             "use mbvi.render.snapshot() or mbvi.render.animate() instead"
         )
-    traj = _as_trajectory(scene_or_traj)
     t = np.asarray(traj.t, dtype=float)
+    first = _check_frame(frame, len(t))
     indices = np.unique(np.linspace(0, len(t) - 1, min(len(t), max_frames)).round().astype(np.intp))
     data = FrameData.from_trajectory(traj, indices)
     trails = _trail_spec(traj, _trail_names(data, trail), indices, np.arange(len(indices)), None)
     plotter = _plotter(window_size, notebook, anti_aliasing)  # in a notebook: off screen, shown by trame
     opts.setdefault("time_label", len(indices) > 1)
     view = SceneView(plotter, data, trails=trails, **opts)
-    start = int(nearest_indices(data.times, [t[int(frame) % len(t)]])[0])
+    start = int(nearest_indices(data.times, [t[first]])[0])
     view.show_frame(start)
     if len(indices) > 1:
 

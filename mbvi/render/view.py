@@ -352,6 +352,25 @@ class SceneView:
             pts = pts[np.all(np.isfinite(pts), axis=1)]
         return pts if len(pts) else np.zeros((1, 3))
 
+    def _motion_points(self) -> NDArray[np.float64]:
+        """The points the default view direction is fitted to, shape (N, 3), m.
+
+        Bodies' centres at every frame, the points that rods, springs, dampers and joints connect, world
+        anchors, beam nodes and trails — not the rigid bodies' bounding spheres, which add the same spread
+        along every axis and would hide the plane in which a rigid pendulum swings.
+        """
+        pts = self.data.all_points()
+        if self.trails is not None and self.trails.names:
+            trail = self.trails.points.reshape(-1, 3)
+            pts = np.concatenate([pts, trail[np.all(np.isfinite(trail), axis=1)]])
+        return pts if len(pts) else np.zeros((1, 3))
+
+    def _hinge_axes(self) -> NDArray[np.float64]:
+        """World axes of the revolute joints at every frame, shape (N, 3) (unit vectors)."""
+        axes = [m.axis.reshape(-1, 3) for m in self.data.joints if m.kind == "revolute"]
+        out = np.concatenate(axes) if axes else np.zeros((0, 3))
+        return out[np.all(np.isfinite(out), axis=1)]
+
     def _extent_points(self) -> NDArray[np.float64]:
         """Padded bounding box of the scene, shape (2, 3): lower and upper corner."""
         pts = self._scene_points()
@@ -396,7 +415,9 @@ class SceneView:
             view_up = np.eye(3)[{"xy": 1, "xz": 2, "yz": 2}[camera]]
         elif camera in (None, "iso"):
             lo, hi = self._extent_points()
-            direction = default_view_direction(self._scene_points(), up, hi - lo, iso=camera == "iso")
+            direction = default_view_direction(
+                self._motion_points(), up, hi - lo, iso=camera == "iso", hinge_axes=self._hinge_axes()
+            )
             view_up = up
         else:
             raise ValueError(f"camera must be None, 'iso', 'xy', 'xz', 'yz' or a camera position, got {camera!r}")
@@ -429,27 +450,39 @@ class SceneView:
 
 
 def default_view_direction(
-    points: NDArray[np.float64], up: NDArray[np.float64], extent: NDArray[np.float64], *, iso: bool = False
+    points: NDArray[np.float64],
+    up: NDArray[np.float64],
+    extent: NDArray[np.float64],
+    *,
+    iso: bool = False,
+    hinge_axes: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Unit direction from the scene towards the default camera.
 
     The camera looks across the scene's main horizontal spread — the
-    horizontal principal axis of its points (a straight chain is seen from
-    the side, whatever its direction; a pendulum swinging in the x–z plane
-    face-on) — turned a little sideways and raised (22°/14°, or 40°/30° for
-    ``iso``). When the horizontal spread has no clear main direction, it
-    looks across the thinnest horizontal extent of the bounding box.
+    horizontal principal axis of ``points`` (a straight chain is seen from
+    the side, whatever its direction; a pendulum swinging in the x–z plane,
+    a particle or a rigid body, face-on) — turned a little sideways and
+    raised (22°/14°, or 40°/30° for ``iso``). When the points have no clear
+    main horizontal direction (a pendulum hanging straight down), it looks
+    along the revolute joints' axes if they agree on a horizontal direction
+    (across the plane the hinged bodies swing in), else across the thinnest
+    horizontal extent of the bounding box.
 
     Parameters
     ----------
     points : ndarray, shape (N, 3)
-        Every point to keep in view, m.
+        The points to fit the direction to, m: bodies' centres over the
+        frames and the points that links and joints connect (not the rigid
+        bodies' bounding spheres, which spread equally along every axis).
     up : ndarray, shape (3,)
         Unit up direction (against gravity).
     extent : ndarray, shape (3,)
         Size of the padded bounding box, m.
     iso : bool, default: False
         The steeper "iso" view.
+    hinge_axes : ndarray, shape (K, 3), optional
+        Unit axes of the revolute joints in the world (at every frame).
 
     Returns
     -------
@@ -457,18 +490,9 @@ def default_view_direction(
     """
     up = np.asarray(up, dtype=float)
     pts = np.asarray(points, dtype=float).reshape(-1, 3)
-    flat = pts - np.outer(pts @ up, up)  # horizontal components
-    flat = flat - flat.mean(axis=0) if len(flat) else flat
-    base = None
-    if len(flat) > 1:
-        w, v = np.linalg.eigh(flat.T @ flat)
-        # eigenvalues ascending; the one ~0 is `up` itself, the other two span the horizontal plane
-        horizontal = [i for i in range(3) if abs(v[:, i] @ up) < 0.5]
-        if len(horizontal) == 2:
-            small, large = sorted(horizontal, key=lambda i: w[i])
-            if w[large] > 2.0 * max(w[small], 0.0) and w[large] > 0:
-                base = v[:, small]
-                base = base if base[np.argmax(np.abs(base))] < 0 else -base  # like -e_i for axis-aligned scenes
+    base = _main_horizontal_normal(pts - pts.mean(axis=0) if len(pts) else pts, up, minor=True)
+    if base is None and hinge_axes is not None and len(hinge_axes):
+        base = _main_horizontal_normal(np.asarray(hinge_axes, dtype=float).reshape(-1, 3), up, minor=False)
     if base is None:
         horizontal_axes = [i for i in range(3) if abs(up[i]) < 0.5]
         front = min(horizontal_axes, key=lambda i: extent[i]) if horizontal_axes else 1
@@ -478,6 +502,32 @@ def default_view_direction(
     az, el = (np.radians(40.0), np.radians(30.0)) if iso else (np.radians(22.0), np.radians(14.0))
     side = np.cross(up, base)
     return np.cos(el) * (np.cos(az) * base + np.sin(az) * side) + np.sin(el) * up
+
+
+def _main_horizontal_normal(
+    vectors: NDArray[np.float64], up: NDArray[np.float64], *, minor: bool
+) -> NDArray[np.float64] | None:
+    """The horizontal direction to look along, from the spread of ``vectors`` (shape (N, 3)) across ``up``.
+
+    The horizontal components' second moments have a larger and a smaller principal axis; when the larger
+    moment is more than twice the smaller, this returns the smaller axis (``minor=True``: across the main
+    spread of centred points) or the larger (``minor=False``: along the common direction of axes, whose
+    signs do not matter), signed like ``-e_i`` for axis-aligned scenes. None when there is no such direction.
+    """
+    if len(vectors) < 1:
+        return None
+    flat = vectors - np.outer(vectors @ up, up)  # horizontal components
+    w, v = np.linalg.eigh(flat.T @ flat)
+    # eigenvalues ascending; the one ~0 is `up` itself, the other two span the horizontal plane
+    horizontal = [i for i in range(3) if abs(v[:, i] @ up) < 0.5]
+    if len(horizontal) != 2:
+        return None
+    small, large = sorted(horizontal, key=lambda i: w[i])
+    spread = float(np.sum(vectors * vectors))  # the whole second moment, vertical included
+    if not (w[large] > 2.0 * max(w[small], 0.0) and w[large] > 1e-12 * spread):
+        return None  # no main direction, or only round-off off the vertical (a pendulum hanging straight)
+    base = v[:, small if minor else large]
+    return base if base[np.argmax(np.abs(base))] < 0 else -base  # like -e_i for axis-aligned scenes
 
 
 def _shape_key(body: BodyGeometry) -> str:
