@@ -29,9 +29,9 @@ from mbvi.engine.fields import LT, RI, ST
 from mbvi.engine.runner import RunResult, RunState, advance, nsave, run_batch, saved_states, saved_steps, threads
 from mbvi.errors import ConstraintWarning, LoadError, SolverError
 from mbvi.integrators.stepkernel import run_kernel_batch
-from mbvi.runs import run_info, step_count
+from mbvi.runs import last_step, run_info, step_count
 from mbvi.scene import Scene
-from mbvi.simulate import joint_state, resolve_integrator
+from mbvi.simulate import check_capabilities, joint_state, resolve_integrator
 from mbvi.state import State, stack_states
 from mbvi.trajectory import Trajectory
 
@@ -81,10 +81,9 @@ def simulate_batch(
     -------
     list of Trajectory
         One per member, equal bit for bit to ``mbvi.simulate(scene, ..., initial_state=s)`` for that
-        member (the same loop runs both from the same state). Except: particles under ``verlet``,
-        ``symplectic_euler_a``/``_b``, ``yoshida4`` or a composition of them step in lockstep chunks,
-        whose compiled loop projects every initial velocity once more; those members match their
-        serial runs to round-off (about 1e-16 in the initial velocity), not bit for bit.
+        member (the same loop runs both from the same state; lockstep chunks take the states as given
+        too). Like ``simulate``, a run whose ``t_end − t0`` is not a whole number of steps ends at
+        ``t_end`` with one shorter step, and each member's energy is judged as ``simulate`` judges it.
 
     Raises
     ------
@@ -92,15 +91,17 @@ def simulate_batch(
         Bad input: an unknown integrator or option, states of the wrong shape or
         violating the constraints (naming the member).
     SolverError
-        A member's step failed: the message names the member, the time and the
-        step; ``err.member`` is its index, ``err.members`` those of every member that
-        failed and ``err.trajectory`` the list of every member's trajectory up to where it
-        stopped (the other members run to the end), whichever path ran them.
+        A member's step failed, or its run blew up (an integrator that promises a bounded energy): the
+        message names the member, the time and the step; ``err.member`` is its index, ``err.members``
+        those of every member that failed and ``err.trajectory`` the list of every member's trajectory
+        up to where it stopped (the other members run to the end), whichever path ran them.
 
     Warns
     -----
     mbvi.ConstraintWarning
         Once, when initial velocities were projected onto the joints (naming the members).
+    RuntimeWarning
+        Once, naming the members whose energy error is large (as ``simulate`` warns for one run).
 
     Examples
     --------
@@ -123,8 +124,21 @@ def simulate_batch(
                                          integrator=integrator, t0=t0, **options)  # fmt: skip
     cls = resolve_integrator(integrator)
     nsteps = step_count(t_end, dt, t0, save_every, "simulate_batch")
+    last = last_step(t_end, dt, t0, nsteps)
     system = assemble(scene)
     stepper = cls(system, dt, **options)
+    check_capabilities(cls, system)
+    if last != dt:  # t_end − t0 is not a whole number of steps: the last one shorter, ending at t_end, as simulate's
+        return _ending_at(scene, system, cls, initial_states, float(t0), dt, nsteps, save_every, last, options)
+    trajs = _members(scene, system, cls, stepper, initial_states, float(t0), nsteps, save_every, options)
+    _judge_energy(trajs, stepper, system)
+    return trajs
+
+
+def _members(scene, system, cls, stepper, initial_states, t0: float, nsteps: int, save_every: int,
+             options: dict) -> list[Trajectory]:  # fmt: skip
+    """Every member's run of ``nsteps`` steps of the stepper's dt (see :func:`simulate_batch`)."""
+    dt = stepper.dt
     Q, V = _on_the_joints(system, *stack_states(initial_states, system.nq))
     info = run_info(cls, dt, options, batch=len(Q))
     if cls.kernel is not None:  # a plugin's compiled step: member by member, on every core
@@ -161,6 +175,77 @@ def simulate_batch(
         if status[b, RI.STATUS] == ST.NEEDS_NUMPY
     }
     return _finish(system, scene, info, trajs, runs, stopped)
+
+
+def _ending_at(scene, system, cls, initial_states, t0: float, dt: float, nsteps: int, save_every: int, last: float,
+               options: dict) -> list[Trajectory]:  # fmt: skip
+    """nsteps − 1 steps of dt for every member, then one of ``last`` (< dt) ending at t_end: each member as
+    :func:`mbvi.simulate` runs it (its head, then the same last step)."""
+    t1 = t0 + (nsteps - 1) * dt
+    if nsteps > 1:
+        heads = _members(scene, system, cls, cls(system, dt, **options), initial_states, t0, nsteps - 1, save_every,
+                         options)  # fmt: skip
+        starts = [(h.t, h.q, h.v) for h in heads]
+    else:
+        Q, V = _on_the_joints(system, *stack_states(initial_states, system.nq))
+        starts = [(np.array([t0]), Q[b][None], V[b][None]) for b in range(len(Q))]
+    tail = cls(system, last, **options)
+    trajs: list[Trajectory] = []
+    for b, (t, q, v) in enumerate(starts):
+        try:
+            end = tail.run(State(q[-1].copy(), v[-1].copy()), t1, 1, 1)
+        except SolverError as exc:
+            rest = [Trajectory.from_states(system, tt, qq, vv, scene=scene) for tt, qq, vv in starts[b:]]
+            err = SolverError(f"member {b} of {len(starts)}: {exc.reason}", time=exc.time, step=nsteps - 1,
+                              culprit=exc.culprit, suggested_dt=exc.suggested_dt, trajectory=trajs + rest)  # fmt: skip
+            err.member, err.members = b, [b]
+            raise err from exc
+        info = run_info(cls, dt, options, batch=len(starts))
+        info["last_dt"] = last
+        with np.errstate(over="ignore", invalid="ignore"):
+            trajs.append(Trajectory.from_states(system, np.concatenate([t, end.t[1:]]), np.concatenate([q, end.q[1:]]),
+                                                np.concatenate([v, end.v[1:]]), scene=scene, info=info))  # fmt: skip
+    _judge_energy(trajs, cls(system, dt, **options), system)
+    return trajs
+
+
+def _judge_energy(trajs: list[Trajectory], stepper, system) -> None:
+    """Every member judged as :func:`mbvi.simulate` judges its run: one that blew up is a SolverError naming it
+    (keeping every member's trajectory, the blown-up ones up to where they broke), for the integrators that
+    promise a bounded energy; otherwise one RuntimeWarning names the members whose energy error is large."""
+    from mbvi.simulate import _check_energy_balance, _warn_energy_error
+
+    broken: dict[int, SolverError] = {}
+    warned: list[tuple[int, str]] = []
+    for b, traj in enumerate(trajs):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                _check_energy_balance(traj, stepper, system, None)
+                _warn_energy_error(traj, stepper, system, None)
+            except SolverError as exc:
+                broken[b] = exc
+        warned += [(b, str(w.message)) for w in caught if issubclass(w.category, RuntimeWarning)]
+    if broken:
+        failed = sorted(broken)
+        b = failed[0]
+        cause = broken[b]
+        kept = [broken[i].trajectory if i in broken else traj for i, traj in enumerate(trajs)]
+        err = SolverError(
+            f"member {b} of {len(trajs)}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")
+            + f": {cause.reason}",
+            time=cause.time, step=cause.step, culprit=cause.culprit, suggested_dt=cause.suggested_dt, trajectory=kept,
+        )  # fmt: skip
+        err.member, err.members = b, failed
+        raise err
+    if warned:
+        members = sorted({b for b, _ in warned})
+        named = ", ".join(map(str, members[:MEMBERS_NAMED])) + (
+            f" and {len(members) - MEMBERS_NAMED} more" if len(members) > MEMBERS_NAMED else ""
+        )
+        first = warned[0][1]
+        warnings.warn(f"simulate_batch: member{'s' if len(members) > 1 else ''} {named} of {len(trajs)}: {first}",
+                      RuntimeWarning, stacklevel=3)  # fmt: skip
 
 
 def _on_the_joints(system, Q: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -163,3 +163,46 @@ def test_positions_off_a_joint_name_the_member_and_the_joint() -> None:
     moved.q[:3] += 0.05  # the box moved off its hinge and its capsule
     with pytest.raises(ValueError, match=r"initial state 1 violates the constraints: (Revolute|Spherical) '"):
         mbvi.simulate_batch(scene, 0.1, 1e-2, initial_states=[s0, moved])
+
+
+def _pendulum() -> mbvi.Scene:
+    s = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    s.add(mbvi.Particle("a", mass=1.0, position=(1.0, 0.0, 0.0)))
+    s.add(mbvi.Rod("world", "a"))
+    return s
+
+
+@pytest.mark.parametrize("t_end", [2.5e-3, 0.5e-3])
+def test_a_batch_ends_at_t_end_as_simulate_does(t_end: float) -> None:
+    """t_end − t0 not a whole number of steps: the last step is shorter and the run ends at t_end (it ended at
+    3e-3 for t_end = 2.5e-3, silently), each member the run simulate makes of it."""
+    scene = _pendulum()
+    s0 = mbvi.assemble(scene).initial_state()
+    states = [s0, mbvi.State(s0.q, s0.v + np.array([0.0, 0.5, 0.0]))]
+    batch = mbvi.simulate_batch(scene, t_end, 1e-3, initial_states=states)
+    for b, state in enumerate(states):
+        alone = mbvi.simulate(scene, t_end, 1e-3, initial_state=state)
+        assert batch[b].t[-1] == pytest.approx(t_end) and np.array_equal(batch[b].t, alone.t)
+        assert np.array_equal(batch[b].q, alone.q) and np.array_equal(batch[b].v, alone.v)
+
+
+def _stiff_spring() -> mbvi.Scene:
+    s = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    s.add(mbvi.Particle("a", mass=1.0, position=(1.2, 0.0, 0.0)))
+    s.add(mbvi.Spring("world", "a", stiffness=1e6, rest_length=1.0))
+    return s
+
+
+def test_a_blown_up_batch_is_never_returned_as_if_fine() -> None:
+    """hω = 10: midpoint's members blow up without a NaN (a SolverError naming the member, keeping every
+    trajectory up to where it broke); explicit Euler's reach 1e204 J, returned with a warning naming them (they
+    were returned silently)."""
+    scene = _stiff_spring()
+    s0 = mbvi.assemble(scene).initial_state()
+    with pytest.raises(mbvi.SolverError) as info:
+        mbvi.simulate_batch(scene, 1.0, 1e-2, initial_states=[s0, s0], integrator="midpoint")
+    err = info.value
+    assert err.member == 0 and err.members == [0, 1] and "blew up" in str(err)
+    assert [len(t.t) for t in err.trajectory] == [err.step + 1] * 2
+    with pytest.warns(RuntimeWarning, match=r"members 0, 1 of 2: .*explicit_euler"):
+        mbvi.simulate_batch(scene, 1.0, 1e-2, initial_states=[s0, s0], integrator="explicit_euler")
