@@ -27,7 +27,7 @@ from mbvi.diagnosis import engine_failure
 from mbvi.engine import lockstep
 from mbvi.engine.fields import LT, RI, ST
 from mbvi.engine.runner import RunResult, RunState, advance, nsave, run_batch, saved_states, saved_steps, threads
-from mbvi.errors import ConstraintWarning, LoadError, SolverError
+from mbvi.errors import ConstraintWarning, SolverError, member_failure
 from mbvi.integrators.stepkernel import run_kernel_batch
 from mbvi.runs import last_step, run_info, step_count
 from mbvi.scene import Scene
@@ -228,16 +228,8 @@ def _judge_energy(trajs: list[Trajectory], stepper, system) -> None:
         warned += [(b, str(w.message)) for w in caught if issubclass(w.category, RuntimeWarning)]
     if broken:
         failed = sorted(broken)
-        b = failed[0]
-        cause = broken[b]
         kept = [broken[i].trajectory if i in broken else traj for i, traj in enumerate(trajs)]
-        err = SolverError(
-            f"member {b} of {len(trajs)}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")
-            + f": {cause.reason}",
-            time=cause.time, step=cause.step, culprit=cause.culprit, suggested_dt=cause.suggested_dt, trajectory=kept,
-        )  # fmt: skip
-        err.member, err.members = b, failed
-        raise err
+        raise member_failure(broken[failed[0]], failed, len(trajs), kept)
     if warned:
         members = sorted({b for b, _ in warned})
         named = ", ".join(map(str, members[:MEMBERS_NAMED])) + (
@@ -381,19 +373,9 @@ def _finish(system, scene, info: dict, trajs: list, runs: dict, stopped: dict) -
     if not causes:
         return trajs
     failed = sorted(causes)
-    b = failed[0]
-    cause = causes[b]
-    kind = type(cause) if type(cause) in (SolverError, LoadError) else SolverError
-    err = kind(  # a SolverError; a LoadError (also a ValueError) when a load or law raised
-        f"member {b} of {len(trajs)}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")
-        + f": {cause.reason}",
-        time=cause.time, step=cause.step, culprit=cause.culprit, suggested_dt=cause.suggested_dt,
-        trajectory=trajs,
-    )  # fmt: skip
-    err.member = b
-    err.members = failed
-    if b in runs:
-        raise err from cause
+    err = member_failure(causes[failed[0]], failed, len(trajs), trajs)
+    if failed[0] in runs:
+        raise err from causes[failed[0]]
     raise err
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ConstraintWarning", "LoadError", "RedundantConstraintWarning", "SolverError"]
+__all__ = ["ConstraintWarning", "LoadError", "RedundantConstraintWarning", "SolverError", "member_failure"]
 
 
 class SolverError(RuntimeError):
@@ -83,3 +83,21 @@ class ConstraintWarning(UserWarning):
 
 class RedundantConstraintWarning(UserWarning):
     """Some constraint equations are linearly dependent and were dropped from the solves."""
+
+
+def member_failure(cause: SolverError, failed: list[int], count: int, trajectories: list) -> SolverError:
+    """The error of a batch of ``count`` members of which ``failed`` (sorted) stopped, the first by ``cause``.
+
+    Its message names the member (and how many more failed), ``member`` is its index, ``members`` every failed
+    one, and ``trajectory`` the list of every member's trajectory; a :class:`LoadError` when the cause is one.
+    """
+    b = failed[0]
+    kind = type(cause) if type(cause) in (SolverError, LoadError) else SolverError
+    err = kind(  # a SolverError; a LoadError (also a ValueError) when a load or law raised
+        f"member {b} of {count}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "") + f": {cause.reason}",
+        time=cause.time, step=cause.step, culprit=cause.culprit, suggested_dt=cause.suggested_dt,
+        trajectory=trajectories,
+    )  # fmt: skip
+    err.member = b
+    err.members = list(failed)
+    return err

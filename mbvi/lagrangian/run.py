@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from mbvi.errors import SolverError
+from mbvi.errors import SolverError, member_failure
 from mbvi.lagrangian.integrators import INTEGRATORS, LagrangianIntegrator
 from mbvi.lagrangian.system import LagrangianSystem
 from mbvi.state import State
@@ -237,15 +237,5 @@ def simulate_lagrangian_batch(
         trajs.append(trajectory(system, *saved, info=info))
     failed = [b for b, (_, err) in enumerate(outcomes) if err is not None]
     if failed:
-        b = failed[0]
-        cause = outcomes[b][1]
-        err = SolverError(
-            f"member {b} of {len(states)}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")
-            + f": {cause.reason}",
-            time=cause.time, step=cause.step, culprit=cause.culprit, suggested_dt=cause.suggested_dt,
-            trajectory=trajs,
-        )  # fmt: skip
-        err.member = b
-        err.members = failed
-        raise err
+        raise member_failure(outcomes[failed[0]][1], failed, len(states), trajs)
     return trajs
