@@ -8,6 +8,7 @@ world points).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -190,7 +191,12 @@ class JointDamping(Force):
 
 
 class TorsionSpring(Force):
-    """Torsion spring on a revolute joint, potential ½k(θ − θ₀)².
+    """Torsion spring on a revolute joint, potential ½k(θ − θ₀)² for |θ − θ₀| ≤ π.
+
+    The potential is a function of the configuration, which knows the joint angle up to whole turns: θ − θ₀ is
+    taken in (−π, π], so the law is periodic, with a cusp half a turn from rest (a spring that winds further, a
+    clock spring, is not this law). :func:`mbvi.simulate` warns, naming the spring, when a run's joint turns
+    past it.
 
     Parameters
     ----------
@@ -199,7 +205,8 @@ class TorsionSpring(Force):
     stiffness : float
         k, N m/rad.
     rest_angle : float, default: 0
-        θ₀, rad, relative to the initial configuration.
+        θ₀, rad, in [−π, π]: the joint angle at which the spring is relaxed (the joint's angle, as
+        ``traj.joint_angle`` reads it: its ``initial_angle`` at the initial configuration).
     name : str, optional
     """
 
@@ -209,6 +216,12 @@ class TorsionSpring(Force):
         self.joint = joint
         self.stiffness = positive(stiffness, "stiffness", self.owner, allow_zero=True)
         self.rest_angle = finite(rest_angle, "rest_angle", self.owner)
+        if abs(self.rest_angle) > math.pi:
+            raise ValueError(
+                f"{self.owner}: rest_angle must be within [−π, π] rad (the spring's law is periodic: it knows the "
+                f"joint angle up to whole turns), got {self.rest_angle!r}; "
+                f"{self.rest_angle - 2 * math.pi * round(self.rest_angle / (2 * math.pi))!r} is the same rest"
+            )
 
 
 class ExternalForce(Force):

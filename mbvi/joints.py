@@ -357,9 +357,14 @@ class Prismatic(_AnchoredJoint):
         for u in (u1, u2):
             w = layout.direction(self.a, layout.to_body_direction(self.a, u))
             rows.append(Row(t, c, w[0], w[1], 1.0, 0.0, layout.length_scale, self.owner))
-        if layout.kind(self.a) == "rigid" or layout.kind(self.b) == "rigid":
-            if layout.kind(self.a) == "particle" or layout.kind(self.b) == "particle":
-                raise ValueError(f"{self.owner}: a rigid body cannot slide on a particle (it has no orientation)")
+        kinds = (layout.kind(self.a), layout.kind(self.b))
+        if kinds[1] == "rigid" and kinds[0] == "particle":
+            raise ValueError(
+                f"{self.owner}: rigid body {self.b!r} cannot slide on particle {self.a!r} (a particle has no "
+                f"orientation to hold {self.b!r}'s rotation to); make the rigid body the rail: "
+                f"Prismatic({self.b!r}, {self.a!r})"
+            )
+        if "rigid" in kinds and "particle" not in kinds:  # a particle sliding on a body has no rotation to lock
             rows += orientation_rows(layout, self.a, self.b, F, [(0, 1), (1, 2), (2, 0)], self.owner)
         return rows
 

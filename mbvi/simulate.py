@@ -146,7 +146,30 @@ def simulate(
             _verify_suggestion(err, scene, cls, dt, t_end, t0, initial_state, options)
         raise
     _warn_energy_error(traj, stepper, system, result.work)
+    _warn_wound_springs(traj, scene)
     return traj
+
+
+def _warn_wound_springs(traj: Trajectory, scene: Scene) -> None:
+    """A TorsionSpring whose joint turned more than half a turn from rest met its law's cusp (the law is periodic:
+    :class:`mbvi.TorsionSpring`): a RuntimeWarning names it."""
+    import warnings
+
+    from mbvi.forces import TorsionSpring
+
+    for spring in scene.forces:
+        if not isinstance(spring, TorsionSpring) or spring.stiffness == 0.0 or len(traj.t) < 2:
+            continue
+        with np.errstate(invalid="ignore"):
+            turn = float(np.max(np.abs(traj.joint_angle(spring.joint) - spring.rest_angle)))
+        if turn > np.pi:
+            warnings.warn(
+                f"{spring.owner}: joint {spring.joint!r} turned {turn:.3g} rad from the spring's rest, past half a "
+                "turn, where the spring's periodic law U = ½k(θ − θ₀)² (θ − θ₀ in (−π, π]) jumps in torque: the "
+                "motion past it is not that of a spring that winds",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
 
 def energy_error(traj: Trajectory, system, work: np.ndarray | None) -> tuple[float, float, float, float] | None:
