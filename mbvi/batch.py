@@ -124,6 +124,7 @@ def simulate_batch(
                                          integrator=integrator, t0=t0, **options)  # fmt: skip
     cls = resolve_integrator(integrator)
     nsteps = step_count(t_end, dt, t0, save_every, "simulate_batch")
+    t_end, dt, t0, save_every = float(t_end), float(dt), float(t0), int(save_every)  # numpy numbers too
     last = last_step(t_end, dt, t0, nsteps)
     system = assemble(scene)
     stepper = cls(system, dt, **options)

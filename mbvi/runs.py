@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 __all__ = ["last_step", "progress_bar", "run_info", "step_count", "whole_steps"]
 
@@ -28,15 +31,12 @@ def step_count(t_end: float, dt: float, t0: float = 0.0, save_every: int = 1, wh
 
     When t_end − t0 is not a whole number of steps, :func:`mbvi.simulate` makes the last one shorter
     (:func:`last_step`) and ends at t_end."""
-    for label, val in (("t_end", t_end), ("dt", dt), ("t0", t0)):
-        if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val):
-            raise ValueError(f"{who}: {label} must be a finite number, got {val!r}")
+    t_end, dt, t0 = (_real(val, label, who) for label, val in (("t_end", t_end), ("dt", dt), ("t0", t0)))
     if dt <= 0:
         raise ValueError(f"{who}: dt must be positive, got {dt!r}")
     if t_end < t0:
         raise ValueError(f"{who}: t_end ({t_end}) is before t0 ({t0})")
-    if isinstance(save_every, bool) or not isinstance(save_every, int) or save_every < 1:
-        raise ValueError(f"{who}: save_every must be a positive integer, got {save_every!r}")
+    save_every = _count(save_every, "save_every", who)
     ratio = (t_end - t0) / dt
     nsteps = round(ratio) if whole_steps(t_end, dt, t0) else math.ceil(ratio)
     if nsteps > 10**10:
@@ -44,6 +44,25 @@ def step_count(t_end: float, dt: float, t0: float = 0.0, save_every: int = 1, wh
     if nsteps // save_every > 2 * 10**8:
         raise ValueError(f"{who}: {nsteps // save_every:.3g} saved states would not fit in memory; raise save_every")
     return nsteps
+
+
+def _real(val: Any, label: str, who: str) -> float:
+    """``val`` as a finite float (Python or NumPy numbers, a 0-d array; not a bool), or a ValueError naming it."""
+    if isinstance(val, (bool, np.bool_)) or not isinstance(val, (numbers.Real, np.ndarray)):
+        raise ValueError(f"{who}: {label} must be a finite number, got {val!r}")
+    if isinstance(val, np.ndarray) and (val.ndim != 0 or val.dtype.kind not in "iuf"):
+        raise ValueError(f"{who}: {label} must be a finite number, got {val!r}")
+    out = float(val)
+    if not math.isfinite(out):
+        raise ValueError(f"{who}: {label} must be a finite number, got {val!r}")
+    return out
+
+
+def _count(val: Any, label: str, who: str) -> int:
+    """``val`` as a positive int (Python or NumPy integers; not a bool), or a ValueError naming it."""
+    if isinstance(val, (bool, np.bool_)) or not isinstance(val, numbers.Integral) or int(val) < 1:
+        raise ValueError(f"{who}: {label} must be a positive integer, got {val!r}")
+    return int(val)
 
 
 def run_info(cls: Any, dt: float, options: dict, **extra: Any) -> dict:

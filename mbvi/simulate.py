@@ -107,6 +107,7 @@ def simulate(
     if not isinstance(scene, Scene):
         raise ValueError(f"simulate expects an mbvi.Scene, got {type(scene).__name__}")
     nsteps = step_count(t_end, dt, t0, save_every)
+    t_end, dt, t0, save_every = float(t_end), float(dt), float(t0), int(save_every)  # numpy numbers too
     cls = resolve_integrator(integrator)
     system = assemble(scene)
     check_capabilities(cls, system)

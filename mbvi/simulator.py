@@ -24,6 +24,7 @@ Every state stepped is kept (2 nq floats a step) for :meth:`Simulator.trajectory
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -244,8 +245,10 @@ class Simulator:
     ) -> None:
         from mbvi.lagrangian import LagrangianSystem
 
-        if not (isinstance(dt, (int, float)) and not isinstance(dt, bool) and math.isfinite(dt) and dt > 0):
+        if (isinstance(dt, (bool, np.bool_)) or not isinstance(dt, (numbers.Real, np.ndarray))
+                or np.ndim(dt) != 0 or not (math.isfinite(float(dt)) and float(dt) > 0)):  # fmt: skip
             raise ValueError(f"Simulator: dt must be a positive finite number of seconds, got {dt!r}")
+        dt = float(dt)
         if not (isinstance(t0, (int, float)) and math.isfinite(t0)):
             raise ValueError(f"Simulator: t0 must be a finite number of seconds, got {t0!r}")
         self.dt, self.t0 = float(dt), float(t0)
@@ -386,32 +389,38 @@ class Simulator:
             A step failed: the simulator stays at the last good state (``t`` and ``state`` there), and
             ``err.trajectory`` holds every state stepped so far.
         """
-        fast = self._fast
-        if fast is not None and type(n) is int and n > 0:  # the common case: one compiled call, nothing else
-            frame, call, drive = fast
-            k = drive.k
-            if k + n < self._capacity:
-                if call(frame, k, k + n, drive.j) == 0:  # ST.DONE
-                    drive.k = k + n
-                    drive.j += n
-                    return
-                info = drive.info
-                drive.k, drive.j = int(info[RI.STEP]), int(info[RI.SAVED])  # what it did before it stopped
-                self._fast = None
-            self._slow_step(k + n)
-            return
-        if type(n) is not int or n < 1:
-            if isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 1:
-                n = int(n)
-            else:
-                raise ValueError(f"Simulator.step: n must be a positive integer, got {n!r}")
-        if self._drive is not None:
-            self._slow_step(self._drive.k + n)
-            return
-        if self._lagrangian is not None:
-            self._step_lagrangian(n)
-            return
-        self._step_numpy(n)
+        try:  # the fast path costs nothing more inside a try (zero-cost exceptions)
+            fast = self._fast
+            if fast is not None and type(n) is int and n > 0:  # the common case: one compiled call, nothing else
+                frame, call, drive = fast
+                k = drive.k
+                if k + n < self._capacity:
+                    if call(frame, k, k + n, drive.j) == 0:  # ST.DONE
+                        drive.k = k + n
+                        drive.j += n
+                        return
+                    info = drive.info
+                    drive.k, drive.j = int(info[RI.STEP]), int(info[RI.SAVED])  # what it did before it stopped
+                    self._fast = None
+                self._slow_step(k + n)
+                return
+            if type(n) is not int or n < 1:
+                if isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 1:
+                    n = int(n)
+                else:
+                    raise ValueError(f"Simulator.step: n must be a positive integer, got {n!r}")
+            if self._drive is not None:
+                self._slow_step(self._drive.k + n)
+                return
+            if self._lagrangian is not None:
+                self._step_lagrangian(n)
+                return
+            self._step_numpy(n)
+        except SolverError as err:  # a hint the Simulator cannot verify (simulate re-runs to verify its own)
+            if err.suggested_dt is not None and not getattr(err, "verified_dt", False) and "verified" not in str(err):
+                err.verified_dt = False
+                err.args = (f"{err} (not verified: mbvi.simulate from this state verifies a step size by re-running)",)
+            raise
 
     def _slow_step(self, kstop: int) -> None:
         """The steps up to ``kstop`` through :meth:`mbvi.integrators.compiled.Drive.advance_to`: a first call,

@@ -214,3 +214,44 @@ def test_the_command_line_does_not_call_damping_an_error(tmp_path, capsys) -> No
     line = capsys.readouterr().out.splitlines()[1]
     assert line.startswith("max energy balance error |E − E₀ − W| ")
     assert float(line.split("W| ")[1].split()[0]) < 1e-3  # the balance holds; the energy itself fell by far more
+
+
+# ----------------------------------------------------------------------------- sizes and numbers given
+def test_saved_states_that_cannot_fit_are_a_value_error_before_anything_runs() -> None:
+    """The memory a run's states take counts the coordinates: a 50-segment beam for 1e5 s at 1e-3 is 114 GiB
+    (numpy's MemoryError before, or the machine swapping), a Simulator asked for 1e12 steps the same."""
+    s = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    s.add(mbvi.Beam("beam", start=(0, 0, 0), end=(1, 0, 0), segments=50, density=7800.0, area=1e-4,
+                    youngs_modulus=2e11))  # fmt: skip
+    with pytest.raises(ValueError, match=r"GiB.*save_every"):
+        mbvi.simulate(s, 1e5, 1e-3)
+    sim = mbvi.Simulator(pendulum(), dt=1e-3)
+    with pytest.raises(ValueError, match=r"GiB.*save_every"):
+        sim.step(10**12)
+    sim.step(3)  # unharmed
+    assert sim.t == pytest.approx(3e-3)
+
+
+def test_numpy_numbers_are_numbers() -> None:
+    """np.int64 t_end, np.float32 dt, a 0-d array, np.int64 save_every ("t_end must be a finite number, got
+    np.int64(1)" before) run as the same Python numbers do."""
+    plain = mbvi.simulate(pendulum(), 0.1, 1e-3, save_every=2)
+    for kw in (dict(t_end=np.int64(0) + 0.1), dict(dt=np.array(1e-3)), dict(save_every=np.int64(2))):
+        args = {"t_end": 0.1, "dt": 1e-3, "save_every": 2, **kw}
+        traj = mbvi.simulate(pendulum(), **args)
+        assert np.array_equal(traj.q, plain.q)
+    sim = mbvi.Simulator(pendulum(), dt=np.float64(1e-3))
+    sim.step(np.int64(2))
+    assert sim.steps == 2
+    with pytest.raises(ValueError, match="dt"):
+        mbvi.Simulator(pendulum(), dt=np.array([1e-3]))
+
+
+def test_a_simulators_step_hint_says_it_is_not_verified() -> None:
+    """A Simulator cannot re-run its steps to verify a hint (simulate does): it says so (the hint 0.0025 of a
+    1e6 N push failed again)."""
+    s = pendulum()
+    s.add(mbvi.ExternalForce("bob", force=(0.0, 0.0, 1e6), name="push"))
+    with pytest.raises(mbvi.SolverError, match=r"not verified") as info:
+        mbvi.Simulator(s, dt=0.01).step(5)
+    assert info.value.verified_dt is False

@@ -64,7 +64,8 @@ def ensure_fresh() -> None:
 # ------------------------------------------------------------------------------------------- first use
 #: seconds a compilation lasts before the user is told (a load from the cache is quicker)
 TELL_AFTER = 1.5
-_told = False
+#: what the user was told is compiling ("engine", or a user function's qualified name): each said once
+_told_of: set[str] = set()
 _listening = False
 
 
@@ -88,10 +89,12 @@ def announce_compiling() -> None:
 
         def on_start(self, ev) -> None:
             self.depth += 1
-            if self.depth == 1 and not _told:
-                self.timer = threading.Timer(TELL_AFTER, _tell)
-                self.timer.daemon = True
-                self.timer.start()
+            if self.depth == 1:
+                what = _what(ev)
+                if what not in _told_of:
+                    self.timer = threading.Timer(TELL_AFTER, _tell, (what,))
+                    self.timer.daemon = True
+                    self.timer.start()
 
         def on_end(self, ev) -> None:
             self.depth -= 1
@@ -102,13 +105,24 @@ def announce_compiling() -> None:
     event.register("numba:compile", _Compiling())
 
 
-def _tell() -> None:
-    global _told
-    if _told:
+def _what(ev) -> str:
+    """ "engine" for the engine's own functions, else the qualified name of the user's function compiling."""
+    try:
+        fn = ev.data["dispatcher"].py_func
+        module, name = getattr(fn, "__module__", "") or "", getattr(fn, "__qualname__", "") or repr(fn)
+    except (KeyError, AttributeError):
+        return "engine"
+    return "engine" if module.startswith("mbvi.") or module == "mbvi" else f"{module}.{name}"
+
+
+def _tell(what: str = "engine") -> None:
+    if what in _told_of:
         return
-    _told = True
-    print(
-        "mbvi: compiling the engine for this machine (20 s to a minute, once: it is cached on disk afterwards) ...",
-        file=sys.stderr,
-        flush=True,
-    )
+    _told_of.add(what)
+    if what == "engine":
+        text = (
+            "mbvi: compiling the engine for this machine (20 s to a minute, once: it is cached on disk afterwards) ..."
+        )
+    else:  # a user's function (a load, a law's kernel): not the engine, which is compiled once
+        text = f"mbvi: compiling {what} for the compiled loop (seconds; the engine itself is not recompiled) ..."
+    print(text, file=sys.stderr, flush=True)

@@ -18,6 +18,8 @@ from __future__ import annotations
 import functools
 import importlib
 import itertools
+import math
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -66,6 +68,29 @@ _HUGEPAGE = _hugepage_switch()
 _HUGEPAGE_LOCK = threading.Lock()
 
 
+def _physical_memory() -> float:
+    """This machine's memory, bytes (inf where the OS does not say)."""
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return math.inf
+
+
+#: the share of the machine's memory a run's saved states may take
+MEMORY_SHARE = 0.5
+
+
+def _check_memory(shape: tuple[int, ...]) -> None:
+    need = 8.0 * math.prod(int(n) for n in shape)
+    have = _physical_memory()
+    if need > MEMORY_SHARE * have:
+        raise ValueError(
+            f"the run's saved states, {' × '.join(str(int(n)) for n in shape)} numbers, would take "
+            f"{need / 2**30:.3g} GiB of this machine's {have / 2**30:.3g} GiB: keep fewer (save_every), run shorter "
+            "or fewer members"
+        )
+
+
 def saved_states(shape: tuple[int, ...], zero: bool = False) -> np.ndarray:
     """A float64 array for a run's saved states, without numpy's huge-page advice.
 
@@ -87,7 +112,14 @@ def saved_states(shape: tuple[int, ...], zero: bool = False) -> np.ndarray:
     Returns
     -------
     ndarray of float64, shape ``shape``
+
+    Raises
+    ------
+    ValueError
+        When the states would take more than half of this machine's memory (saying how much, and what to
+        change), rather than numpy's MemoryError or a machine swapping for minutes.
     """
+    _check_memory(shape)
     make = np.zeros if zero else np.empty
     if _HUGEPAGE is None:
         return make(shape)

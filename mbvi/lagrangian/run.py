@@ -151,6 +151,8 @@ def simulate_lagrangian(
     from mbvi.runs import progress_bar, run_info, step_count
 
     nsteps = step_count(t_end, dt, t0, save_every)
+
+    t_end, dt, t0, save_every = float(t_end), float(dt), float(t0), int(save_every)  # numpy numbers too
     cls = resolve(integrator)
     state = system.initial_state(initial_state)
     stepper = cls(system, dt, **options)
@@ -209,6 +211,8 @@ def simulate_lagrangian_batch(
     from mbvi.state import stack_states
 
     nsteps = step_count(t_end, dt, t0, save_every, "simulate_batch")
+
+    t_end, dt, t0, save_every = float(t_end), float(dt), float(t0), int(save_every)  # numpy numbers too
     cls = resolve(integrator)
     stepper = cls(system, dt, **options)
     Q0, V0 = stack_states(initial_states, system.nq)
