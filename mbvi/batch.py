@@ -187,9 +187,11 @@ def _ending_at(scene, system, cls, initial_states, t0: float, dt: float, nsteps:
         heads = _members(scene, system, cls, cls(system, dt, **options), initial_states, t0, nsteps - 1, save_every,
                          options)  # fmt: skip
         starts = [(h.t, h.q, h.v) for h in heads]
+        keep = slice(None) if (nsteps - 1) % save_every == 0 else slice(None, -1)  # as simulate: on the grid only
     else:
         Q, V = _on_the_joints(system, *stack_states(initial_states, system.nq))
         starts = [(np.array([t0]), Q[b][None], V[b][None]) for b in range(len(Q))]
+        keep = slice(None)
     tail = cls(system, last, **options)
     trajs: list[Trajectory] = []
     for b, (t, q, v) in enumerate(starts):
@@ -204,8 +206,8 @@ def _ending_at(scene, system, cls, initial_states, t0: float, dt: float, nsteps:
         info = run_info(cls, dt, options, batch=len(starts))
         info["last_dt"] = last
         with np.errstate(over="ignore", invalid="ignore"):
-            trajs.append(Trajectory.from_states(system, np.concatenate([t, end.t[1:]]), np.concatenate([q, end.q[1:]]),
-                                                np.concatenate([v, end.v[1:]]), scene=scene, info=info))  # fmt: skip
+            whole = [np.concatenate([a[keep], e[1:]]) for a, e in ((t, end.t), (q, end.q), (v, end.v))]
+            trajs.append(Trajectory.from_states(system, *whole, scene=scene, info=info))
     _judge_energy(trajs, cls(system, dt, **options), system)
     return trajs
 

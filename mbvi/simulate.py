@@ -246,8 +246,12 @@ def _ending_at(stepper, cls, system, state: State, t0: float, nsteps: int, save_
     counters = dict(head.counters)
     for key, value in tail.counters.items():
         counters[key] = counters.get(key, 0) + value
-    return RunResult(np.concatenate([head.t, tail.t[1:]]), np.concatenate([head.q, tail.q[1:]]),
-                     np.concatenate([head.v, tail.v[1:]]), work, counters)  # fmt: skip
+    # the head keeps its last state; off the save_every grid it is not one of the run's (the run's last is the tail's)
+    keep = slice(None) if (nsteps - 1) % save_every == 0 else slice(None, -1)
+    if work is not None:
+        work = np.concatenate([work[: len(head.t)][keep], work[len(head.t) :]])
+    return RunResult(np.concatenate([head.t[keep], tail.t[1:]]), np.concatenate([head.q[keep], tail.q[1:]]),
+                     np.concatenate([head.v[keep], tail.v[1:]]), work, counters)  # fmt: skip
 
 
 def given_state(system, initial_state: State, who: str = "simulate") -> State:

@@ -255,3 +255,14 @@ def test_a_simulators_step_hint_says_it_is_not_verified() -> None:
     with pytest.raises(mbvi.SolverError, match=r"not verified") as info:
         mbvi.Simulator(s, dt=0.01).step(5)
     assert info.value.verified_dt is False
+
+
+def test_a_run_ending_between_steps_saves_only_its_grid_and_its_end() -> None:
+    """save_every = 2 and a last step of half a dt: the saved times are 0, 0.02 and the end 0.035 (0.03, the
+    step before the last, was saved too), for simulate and simulate_batch alike."""
+    traj = mbvi.simulate(pendulum(), 0.035, 0.01, save_every=2)
+    np.testing.assert_allclose(traj.t, [0.0, 0.02, 0.035])
+    s0 = mbvi.assemble(pendulum()).initial_state()
+    batch = mbvi.simulate_batch(pendulum(), 0.035, 0.01, initial_states=[s0], save_every=2)
+    assert np.array_equal(batch[0].t, traj.t) and np.array_equal(batch[0].q, traj.q)
+    np.testing.assert_allclose(mbvi.simulate(pendulum(), 0.045, 0.01, save_every=2).t, [0, 0.02, 0.04, 0.045])
