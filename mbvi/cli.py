@@ -302,6 +302,13 @@ def _parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
     return grid
 
 
+def _is_scheduler_address(text: str) -> bool:
+    """Whether ``text`` looks like a Dask scheduler address: PROTOCOL://… (tcp://host:8786, tls://…) or HOST:PORT."""
+    import re
+
+    return re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*://\S+|[^\s:/\[\]]+:\d+|\[[0-9A-Fa-f:.]+\]:\d+", text) is not None
+
+
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from mbvi.sweep import sweep, write
 
@@ -317,6 +324,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     integrator = args.integrator or str(getattr(module, "INTEGRATOR", _DEFAULTS["INTEGRATOR"]))
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     local = args.scheduler in (None, "processes", "threads", "synchronous")
+    if not local and not _is_scheduler_address(args.scheduler):
+        raise CLIError(
+            f"--scheduler {args.scheduler!r}: expected processes, threads, synchronous or a Dask scheduler "
+            "address (tcp://HOST:PORT)"
+        )
     run = {"t_end": t_end, "dt": dt, "integrator": integrator, "save_every": args.save_every, "progress": progress}
     start = time.perf_counter()
     try:

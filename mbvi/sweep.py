@@ -45,6 +45,8 @@ __all__ = ["sweep", "write"]
 
 log = logging.getLogger(__name__)
 
+#: Dask's local schedulers that ``scheduler=`` may name
+SCHEDULERS = ("processes", "threads", "synchronous")
 #: dimension names the dataset uses itself; a grid may not use them
 RESERVED = ("time", "body", "xyz")
 #: members per task never exceed this (keeps the progress bar moving and the load balanced)
@@ -204,7 +206,7 @@ def run_members(
         start = time.perf_counter()
         traj, error = None, ""
         try:
-            scene = fn(**params)
+            scene = _built(fn, params)
             traj = simulate(
                 scene,
                 t_end=settings["t_end"],
@@ -222,6 +224,47 @@ def run_members(
             raise
         results.append(MemberResult.from_trajectory(index, traj, error, time.perf_counter() - start))
     return results
+
+
+def _built(fn: Callable[..., Any], params: dict[str, Any]) -> Any:
+    """``fn(**params)``, which must be an :class:`mbvi.Scene` or :class:`mbvi.LagrangianSystem` (else ValueError)."""
+    from mbvi.lagrangian import LagrangianSystem
+    from mbvi.scene import Scene
+
+    scene = fn(**params)
+    if not isinstance(scene, (Scene, LagrangianSystem)):
+        call = ", ".join(f"{k}={v!r}" for k, v in params.items())
+        got = "None" if scene is None else f"a {type(scene).__name__}"
+        raise ValueError(f"build({call}) returned {got}, not an mbvi.Scene or mbvi.LagrangianSystem")
+    return scene
+
+
+def _check_options(spec: SceneFile | Callable[..., Any], members: list, settings: dict[str, Any]) -> None:
+    """Construct the integrator once, on the first member's system: a bad option fails the sweep here.
+
+    An unknown option, or a value the integrator's constructor rejects, is the same for every member, so it
+    is a ``ValueError`` before anything runs rather than an error recorded for each member. A first member
+    whose ``build`` fails is left to the run, which records (or raises) that as usual.
+    """
+    from mbvi.assembly import assemble
+    from mbvi.lagrangian import LagrangianSystem
+    from mbvi.lagrangian.run import resolve
+    from mbvi.simulate import check_capabilities, resolve_integrator
+
+    _, params = members[0]
+    try:  # what the member's own run reports: a failing build, an invalid scene, an integrator that cannot run it
+        scene = _built(_build_function(spec), params)
+        if isinstance(scene, LagrangianSystem):
+            cls, system = resolve(settings["integrator"]), scene
+        else:
+            cls, system = resolve_integrator(settings["integrator"]), assemble(scene)
+            check_capabilities(cls, system)
+    except Exception:
+        return
+    try:
+        cls(system, settings["dt"], **settings["options"])
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"sweep: {' '.join(str(err).split())}") from err
 
 
 def _message(err: BaseException) -> str:
@@ -324,7 +367,9 @@ def sweep(
         Dask or xarray is not installed.
     ValueError
         A bad grid (empty, a reserved name, an empty value list), bad time
-        settings or an unknown integrator — before anything runs.
+        settings, an unknown integrator, an unknown scheduler, or an option
+        the integrator does not take or rejects (checked by constructing it
+        on the first member's system) — before anything runs.
     FileNotFoundError
         ``build`` is a path that does not exist.
 
@@ -360,6 +405,8 @@ def sweep(
     from mbvi.runs import step_count
     from mbvi.simulate import resolve_integrator
 
+    if client is None and scheduler not in (None, *SCHEDULERS):
+        raise ValueError(f"sweep: scheduler must be one of {', '.join(map(repr, SCHEDULERS))}, got {scheduler!r}")
     names, values = _check_grid(grid)
     step_count(t_end, dt, 0.0, save_every, who="sweep")
     cls = resolve_integrator(integrator)
@@ -373,6 +420,7 @@ def sweep(
     spec, label = _build_spec(build)
     shape = tuple(len(v) for v in values)
     members = [(i, dict(zip(names, combo, strict=True))) for i, combo in enumerate(itertools.product(*values))]
+    _check_options(spec, members, settings)
 
     if client is not None:
         if scheduler is not None:
@@ -447,8 +495,8 @@ def _run_locally(spec, members, settings, progress: bool, scheduler: str | None)
     import dask
     from dask.callbacks import Callback
 
-    if scheduler not in (None, "processes", "threads", "synchronous"):
-        raise ValueError(f"sweep: scheduler must be 'processes', 'threads' or 'synchronous', got {scheduler!r}")
+    if scheduler not in (None, *SCHEDULERS):
+        raise ValueError(f"sweep: scheduler must be one of {', '.join(map(repr, SCHEDULERS))}, got {scheduler!r}")
     bar = _bar(len(members), progress)
 
     class _Progress(Callback):

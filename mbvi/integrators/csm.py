@@ -17,7 +17,29 @@ from mbvi.integrators.base import Integrator
 from mbvi.integrators.explicit import constrained_acceleration
 from mbvi.state import State
 
-__all__ = ["CSM"]
+__all__ = ["CSM", "check_method"]
+
+#: the method names ``scipy.integrate.solve_ivp`` accepts (case-sensitive)
+SOLVE_IVP_METHODS = ("RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA")
+
+
+def check_method(method: object) -> object:
+    """Return ``method`` if ``solve_ivp`` accepts it (a method name or an ``OdeSolver`` subclass), else ValueError."""
+    from scipy.integrate import OdeSolver
+
+    if isinstance(method, str) and method in SOLVE_IVP_METHODS:
+        return method
+    if isinstance(method, type) and issubclass(method, OdeSolver):
+        return method
+    names = ", ".join(SOLVE_IVP_METHODS)
+    if isinstance(method, str):
+        close = [m for m in SOLVE_IVP_METHODS if m.lower() == method.strip().lower()]
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"option 'method' {method!r} is not a solve_ivp method{hint}; use one of {names}")
+    raise ValueError(
+        f"option 'method' must be a solve_ivp method name ({names}) or a scipy.integrate.OdeSolver subclass, "
+        f"got {method!r}"
+    )
 
 
 class _Stiff(Exception):
@@ -35,8 +57,9 @@ class CSM(Integrator):
     -------
     alpha : float, default: 10.0
         Stabilization rate α, 1/s (critically damped constraint error).
-    method : str, default: "RK45"
-        Any ``solve_ivp`` method (RK45, DOP853, Radau, BDF, LSODA, ...).
+    method : str or scipy.integrate.OdeSolver subclass, default: "RK45"
+        A ``solve_ivp`` method: RK45, RK23, DOP853, Radau, BDF or LSODA
+        (case-sensitive), or an ``OdeSolver`` subclass; checked on construction.
     rtol, atol : float, default: 1e-8, 1e-10
         Relative and absolute tolerances passed to ``solve_ivp`` (per step local
         error ≲ atol + rtol·|y|, y = (q, v)); they, not ``dt``, set the accuracy.
@@ -64,8 +87,7 @@ class CSM(Integrator):
         self.atol = self.check_option("atol", self.atol)
         if self.max_evaluations is not None:
             self.max_evaluations = self.check_option("max_evaluations", self.max_evaluations, integer=True)
-        if not isinstance(self.method, str) and not (isinstance(self.method, type)):
-            raise ValueError(f"option 'method' must be a solve_ivp method name, got {self.method!r}")
+        self.method = check_method(self.method)
         self._evaluations = 0
         self._budget = None
 

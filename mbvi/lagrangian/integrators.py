@@ -397,7 +397,8 @@ class CSM(LagrangianIntegrator):
 
     The whole interval is handed to ``solve_ivp``; ``dt`` only sets the output
     times, ``rtol``/``atol`` set the accuracy. Options: ``alpha`` (1/s,
-    default 10), ``method`` (default ``"RK45"``), ``rtol`` (1e-8), ``atol`` (1e-10).
+    default 10), ``method`` (default ``"RK45"``; a ``solve_ivp`` method name or ``OdeSolver``
+    subclass, checked on construction), ``rtol`` (1e-8), ``atol`` (1e-10).
     """
 
     name = "csm"
@@ -412,6 +413,9 @@ class CSM(LagrangianIntegrator):
             val = getattr(self, key)
             if isinstance(val, bool) or not isinstance(val, (int, float)) or not val > 0:
                 raise ValueError(f"option {key!r} must be a positive number, got {val!r}")
+        from mbvi.integrators.csm import check_method
+
+        self.method = check_method(self.method)
 
     def step(self, q: np.ndarray, v: np.ndarray, p: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One step of ``dt`` (a :class:`mbvi.Simulator` stepping): ``solve_ivp`` over [t, t + dt] alone.
