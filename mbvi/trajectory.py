@@ -307,6 +307,7 @@ class Trajectory:
             If the file is not a trajectory saved by mbvi (one line saying so).
         """
         import zipfile
+        import zlib
 
         if not os.path.isfile(path):
             raise FileNotFoundError(f"trajectory file not found: {str(path)!r}")
@@ -318,9 +319,88 @@ class Trajectory:
                     raise ValueError(not_ours)
                 with data:
                     meta = json.loads(str(data["meta"]))
-                    arrays = {k: data[k] for k in _ARRAYS}
-            t, q, v = arrays.pop("t"), arrays.pop("q"), arrays.pop("v")
+                    arrays = {k: np.asarray(data[k], dtype=float) for k in _ARRAYS}
             geometry = SceneGeometry.from_dict(meta["geometry"])
-            return cls(t, q, v, geometry=geometry, info=meta.get("info"), **arrays)
-        except (OSError, EOFError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as exc:
+            info = meta.get("info")
+            info = dict(info or {})
+        except FileNotFoundError:
+            raise
+        except (
+            # a damaged file: what zipfile, zlib, numpy's .npy reader, json and the geometry's from_dict raise for one
+            # (OSError and ValueError cover UnicodeDecodeError, json.JSONDecodeError and zipfile's CRC errors)
+            OSError,
+            EOFError,
+            KeyError,
+            IndexError,
+            TypeError,
+            AttributeError,
+            ValueError,
+            OverflowError,
+            NotImplementedError,
+            RuntimeError,  # zipfile: a member flagged encrypted; json: nesting too deep (RecursionError)
+            zipfile.BadZipFile,
+            zipfile.LargeZipFile,
+            zlib.error,
+        ) as exc:
             raise ValueError(not_ours) from exc  # not numpy's advice to allow pickles
+        _check_consistent(path, arrays, geometry)
+        t, q, v = arrays.pop("t"), arrays.pop("q"), arrays.pop("v")
+        return cls(t, q, v, geometry=geometry, info=info, **arrays)
+
+
+#: generalized coordinates of a body of each kind (see :mod:`mbvi.layout`)
+_NCOORDS = {"particle": 3, "rigid": 12}
+
+
+def _coordinate_count(geometry: SceneGeometry) -> int | None:
+    """Columns of ``q`` and ``v`` the geometry implies (None when it does not say: no bodies, no coordinates).
+
+    Raises ValueError (a message without the file name) when the bodies do not tile the coordinates.
+    """
+    if "coordinates" in geometry.extra:  # a LagrangianSystem run: one column per named coordinate
+        names = geometry.extra["coordinates"]
+        if not isinstance(names, (list, tuple)):
+            raise ValueError(f"the coordinate names are {type(names).__name__}, not a list")
+        return len(names)
+    if not geometry.bodies:
+        return None
+    nq = 0
+    for body in sorted(geometry.bodies, key=lambda b: b.offset):
+        size = _NCOORDS.get(body.kind)
+        if size is None:
+            raise ValueError(f"body {body.name!r} is of unknown kind {body.kind!r}")
+        if body.offset != nq:
+            raise ValueError(f"body {body.name!r} starts at coordinate {body.offset}, expected {nq}")
+        nq += size
+    return nq
+
+
+def _check_consistent(path: str | os.PathLike, arrays: dict[str, np.ndarray], geometry: SceneGeometry) -> None:
+    """Raise ValueError, naming the file and the mismatch, unless the loaded arrays fit each other and the geometry."""
+    where = f"{str(path)!r} is not a consistent mbvi trajectory"
+    t = arrays["t"]
+    if t.ndim != 1:
+        raise ValueError(f"{where}: t has shape {t.shape}, expected one dimension")
+    n = len(t)
+    try:
+        nq = _coordinate_count(geometry)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    for name in ("q", "v"):
+        a = arrays[name]
+        if a.ndim != 2 or a.shape[0] != n:
+            raise ValueError(f"{where}: {name} has shape {a.shape}, expected ({n}, nq) for the {n} times in t")
+        if nq is not None and a.shape[1] != nq:
+            raise ValueError(
+                f"{where}: {name} has {a.shape[1]} columns, but the geometry has {nq} generalized coordinates"
+            )
+    if arrays["v"].shape != arrays["q"].shape:
+        raise ValueError(f"{where}: v has shape {arrays['v'].shape}, q has shape {arrays['q'].shape}")
+    for name in ("energy", "kinetic", "potential", "constraint_error"):
+        a = arrays[name]
+        if a.shape != (n,):
+            raise ValueError(f"{where}: {name} has shape {a.shape}, expected ({n},) for the {n} times in t")
+    for name in ("momentum", "angular_momentum"):
+        a = arrays[name]
+        if a.ndim != 2 or a.shape[0] != n:
+            raise ValueError(f"{where}: {name} has shape {a.shape}, expected {n} rows for the {n} times in t")
