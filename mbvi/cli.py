@@ -3,7 +3,7 @@
 ::
 
     mbvi run SCENE.py [--integrator NAME] [--dt DT] [--t-end T] [--param key=value ...]
-                      [--option key=value ...] [--out RUN.npz] [--render RUN.gif|RUN.mp4|RUN.png]
+                      [--option key=value ...] [--out RUN.npz] [--render RUN.gif|RUN.mp4|RUN.png|RUN.jpg]
                       [--plot PLOT.png]
                       [--fps FPS] [--speed S] [--size WxH] [--progress | --no-progress]
     mbvi render RUN.npz --out RUN.gif|RUN.mp4|RUN.png|RUN.jpg [--fps FPS] [--speed S] [--frame I] [--size WxH]
@@ -37,7 +37,6 @@ __all__ = ["CLIError", "load_scene_module", "main", "parse_params"]
 
 PROG = "mbvi"
 _VIDEO = (".gif", ".mp4")
-_IMAGE = (".png",)
 _SNAPSHOT = (".png", ".jpg", ".jpeg")  # what mbvi.render.snapshot writes (`mbvi render --out`)
 _PLOT = (".png", ".pdf", ".svg")
 _DEFAULTS = {"T_END": 10.0, "DT": 1e-3, "INTEGRATOR": "verlet"}
@@ -183,7 +182,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from mbvi.scene import Scene
     from mbvi.simulate import simulate
 
-    _check_output(args.render, _VIDEO + _IMAGE, "--render")
+    _check_output(args.render, _VIDEO + _SNAPSHOT, "--render")
     _check_output(args.out, (".npz",), "--out")
     _check_output(args.plot, _PLOT, "--plot")
     params = parse_params(args.param or [])
@@ -204,6 +203,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not isinstance(scene, (Scene, LagrangianSystem)):  # a LagrangianSystem starts at its initial_state
         raise CLIError(
             f"build() of {args.scene!r} returned {type(scene).__name__}, not an mbvi.Scene or mbvi.LagrangianSystem"
+        )
+    if args.render and isinstance(scene, LagrangianSystem) and Path(args.render).suffix.lower() in _VIDEO:
+        raise CLIError(  # said before the run, not after it
+            f"--render {args.render}: {args.scene!r} builds a LagrangianSystem, which has no bodies to animate; "
+            "render it to a .png or .jpg (the picture of its state space)"
         )
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     start = time.perf_counter()
@@ -234,10 +238,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         plot.summary(traj, args.plot)
         _say(f"wrote {args.plot}")
     if args.render:
-        if isinstance(scene, LagrangianSystem):  # no bodies: its state-space picture (.png only)
+        if isinstance(scene, LagrangianSystem) and Path(args.render).suffix.lower() == ".png":  # its state space
             from mbvi.lagrangian.picture import picture
 
             picture(traj, args.render, window_size=args.size)
+        elif isinstance(scene, LagrangianSystem):  # .jpg: the same picture, through snapshot
+            import mbvi.render
+
+            mbvi.render.snapshot(traj, args.render, window_size=args.size)
         else:
             _render(traj, args.render, args, progress)
         _say(f"wrote {args.render}")
@@ -406,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="integrator option (alpha, rtol, tol, save_every, a plugin's own), read like --param (repeatable)",
     )
     run.add_argument("--out", metavar="RUN.npz", help="save the trajectory")
-    run.add_argument("--render", metavar="FILE", help="render to .gif, .mp4 or .png (last frame)")
+    run.add_argument("--render", metavar="FILE", help="render to .gif, .mp4, or .png or .jpg (last frame)")
     run.add_argument("--plot", metavar="FILE.png", help="write an energy/constraint summary plot (.png, .pdf, .svg)")
     _add_render_options(run)
     run.set_defaults(func=_cmd_run, frame=-1)

@@ -266,3 +266,23 @@ def test_a_run_ending_between_steps_saves_only_its_grid_and_its_end() -> None:
     batch = mbvi.simulate_batch(pendulum(), 0.035, 0.01, initial_states=[s0], save_every=2)
     assert np.array_equal(batch[0].t, traj.t) and np.array_equal(batch[0].q, traj.q)
     np.testing.assert_allclose(mbvi.simulate(pendulum(), 0.045, 0.01, save_every=2).t, [0, 0.02, 0.04, 0.045])
+
+
+def test_the_command_line_refuses_an_animation_of_a_lagrangian_system_before_running_it(tmp_path, capsys) -> None:
+    """It ran the whole simulation, then refused the GIF; now it says so first (no --out written either), and a
+    .jpg is the state-space picture, as .png is."""
+    path = tmp_path / "angle.py"
+    path.write_text(
+        "import sympy as sp\n"
+        "import mbvi\n"
+        "def build():\n"
+        "    th, w = sp.symbols('theta omega')\n"
+        "    return mbvi.LagrangianSystem(w**2 / 2 + 9.81 * sp.cos(th), [th], [w],\n"
+        "                                 initial_state=mbvi.State([1.0], [0.0]))\n"
+    )
+    out = tmp_path / "run.npz"
+    assert main(["run", str(path), "--t-end", "1", "--out", str(out), "--render", str(tmp_path / "x.gif")]) == 1
+    assert "no bodies to animate" in capsys.readouterr().err and not out.exists()
+    picture = tmp_path / "x.jpg"
+    assert main(["run", str(path), "--t-end", "1", "--render", str(picture)]) == 0
+    assert picture.read_bytes()[:3] == b"\xff\xd8\xff"  # a JPEG
