@@ -311,3 +311,17 @@ def test_import_is_light_and_plugins_load_lazily():
 def test_command_line_lists_the_plugin():
     out = _python("import sys; from mbvi.cli import main; sys.exit(main(['integrators']))")
     assert re.search(r"\bleapfrog\b", out) and re.search(r"\bverlet\b", out)
+
+
+def test_a_step_that_returns_no_state_is_a_value_error_naming_the_integrator():
+    """A NumPy plugin whose step returns a tuple met a raw AttributeError deep in the run."""
+
+    class TupleStep(mbvi.Integrator):
+        name = "tuple_step"
+        order = 1
+
+        def step(self, state, t):
+            return state.q, state.v
+
+    with pytest.raises(ValueError, match=r"'tuple_step': step\(\) returned tuple, not an mbvi.State"):
+        mbvi.simulate(_pendulum(), 0.01, 1e-3, TupleStep)

@@ -223,6 +223,11 @@ class Integrator:
                     err = exc.located(t, k)
                     err.partial = RunResult(*rec.arrays())
                     raise err from exc
+                if not isinstance(state, State):  # a plugin's step that returns something else: say which
+                    raise ValueError(
+                        f"integrator {self.name!r}: step() returned {type(state).__name__}, not an mbvi.State "
+                        "(return mbvi.State(q, v))"
+                    )
                 if not (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
                     err = instability(self.system, self.name, self.dt, t, k)
                     err.partial = RunResult(*rec.arrays())
