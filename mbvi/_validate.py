@@ -10,7 +10,7 @@ import numpy as np
 from mbvi.geometry import cross
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     """A real number, not a bool or a string that looks like one."""
     if isinstance(value, (bool, np.bool_, str, bytes)):
         return False
@@ -30,7 +30,7 @@ def vector3(value: Any, what: str, owner: str) -> np.ndarray:
     """Return ``value`` as a finite float array of shape (3,) (numbers only: no strings, no bools)."""
     try:
         raw = np.asarray(value)
-        if raw.dtype.kind not in "iuf" and not (raw.dtype.kind == "O" and all(_is_number(x) for x in raw.flat)):
+        if raw.dtype.kind not in "iuf" and not (raw.dtype.kind == "O" and all(is_number(x) for x in raw.flat)):
             raise TypeError
         if holds_bool(value):
             raise TypeError
@@ -46,7 +46,7 @@ def vector3(value: Any, what: str, owner: str) -> np.ndarray:
 
 def positive(value: Any, what: str, owner: str, *, allow_zero: bool = False) -> float:
     """Return ``value`` as a finite float that is positive (or non-negative); strings and bools are refused."""
-    if not _is_number(value):
+    if not is_number(value):
         raise ValueError(f"{owner}: {what} must be a number, got {value!r}")
     try:
         x = float(value)
@@ -62,7 +62,7 @@ def positive(value: Any, what: str, owner: str, *, allow_zero: bool = False) -> 
 
 def finite(value: Any, what: str, owner: str) -> float:
     """Return ``value`` as a finite float; strings and bools are refused."""
-    if not _is_number(value):
+    if not is_number(value):
         raise ValueError(f"{owner}: {what} must be a number, got {value!r}")
     try:
         x = float(value)

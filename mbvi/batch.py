@@ -8,10 +8,8 @@ of particles under the RATTLE family step in chunks of members in lockstep
 on the inner axis), any other batch, and any member that needs a fallback,
 through the very loop :func:`mbvi.simulate` runs for one system — same warm
 start, fallbacks and tolerances. Each member starts from its state as
-:func:`mbvi.simulate` takes an ``initial_state``, and therefore reproduces its
-serial run bit for bit; the lockstep chunks re-project the initial velocities
-(the engine's batch loop always does), so their members match their serial runs
-to round-off only.
+:func:`mbvi.simulate` takes an ``initial_state`` (the lockstep chunks too: they
+take the states as given), and therefore reproduces its serial run bit for bit.
 """
 
 from __future__ import annotations
@@ -29,9 +27,9 @@ from mbvi.engine.fields import LT, RI, ST
 from mbvi.engine.runner import RunResult, RunState, advance, nsave, run_batch, saved_states, saved_steps, threads
 from mbvi.errors import ConstraintWarning, SolverError, member_failure
 from mbvi.integrators.stepkernel import run_kernel_batch
-from mbvi.runs import last_step, run_info, step_count
+from mbvi.runs import last_step, run_info, run_numbers
 from mbvi.scene import Scene
-from mbvi.simulate import check_capabilities, joint_state, resolve_integrator
+from mbvi.simulate import check_capabilities, energy_scales, joint_state, resolve_integrator
 from mbvi.state import State, stack_states
 from mbvi.trajectory import Trajectory
 
@@ -123,14 +121,13 @@ def simulate_batch(
         return simulate_lagrangian_batch(scene, t_end, dt, initial_states, save_every=save_every,
                                          integrator=integrator, t0=t0, **options)  # fmt: skip
     cls = resolve_integrator(integrator)
-    nsteps = step_count(t_end, dt, t0, save_every, "simulate_batch")
-    t_end, dt, t0, save_every = float(t_end), float(dt), float(t0), int(save_every)  # numpy numbers too
+    t_end, dt, t0, save_every, nsteps = run_numbers(t_end, dt, t0, save_every, "simulate_batch")  # numpy numbers too
     last = last_step(t_end, dt, t0, nsteps)
     system = assemble(scene)
     stepper = cls(system, dt, **options)
     check_capabilities(cls, system)
     if last != dt:  # t_end − t0 is not a whole number of steps: the last one shorter, ending at t_end, as simulate's
-        return _ending_at(scene, system, cls, initial_states, float(t0), dt, nsteps, save_every, last, options)
+        return _ending_at(scene, system, cls, stepper, initial_states, t0, nsteps, save_every, last, options)
     trajs = _members(scene, system, cls, stepper, initial_states, float(t0), nsteps, save_every, options)
     _judge_energy(trajs, stepper, system)
     return trajs
@@ -178,14 +175,14 @@ def _members(scene, system, cls, stepper, initial_states, t0: float, nsteps: int
     return _finish(system, scene, info, trajs, runs, stopped)
 
 
-def _ending_at(scene, system, cls, initial_states, t0: float, dt: float, nsteps: int, save_every: int, last: float,
+def _ending_at(scene, system, cls, stepper, initial_states, t0: float, nsteps: int, save_every: int, last: float,
                options: dict) -> list[Trajectory]:  # fmt: skip
-    """nsteps − 1 steps of dt for every member, then one of ``last`` (< dt) ending at t_end: each member as
-    :func:`mbvi.simulate` runs it (its head, then the same last step)."""
+    """nsteps − 1 steps of the stepper's dt for every member, then one of ``last`` (< dt) ending at t_end: each
+    member as :func:`mbvi.simulate` runs it (its head, then the same last step)."""
+    dt = stepper.dt
     t1 = t0 + (nsteps - 1) * dt
     if nsteps > 1:
-        heads = _members(scene, system, cls, cls(system, dt, **options), initial_states, t0, nsteps - 1, save_every,
-                         options)  # fmt: skip
+        heads = _members(scene, system, cls, stepper, initial_states, t0, nsteps - 1, save_every, options)
         starts = [(h.t, h.q, h.v) for h in heads]
         keep = slice(None) if (nsteps - 1) % save_every == 0 else slice(None, -1)  # as simulate: on the grid only
     else:
@@ -199,16 +196,13 @@ def _ending_at(scene, system, cls, initial_states, t0: float, dt: float, nsteps:
             end = tail.run(State(q[-1].copy(), v[-1].copy()), t1, 1, 1)
         except SolverError as exc:
             rest = [Trajectory.from_states(system, tt, qq, vv, scene=scene) for tt, qq, vv in starts[b:]]
-            err = SolverError(f"member {b} of {len(starts)}: {exc.reason}", time=exc.time, step=nsteps - 1,
-                              culprit=exc.culprit, suggested_dt=exc.suggested_dt, trajectory=trajs + rest)  # fmt: skip
-            err.member, err.members = b, [b]
-            raise err from exc
+            raise member_failure(exc.located(exc.time, nsteps - 1), [b], len(starts), trajs + rest) from exc
         info = run_info(cls, dt, options, batch=len(starts))
         info["last_dt"] = last
         with np.errstate(over="ignore", invalid="ignore"):
             whole = [np.concatenate([a[keep], e[1:]]) for a, e in ((t, end.t), (q, end.q), (v, end.v))]
             trajs.append(Trajectory.from_states(system, *whole, scene=scene, info=info))
-    _judge_energy(trajs, cls(system, dt, **options), system)
+    _judge_energy(trajs, stepper, system)
     return trajs
 
 
@@ -236,12 +230,8 @@ def _judge_energy(trajs: list[Trajectory], stepper, system) -> None:
         raise member_failure(broken[failed[0]], failed, len(trajs), kept)
     if warned:
         members = sorted({b for b, _ in warned})
-        named = ", ".join(map(str, members[:MEMBERS_NAMED])) + (
-            f" and {len(members) - MEMBERS_NAMED} more" if len(members) > MEMBERS_NAMED else ""
-        )
         first = warned[0][1]
-        warnings.warn(f"simulate_batch: member{'s' if len(members) > 1 else ''} {named} of {len(trajs)}: {first}",
-                      RuntimeWarning, stacklevel=3)  # fmt: skip
+        warnings.warn(f"simulate_batch: {_named(members, len(trajs))}: {first}", RuntimeWarning, stacklevel=3)
 
 
 def _energy_suspects(trajs: list[Trajectory], system) -> list[int]:
@@ -264,10 +254,7 @@ def _energy_suspects(trajs: list[Trajectory], system) -> list[int]:
         finite = np.all(np.isfinite(E), axis=1)
         change = E - E[:, :1]
         drift = np.max(change, axis=1) if system.has_forces else np.max(np.abs(change), axis=1)
-        start = np.abs(T[:, 0]) + np.abs(U[:, 0])
-        reference = float(np.sum(system.mass[::3])) * 9.81 * system.length_scale
-        energy_scale = np.maximum(np.maximum(start, reference), 1e-300)
-        motion = np.maximum(np.maximum(np.max(T, axis=1), np.ptp(U, axis=1)), 1e-3 * energy_scale)
+        energy_scale, motion = energy_scales(T, U, system)
         calm = finite & (drift <= 0.1 * np.minimum(motion, energy_scale))
     return [int(b) for b in np.flatnonzero(~calm)]
 
@@ -300,13 +287,10 @@ def _on_the_joints(system, Q: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np
     if changes:
         worst = max(changes, key=changes.__getitem__)
         members = list(changes)
-        named = ", ".join(map(str, members[:MEMBERS_NAMED])) + (
-            f" and {len(members) - MEMBERS_NAMED} more" if len(members) > MEMBERS_NAMED else ""
-        )
         largest = f"largest change {changes[worst]:.3g}" + (f", member {worst}" if len(members) > 1 else "")
         warnings.warn(
-            f"simulate_batch: the initial velocities of member{'s' if len(members) > 1 else ''} {named} of {len(Q)} "
-            f"violate the joints; projected onto them ({largest})",
+            f"simulate_batch: the initial velocities of {_named(members, len(Q))} violate the joints; projected "
+            f"onto them ({largest})",
             ConstraintWarning,
             stacklevel=3,
         )
@@ -315,6 +299,15 @@ def _on_the_joints(system, Q: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np
 
 #: members a warning names before it counts the rest
 MEMBERS_NAMED = 10
+
+
+def _named(members: list[int], count: int) -> str:
+    """ "member 3 of 8", "members 0, 2 of 8", "members 0, 1, …, 9 and 5 more of 64": what a warning names."""
+    listed = ", ".join(map(str, members[:MEMBERS_NAMED]))
+    more = f" and {len(members) - MEMBERS_NAMED} more" if len(members) > MEMBERS_NAMED else ""
+    return f"member{'s' if len(members) > 1 else ''} {listed}{more} of {count}"
+
+
 #: the relative residual of positions, and of velocities along the joints' normals, below which
 #: :func:`_off_the_joints` takes a member to be on the joints without the exact check (whose threshold on the
 #: velocity change is 1e-9; the screen's own round-off is ~1e-13)

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from mbvi import kinematics as kin
-from mbvi._validate import _is_number, holds_bool
+from mbvi._validate import holds_bool, is_number
 from mbvi.bodies import WORLD, RigidBody
 from mbvi.geometry import BodyGeometry, LinkGeometry, vec3
 
@@ -121,7 +121,7 @@ def load_value(value: Any, owner: str, what: str, args: str) -> np.ndarray:
     expected = f"3 finite numbers ({unit})" if unit else "3 finite numbers"
     try:
         raw = np.asarray(value)
-        numeric = (raw.dtype.kind in "iuf" or (raw.dtype.kind == "O" and all(_is_number(x) for x in raw.flat))) and (
+        numeric = (raw.dtype.kind in "iuf" or (raw.dtype.kind == "O" and all(is_number(x) for x in raw.flat))) and (
             not holds_bool(value)
         )
         arr = raw.astype(float).reshape(-1) if numeric else None

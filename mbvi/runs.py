@@ -7,9 +7,9 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
+from mbvi._validate import is_number
 
-__all__ = ["last_step", "progress_bar", "run_info", "step_count", "whole_steps"]
+__all__ = ["last_step", "progress_bar", "run_info", "run_numbers", "step_count", "whole_steps"]
 
 
 def whole_steps(t_end: float, dt: float, t0: float = 0.0) -> bool:
@@ -31,6 +31,14 @@ def step_count(t_end: float, dt: float, t0: float = 0.0, save_every: int = 1, wh
 
     When t_end − t0 is not a whole number of steps, :func:`mbvi.simulate` makes the last one shorter
     (:func:`last_step`) and ends at t_end."""
+    return run_numbers(t_end, dt, t0, save_every, who)[-1]
+
+
+def run_numbers(
+    t_end: Any, dt: Any, t0: Any = 0.0, save_every: Any = 1, who: str = "simulate"
+) -> tuple[float, float, float, int, int]:
+    """A run's numbers validated (ValueError naming the one at fault) and as Python numbers (NumPy scalars and 0-d
+    arrays accepted): ``(t_end, dt, t0, save_every, nsteps)``, nsteps as :func:`step_count` counts them."""
     t_end, dt, t0 = (_real(val, label, who) for label, val in (("t_end", t_end), ("dt", dt), ("t0", t0)))
     if dt <= 0:
         raise ValueError(f"{who}: dt must be positive, got {dt!r}")
@@ -43,16 +51,13 @@ def step_count(t_end: float, dt: float, t0: float = 0.0, save_every: int = 1, wh
         raise ValueError(f"{who}: dt = {dt!r} over {t_end - t0!r} s is {nsteps:.3g} steps; that is too many")
     if nsteps // save_every > 2 * 10**8:
         raise ValueError(f"{who}: {nsteps // save_every:.3g} saved states would not fit in memory; raise save_every")
-    return nsteps
+    return t_end, dt, t0, save_every, nsteps
 
 
 def _real(val: Any, label: str, who: str) -> float:
-    """``val`` as a finite float (Python or NumPy numbers, a 0-d array; not a bool), or a ValueError naming it."""
-    if isinstance(val, (bool, np.bool_)) or not isinstance(val, (numbers.Real, np.ndarray)):
-        raise ValueError(f"{who}: {label} must be a finite number, got {val!r}")
-    if isinstance(val, np.ndarray) and (val.ndim != 0 or val.dtype.kind not in "iuf"):
-        raise ValueError(f"{who}: {label} must be a finite number, got {val!r}")
-    out = float(val)
+    """``val`` as a finite float (:func:`mbvi._validate.is_number`: Python or NumPy numbers, a 0-d array; not a
+    bool), or a ValueError naming it."""
+    out = float(val) if is_number(val) else math.nan
     if not math.isfinite(out):
         raise ValueError(f"{who}: {label} must be a finite number, got {val!r}")
     return out
@@ -60,7 +65,7 @@ def _real(val: Any, label: str, who: str) -> float:
 
 def _count(val: Any, label: str, who: str) -> int:
     """``val`` as a positive int (Python or NumPy integers; not a bool), or a ValueError naming it."""
-    if isinstance(val, (bool, np.bool_)) or not isinstance(val, numbers.Integral) or int(val) < 1:
+    if isinstance(val, bool) or not isinstance(val, numbers.Integral) or int(val) < 1:
         raise ValueError(f"{who}: {label} must be a positive integer, got {val!r}")
     return int(val)
 

@@ -12,12 +12,20 @@ from mbvi.errors import SolverError
 from mbvi.integrators.base import Integrator
 from mbvi.integrators.rattle import Composition
 from mbvi.plugins import bind_composition, get_integrator
-from mbvi.runs import last_step, progress_bar, run_info, step_count
+from mbvi.runs import last_step, progress_bar, run_info, run_numbers
 from mbvi.scene import Scene
 from mbvi.state import State
 from mbvi.trajectory import Trajectory
 
-__all__ = ["check_capabilities", "energy_error", "given_state", "resolve_integrator", "simulate"]
+__all__ = [
+    "check_capabilities",
+    "energy_error",
+    "energy_scales",
+    "given_state",
+    "joint_state",
+    "resolve_integrator",
+    "simulate",
+]
 
 #: a run whose energy left its balance by this many energy scales has blown up
 BLOW_UP = 1e3
@@ -106,8 +114,7 @@ def simulate(
                                    save_every=save_every, progress=progress, **options)  # fmt: skip
     if not isinstance(scene, Scene):
         raise ValueError(f"simulate expects an mbvi.Scene, got {type(scene).__name__}")
-    nsteps = step_count(t_end, dt, t0, save_every)
-    t_end, dt, t0, save_every = float(t_end), float(dt), float(t0), int(save_every)  # numpy numbers too
+    t_end, dt, t0, save_every, nsteps = run_numbers(t_end, dt, t0, save_every)  # numpy numbers too
     cls = resolve_integrator(integrator)
     system = assemble(scene)
     check_capabilities(cls, system)
@@ -195,7 +202,7 @@ def energy_error(traj: Trajectory, system, work: np.ndarray | None) -> tuple[flo
         balance = e - e[0]
     # the energy in motion; at least a thousandth of the system's energy scale (a body resting in equilibrium moves
     # by round-off, and its round-off-sized energy error is no error)
-    scale = max(float(np.max(traj.kinetic)), float(np.ptp(traj.potential)), 1e-3 * _energy_scale(traj, system))
+    scale = float(energy_scales(traj.kinetic, traj.potential, system)[1])
     k = int(np.argmax(np.abs(balance)))
     return abs(float(balance[k])) / scale, abs(float(balance[k])), float(traj.t[k]), float(np.max(balance)) / scale
 
@@ -352,10 +359,24 @@ def check_capabilities(cls: type[Integrator], system) -> None:
         raise ValueError(f"integrator {cls.name!r} does not handle constraints, and this scene has joints")
 
 
+def energy_scales(kinetic: np.ndarray, potential: np.ndarray, system) -> tuple[np.ndarray, np.ndarray]:
+    """The two energy scales a run is judged against, J, over the last axis (time; leading axes: members).
+
+    Returns
+    -------
+    energy, motion : ndarray, shape ``kinetic.shape[:-1]``
+        The energies in play at the start (|T₀| + |U₀|, at least m g L of the bodies), and the energy in motion
+        (the larger of the largest T and the swing of U, at least a thousandth of the first).
+    """
+    start = np.abs(kinetic[..., 0]) + np.abs(potential[..., 0])
+    energy = np.maximum(np.maximum(start, float(np.sum(system.mass[::3])) * 9.81 * system.length_scale), 1e-300)
+    motion = np.maximum(np.maximum(np.max(kinetic, axis=-1), np.ptp(potential, axis=-1)), 1e-3 * energy)
+    return energy, motion
+
+
 def _energy_scale(traj: Trajectory, system) -> float:
     """A size of the energies in play at the start: kinetic, potential and m g L of the bodies, J."""
-    e0 = abs(traj.kinetic[0]) + abs(traj.potential[0])
-    return max(e0, float(np.sum(system.mass[::3])) * 9.81 * system.length_scale, 1e-300)
+    return float(energy_scales(traj.kinetic, traj.potential, system)[0])
 
 
 def _check_energy_balance(traj: Trajectory, stepper: Integrator, system, work: np.ndarray | None) -> None:

@@ -24,11 +24,11 @@ Every state stepped is kept (2 nq floats a step) for :meth:`Simulator.trajectory
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import numpy as np
 
+from mbvi._validate import is_number
 from mbvi.assembly import assemble
 from mbvi.engine.fields import RI
 from mbvi.engine.runner import saved_states
@@ -245,8 +245,7 @@ class Simulator:
     ) -> None:
         from mbvi.lagrangian import LagrangianSystem
 
-        if (isinstance(dt, (bool, np.bool_)) or not isinstance(dt, (numbers.Real, np.ndarray))
-                or np.ndim(dt) != 0 or not (math.isfinite(float(dt)) and float(dt) > 0)):  # fmt: skip
+        if not (is_number(dt) and math.isfinite(float(dt)) and float(dt) > 0):
             raise ValueError(f"Simulator: dt must be a positive finite number of seconds, got {dt!r}")
         dt = float(dt)
         if not (isinstance(t0, (int, float)) and math.isfinite(t0)):

@@ -148,11 +148,9 @@ def simulate_lagrangian(
     SolverError
         A step failed; ``err.trajectory`` holds everything computed before it.
     """
-    from mbvi.runs import progress_bar, run_info, step_count
+    from mbvi.runs import progress_bar, run_info, run_numbers
 
-    nsteps = step_count(t_end, dt, t0, save_every)
-
-    t_end, dt, t0, save_every = float(t_end), float(dt), float(t0), int(save_every)  # numpy numbers too
+    t_end, dt, t0, save_every, nsteps = run_numbers(t_end, dt, t0, save_every)  # numpy numbers too
     cls = resolve(integrator)
     state = system.initial_state(initial_state)
     stepper = cls(system, dt, **options)
@@ -207,12 +205,10 @@ def simulate_lagrangian_batch(
     from concurrent.futures import ThreadPoolExecutor
 
     from mbvi.engine.runner import threads
-    from mbvi.runs import run_info, step_count
+    from mbvi.runs import run_info, run_numbers
     from mbvi.state import stack_states
 
-    nsteps = step_count(t_end, dt, t0, save_every, "simulate_batch")
-
-    t_end, dt, t0, save_every = float(t_end), float(dt), float(t0), int(save_every)  # numpy numbers too
+    t_end, dt, t0, save_every, nsteps = run_numbers(t_end, dt, t0, save_every, "simulate_batch")  # numpy numbers too
     cls = resolve(integrator)
     stepper = cls(system, dt, **options)
     Q0, V0 = stack_states(initial_states, system.nq)
