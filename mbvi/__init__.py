@@ -115,6 +115,7 @@ _EXPORTS: dict[str, str] = {
     # submodules (listed in _SUBMODULES too)
     "cli": "mbvi.cli",
     "plot": "mbvi.plot",
+    "plugins": "mbvi.plugins",
     "render": "mbvi.render",
 }
 __all__ = [
@@ -178,7 +179,7 @@ __all__ = [
     "sweep",
 ]
 #: public names that are submodules; every other name of ``_EXPORTS`` is an object of its module
-_SUBMODULES = frozenset({"cli", "plot", "render"})
+_SUBMODULES = frozenset({"cli", "plot", "plugins", "render"})
 
 
 def _resolve(name: str) -> object:

@@ -93,16 +93,28 @@ def instability(system, name: str, dt: float, t: float, k: int) -> SolverError:
     )
 
 
-def kernel_failure(callbacks, t: float, k: int) -> SolverError | None:
-    """The error for a step whose load or force law raised (a Python callback of the compiled loop), if one did."""
+def kernel_failure(callbacks, t: float, k: int, start: tuple | None = None) -> SolverError | None:
+    """The error for a step whose load or force law raised (a Python callback of the compiled loop), if one did.
+
+    ``start``: ``(q, v, h)``, the failing step's start and size: a compiled kernel, which cannot raise through
+    C (it writes NaN), is then called again as Python there (:class:`mbvi.engine.callbacks.CompiledWatch`) and
+    named when it raises or returns non-finite values.
+    """
     for cb in callbacks:
         if cb.error is not None:
             exc = cb.error
             # the loads check and name their element themselves (a ValueError); anything else is named here
             if isinstance(exc, ValueError):  # the loads check what they return and name their element
-                return LoadError(str(exc), time=t, step=k)
+                return LoadError(exc.reason if isinstance(exc, SolverError) else str(exc), time=t, step=k)
             return LoadError(f"{cb.name}: its {cb.role} raised {type(exc).__name__}: {exc}", time=t, step=k,
                              culprit=cb.name)  # fmt: skip
+    if start is not None:
+        q, v, h = start
+        for cb in callbacks:
+            probe = getattr(cb, "probe", None)
+            what = probe(np.asarray(q, dtype=float), np.asarray(v, dtype=float), t, h) if probe else None
+            if what is not None:
+                return LoadError(f"{cb.name}: {cb.source} {what}", time=t, step=k, culprit=cb.name)
     return None
 
 
@@ -113,7 +125,7 @@ def engine_failure(system, status: int, q: np.ndarray, v: np.ndarray, t: float, 
     ``lie``: the system's rigid bodies step on their Lie group, whose failing step was already retried in up to
     :data:`mbvi.engine.scheme.MAX_REFINE` substeps.
     """
-    err = kernel_failure(callbacks, t, k)
+    err = kernel_failure(callbacks, t, k, (q, v, h))
     if err is not None:
         return err
     if status == ST.NONFINITE:

@@ -58,8 +58,9 @@ class SolverError(RuntimeError):
         return ": ".join(parts[:2]) + ("; " + "; ".join(parts[2:]) if len(parts) > 2 else "")
 
     def located(self, time: float, step: int) -> SolverError:
-        """Return a copy that records where in time the failure happened."""
-        return SolverError(
+        """Return a copy that records where in time the failure happened (of the same class: a
+        :class:`LoadError` stays one)."""
+        return type(self)(
             self.reason,
             time=time,
             step=step,

@@ -45,6 +45,7 @@ import numpy as np
 from mbvi import kinematics as kin
 from mbvi._validate import holds_bool, is_number
 from mbvi.bodies import WORLD, RigidBody
+from mbvi.errors import LoadError
 from mbvi.geometry import BodyGeometry, LinkGeometry, vec3
 
 __all__ = ["StateView", "call_load", "load_arity", "load_value", "state_view_factory"]
@@ -139,7 +140,8 @@ def load_value(value: Any, owner: str, what: str, args: str) -> np.ndarray:
 def call_load(
     func: Callable[..., Any], arity: int, t: float, state: StateView | None, owner: str, what: str
 ) -> np.ndarray:
-    """Call a load and check its value (:func:`load_value`); errors are ValueErrors naming the element and the time.
+    """Call a load and check its value (:func:`load_value`); errors are ValueErrors naming the element and the time
+    (a :class:`mbvi.errors.LoadError` when the function raised: the run stops there, as a ``SolverError``).
 
     Returns
     -------
@@ -150,8 +152,11 @@ def call_load(
     try:
         value = func(t) if arity == 1 else func(t, state)
     except Exception as exc:
-        raise ValueError(f"{owner}: {what}({args}) raised {type(exc).__name__}: {exc}") from exc
-    return load_value(value, owner, what, args)
+        raise LoadError(f"{owner}: {what}({args}) raised {type(exc).__name__}: {exc}") from exc
+    try:
+        return load_value(value, owner, what, args)
+    except ValueError as exc:  # not a force: the run stops there (a LoadError is a ValueError too)
+        raise LoadError(str(exc)) from None
 
 
 class StateView:

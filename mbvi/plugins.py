@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import logging
 import os
 import threading
 from typing import Any
@@ -19,6 +20,8 @@ from typing import Any
 import pluggy
 
 from mbvi import hookspecs
+
+log = logging.getLogger("mbvi")
 
 __all__ = [
     "DEFAULT_PLUGINS",
@@ -31,7 +34,9 @@ __all__ = [
     "get_plugin_manager",
     "integrators",
     "register_plugin",
+    "register_shipped",
     "reset",
+    "run_time_plugins",
     "unregister_plugin",
 ]
 
@@ -121,6 +126,28 @@ def register_plugin(plugin: Any, name: str | None = None) -> None:
             pm.unregister(plugin)
             _invalidate()
             raise PluginError(f"invalid mbvi plugin {name or plugin!r}: {exc}") from None
+        _run_time.append((pm.get_name(plugin), plugin))
+
+
+def run_time_plugins() -> list[tuple[str, Any]]:
+    """The plugins :func:`register_plugin` registered in this process and still registered, as (name, plugin):
+    what a worker process (:func:`mbvi.sweep`) registers again, since it finds only the installed ones."""
+    pm = get_plugin_manager()
+    with _lock:
+        _run_time[:] = [(n, p) for n, p in _run_time if pm.is_registered(p)]
+        return list(_run_time)
+
+
+def register_shipped(plugins: list[tuple[str, Any]]) -> None:
+    """Register plugins another process registered at run time (:func:`run_time_plugins`) that are not here yet,
+    by name."""
+    pm = get_plugin_manager()
+    for name, plugin in plugins:
+        if pm.get_plugin(name) is None and not pm.is_registered(plugin):
+            try:
+                register_plugin(plugin, name=name)
+            except PluginError as exc:  # e.g. the script registered its own copy here as it was imported again
+                log.debug("a plugin registered at run time in the calling process is not registered here: %s", exc)
 
 
 def unregister_plugin(plugin: Any = None, name: str | None = None) -> None:
@@ -131,6 +158,10 @@ def unregister_plugin(plugin: Any = None, name: str | None = None) -> None:
         if (plugin is not None and pm.is_registered(plugin)) or (plugin is None and pm.get_plugin(name) is not None):
             pm.unregister(plugin, name=name)
         _invalidate()
+
+
+#: (name, plugin) of what register_plugin registered (see run_time_plugins)
+_run_time: list[tuple[str, Any]] = []
 
 
 def _invalidate() -> None:
@@ -274,4 +305,9 @@ def force_law_for(element_type: type) -> type:
     for klass in element_type.__mro__:
         if klass in by_element:
             return by_element[klass]
+    # a class made at run time and shipped by value to a worker process is a copy: the same by its name
+    by_name = {_qualified(law.element): law for law in reg.values() if isinstance(law.element, type)}
+    for klass in element_type.__mro__:
+        if _qualified(klass) in by_name:
+            return by_name[_qualified(klass)]
     raise ValueError(f"no registered force law handles {element_type.__name__} elements")

@@ -187,7 +187,8 @@ def run_members(
     members : sequence of (int, dict)
         Flat grid index and ``build`` keywords of each member.
     settings : dict
-        ``t_end`` (s), ``dt`` (s), ``integrator``, ``save_every`` and ``options`` for :func:`mbvi.simulate`.
+        ``t_end`` (s), ``dt`` (s), ``integrator``, ``save_every`` and ``options`` for :func:`mbvi.simulate`;
+        ``plugins``, those registered at run time in the calling process (registered here when missing).
 
     Returns
     -------
@@ -198,8 +199,10 @@ def run_members(
         member's parameters added as a note.
     """
     from mbvi.errors import SolverError
+    from mbvi.plugins import register_shipped
     from mbvi.simulate import simulate
 
+    register_shipped(settings.get("plugins", []))
     fn = _build_function(build)
     results = []
     for index, params in members:
@@ -402,6 +405,7 @@ def sweep(
         import xarray  # noqa: F401
     except ImportError as exc:
         raise ImportError(_INSTALL) from exc
+    from mbvi.plugins import run_time_plugins
     from mbvi.runs import step_count
     from mbvi.simulate import resolve_integrator
 
@@ -416,6 +420,7 @@ def sweep(
         "integrator": integrator,
         "save_every": int(save_every),
         "options": dict(options),
+        "plugins": run_time_plugins(),  # registered again in worker processes, which find only installed ones
     }
     spec, label = _build_spec(build)
     shape = tuple(len(v) for v in values)

@@ -15,9 +15,9 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from mbvi.engine.contract import Family, Kernel, numpy_kernels
+from mbvi.engine.contract import Family, Kernel, PythonKernel, numpy_kernels
 from mbvi.engine.spec import ROW_ROTATION, Bodies, ModelSpec, Pattern
-from mbvi.errors import ConstraintWarning, SolverError
+from mbvi.errors import ConstraintWarning, LoadError, SolverError
 from mbvi.forcelaws.base import ForceLaw
 from mbvi.kernels import BilinearRows
 from mbvi.layout import Layout
@@ -42,9 +42,44 @@ def _compiled_parts(law: ForceLaw) -> list:
         return [numpy_kernels(law, name)]
     if isinstance(c, dict):  # {family: arrays}, the earlier form
         return [Family(k, v) for k, v in c.items()]
-    if isinstance(c, (Family, Kernel)):
-        return [c]
-    return list(c)
+    parts = [c] if isinstance(c, (Family, Kernel)) else list(c)
+    if any(isinstance(p, Family) for p in parts):  # the engine's own families: they say what they are
+        return parts
+    return parts + _missing_roles(law, name, parts)
+
+
+def _missing_roles(law: ForceLaw, name: str, parts: list) -> list:
+    """The law's NumPy methods for the roles it declares that its kernels do not give (called from the compiled
+    loop, logged once); a kernel for a role it does not declare is a ValueError."""
+    given = {role for p in parts for role, _ in p.roles()}
+    for role, flag in (("force", "has_force"), ("gradient", "has_potential")):
+        if role in given and not getattr(law, flag):
+            raise ValueError(
+                f"force law {name!r}: compiled() gives a {role} kernel but the law's {flag} is False (the engine "
+                f"would never call it): set {flag} = True, or drop the kernel"
+            )
+    numpy = numpy_kernels(law, name)
+    missing = {role: getattr(numpy, role) for role, flag in (("force", "has_force"), ("gradient", "has_potential"))
+               if getattr(law, flag) and role not in given}  # fmt: skip
+    if not missing:
+        return []
+    if (name, tuple(missing)) not in _told:
+        _told.add((name, tuple(missing)))
+        log.info("force law %r gives no %s kernel: its NumPy %s is called from the compiled loop", name,
+                 " or ".join(missing), " and ".join(missing))  # fmt: skip
+    return [PythonKernel(**missing, name=name)]
+
+
+def _law_call(law: ForceLaw, what: str, method, *args):
+    """``method(*args)`` of a law; what it raises (but a SolverError, already located) as a
+    :class:`~mbvi.errors.LoadError` naming the law: the run stops there, with its time and trajectory."""
+    try:
+        return method(*args)
+    except SolverError:
+        raise
+    except Exception as exc:
+        name = law.name or type(law).__name__
+        raise LoadError(f"force law {name!r}: its {what} raised {type(exc).__name__}: {exc}") from exc
 
 
 class System:
@@ -126,7 +161,7 @@ class System:
         """∇U(q), shape (nq,)."""
         grad = np.zeros(self.nq)
         for law in self.potential_laws:
-            grad += law.gradient(q)
+            grad += _law_call(law, "gradient(q)", law.gradient, q)
         return grad
 
     def potential_hessian(self, q: np.ndarray) -> sp.csr_matrix:
@@ -145,7 +180,7 @@ class System:
         """Non-conservative generalized force F(q, v, t), shape (nq,)."""
         f = np.zeros(self.nq)
         for law in self.force_laws:
-            f += law.force(q, v, t)
+            f += _law_call(law, "force(q, v, t)", law.force, q, v, t)
         return f
 
     def force_jacobians(self, q: np.ndarray, v: np.ndarray, t: float) -> tuple[sp.csr_matrix, sp.csr_matrix]:
@@ -153,7 +188,7 @@ class System:
         dq = sp.csr_matrix((self.nq, self.nq))
         dv = sp.csr_matrix((self.nq, self.nq))
         for law in self.force_laws:
-            a, b = law.force_jacobians(q, v, t)
+            a, b = _law_call(law, "force_jacobians(q, v, t)", law.force_jacobians, q, v, t)
             dq, dv = dq + a, dv + b
         return dq.tocsr(), dv.tocsr()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 import threading
 from pathlib import Path
@@ -105,14 +106,30 @@ def announce_compiling() -> None:
     event.register("numba:compile", _Compiling())
 
 
+#: what a compiled copy of a user's function is called in messages, by its qualified name (:func:`label`)
+_labels: dict[str, str] = {}
+#: the tag :func:`mbvi.engine.callbacks.named_apart` appends to a copy's name
+_TAG = re.compile(r"__k?[0-9a-f]{16,}")
+
+
+def label(qualname: str, text: str) -> None:
+    """Call the compiled function of qualified name ``qualname`` ``text`` when it compiles (e.g. a load's wrapper,
+    an engine-module function that runs the user's callable: not the engine)."""
+    _labels[qualname] = text
+
+
 def _what(ev) -> str:
-    """ "engine" for the engine's own functions, else the qualified name of the user's function compiling."""
+    """ "engine" for the engine's own functions, else what the user's function compiling is called."""
     try:
         fn = ev.data["dispatcher"].py_func
         module, name = getattr(fn, "__module__", "") or "", getattr(fn, "__qualname__", "") or repr(fn)
     except (KeyError, AttributeError):
         return "engine"
-    return "engine" if module.startswith("mbvi.") or module == "mbvi" else f"{module}.{name}"
+    if name in _labels:
+        return _labels[name]
+    if module.startswith("mbvi.") or module == "mbvi":
+        return "engine"
+    return f"{module}.{_TAG.sub('', name)}" if module else _TAG.sub("", name)
 
 
 def _tell(what: str = "engine") -> None:

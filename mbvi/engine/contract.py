@@ -36,6 +36,9 @@ This module is numba-free (``import mbvi`` stays light).
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -93,7 +96,8 @@ class Kernel:
     force, gradient, potential : callable, optional
         Functions ``kernel(q, v, t, ints, floats, out)`` (numba-compilable; a ``numba.njit``
         function or a plain function mbvi compiles), each adding its contribution into
-        ``out``: the non-conservative force (N), ∇U (N) or U into ``out[0]`` (J).
+        ``out``: the non-conservative force (N), ∇U (N) or U into ``out[0]`` (J). The time loop calls
+        ``force`` and ``gradient``; ``potential`` is optional (energies use the law's NumPy ``potential``).
     ints : array_like of int, optional
         The law's integer parameters (e.g. coordinate indices), passed as ``ints``.
     floats : array_like of float, optional
@@ -136,6 +140,13 @@ class Kernel:
     salt: str = ""
 
     def __post_init__(self) -> None:
+        raw = np.asarray(self.ints)
+        if (
+            raw.size
+            and raw.dtype.kind not in "iu"
+            and not (raw.dtype.kind in "fb" and np.all(np.isfinite(raw)) and np.all(raw.astype(float) % 1 == 0))
+        ):  # 1.7 would be truncated to 1 without a word
+            raise ValueError(f"Kernel {self.name or '?'}: ints must be integers, got {raw.ravel()[:6].tolist()}")
         ints = np.ascontiguousarray(self.ints, dtype=np.int64).ravel()
         floats = np.ascontiguousarray(self.floats, dtype=float).ravel()
         object.__setattr__(self, "ints", ints)
@@ -144,6 +155,11 @@ class Kernel:
             fn = getattr(self, role)
             if fn is not None and not callable(fn):
                 raise ValueError(f"Kernel {self.name or '?'}: {role} must be a function, got {type(fn).__name__}")
+            if fn is not None and _returns_value(fn):
+                raise ValueError(
+                    f"Kernel {self.name or '?'}: its {role} function returns a value; a kernel adds its contribution "
+                    "into out (out[j] += …) and returns nothing (what it returns is dropped)"
+                )
         if self.force is None and self.gradient is None and self.potential is None:
             raise ValueError(f"Kernel {self.name or '?'}: give at least one of force, gradient, potential")
         if not np.all(np.isfinite(floats)):
@@ -152,6 +168,27 @@ class Kernel:
     def roles(self) -> list[tuple[str, Callable]]:
         """The (role, function) pairs given, in the order force, gradient, potential."""
         return [(role, getattr(self, role)) for role in ROLES if getattr(self, role) is not None]
+
+
+def _returns_value(fn: Callable) -> bool:
+    """Whether a kernel's source returns a value (a contract breach: the engine reads only ``out``); False when
+    its source cannot be read."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(getattr(fn, "py_func", fn))))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    if not tree.body or not isinstance(tree.body[0], ast.FunctionDef):
+        return False
+    stack = list(tree.body[0].body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue  # its own returns
+        if isinstance(node, ast.Return) and node.value is not None:
+            if not (isinstance(node.value, ast.Constant) and node.value.value is None):
+                return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False
 
 
 @dataclass(frozen=True)

@@ -427,6 +427,8 @@ def _resolve(spec: ModelSpec) -> tuple[list, list[tuple[int, int, object]], list
             if part.watch is not None:
                 calls.append(part.watch)
             for role, fn in part.roles():
+                if role == "potential":  # the time loop needs no U (energies use the law's NumPy potential)
+                    continue
                 code = CT.ROLES[role]
                 if isinstance(part, CT.PythonKernel):
                     cb = callbacks.python(fn, role, part.name or name)
@@ -435,7 +437,8 @@ def _resolve(spec: ModelSpec) -> tuple[list, list[tuple[int, int, object]], list
                     calls.append(cb)
                     continue
                 try:
-                    cf = callbacks.compiled(fn, role, salt=part.salt)
+                    label = f"the {part.source[4:]} of {part.name}" if part.source.startswith("its ") else ""
+                    cf = callbacks.compiled(fn, role, salt=part.salt, label=label)
                 except Exception as exc:  # numba cannot compile it: called from the loop as Python instead
                     _log_once(
                         f"numba:{name}:{part.name}:{part.source}:{role}",
@@ -450,6 +453,9 @@ def _resolve(spec: ModelSpec) -> tuple[list, list[tuple[int, int, object]], list
                     continue
                 kernels.append((code, cf.address, part))
                 keep.append(cf)
+                if part.watch is None:  # (a load's kernel records its own failures)
+                    calls.append(callbacks.CompiledWatch(fn, role, part.name or name, part.ints, part.floats,
+                                                         part.source or f"its {role} kernel"))  # fmt: skip
     return parts, kernels, keep, calls
 
 

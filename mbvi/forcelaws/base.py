@@ -27,6 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 if TYPE_CHECKING:
+    from mbvi.engine.contract import Kernel
     from mbvi.layout import Layout
 
 __all__ = ["ForceLaw"]
@@ -132,14 +133,19 @@ class ForceLaw:
         return np.arange(self.nq)
 
     # compiled path ---------------------------------------------------------------------------
-    def compiled(self) -> dict | None:
-        """This law's instances in the compiled engine's kernel families, or None (the default).
+    def compiled(self) -> dict | Kernel | list | None:
+        """This law in the compiled engine: its instances in the engine's kernel families, its own kernels, or
+        None (the default).
 
-        Return ``{family: arrays}`` with a family of :data:`mbvi.engine.model.FAMILIES`
-        (e.g. ``{"spring": ((idx, w, c), stiffness, rest_length)}`` for a law that is a
-        set of linear springs between affine points, or ``{"point_force": ((idx, w, c), f)}``
-        for constant world forces). A law that returns None runs on the NumPy path:
-        the whole system is then stepped in Python, with the same results, more slowly.
+        Return ``{family: arrays}`` with a family of :data:`mbvi.engine.contract.FAMILIES` (e.g.
+        ``{"spring": ((idx, w, c), stiffness, rest_length)}`` for a set of linear springs between affine points,
+        or ``{"point_force": ((idx, w, c), f)}`` for constant world forces); or an :class:`mbvi.Kernel` (or a
+        list of them) whose numba-compilable functions ``kernel(q, v, t, ints, floats, out)`` add the force
+        (role ``force``, when :attr:`has_force`) and ∇U (role ``gradient``, when :attr:`has_potential`) into
+        ``out`` (docs/plugins-force-law.md, section 8). A role the law declares but no kernel gives is its NumPy
+        method called from the compiled loop; a kernel for a role the law does not declare is a ``ValueError``.
+        A law that returns None runs inside the compiled loop too: its NumPy ``force`` and ``gradient`` are
+        called back, one Python call per evaluation (the log says so once).
         """
         return None
 

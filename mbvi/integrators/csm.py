@@ -8,10 +8,13 @@ integrate. It is the classical baseline: the constraints drift (kept small by
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from mbvi.errors import SolverError
+from mbvi.engine.runner import RunResult
+from mbvi.errors import LoadError, SolverError
 from mbvi.hookspecs import hookimpl
 from mbvi.integrators.base import Integrator
 from mbvi.integrators.explicit import constrained_acceleration
@@ -97,9 +100,14 @@ class CSM(Integrator):
             raise _Stiff(t)
         n = self.system.nq
         q, v = y[:n], y[n:]
-        return np.concatenate([v, constrained_acceleration(self.system, q, v, t, self.alpha)])
+        try:
+            a = constrained_acceleration(self.system, q, v, t, self.alpha)
+        except LoadError as exc:
+            exc.at = t  # where the load failed (integrate() locates the error and keeps what came before)
+            raise
+        return np.concatenate([v, a])
 
-    def _solve(self, state: State, t0: float, times: np.ndarray):
+    def _solve(self, state: State, t0: float, times: np.ndarray, max_step: float | None = None):
         """solve_ivp over ``times``, its work bounded: a stiff system is an error that says what to use."""
         y0 = np.concatenate([state.q, state.v])
         span = float(times[-1]) - t0
@@ -110,7 +118,7 @@ class CSM(Integrator):
             with np.errstate(over="ignore", invalid="ignore"):
                 return solve_ivp(
                     self._rhs, (t0, float(times[-1])), y0, method=self.method, t_eval=times, rtol=self.rtol,
-                    atol=self.atol,
+                    atol=self.atol, **({} if max_step is None else {"max_step": max_step, "first_step": max_step}),
                 )  # fmt: skip
         except _Stiff as stiff:
             hint = ""
@@ -141,7 +149,10 @@ class CSM(Integrator):
         n = self.system.nq
         if nsteps == 0:
             return times, state.q[None].copy(), state.v[None].copy()
-        sol = self._solve(state, t0, times)
+        try:
+            sol = self._solve(state, t0, times)
+        except LoadError as exc:
+            raise self._load_failure(exc, state, t0, times, nsteps) from exc
         q, v = sol.y[:n].T.copy(), sol.y[n:].T.copy()
         if callback is not None:
             callback(nsteps)
@@ -150,9 +161,42 @@ class CSM(Integrator):
             err = SolverError(
                 f"solve_ivp failed: {sol.message}", time=float(sol.t[-1]) if m else t0, step=int(k[m - 1]) if m else 0
             )
-            err.partial = (sol.t, q, v)
+            err.partial = RunResult(sol.t, q, v)
             raise err
         return times, q, v
+
+    def _load_failure(self, exc: LoadError, state: State, t0: float, times: np.ndarray, nsteps: int) -> LoadError:
+        """A load that raised, located in the step of its earliest failing call, with the samples before it.
+
+        solve_ivp keeps nothing of a run its right-hand side stopped, and its stages probe ahead of the samples:
+        the run is solved again, in steps of at most dt (no stage probes further ahead), up to the last sample
+        before the failing call, and again when that run meets the load failing earlier.
+        """
+        n = self.system.nq
+        partial = RunResult(times[:1], state.q[None].copy(), state.v[None].copy())
+
+        def failing_step(exc: LoadError) -> int:  # the step whose end (or a stage before it) the call fell in
+            return min(max(math.ceil((getattr(exc, "at", t0) - t0) / self.dt - 1e-9) - 1, 0), max(nsteps - 1, 0))
+
+        for _ in range(6):
+            k = failing_step(exc)
+            keep = times[times <= t0 + k * self.dt + 1e-9 * self.dt]
+            if len(keep) < 2:
+                break
+            try:
+                sol = self._solve(state, t0, keep, max_step=self.dt)
+            except LoadError as earlier:
+                exc = earlier
+                continue
+            except SolverError:
+                break
+            if sol.success:
+                partial = RunResult(sol.t, sol.y[:n].T.copy(), sol.y[n:].T.copy())
+            break
+        k = failing_step(exc)
+        err = LoadError(exc.reason, time=t0 + k * self.dt, step=k)
+        err.partial = partial
+        return err
 
 
 @hookimpl

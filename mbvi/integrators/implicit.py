@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from mbvi.diagnosis import diagnose
 from mbvi.engine import scheme as SC
-from mbvi.errors import SolverError
+from mbvi.errors import LoadError, SolverError
 from mbvi.hookspecs import hookimpl
 from mbvi.integrators.compiled import Compiled
 from mbvi.integrators.newton import newton_kkt
@@ -49,6 +49,8 @@ class _NewtonIntegrator(Compiled):
                 gtol=self.tol,
                 maxiter=self.maxiter,
             )
+        except LoadError:  # a load or law raised: its own message, not the solve's
+            raise
         except SolverError as exc:
             # the drift q₀ → x0 = q₀ + h v₀ has the same h|ω| < 1 limit as SHAKE: name a spinning body
             culprit, hint = diagnose(sysm, culprit_q, (x0 - culprit_q) / self.dt, self.dt, np.zeros(0))

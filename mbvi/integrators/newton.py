@@ -14,7 +14,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from mbvi.errors import SolverError
+from mbvi.errors import LoadError, SolverError
 
 __all__ = ["KKTFactor", "newton_kkt", "solve_kkt"]
 
@@ -91,6 +91,8 @@ def newton_kkt(
         if factor is None:
             try:
                 factor = KKTFactor(*jacobian(x, y))
+            except LoadError:  # a load or law raised: its own message
+                raise
             except (np.linalg.LinAlgError, RuntimeError, ValueError) as exc:
                 raise SolverError(f"singular Newton matrix ({exc})") from exc
         dx, dy = factor.solve(-r1, -r2)

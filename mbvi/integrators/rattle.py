@@ -201,6 +201,8 @@ class ShakeRattle(Compiled):
 
     variational = True
     symplectic = True
+    #: the method is its own adjoint (Φ_{−h} = Φ_h⁻¹): only odd powers of h in its error (a composition's order)
+    symmetric: ClassVar[bool] = False
     compiled = True
     handles = frozenset({"constraints", "forces"})
     options = {"tol": 1e-12, "maxiter": 60, "max_turn": 0.1}
@@ -308,6 +310,7 @@ class Verlet(ShakeRattle):
 
     name = "verlet"
     order = 2
+    symmetric = True
     scheme = SC.VERLET
 
 
@@ -386,6 +389,8 @@ class Composition(ShakeRattle):
         """
         base = check_composition(cls, lookup)
         cls.scheme = compose(base.method(), cls.weights)
+        w = [float(x) for x in cls.weights]
+        cls.symmetric = bool(base.symmetric) and all(abs(a - b) <= 1e-15 for a, b in zip(w, w[::-1], strict=True))
         return cls.scheme
 
     @classmethod
@@ -414,14 +419,43 @@ def check_composition(cls: type, lookup: Callable[[str], type]) -> type[ShakeRat
         raise ValueError(f"{label}: weights must sum to 1 (fractions of the step), they sum to {math.fsum(values)!r}")
     if not isinstance(cls.base, str):
         raise ValueError(f"{label}: base must be the name of a registered integrator, got {cls.base!r}")
+    if any(x == 0.0 for x in values):
+        raise ValueError(f"{label}: weights must not be zero (a substep of no length), got {w!r}")
     try:
         base = lookup(cls.base)
-    except ValueError:
-        raise ValueError(f"{label}: base {cls.base!r} is not a registered integrator") from None
+    except ValueError as exc:
+        if "unknown integrator" in str(exc):
+            raise ValueError(f"{label}: base {cls.base!r} is not a registered integrator") from None
+        raise ValueError(f"{label}: base {cls.base!r} cannot be used: {exc}") from None
     if base is cls or not (isinstance(base, type) and issubclass(base, ShakeRattle)) or not is_rattle(base.method()):
         raise ValueError(f"{label}: base {cls.base!r} is not a member of the RATTLE family (verlet, "
                          "symplectic_euler_a/_b or a composition of them)")  # fmt: skip
+    _check_order(label, cls, base, values)
     return base
+
+
+def _check_order(label: str, cls: type, base: type, weights: list[float]) -> None:
+    """The order a composition declares against the conditions its weights must meet (ValueError when not).
+
+    The local error of a base of order p is C h^(p+1) + O(h^(p+2)); composed, the leading terms add up to
+    Σ wᵢ^(p+1) C h^(p+1), so order p + 1 needs Σ wᵢ^(p+1) = 0 — impossible when p + 1 is even. A symmetric
+    base has only odd powers in its error, so order q needs Σ wᵢ^k = 0 for every odd k from p + 1 to q − 1
+    (necessary; the further conditions of order 6 and beyond are not checked).
+    """
+    p, q = int(base.order), int(cls.order)
+    if q <= p:
+        return
+    powers = range(p + 1, q, 2) if base.symmetric else [p + 1]
+    for k in powers:
+        total = math.fsum(x**k for x in weights)
+        if k % 2 == 0 or abs(total) > 1e-10 * math.fsum(abs(x) ** k for x in weights):
+            reached = k - 1 if base.symmetric else p
+            why = (f"Σ wᵢ^{k} = {total:.3g}, not 0" if k % 2
+                   else f"order {p + 1} would need Σ wᵢ^{k} = 0, which no real weights give")  # fmt: skip
+            raise ValueError(
+                f"{label}: declares order {q}, but a composition of {cls.base!r} (order {p}) with these weights "
+                f"has order at most {reached}: {why}"
+            )
 
 
 class Yoshida4(Composition):

@@ -39,11 +39,18 @@ def step_address(cls: type) -> tuple[int, object] | None:
     except Exception as exc:  # numba's errors: the NumPy step runs
         if cls not in _failed:
             _failed.add(cls)
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             log.warning("integrator %r: its compiled step does not compile with numba (%s); its NumPy step runs",
-                        cls.name, first)  # fmt: skip
+                        cls.name, callbacks.numba_reason(exc))  # fmt: skip
         return None
     return cf.address, cf
+
+
+def _address_of(integrator) -> tuple[int, object] | None:
+    """:func:`step_address` of the integrator's class, found once per integrator (a Simulator steps through it
+    many times; hashing the step's code at every call cost 0.75 ms)."""
+    if "_step_found" not in integrator.__dict__:
+        integrator._step_found = step_address(type(integrator))
+    return integrator._step_found
 
 
 def _arrays(integrator, model) -> tuple:
@@ -62,10 +69,28 @@ def _params(t0: float, h: float) -> np.ndarray:
     return p
 
 
-def _failure(integrator, model, status: int, q, v, t: float, k: int) -> SolverError:
-    err = kernel_failure(model.callbacks, t, k)
+def _step_raised(integrator, arrays: tuple, q, v, t: float) -> Exception | None:
+    """What the plugin's step raises when called again as Python from the failing step's start (its compiled
+    wrapper cannot raise through C), or None."""
+    (I, F), WI, WS, scratch, kparams = arrays
+    step = getattr(type(integrator).kernel, "py_func", type(integrator).kernel)
+    try:
+        with np.errstate(all="ignore"):
+            step((I.copy(), F.copy()), (WI.copy(), WS.copy(), scratch.copy()), np.array(q, dtype=float),
+                 np.array(v, dtype=float), float(t), float(integrator.dt), kparams.copy())  # fmt: skip
+    except Exception as exc:
+        return exc
+    return None
+
+
+def _failure(integrator, model, status: int, q, v, t: float, k: int, arrays: tuple | None = None) -> SolverError:
+    err = kernel_failure(model.callbacks, t, k, (q, v, integrator.dt))
     if err is not None:
         return err
+    raised = _step_raised(integrator, arrays, q, v, t) if arrays is not None else None
+    if raised is not None:
+        return SolverError(f"integrator {integrator.name!r}: its compiled step raised {type(raised).__name__}: "
+                           f"{raised}", time=t, step=k, culprit=integrator.name)  # fmt: skip
     if status == ST.NONFINITE:
         return instability(integrator.system, integrator.name, integrator.dt, t, k)
     culprit, hint = diagnose(integrator.system, q, v, integrator.dt, np.zeros(0))
@@ -79,7 +104,7 @@ def run_kernel(integrator, state: State, t0: float, nsteps: int, save_every: int
     model = integrator.system.engine_model()
     if model is None:
         return None
-    found = step_address(type(integrator))
+    found = _address_of(integrator)
     if found is None:
         return None
     addr, _keep = found
@@ -103,7 +128,7 @@ def run_kernel(integrator, state: State, t0: float, nsteps: int, save_every: int
         steps[RK.FRESH] = 0
         status, k, j = int(info[RI.STATUS]), int(info[RI.STEP]), int(info[RI.SAVED])
         if status != ST.DONE:
-            err = _failure(integrator, model, status, q, v, t0 + k * h, k)
+            err = _failure(integrator, model, status, q, v, t0 + k * h, k, (mdl, WI, WS, scratch, kparams))
             err.partial = RunResult(t0 + saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j])
             raise err
         if callback is not None:
@@ -118,7 +143,7 @@ def run_kernel_batch(integrator, Q0: np.ndarray, V0: np.ndarray, t0: float, nste
     :func:`mbvi.engine.runner.run_batch`.
     """
     model = integrator.system.engine_model()
-    found = step_address(type(integrator)) if model is not None else None
+    found = _address_of(integrator) if model is not None else None
     if found is None:
         return None
     addr, _keep = found

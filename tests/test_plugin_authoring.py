@@ -1,0 +1,401 @@
+"""What a plugin author and a controller writer meet when their code is wrong, and when it is right.
+
+Each case failed before this test was written: a compiled kernel that raised was ignored (numba cannot carry an
+exception through C) and the run finished with wrong numbers; a controller that raised on a NumPy path was a
+bare ``ValueError`` with no time and no trajectory; a kernel missing a role its law declares dropped that part
+of the physics; two functions differing only in the names they read shared a compiled kernel; a ``numba.njit``
+kernel kept the value a global had when it first compiled; compositions declaring an order their weights cannot
+give, or with a zero weight, were accepted; runtime-registered plugins were missing in sweep worker processes.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import types
+
+import numba
+import numpy as np
+import pytest
+
+import mbvi
+import mbvi.plugins  # the attribute after a bare import mbvi is tested in a fresh process below
+from mbvi.engine import callbacks
+from mbvi.errors import LoadError
+
+lf = pytest.importorskip("mbvi_leapfrog")
+G = 9.81
+
+
+class LinearDrag(mbvi.Force):
+    """f = −c v on a body's origin (a plugin element)."""
+
+    def __init__(self, body: str, coefficient: float) -> None:
+        self.name, self.body, self.bodies, self.joints = f"drag:{body}", body, (body,), ()
+        self.coefficient = float(coefficient)
+
+
+def _law(kernel=None, *, has_force=True, gradient=None, tag="lin"):
+    """A force-law class for :class:`LinearDrag` whose ``compiled()`` gives ``kernel`` (and ``gradient``)."""
+
+    class Law(mbvi.ForceLaw):
+        name = f"linear_drag_{tag}"
+        element = LinearDrag
+        velocity_dependent = True
+
+        def __init__(self, elements, layout):
+            super().__init__(elements, layout)
+            self.idx = np.array([layout.offset[e.body] for e in elements])
+            self.c = np.array([e.coefficient for e in elements])
+
+        def force(self, q, v, t):
+            f = np.zeros(self.nq)
+            for i, c in zip(self.idx, self.c, strict=True):
+                f[i : i + 3] -= c * v[i : i + 3]
+            return f
+
+        def compiled(self):
+            if kernel is None:
+                return None
+            ints = np.concatenate([[len(self.idx)], self.idx])
+            return mbvi.Kernel(force=kernel, gradient=gradient, ints=ints, floats=self.c, name=self.name)
+
+    Law.has_force = has_force
+    return Law
+
+
+@numba.njit
+def _drag(q, v, t, ints, floats, out):
+    for i in range(ints[0]):
+        j = ints[1 + i]
+        for d in range(3):
+            out[j + d] -= floats[i] * v[j + d]
+
+
+@numba.njit
+def _drag_that_fails(q, v, t, ints, floats, out):
+    if t > 0.2:
+        raise ValueError("drag table out of range")
+    _drag(q, v, t, ints, floats, out)
+
+
+@numba.njit
+def _drag_that_gives_nan(q, v, t, ints, floats, out):
+    _drag(q, v, t, ints, floats, out)
+    if t > 0.2:
+        out[0] += math.nan
+
+
+def _pendulum(*extra) -> mbvi.Scene:
+    s = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    s.add(mbvi.Particle("a", mass=1.0, position=(1.0, 0.0, 0.0)))
+    s.add(mbvi.Particle("b", mass=2.0, position=(2.0, 0.0, 0.0)))
+    s.add(mbvi.Rod("world", "a"))
+    s.add(mbvi.Rod("a", "b"))
+    for e in extra:
+        s.add(e)
+    return s
+
+
+def _arm(torque) -> mbvi.Scene:
+    s = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    s.add(mbvi.RigidBody("arm", mass=1.0, inertia=(0.01, 0.01, 0.002), position=(0.0, 0.0, -0.5)))
+    s.add(mbvi.Revolute("world", "arm", anchor=(0, 0, 0), axis=(0, 1, 0), name="hinge"))
+    s.add(mbvi.ExternalTorque("arm", torque=torque, name="motor"))
+    return s
+
+
+class _Registered:
+    """Register a plugin for the duration of a ``with`` block."""
+
+    def __init__(self, **hooks) -> None:
+        self.module = types.ModuleType("test_plugin_authoring_plugin")
+        for hook, classes in hooks.items():
+            setattr(self.module, hook, mbvi.hookimpl(lambda register, classes=classes: [register(c) for c in classes]))
+
+    def __enter__(self):
+        mbvi.plugins.register_plugin(self.module)
+        return self.module
+
+    def __exit__(self, *exc) -> None:
+        mbvi.plugins.unregister_plugin(self.module)
+
+
+# ---------------------------------------------------------------------------------------- compiled kernels
+@pytest.mark.parametrize(
+    ("kernel", "match"),
+    [(_drag_that_fails, "raised ValueError: drag table out of range"), (_drag_that_gives_nan, "non-finite")],
+)
+def test_a_compiled_kernel_that_fails_stops_the_run_naming_the_law(kernel, match: str) -> None:
+    """It ran on with the failing evaluations dropped (0.04 m off after 0.5 s): now a LoadError at its step."""
+    Law = _law(kernel, tag="failing")
+    with _Registered(register_force_laws=[Law]):
+        with pytest.raises(LoadError, match=rf"linear_drag_failing.*{match}") as err:
+            mbvi.simulate(_pendulum(LinearDrag("b", 0.5)), 0.5, 1e-3)
+    assert isinstance(err.value, mbvi.SolverError) and isinstance(err.value, ValueError)
+    assert 0.199 <= err.value.time <= 0.201
+    assert err.value.trajectory is not None and 0.199 <= err.value.trajectory.t[-1] <= err.value.time
+    assert np.all(np.isfinite(err.value.trajectory.q))
+
+
+def test_a_compiled_step_that_raises_stops_the_run_naming_it() -> None:
+    def step(model, ws, q, v, t, h, params):
+        if t > 0.1:
+            raise ValueError("step table out of range")
+        return lf.leapfrog_step(model, ws, q, v, t, h, params)
+
+    class Raising(lf.Leapfrog):
+        name = "raising_leapfrog"
+        kernel = step
+
+    with pytest.raises(mbvi.SolverError, match="its compiled step raised ValueError: step table out of range") as e:
+        mbvi.simulate(_pendulum(), 0.5, 1e-3, Raising)
+    assert 0.1 <= e.value.time <= 0.102 and e.value.trajectory.t[-1] <= e.value.time
+
+
+def test_a_kernel_missing_a_role_its_law_declares_runs_that_role_from_numpy() -> None:
+    """A potential law whose kernel gives U but not ∇U had no gradient in the loop: the body fell freely."""
+
+    class Tether(mbvi.Force):
+        def __init__(self, body, stiffness):
+            self.name, self.body, self.bodies, self.joints = f"tether:{body}", body, (body,), ()
+            self.k = float(stiffness)
+
+    def potential_only(q, v, t, ints, floats, out):
+        out[0] += 0.0
+
+    class TetherLaw(mbvi.ForceLaw):
+        name = "tether_law"
+        element = Tether
+        has_potential = True
+
+        def __init__(self, elements, layout):
+            super().__init__(elements, layout)
+            self.i = layout.offset[elements[0].body]
+            self.k = elements[0].k
+
+        def potential(self, q):
+            return 0.5 * self.k * float(q[self.i + 2] ** 2)
+
+        def gradient(self, q):
+            g = np.zeros(self.nq)
+            g[self.i + 2] = self.k * q[self.i + 2]
+            return g
+
+        def hessian(self, q):
+            import scipy.sparse as sp
+
+            return sp.csr_matrix(([self.k], ([self.i + 2], [self.i + 2])), shape=(self.nq, self.nq))
+
+        def compiled(self):
+            return mbvi.Kernel(potential=potential_only, name=self.name)
+
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    scene.add(mbvi.Particle("p", mass=1.0, position=(0.0, 0.0, 0.0)))
+    scene.add(Tether("p", 100.0))
+    with _Registered(register_force_laws=[TetherLaw]):
+        traj = mbvi.simulate(scene, 2.0, 1e-3)
+    z = traj.position("p")[:, 2]
+    # a mass on a spring under gravity: z oscillates between 0 and −2 m g / k about −m g / k
+    assert z.min() == pytest.approx(-2 * G / 100.0, rel=1e-3) and z.max() <= 1e-12
+    assert np.ptp(traj.energy) < 1e-4 * G * 2 * G / 100.0 * 100
+
+
+def test_a_kernel_for_a_role_the_law_does_not_declare_is_refused() -> None:
+    Law = _law(_drag, has_force=False, tag="undeclared")
+    with _Registered(register_force_laws=[Law]):
+        with pytest.raises(ValueError, match=r"linear_drag_undeclared.*has_force is False"):
+            mbvi.simulate(_pendulum(LinearDrag("b", 0.5)), 0.01, 1e-3)
+
+
+def test_kernel_contract_breaches_are_refused_at_construction() -> None:
+    def returns_force(q, v, t, ints, floats, out):
+        f = np.zeros_like(out)
+        return f
+
+    with pytest.raises(ValueError, match="returns a value"):
+        mbvi.Kernel(force=returns_force)
+    with pytest.raises(ValueError, match="ints must be integers"):
+        mbvi.Kernel(force=_drag, ints=[1.7])
+    assert mbvi.Kernel(force=_drag, ints=[1.0, 2]).ints.tolist() == [1, 2]
+
+
+# ------------------------------------------------------------------------------------------- cache keys
+def test_functions_that_differ_only_in_names_have_different_keys() -> None:
+    """Without source (exec, code generators) the key hashed bytecode and constants only: sin and cos collided."""
+    a, b = {}, {}
+    exec("import math\ndef k(q, v, t, ints, floats, out):\n    out[0] += math.sin(t)\n", a)
+    exec("import math\ndef k(q, v, t, ints, floats, out):\n    out[0] += math.cos(t)\n", b)
+    assert callbacks.code_key(a["k"]) != callbacks.code_key(b["k"])
+
+
+def test_a_key_is_the_same_in_every_process() -> None:
+    """A list comprehension is a nested code object whose repr holds its address: a new key (and a new
+    compilation, a new cached file) in every process."""
+    script = (
+        "import numpy as np\n"
+        "from mbvi.engine.callbacks import code_key\n"
+        "def k(q, v, t, ints, floats, out):\n"
+        "    w = [floats[i] for i in range(len(floats))]\n"
+        "    out[0] += w[0]\n"
+        "print(code_key(k))\n"
+    )
+    keys = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+            for _ in range(2)}  # fmt: skip
+    assert len(keys) == 1
+
+
+COEFFICIENT = 0.5
+
+
+@numba.njit
+def _global_drag(q, v, t, ints, floats, out):
+    for d in range(3):
+        out[ints[1] + d] -= COEFFICIENT * v[ints[1] + d]
+
+
+def test_a_numba_kernel_reads_a_changed_global_again() -> None:
+    """numba freezes the globals a dispatcher read when it compiled: the kernel kept 0.5 after it became 5."""
+    global COEFFICIENT
+    Law = _law(_global_drag, tag="global")
+    scene = _pendulum(LinearDrag("b", 0.0))
+    runs = {}
+    try:
+        with _Registered(register_force_laws=[Law]):
+            for c in (0.5, 5.0):
+                COEFFICIENT = c
+                runs[c] = mbvi.simulate(scene, 0.5, 1e-3)
+    finally:
+        COEFFICIENT = 0.5
+    for c, traj in runs.items():
+        reference = mbvi.simulate(_pendulum(mbvi.Drag("b", coefficient=c)), 0.5, 1e-3)
+        np.testing.assert_allclose(traj.q, reference.q, rtol=0, atol=1e-12)
+
+
+# -------------------------------------------------------------------------------------------- NumPy paths
+@pytest.mark.parametrize("integrator", ["explicit_euler", "midpoint", "implicit_euler", "csm"])
+def test_a_controller_that_raises_on_a_numpy_path_is_a_located_load_error(integrator: str) -> None:
+    """It was a bare ValueError with no time and no trajectory (midpoint: a Newton failure with a dt hint)."""
+
+    def faulty(t, state):
+        if t >= 0.25:
+            raise RuntimeError("motor driver fault")
+        return (0.0, -20.0 * state.joint_angle("hinge"), 0.0)
+
+    with pytest.raises(LoadError, match=r"ExternalTorque 'motor'.*RuntimeError: motor driver fault") as err:
+        mbvi.simulate(_arm(faulty), 1.0, 1e-3, integrator)
+    assert 0.248 <= err.value.time <= 0.251
+    assert err.value.suggested_dt is None  # a smaller step does not cure a controller
+    traj = err.value.trajectory
+    assert traj is not None and 0.248 <= traj.t[-1] <= err.value.time + 1e-12
+
+
+def test_a_numpy_law_that_raises_on_a_numpy_path_is_a_load_error_naming_it() -> None:
+    class Broken(_law(tag="numpy_broken")):
+        def force(self, q, v, t):
+            if t > 0.2:
+                raise RuntimeError("law fault")
+            return super().force(q, v, t)
+
+    with _Registered(register_force_laws=[Broken]):
+        with pytest.raises(LoadError, match=r"force law 'linear_drag_numpy_broken'.*RuntimeError: law fault") as err:
+            mbvi.simulate(_pendulum(LinearDrag("b", 0.5)), 0.5, 1e-3, "explicit_euler")
+    assert 0.2 <= err.value.time <= 0.202 and err.value.trajectory.t[-1] <= err.value.time
+
+
+# ----------------------------------------------------------------------------------------- compositions
+@pytest.mark.parametrize(("weights", "base", "order", "match"), [
+    ((0.0, 1.0), "verlet", 2, "must not be zero"),
+    ((0.25, 0.5, 0.25), "verlet", 4, r"declares order 4.*order at most 2: Σ wᵢ\^3 = 0\.156"),
+    ((0.5, 0.5), "symplectic_euler_a", 2, "order 2 would need Σ wᵢ\\^2 = 0"),
+])  # fmt: skip
+def test_a_composition_whose_weights_cannot_give_it_is_refused(weights, base, order, match) -> None:
+    class Claimed(mbvi.Composition):
+        name = "claimed"
+
+    Claimed.weights, Claimed.base, Claimed.order = weights, base, order
+    with pytest.raises(mbvi.PluginError, match=f"Claimed.*{match}"):
+        mbvi.plugins.register_plugin(types.SimpleNamespace(
+            register_integrators=mbvi.hookimpl(lambda register: register(Claimed))), name="claimed")  # fmt: skip
+    assert "verlet" in mbvi.integrators()
+
+
+def test_compositions_of_the_right_order_pass_the_check() -> None:
+    """Forest–Ruth (order 4 from verlet), a triple jump of it (order 6) and a non-symmetric order-2 one."""
+    theta = 1.0 / (2.0 - 2.0 ** (1.0 / 3.0))
+    g6 = 1.0 / (2.0 - 2.0 ** (1.0 / 5.0))
+
+    class FR(mbvi.Composition):
+        name, order, base, weights = "fr_checked", 4, "verlet", (theta, 1 - 2 * theta, theta)
+
+    class Six(mbvi.Composition):
+        name, order, base, weights = "six_checked", 6, "fr_checked", (g6, 1 - 2 * g6, g6)
+
+    class Halves(mbvi.Composition):
+        name, order, base, weights = "halves_checked", 2, "verlet", (0.3, 0.7)
+
+    with _Registered(register_integrators=[FR, Six, Halves]):
+        assert {"fr_checked", "six_checked", "halves_checked"} <= set(mbvi.integrators())
+        assert FR.symmetric and Six.symmetric and not Halves.symmetric
+
+
+def test_a_loop_of_compositions_says_so() -> None:
+    class A(mbvi.Composition):
+        name, order, base, weights = "loop_a", 2, "loop_b", (1.0,)
+
+    class B(mbvi.Composition):
+        name, order, base, weights = "loop_b", 2, "loop_a", (1.0,)
+
+    with pytest.raises(mbvi.PluginError, match="form a loop"):
+        mbvi.plugins.register_plugin(types.SimpleNamespace(
+            register_integrators=mbvi.hookimpl(lambda register: [register(A), register(B)])), name="loop")  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------ plugins elsewhere
+def test_plugins_registered_at_run_time_reach_sweep_worker_processes() -> None:
+    """Every member failed with "unknown integrator" once a sweep went to its pool of processes."""
+    theta = 1.0 / (2.0 - 2.0 ** (1.0 / 3.0))
+
+    class Shipped(mbvi.Composition):
+        name, order, base, weights = "shipped_fr", 4, "verlet", (theta, 1 - 2 * theta, theta)
+
+    def build(length: float = 1.0) -> mbvi.Scene:
+        s = mbvi.Scene(gravity=(0.0, 0.0, -G))
+        s.add(mbvi.Particle("bob", mass=1.0, position=(length, 0.0, 0.0)))
+        s.add(mbvi.Rod("world", "bob"))
+        return s
+
+    grid = {"length": [0.5, 1.0]}
+    with _Registered(register_integrators=[Shipped]):
+        there = mbvi.sweep(build, grid, t_end=0.05, dt=0.01, integrator="shipped_fr", scheduler="processes")
+        here = mbvi.sweep(build, grid, t_end=0.05, dt=0.01, integrator="shipped_fr", scheduler="synchronous")
+    assert list(there.error.values) == ["", ""]
+    np.testing.assert_array_equal(there.position.values, here.position.values)
+
+
+def test_plugins_is_there_after_import_mbvi() -> None:
+    out = subprocess.run([sys.executable, "-c", "import mbvi; print(callable(mbvi.plugins.register_plugin))"],
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    assert out.stdout.strip() == "True"
+
+
+def test_a_user_function_compiling_is_announced_by_its_name_not_as_the_engine(monkeypatch, capsys) -> None:
+    """A (t, state) controller's wrapper lives in an mbvi module: it was announced as "compiling the engine"."""
+    import time
+
+    from mbvi.engine import cache
+
+    mbvi.simulate(_arm(lambda t, state: (0.0, -state.joint_rate("hinge"), 0.0)), 0.01, 1e-3)  # the engine loaded
+    monkeypatch.setattr(cache, "TELL_AFTER", 0.0)
+    monkeypatch.setattr(cache, "_told_of", set())
+    gain = float(np.random.default_rng().uniform(10.0, 20.0))  # a constant of the code: compiled anew
+
+    def pd_announced(t, state):
+        return (0.0, -gain * state.joint_angle("hinge"), 0.0)
+
+    mbvi.simulate(_arm(pd_announced), 0.01, 1e-3)
+    time.sleep(0.2)
+    err = capsys.readouterr().err
+    assert "the torque callable" in err and "pd_announced" in err and "ExternalTorque 'motor'" in err
+    assert "compiling the engine" not in err
