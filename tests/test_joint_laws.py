@@ -72,3 +72,28 @@ def test_a_torsion_spring_wound_past_half_a_turn_warns_naming_it() -> None:
 def test_a_rest_angle_beyond_half_a_turn_is_refused() -> None:
     with pytest.raises(ValueError, match=r"rest_angle must be within \[−π, π\].*-2.28"):
         mbvi.TorsionSpring("h", stiffness=1.0, rest_angle=4.0)
+
+
+@pytest.mark.parametrize("joint", ["revolute", "prismatic"])
+@pytest.mark.parametrize("integrator", ["midpoint", "verlet", "yoshida4"])
+def test_joint_damping_between_free_bodies_keeps_momentum(joint: str, integrator: str) -> None:
+    """Two free bodies in zero gravity, spinning and sliding against JointDamping: an internal force, so linear and
+    angular momentum stay as they were. midpoint evaluates the damping at (q₀ + q₁)/2, where rotation columns are
+    not orthonormal: the torque pair ±½ τ × rᵢ no longer cancelled and |ΔL| grew as dt² (5.9e-7 over 5 s at
+    dt = 1e-2 on the hinge, 3.6e-7 on the slider)."""
+    s = mbvi.Scene(gravity=None)
+    s.add(mbvi.RigidBody("a", mass=1.0, inertia=(0.1, 0.2, 0.25), angular_velocity=(1.0, -2.0, 0.5)))
+    s.add(mbvi.RigidBody("b", mass=2.0, inertia=(0.3, 0.2, 0.15), position=(1.0, 0.0, 0.0),
+                         velocity=(0.4, 0.1, 0.0), angular_velocity=(0.3, 2.0, -1.0)))  # fmt: skip
+    if joint == "revolute":
+        s.add(mbvi.Revolute("a", "b", anchor=(0.5, 0.0, 0.0), axis=(0.0, 0.0, 1.0), name="j"))
+    else:
+        s.add(mbvi.Prismatic("a", "b", axis=(1.0, 0.0, 0.0), name="j"))
+    s.add(mbvi.JointDamping("j", coefficient=0.4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mbvi.ConstraintWarning)  # the velocities given are projected onto the joint
+        traj = mbvi.simulate(s, 3.0, 1e-2, integrator)
+    L, P = traj.angular_momentum, traj.momentum
+    assert np.abs(L - L[0]).max() < 1e-10 * max(1.0, np.abs(L[0]).max())
+    assert np.abs(P - P[0]).max() < 1e-10
+    assert traj.energy[-1] < traj.energy[0] - 1e-3  # the damping did work: the test is not vacuous
