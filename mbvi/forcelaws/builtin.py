@@ -396,6 +396,49 @@ def _spin_inverse(q: np.ndarray, cols: np.ndarray, rigid: np.ndarray) -> np.ndar
     return np.linalg.inv(S)
 
 
+def _spin_inverse_times(q: np.ndarray, cols: np.ndarray, rigid: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """S⁻¹ x per body (:func:`_spin_inverse`), x (m, 3)."""
+    return np.einsum("mij,mj->mi", _spin_inverse(q, cols, rigid), x)
+
+
+def _spin_rate_derivatives(q, v, cols, rigid, w) -> tuple:
+    """Derivatives of s = w·u, u = S⁻¹ ω̃, ω̃ = ½ Σᵢ rᵢ × ṙᵢ (the body's spin read invariantly; w (m, 3) a direction).
+
+    Returns ``(a, g, dr, dw, u)``: a = ∂s/∂ṙ (m, 9: ½ (S⁻¹w) × rᵢ per column), g = ∂s/∂r at fixed w (m, 9),
+    dr = ∂a/∂r (m, 9, 9), dw = ∂a/∂w (m, 9, 3) and u (m, 3). With M = S⁻¹ w: ∂M/∂rⱼ =
+    −S⁻¹ (M rⱼᵀ − ½ (rⱼ·M) I − ½ rⱼ Mᵀ) (from dS = (rⱼ·drⱼ) I − ½ (drⱼ rⱼᵀ + rⱼ drⱼᵀ)), and
+    ∂s/∂rⱼ = ½ ṙⱼ × M − (u·M) rⱼ + ½ (rⱼ·M) u + ½ (u·rⱼ) M.
+    """
+    mask = rigid[:, None, None]
+    r, rd = q[cols] * mask, v[cols] * mask  # (m, 3 columns, 3)
+    Pinv = _spin_inverse(q, cols, rigid)
+    u = np.einsum("mij,mj->mi", Pinv, angular_velocity(r, rd))
+    M = np.einsum("mij,mj->mi", Pinv, w)
+    m = len(w)
+    a = 0.5 * np.cross(M[:, None, :], r)  # (m, 3, 3)
+    uM = np.einsum("mi,mi->m", u, M)
+    rM, ur = np.einsum("mci,mi->mc", r, M), np.einsum("mci,mi->mc", r, u)
+    g = (0.5 * np.cross(rd, M[:, None, :]) - uM[:, None, None] * r + 0.5 * rM[:, :, None] * u[:, None, :]
+         + 0.5 * ur[:, :, None] * M[:, None, :])  # fmt: skip
+    eye = np.eye(3)
+    dr = np.zeros((m, 9, 9))
+    dw = np.zeros((m, 9, 3))
+    sr = _skew(r.reshape(-1, 3)).reshape(m, 3, 3, 3)  # [rᵢ]× per column
+    sM = _skew(M)
+    for j in range(3):
+        inner = (M[:, :, None] * r[:, j, None, :] - 0.5 * rM[:, j, None, None] * eye
+                 - 0.5 * r[:, j, :, None] * M[:, None, :])  # fmt: skip
+        dMj = -np.einsum("mik,mkl->mil", Pinv, inner)  # ∂M/∂rⱼ
+        for i in range(3):
+            block = -0.5 * np.einsum("mik,mkl->mil", sr[:, i], dMj)  # ½ (∂M/∂rⱼ drⱼ) × rᵢ
+            if i == j:
+                block = block + 0.5 * sM  # ½ M × drᵢ
+            dr[:, 3 * i : 3 * i + 3, 3 * j : 3 * j + 3] = block * mask
+    for i in range(3):
+        dw[:, 3 * i : 3 * i + 3, :] = -0.5 * np.einsum("mik,mkl->mil", sr[:, i], Pinv) * mask
+    return a.reshape(m, 9), g.reshape(m, 9) * rigid[:, None], dr, dw, u
+
+
 def _torque_on_columns(q: np.ndarray, cols: np.ndarray, rigid: np.ndarray, tau: np.ndarray, nq: int) -> np.ndarray:
     """The generalized force ½ (S⁻¹ τ) × rᵢ on each body's rotation columns: a torque of exactly τ (N m, (m, 3))
     on the body, at any q (:func:`_spin_inverse`)."""
@@ -504,27 +547,24 @@ class JointDampingLaw(ForceLaw):
             m = len(self.rev)
             V, P = self._rev_maps()
             n = self.N(q)
-            rb = q[self.cols_b] * self.rigid_b[:, None, None]  # (m, 3 columns, 3)
-            ra = q[self.cols_a] * self.rigid_a[:, None, None]
-            vb = v[self.cols_b] * self.rigid_b[:, None, None]
-            va = v[self.cols_a] * self.rigid_a[:, None, None]
-            dw = angular_velocity(rb, vb) - angular_velocity(ra, va)  # ω_b − ω_a
-            rate = np.einsum("ij,ij->i", n, dw)
-            nn = n[:, None, :]
-            # ∂θ̇/∂(ṙᵇ, ṙᵃ): ½ n × rᵇᵢ and −½ n × rᵃᵢ, shape (m, 18)
-            a = np.concatenate([0.5 * np.cross(nn, rb), -0.5 * np.cross(nn, ra)], axis=1).reshape(m, 18)
-            # ∂θ̇/∂(rᵇ, rᵃ, n): ½ ṙᵇᵢ × n, −½ ṙᵃᵢ × n, ω_b − ω_a, shape (m, 21)
-            grad = np.concatenate(
-                [0.5 * np.cross(vb, nn).reshape(m, 9), -0.5 * np.cross(va, nn).reshape(m, 9), dw], axis=1
-            )
-            # ∂a/∂(rᵇ, rᵃ, n), shape (m, 18, 21)
+            a_parts, grad_parts, da_blocks, rate = [], [], [], 0.0
+            for cols, rigid, sign in ((self.cols_b, self.rigid_b, 1.0), (self.cols_a, self.rigid_a, -1.0)):
+                a, g, dr, dn, u = _spin_rate_derivatives(q, v, cols, rigid, n)
+                rate = rate + sign * np.einsum("ij,ij->i", n, u)
+                a_parts.append(sign * a)
+                grad_parts.append(sign * g)
+                da_blocks.append((sign * dr, sign * dn))
+            # θ̇ = n·(u_b − u_a), u = S⁻¹ ½ Σ rᵢ × ṙᵢ (see _spin_rate_derivatives); its gradient in the instance's
+            # coordinates (rᵇ, rᵃ, n) (21), ∂θ̇/∂(ṙᵇ, ṙᵃ) (18) and the derivative of the latter in (rᵇ, rᵃ, n)
+            a = np.concatenate(a_parts, axis=1)  # (m, 18)
+            grad = np.concatenate(grad_parts + [np.zeros((m, 3))], axis=1)  # (m, 21)
+            ub = _spin_inverse_times(q, self.cols_b, self.rigid_b, _angular_velocity(q, v, self.cols_b, self.rigid_b))
+            ua = _spin_inverse_times(q, self.cols_a, self.rigid_a, _angular_velocity(q, v, self.cols_a, self.rigid_a))
+            grad[:, 18:] = ub - ua
             da = np.zeros((m, 18, 21))
-            sn = _skew(n)
-            for i in range(3):  # the three rotation columns (not a loop over instances)
-                da[:, 3 * i : 3 * i + 3, 3 * i : 3 * i + 3] = 0.5 * sn
-                da[:, 3 * i : 3 * i + 3, 18:] = -0.5 * _skew(rb[:, i])
-                da[:, 9 + 3 * i : 12 + 3 * i, 9 + 3 * i : 12 + 3 * i] = -0.5 * sn
-                da[:, 9 + 3 * i : 12 + 3 * i, 18:] = 0.5 * _skew(ra[:, i])
+            (drb, dnb), (dra, dna) = da_blocks
+            da[:, 0:9, 0:9], da[:, 0:9, 18:] = drb, dnb
+            da[:, 9:18, 9:18], da[:, 9:18, 18:] = dra, dna
             b = self.b_rev[:, None, None]
             Bq = -b * (a[:, :, None] * grad[:, None, :] + rate[:, None, None] * da)
             Bv = -b * a[:, :, None] * a[:, None, :]
@@ -541,7 +581,35 @@ class JointDampingLaw(ForceLaw):
             D = self.Dp.matrix
             dq = dq + D.T @ sp.bsr_matrix((Bq, np.arange(m), np.arange(m + 1)), shape=(3 * m, 3 * m)) @ self.Np.matrix
             dv = dv + block_quadratic(D, -b * n[:, :, None] * n[:, None, :])
+            cq, cv = self._couple_jacobians(q, v, n, dd, rate)
+            dq, dv = dq + cq, dv + cv
         return dq.tocsr(), dv.tocsr()
+
+    def _couple_jacobians(self, q, v, n, dd, rate) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+        """(∂/∂q, ∂/∂v) of the prismatic couple b ḋ ½ (S⁻¹w) × rᵢ, w = d × n, on the rigid body that takes it."""
+        m, nq = len(self.pri), self.nq
+        d = self.Dp(q)
+        w = np.cross(d, n)
+        blocks = np.arange(m), np.arange(m + 1)
+        dq, dv = sp.csr_matrix((nq, nq)), sp.csr_matrix((nq, nq))
+        for cols, rigid, on in ((self.cols_pa, self.rigid_pa, self.on_a), (self.cols_pb, self.rigid_pb, self.on_b)):
+            if not on.any():
+                continue
+            a, _g, dr, dw, _u = _spin_rate_derivatives(q, v, cols, rigid, w)
+            sel = sp.csr_matrix((np.repeat(on, 9), (np.arange(9 * m), cols.reshape(m, 9).ravel())), shape=(9 * m, nq))
+            b = self.b_pri[:, None, None]
+            dv = dv + sel.T @ sp.bsr_matrix((b * a[:, :, None] * n[:, None, :], *blocks), shape=(9 * m, 3 * m)) @ (
+                self.Dp.matrix
+            )
+            by_n = b * (a[:, :, None] * dd[:, None, :] + rate[:, None, None] * np.einsum("mik,mkl->mil", dw, _skew(d)))
+            by_d = -b * rate[:, None, None] * np.einsum("mik,mkl->mil", dw, _skew(n))
+            by_r = b * rate[:, None, None] * dr
+            dq = dq + sel.T @ (
+                sp.bsr_matrix((by_n, *blocks), shape=(9 * m, 3 * m)) @ self.Np.matrix
+                + sp.bsr_matrix((by_d, *blocks), shape=(9 * m, 3 * m)) @ self.Dp.matrix
+                + sp.bsr_matrix((by_r, *blocks), shape=(9 * m, 9 * m)) @ sel
+            )
+        return dq, dv
 
     def compiled(self) -> list[Family]:
         parts = []
