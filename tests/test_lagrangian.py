@@ -288,7 +288,9 @@ def test_every_integrator_name_runs_a_lagrangian_system(double) -> None:
     for name in ("explicit_euler", "implicit_euler", "symplectic_euler_a", "symplectic_euler_b", "verlet",
                  "midpoint", "csm"):  # fmt: skip
         assert name in mbvi.integrators()
-        traj = mbvi.simulate(double, 0.05, 1e-2, integrator=name)
+        with warnings.catch_warnings():  # five steps from rest: Euler's energy error is a fifth of the motion
+            warnings.simplefilter("ignore", RuntimeWarning)
+            traj = mbvi.simulate(double, 0.05, 1e-2, integrator=name)
         assert np.isfinite(traj.q).all() and traj.info["integrator"] == name
 
 

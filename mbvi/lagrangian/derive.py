@@ -105,13 +105,20 @@ def derive(
     """
     import sympy as sp
 
+    # the coordinates, velocities and time are real: d|x|/dx is sign(x), not an expression in re(x) and im(x)
+    real = {s: sp.Symbol(s.name, real=True) for s in [*q, *v, t] if not s.is_real}
+    if real:
+        L = L.subs(real)
+        constraints = [sp.sympify(e).subs(real) for e in constraints]
+        force = None if force is None else [sp.sympify(e).subs(real) for e in force]
+        q, v, t = [real.get(s, s) for s in q], [real.get(s, s) for s in v], real.get(t, t)
     n = len(q)
     qv, vv = sp.Matrix(q), sp.Matrix(v)
-    Lq = sp.Matrix([L]).jacobian(qv).T
-    Lv = sp.Matrix([L]).jacobian(vv).T
-    Lqq = Lq.jacobian(qv)
-    Lqv = Lq.jacobian(vv)
-    Lvv = Lv.jacobian(vv)
+    Lq = _kinks(sp.Matrix([L]).jacobian(qv).T)
+    Lv = _kinks(sp.Matrix([L]).jacobian(vv).T)
+    Lqq = _kinks(Lq.jacobian(qv))
+    Lqv = _kinks(Lq.jacobian(vv))
+    Lvv = _kinks(Lv.jacobian(vv))
     args = [list(q), list(v), t]
     exprs: dict = {"q": list(q), "v": list(v), "t": t, "L": L, "Lq": Lq, "Lv": Lv, "Lqq": Lqq, "Lqv": Lqv, "Lvv": Lvv}
     lam = dict(modules="numpy", cse=True)
@@ -119,18 +126,19 @@ def derive(
     force_f = None
     if force is not None:
         Q = sp.Matrix(force)
-        force_f = _arrays(args, [Q, Q.jacobian(qv), Q.jacobian(vv)], [(n,), (n, n), (n, n)])
-        exprs.update(Q=Q, Qq=Q.jacobian(qv), Qv=Q.jacobian(vv))
+        Qq, Qv = _kinks(Q.jacobian(qv)), _kinks(Q.jacobian(vv))
+        force_f = _arrays(args, [Q, Qq, Qv], [(n,), (n, n), (n, n)])
+        exprs.update(Q=Q, Qq=Qq, Qv=Qv)
     constraint_f = curvature_f = None
     m = len(constraints)
     if m:
         g = sp.Matrix(constraints)
-        G = g.jacobian(qv)
+        G = _kinks(g.jacobian(qv))
         mu = sp.symbols(f"_lambda0:{m}", real=True)
-        H = (G.T * sp.Matrix(mu)).jacobian(qv)
+        H = _kinks((G.T * sp.Matrix(mu)).jacobian(qv))
         constraint_f = _arrays([list(q), list(mu)], [g, G, H], [(m,), (m, n), (n, n)])
         exprs.update(g=g, G=G, H=H, mu=list(mu))
-        gamma = (G * vv).jacobian(qv) * vv
+        gamma = _kinks((G * vv).jacobian(qv) * vv)
         curvature_f = _arrays([list(q), list(v)], [gamma], [(m,)])
     zero_v = {s: 0 for s in v}
     energy = (Lv.T * vv)[0, 0] - L
@@ -140,9 +148,17 @@ def derive(
         "potential": _vectorized(sp.lambdify(args, -L.subs(zero_v), **lam)),
     }
     momentum = [_vectorized(sp.lambdify(args, Lv[i], **lam)) for i in range(n)]
-    Lvt = Lv.diff(t)
+    Lvt = _kinks(Lv.diff(t))
     time_f = None if all(e == 0 for e in Lvt) else _arrays(args, [Lvt], [(n,)])
     return Derived(point, force_f, constraint_f, curvature_f, scalar, momentum, time_f, tuple(Lvv), exprs)
+
+
+def _kinks(M: Any) -> Any:
+    """M with the Dirac deltas of differentiated kinks (|x|, sign(x), Heaviside) set to 0: the derivative away
+    from the kink, which is where a step evaluates it (almost surely)."""
+    import sympy as sp
+
+    return M.applyfunc(lambda e: e.replace(sp.DiracDelta, lambda *a: sp.S.Zero))
 
 
 def _vectorized(func: Callable[..., Any]) -> Callable[..., np.ndarray]:

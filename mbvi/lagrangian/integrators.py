@@ -89,6 +89,15 @@ class LagrangianIntegrator:
     def __init__(self, system: Any, dt: float, **options: Any) -> None:
         if isinstance(dt, bool) or not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
             raise ValueError(f"{self.name}: dt must be a positive number, got {dt!r}")
+        for key, kind in (("tol", "a positive number"), ("maxiter", "a positive integer")):
+            if key in options:
+                val = options[key]
+                ok = not isinstance(val, bool) and (
+                    isinstance(val, (int, np.integer)) and val >= 1 if key == "maxiter"
+                    else isinstance(val, (int, float, np.integer, np.floating)) and math.isfinite(val) and val > 0
+                )  # fmt: skip
+                if not ok:
+                    raise ValueError(f"integrator {self.name!r}: option {key!r} must be {kind}, got {val!r}")
         unknown = set(options) - set(self.options)
         if unknown:
             raise ValueError(
@@ -439,15 +448,24 @@ class CSM(LagrangianIntegrator):
         def rhs(t: float, y: np.ndarray) -> np.ndarray:
             return np.concatenate([y[n:], constrained_acceleration(sysm, y[:n], y[n:], t, self.alpha)])
 
-        sol = solve_ivp(
-            rhs,
-            (t0, t_eval[-1]),
-            np.concatenate([q, v]),
-            method=self.method,
-            t_eval=t_eval,
-            rtol=self.rtol,
-            atol=self.atol,
-        )
+        try:
+            sol = solve_ivp(
+                rhs,
+                (t0, t_eval[-1]),
+                np.concatenate([q, v]),
+                method=self.method,
+                t_eval=t_eval,
+                rtol=self.rtol,
+                atol=self.atol,
+            )
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:  # L undefined, M singular where it went
+            err = SolverError(
+                f"csm: the equations of motion cannot be evaluated along the run ({type(exc).__name__}: {exc}): the "
+                "motion leaves the domain of L or M(q) turns singular", time=t0, step=0,
+            )  # fmt: skip
+            q0, v0 = np.asarray(q, float)[None], np.asarray(v, float)[None]
+            err.partial = (t_eval[:1], q0, v0, sysm.momentum(q0, v0, t_eval[:1]))
+            raise err from exc
         if callback is not None:
             callback(nsteps)
         Y = sol.y.T
@@ -455,7 +473,8 @@ class CSM(LagrangianIntegrator):
         Q, V = Y[:, :n], Y[:, n:]
         P = sysm.momentum(Q, V, T) if len(T) else np.zeros((0, n))
         if not sol.success:
-            err = SolverError(f"csm: solve_ivp failed ({sol.message})", time=float(T[-1]) if len(T) else t0, step=0)
+            k = round((float(T[-1]) - t0) / self.dt) if len(T) else 0
+            err = SolverError(f"csm: solve_ivp failed ({sol.message})", time=float(T[-1]) if len(T) else t0, step=k)
             err.partial = (T, Q, V, P)
             raise err
         return T, Q, V, P
@@ -559,6 +578,15 @@ class Run:
             raise err from exc
         except np.linalg.LinAlgError as exc:
             err = SolverError(f"integrator {integ.name!r}: singular Newton matrix ({exc})", time=t, step=self.k)
+            err.partial = self._partial()
+            raise err from exc
+        except (ValueError, ArithmeticError) as exc:  # L or Q undefined where the step went (math domain error …)
+            err = SolverError(
+                f"integrator {integ.name!r}: the Lagrangian or its force cannot be evaluated where the step went "
+                f"({type(exc).__name__}: {exc}; from q = {np.array2string(self.q, precision=4)}): the motion "
+                "leaves the domain of L (a square root of a negative number, a log of one …), or dt is too large",
+                time=t, step=self.k,
+            )  # fmt: skip
             err.partial = self._partial()
             raise err from exc
         self.q[:], self.v[:], self.p[:] = q, v, p

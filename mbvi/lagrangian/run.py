@@ -159,23 +159,83 @@ def simulate_lagrangian(
     from mbvi.runs import last_step
 
     last = last_step(t_end, dt, t0, nsteps)
+    if last != dt:
+        info["last_dt"] = last
     try:
-        if last == dt:
-            t, q, v, p = stepper.integrate(state.q, state.v, float(t0), nsteps, save_every, callback)
-        else:  # the last step shorter: the run ends at t_end
-            info["last_dt"] = last
-            t, q, v, p = stepper.integrate(state.q, state.v, float(t0), nsteps - 1, save_every, callback)
-            tail = cls(system, last, **options).integrate(q[-1], v[-1], float(t[-1]), 1, 1)
-            t, q, v, p = (np.concatenate([a, b[1:]]) for a, b in zip((t, q, v, p), tail, strict=True))
+        t, q, v, p = _to_the_end(stepper, state, float(t0), nsteps, save_every, last, options, callback)
     except SolverError as err:
         pt, pq, pv, pp = getattr(err, "partial", ([], [], [], []))
         if len(pt):
             err.trajectory = trajectory(system, pt, pq, pv, pp, info=info)
+        _unverified(err)
         raise
     finally:
         if bar is not None:
             bar.close()
-    return trajectory(system, t, q, v, p, info=info)
+    traj = trajectory(system, t, q, v, p, info=info)
+    judge_energy(traj, system, cls, dt)
+    return traj
+
+
+def _to_the_end(stepper, state: State, t0: float, nsteps: int, save_every: int, last: float, options: dict,
+                callback=None) -> tuple:  # fmt: skip
+    """``nsteps`` steps of the stepper's dt, the last one ``last`` (≤ dt) so that the run ends at t_end."""
+    if last == stepper.dt:
+        return stepper.integrate(state.q, state.v, t0, nsteps, save_every, callback)
+    t, q, v, p = stepper.integrate(state.q, state.v, t0, nsteps - 1, save_every, callback)
+    tail = type(stepper)(stepper.system, last, **options).integrate(q[-1], v[-1], float(t[-1]), 1, 1)
+    return tuple(np.concatenate([a, b[1:]]) for a, b in zip((t, q, v, p), tail, strict=True))
+
+
+def _unverified(err: SolverError) -> None:
+    """Say that a failed step's hint is the solver's estimate: no run at that dt confirmed it."""
+    if err.suggested_dt is not None and getattr(err, "verified_dt", None) is not False:
+        err.verified_dt = False
+        err.args = (err._compose() + " (not verified)",)
+
+
+def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: float) -> None:
+    """A completed run of a conservative Lagrangian (no force Q, no explicit t: E = v·∂L/∂v − L is constant) is
+    judged as :func:`mbvi.simulate` judges a scene's: energy that strays by more than a tenth of the energy in
+    motion (the larger of max T and the swing of U) warns, naming it; one that grows past a thousand times the
+    energy at the start (a blow-up) is a :class:`mbvi.SolverError` keeping the trajectory up to it.
+    """
+    from mbvi.simulate import BLOW_UP, WARN_ENERGY, WARN_ENERGY_BASELINE
+
+    if system.has_forces or system.time_dependent or len(traj.t) < 2:
+        return
+    with np.errstate(all="ignore"):
+        e, T, U = traj.energy, traj.kinetic, traj.potential
+        start = abs(float(T[0])) + abs(float(U[0]))
+        motion = max(float(np.max(T)), float(np.ptp(U)), 1e-3 * start, 1e-300)
+        change = e - e[0]
+        finite = bool(np.isfinite(e).all())
+        k = int(np.argmax(np.abs(change))) if finite else int(np.argmax(~np.isfinite(e)))
+    worst = abs(float(change[k])) if finite else np.inf
+    traj.info["energy_error"] = worst / motion
+    if cls.variational or cls.symplectic:
+        if worst > BLOW_UP * max(start, motion):
+            err = SolverError(
+                f"integrator {cls.name!r} at dt = {dt:g} s: the energy E = v·∂L/∂v − L, conserved by this "
+                f"Lagrangian, strayed by {worst:.3g} J against {start:.3g} J at the start (the run blew up)",
+                time=float(traj.t[k]), step=k, suggested_dt=dt / 4,
+            )  # fmt: skip
+            err.trajectory = traj.head(k + 1)
+            _unverified(err)
+            raise err
+        if worst <= WARN_ENERGY * motion:
+            return
+    elif not (finite and float(np.max(change)) > WARN_ENERGY_BASELINE * motion):
+        return
+    import warnings
+
+    warnings.warn(
+        f"integrator {cls.name!r} at dt = {dt:g} s: the energy E = v·∂L/∂v − L, conserved by this Lagrangian, "
+        f"strayed by {worst:.3g} J, {worst / motion:.0%} of the energy in motion, by t = {traj.t[k]:.4g} s; the "
+        f"result is not accurate (reduce dt, e.g. to {dt / 4:g} s)",
+        RuntimeWarning,
+        stacklevel=4,
+    )
 
 
 def simulate_lagrangian_batch(
@@ -205,7 +265,7 @@ def simulate_lagrangian_batch(
     from concurrent.futures import ThreadPoolExecutor
 
     from mbvi.engine.runner import threads
-    from mbvi.runs import run_info, run_numbers
+    from mbvi.runs import last_step, run_info, run_numbers
     from mbvi.state import stack_states
 
     t_end, dt, t0, save_every, nsteps = run_numbers(t_end, dt, t0, save_every, "simulate_batch")  # numpy numbers too
@@ -222,9 +282,13 @@ def simulate_lagrangian_batch(
                     batch=len(states))  # fmt: skip
     stepper.compiled_kernels()  # compiled once, here, before the threads share it
 
+    last = last_step(t_end, dt, t0, nsteps)
+    if last != dt:
+        info["last_dt"] = last
+
     def member(b: int) -> tuple:
         try:
-            return stepper.integrate(states[b].q, states[b].v, float(t0), nsteps, save_every), None
+            return _to_the_end(stepper, states[b], float(t0), nsteps, save_every, last, options), None
         except SolverError as err:
             return getattr(err, "partial", None), err
 

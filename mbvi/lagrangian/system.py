@@ -156,16 +156,30 @@ class LagrangianSystem:
                 if s in seen:
                     raise ValueError(f"LagrangianSystem: symbol {s} is given twice (as a {seen[s]} and as a {role})")
                 seen[s] = role
-        subs = {k: sp.Float(val) for k, val in params.items()}
         Lx = _expressions(L, "Lagrangian")
         if len(Lx) != 1:
             raise ValueError("LagrangianSystem: L must be one scalar sympy expression")
+        raw_g = _expressions(constraints, "constraint")
+        raw_f = None if force is None else _expressions(force, "force component")
+        # a parameter is its name: Symbol("k", positive=True) in L is the parameter "k" (or Symbol("k")) given
+        used = set().union(Lx[0].free_symbols, *(e.free_symbols for e in raw_g + list(raw_f or ()))) - set(seen)
+        subs = {k: sp.Float(val) for k, val in params.items()}
+        for k, val in params.items():
+            subs.update({s: sp.Float(val) for s in used if s.name == k.name})
         Lx = Lx[0].subs(subs)
-        gx = [e.subs(subs) for e in _expressions(constraints, "constraint")]
-        fx = None if force is None else [e.subs(subs) for e in _expressions(force, "force component")]
+        gx = [e.subs(subs) for e in raw_g]
+        fx = None if raw_f is None else [e.subs(subs) for e in raw_f]
         known = set(q) | set(v) | {t}
         self._check_symbols(Lx, known, "the Lagrangian")
         for i, e in enumerate(gx):
+            roles = [(sorted(e.free_symbols & set(v), key=str), "the velocity"), (sorted(e.free_symbols & {t}), "time")]
+            for found, role in roles:
+                if found:
+                    raise ValueError(
+                        f"LagrangianSystem: constraint {i} ({e}) depends on {role} ({', '.join(map(str, found))}): "
+                        "constraints must be holonomic and scleronomic, g(q) = 0 in the coordinates only (a "
+                        "moving constraint can be written with its motion in L, or as a force)"
+                    )
             self._check_symbols(e, set(q), f"constraint {i} ({e})", hint="constraints depend on coordinates only")
         if fx is not None:
             if len(fx) != len(q):
@@ -185,7 +199,7 @@ class LagrangianSystem:
         self._d = derive(Lx, q, v, t, gx, fx)
         self._compiled: Any = False  # compiled_kernels(): not tried yet
         #: True when L is quadratic in v (M independent of v): the Legendre transform is one linear solve
-        self.quadratic = all(sp.diff(e, s) == 0 for e in self._d.mass_exprs for s in v)
+        self.quadratic = all(sp.diff(e, s) == 0 for e in self._d.mass_exprs for s in self._d.exprs["v"])
         self._initial = None if initial_state is None else self._as_state(initial_state, "initial_state")
         #: body name → (x(q), R(q)) sympy matrices, for systems built by :meth:`from_scene`
         self._kinematics: dict[str, tuple[Any, Any]] = {}
@@ -255,6 +269,11 @@ class LagrangianSystem:
     def nc(self) -> int:
         """Number of holonomic constraints m."""
         return len(self.constraint_exprs)
+
+    @property
+    def time_dependent(self) -> bool:
+        """Whether L depends on time explicitly (then E = v·∂L/∂v − L is not conserved)."""
+        return self.time in self.lagrangian_expr.free_symbols
 
     @property
     def has_forces(self) -> bool:

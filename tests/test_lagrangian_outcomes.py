@@ -1,0 +1,106 @@
+"""A LagrangianSystem run keeps the promises a scene's run keeps (found by a review as an expert user would):
+too large a step warns or fails instead of returning nonsense, a Lagrangian evaluated outside its domain is a
+located SolverError, a batch ends at t_end, and input is read as written (kinks, parameters with assumptions,
+constraints on velocities or time, Newton options)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import mbvi
+
+r, th, vr, vth = sp.symbols("r theta v_r v_theta")
+
+
+def kepler(e: float = 0.9) -> tuple[mbvi.LagrangianSystem, float]:
+    """The Kepler problem in polar coordinates (GM = 1), released at perihelion r = 0.1 of an orbit of
+    eccentricity e; its period 2π a^{3/2}."""
+    a = 0.1 / (1 - e)
+    start = mbvi.State([0.1, 0.0], [0.0, math.sqrt((1 + e) / 0.1) / 0.1])
+    system = mbvi.LagrangianSystem((vr**2 + r**2 * vth**2) / 2 + 1 / r, [r, th], [vr, vth], initial_state=start)
+    return system, 2 * math.pi * a**1.5
+
+
+@pytest.mark.parametrize("integrator", ["verlet", "midpoint", "symplectic_euler_b"])
+def test_a_step_too_large_for_a_conservative_lagrangian_warns_naming_the_energy_error(integrator: str) -> None:
+    """Kepler at e = 0.9 with 20 steps an orbit: the energy went from −0.5 to +70 (an unbound orbit), silently."""
+    system, period = kepler()
+    with pytest.warns(RuntimeWarning, match=rf"{integrator}.*energy E = v·∂L/∂v − L.*strayed.*reduce dt"):
+        traj = mbvi.simulate(system, period, period / 20, integrator)
+    assert traj.info["energy_error"] > 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # a step that resolves the orbit: silent, and accurate
+        fine = mbvi.simulate(system, period, period / 20000, integrator)
+    assert fine.info["energy_error"] < 0.1
+    assert abs(fine.energy[-1] - fine.energy[0]) < 0.05 * abs(fine.energy[0])
+
+
+def test_a_failed_step_says_its_hint_is_not_verified() -> None:
+    system, period = kepler()
+    with pytest.raises(mbvi.SolverError, match=r"try dt <= .* \(not verified\)") as err:
+        mbvi.simulate(system, 3 * period, period / 100, "verlet")
+    assert err.value.verified_dt is False and err.value.trajectory is not None
+
+
+@pytest.mark.parametrize("integrator", ["verlet", "midpoint", "explicit_euler", "csm"])
+def test_leaving_the_domain_of_l_is_a_located_solver_error(integrator: str) -> None:
+    """L = v²/2 + √(1 − x²) started at v = 2 leaves |x| ≤ 1: a bare "math domain error" before."""
+    x, v = sp.symbols("x v")
+    system = mbvi.LagrangianSystem(v**2 / 2 + sp.sqrt(1 - x**2), [x], [v], initial_state=mbvi.State([0.0], [2.0]))
+    with pytest.raises(mbvi.SolverError, match="domain of L") as err:
+        mbvi.simulate(system, 2.0, 1e-2, integrator)
+    assert err.value.time is not None and err.value.trajectory is not None
+
+
+def test_a_batch_ends_at_t_end_as_each_serial_run_does() -> None:
+    th1, w1 = sp.symbols("theta omega")
+    system = mbvi.LagrangianSystem(w1**2 / 2 + sp.cos(th1), [th1], [w1])
+    states = (np.array([[0.5], [1.0]]), np.array([[0.0], [0.3]]))
+    batch = mbvi.simulate_batch(system, 1.005, 0.01, initial_states=states)
+    for b, traj in enumerate(batch):
+        serial = mbvi.simulate(system, 1.005, 0.01, initial_state=mbvi.State(states[0][b], states[1][b]))
+        assert traj.t[-1] == pytest.approx(1.005) and np.array_equal(traj.q, serial.q)
+
+
+def test_kinks_abs_and_sign_are_read_away_from_the_kink() -> None:
+    """|x| in L and sign(v) in Q: sympy's derivative of |x| for a symbol not declared real held re, im and an
+    unprintable Derivative (construction failed); sign's held a DiracDelta (every step failed)."""
+    x, v = sp.symbols("x v")
+    v_shape = mbvi.LagrangianSystem(v**2 / 2 - sp.Abs(x), [x], [v], initial_state=mbvi.State([1.0], [0.0]))
+    traj = mbvi.simulate(v_shape, 1.0, 1e-2)  # a constant force −1 while x > 0: x = 1 − t²/2
+    np.testing.assert_allclose(traj.q[:, 0], 1 - traj.t**2 / 2, atol=1e-12)
+    coulomb = mbvi.LagrangianSystem(v**2 / 2, [x], [v], force=[-0.5 * sp.sign(v)],
+                                    initial_state=mbvi.State([0.0], [1.0]))  # fmt: skip
+    traj = mbvi.simulate(coulomb, 1.0, 1e-3)  # v = 1 − t/2 while it slides
+    np.testing.assert_allclose(traj.v[:, 0], 1 - traj.t / 2, atol=1e-9)
+
+
+def test_a_parameter_is_matched_by_name_whatever_its_assumptions() -> None:
+    k_pos = sp.Symbol("k", positive=True)
+    x, v = sp.symbols("x v")
+    for L, params in ((v**2 / 2 - k_pos * x**2 / 2, {"k": 4.0}), (v**2 / 2 - k_pos * x**2 / 2, {sp.Symbol("k"): 4.0})):
+        system = mbvi.LagrangianSystem(L, [x], [v], parameters=params, initial_state=mbvi.State([1.0], [0.0]))
+        traj = mbvi.simulate(system, 1.0, 1e-3)
+        np.testing.assert_allclose(traj.q[:, 0], np.cos(2 * traj.t), atol=1e-5)
+
+
+@pytest.mark.parametrize(("constraint", "role"), [("velocity", "the velocity"), ("time", "time")])
+def test_a_constraint_on_a_velocity_or_on_time_says_so(constraint: str, role: str) -> None:
+    x, y, vx, vy, t = sp.symbols("x y v_x v_y t")
+    g = x * vx + y * vy if constraint == "velocity" else x**2 + y**2 - 1 - t
+    with pytest.raises(ValueError, match=rf"constraint 0 .* depends on {role}.*holonomic") as err:
+        mbvi.LagrangianSystem((vx**2 + vy**2) / 2, [x, y], [vx, vy], constraints=[g])
+    assert "pass parameters" not in str(err.value)  # it told the user to give the velocity a value
+
+
+@pytest.mark.parametrize(("option", "value"), [("tol", -1.0), ("tol", "a"), ("maxiter", 0), ("maxiter", 2.5)])
+def test_newton_options_are_checked(option: str, value) -> None:
+    th1, w1 = sp.symbols("theta omega")
+    system = mbvi.LagrangianSystem(w1**2 / 2 + sp.cos(th1), [th1], [w1], initial_state=mbvi.State([0.5], [0.0]))
+    with pytest.raises(ValueError, match=rf"option {option!r}"):
+        mbvi.simulate(system, 0.1, 1e-2, "verlet", **{option: value})
