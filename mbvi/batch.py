@@ -240,7 +240,7 @@ def _energy_suspects(trajs: list[Trajectory], system) -> list[int]:
 
     A member passes when its energy is finite and max |E − E₀| is within a tenth of the least scale either test
     uses (the energy in motion, the larger of max T and the swing of U; the energy scale): below the
-    smallest threshold of both (:data:`mbvi.simulate.WARN_ENERGY` = 0.1, :data:`mbvi.simulate.BLOW_UP` = 1e3).
+    smallest threshold of both (:data:`mbvi.runs.WARN_ENERGY` = 0.1, :data:`mbvi.runs.BLOW_UP` = 1e3).
     With the work of non-conservative forces unknown here, the balance E − E₀ − W is not judged (as
     ``simulate`` does not without it), and a rise of E is.
     """

@@ -9,6 +9,14 @@ from typing import Any
 
 from mbvi._validate import is_number
 
+#: a run whose energy left its balance by this many energy scales has blown up
+BLOW_UP = 1e3
+#: a completed run whose energy error exceeds this fraction of the energy in motion warns (it is not accurate);
+#: for the integrators that do not promise a bounded energy (explicit and implicit Euler, csm, NumPy plugins that
+#: are not variational) the fraction is WARN_ENERGY_BASELINE: their drift is what they are compared for
+WARN_ENERGY = 0.1
+WARN_ENERGY_BASELINE = 1.0
+
 __all__ = ["last_step", "progress_bar", "run_info", "run_numbers", "step_count", "whole_steps"]
 
 

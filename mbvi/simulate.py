@@ -12,7 +12,7 @@ from mbvi.errors import SolverError
 from mbvi.integrators.base import Integrator
 from mbvi.integrators.rattle import Composition
 from mbvi.plugins import bind_composition, get_integrator
-from mbvi.runs import last_step, progress_bar, run_info, run_numbers
+from mbvi.runs import BLOW_UP, WARN_ENERGY, WARN_ENERGY_BASELINE, last_step, progress_bar, run_info, run_numbers
 from mbvi.scene import Scene
 from mbvi.state import State
 from mbvi.trajectory import Trajectory
@@ -27,13 +27,6 @@ __all__ = [
     "simulate",
 ]
 
-#: a run whose energy left its balance by this many energy scales has blown up
-BLOW_UP = 1e3
-#: a completed run whose energy error exceeds this fraction of the energy in motion warns (it is not accurate);
-#: for the integrators that do not promise a bounded energy (explicit and implicit Euler, csm, NumPy plugins that
-#: are not variational) the fraction is WARN_ENERGY_BASELINE: their drift is what they are compared for
-WARN_ENERGY = 0.1
-WARN_ENERGY_BASELINE = 1.0
 #: a suggested step is verified when its run keeps the energy error within this fraction of the energy in motion
 VERIFY_ENERGY = 0.01
 #: wall-clock budget for verifying a suggested step size by re-running, s

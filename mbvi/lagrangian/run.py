@@ -200,7 +200,7 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
     motion (the larger of max T and the swing of U) warns, naming it; one that grows past a thousand times the
     energy at the start (a blow-up) is a :class:`mbvi.SolverError` keeping the trajectory up to it.
     """
-    from mbvi.simulate import BLOW_UP, WARN_ENERGY, WARN_ENERGY_BASELINE
+    from mbvi.runs import BLOW_UP, WARN_ENERGY, WARN_ENERGY_BASELINE
 
     if system.has_forces or system.time_dependent or len(traj.t) < 2:
         return
