@@ -27,9 +27,9 @@ from mbvi.engine.fields import LT, RI, ST
 from mbvi.engine.runner import RunResult, RunState, advance, nsave, run_batch, saved_states, saved_steps, threads
 from mbvi.errors import ConstraintWarning, SolverError, member_failure
 from mbvi.integrators.stepkernel import run_kernel_batch
-from mbvi.runs import last_step, run_info, run_numbers
+from mbvi.runs import energy_scales, last_step, run_info, run_numbers
 from mbvi.scene import Scene
-from mbvi.simulate import check_capabilities, energy_scales, joint_state, resolve_integrator
+from mbvi.simulate import check_capabilities, joint_state, resolve_integrator
 from mbvi.state import State, stack_states
 from mbvi.trajectory import Trajectory
 

@@ -7,6 +7,8 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from mbvi._validate import is_number
 
 #: a run whose energy left its balance by this many energy scales has blown up
@@ -17,7 +19,7 @@ BLOW_UP = 1e3
 WARN_ENERGY = 0.1
 WARN_ENERGY_BASELINE = 1.0
 
-__all__ = ["last_step", "progress_bar", "run_info", "run_numbers", "step_count", "whole_steps"]
+__all__ = ["energy_scales", "last_step", "progress_bar", "run_info", "run_numbers", "step_count", "whole_steps"]
 
 
 def whole_steps(t_end: float, dt: float, t0: float = 0.0) -> bool:
@@ -97,3 +99,22 @@ def progress_bar(nsteps: int, label: str) -> tuple[Any, Callable[[int], None]]:
             last[0] = k
 
     return bar, callback
+
+
+def energy_scales(kinetic: np.ndarray, potential: np.ndarray, system: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The two energy scales a run is judged against, J, over the last axis (time; leading axes: members).
+
+    ``system``: the scene's :class:`mbvi.System` (its bodies' m g L is a floor of the first scale), or None (a
+    :class:`mbvi.LagrangianSystem`: no such floor).
+
+    Returns
+    -------
+    energy, motion : ndarray, shape ``kinetic.shape[:-1]``
+        The energies in play at the start (|T₀| + |U₀|, at least m g L of the bodies), and the energy in motion
+        (the larger of the largest T and the swing of U, at least a thousandth of the first).
+    """
+    start = np.abs(kinetic[..., 0]) + np.abs(potential[..., 0])
+    floor = 0.0 if system is None else float(np.sum(system.mass[::3])) * 9.81 * system.length_scale
+    energy = np.maximum(np.maximum(start, floor), 1e-300)
+    motion = np.maximum(np.maximum(np.max(kinetic, axis=-1), np.ptp(potential, axis=-1)), 1e-3 * energy)
+    return energy, motion

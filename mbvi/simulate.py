@@ -12,7 +12,16 @@ from mbvi.errors import SolverError
 from mbvi.integrators.base import Integrator
 from mbvi.integrators.rattle import Composition
 from mbvi.plugins import bind_composition, get_integrator
-from mbvi.runs import BLOW_UP, WARN_ENERGY, WARN_ENERGY_BASELINE, last_step, progress_bar, run_info, run_numbers
+from mbvi.runs import (
+    BLOW_UP,
+    WARN_ENERGY,
+    WARN_ENERGY_BASELINE,
+    energy_scales,
+    last_step,
+    progress_bar,
+    run_info,
+    run_numbers,
+)
 from mbvi.scene import Scene
 from mbvi.state import State
 from mbvi.trajectory import Trajectory
@@ -350,21 +359,6 @@ def check_capabilities(cls: type[Integrator], system) -> None:
         )
     if len(system.active) and "constraints" not in handles:
         raise ValueError(f"integrator {cls.name!r} does not handle constraints, and this scene has joints")
-
-
-def energy_scales(kinetic: np.ndarray, potential: np.ndarray, system) -> tuple[np.ndarray, np.ndarray]:
-    """The two energy scales a run is judged against, J, over the last axis (time; leading axes: members).
-
-    Returns
-    -------
-    energy, motion : ndarray, shape ``kinetic.shape[:-1]``
-        The energies in play at the start (|T₀| + |U₀|, at least m g L of the bodies), and the energy in motion
-        (the larger of the largest T and the swing of U, at least a thousandth of the first).
-    """
-    start = np.abs(kinetic[..., 0]) + np.abs(potential[..., 0])
-    energy = np.maximum(np.maximum(start, float(np.sum(system.mass[::3])) * 9.81 * system.length_scale), 1e-300)
-    motion = np.maximum(np.maximum(np.max(kinetic, axis=-1), np.ptp(potential, axis=-1)), 1e-3 * energy)
-    return energy, motion
 
 
 def _energy_scale(traj: Trajectory, system) -> float:

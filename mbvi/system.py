@@ -48,19 +48,22 @@ def _compiled_parts(law: ForceLaw) -> list:
     return parts + _missing_roles(law, name, parts)
 
 
+#: the roles the time loop calls, and the law's attribute that declares each
+_LOOP_ROLES = {"force": "has_force", "gradient": "has_potential"}
+
+
 def _missing_roles(law: ForceLaw, name: str, parts: list) -> list:
     """The law's NumPy methods for the roles it declares that its kernels do not give (called from the compiled
     loop, logged once); a kernel for a role it does not declare is a ValueError."""
     given = {role for p in parts for role, _ in p.roles()}
-    for role, flag in (("force", "has_force"), ("gradient", "has_potential")):
+    for role, flag in _LOOP_ROLES.items():
         if role in given and not getattr(law, flag):
             raise ValueError(
                 f"force law {name!r}: compiled() gives a {role} kernel but the law's {flag} is False (the engine "
                 f"would never call it): set {flag} = True, or drop the kernel"
             )
-    numpy = numpy_kernels(law, name)
-    missing = {role: getattr(numpy, role) for role, flag in (("force", "has_force"), ("gradient", "has_potential"))
-               if getattr(law, flag) and role not in given}  # fmt: skip
+    # numpy_kernels gives exactly the roles the law declares
+    missing = {role: fn for role, fn in numpy_kernels(law, name).roles() if role in _LOOP_ROLES and role not in given}
     if not missing:
         return []
     if (name, tuple(missing)) not in _told:

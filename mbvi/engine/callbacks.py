@@ -289,16 +289,15 @@ def compiled(fn: Callable, role: str, template: str = _TEMPLATE, salt: str = "",
     numba.core.errors.NumbaError
         When numba cannot compile ``fn`` with the contract's argument types.
     """
-    py = getattr(fn, "py_func", fn)
-    key = _signature_key(py, role, salt)
-    # a fresh copy, named apart (see named_apart): numba froze the globals a user's own dispatcher read when it
-    # compiled (a gain changed since would be ignored), and closures and lambdas share names
-    dispatcher = named_apart(fn, key)
-    if label:
-        cache.label(dispatcher.py_func.__qualname__, label)
+    key = _signature_key(getattr(fn, "py_func", fn), role, salt)
     with _lock:
         if key in _loaded:
             return _loaded[key]
+        # a fresh copy, named apart (see named_apart): numba froze the globals a user's own dispatcher read when
+        # it compiled (a gain changed since would be ignored), and closures and lambdas share names
+        dispatcher = named_apart(fn, key)
+        if label:
+            cache.label(dispatcher.py_func.__qualname__, label)
         name = f"mbvi_{key}"
         try:
             path = write_generated(name, template.format(key=key))

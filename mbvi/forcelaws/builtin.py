@@ -439,10 +439,9 @@ def _spin_rate_derivatives(q, v, cols, rigid, w) -> tuple:
     return a.reshape(m, 9), g.reshape(m, 9) * rigid[:, None], dr, dw, u
 
 
-def _torque_on_columns(q: np.ndarray, cols: np.ndarray, rigid: np.ndarray, tau: np.ndarray, nq: int) -> np.ndarray:
-    """The generalized force ½ (S⁻¹ τ) × rᵢ on each body's rotation columns: a torque of exactly τ (N m, (m, 3))
-    on the body, at any q (:func:`_spin_inverse`)."""
-    t = np.einsum("mij,mj->mi", _spin_inverse(q, cols, rigid), tau)
+def _column_force(q: np.ndarray, cols: np.ndarray, rigid: np.ndarray, t: np.ndarray, nq: int) -> np.ndarray:
+    """The generalized force ½ t × rᵢ on each body's rotation columns, t (m, 3): a torque of exactly τ (N m) on
+    the body, at any q, when t = S⁻¹ τ (:func:`_spin_inverse`)."""
     f = 0.5 * _cross(t[:, None, :], q[cols]) * rigid[:, None, None]
     return np.bincount(cols.ravel(), weights=f.ravel(), minlength=nq)
 
@@ -453,7 +452,7 @@ class JointDampingLaw(ForceLaw):
     For a revolute joint, θ̇ = n·(ω_b − ω_a) with n the joint axis and
     ω = S⁻¹ ½ Σᵢ rᵢ × ṙᵢ, the torque is −b θ̇ n on b and +b θ̇ n on a (generalized
     force ½ (S⁻¹ τ) × rᵢ on each rotation column). This is −∂R/∂v of the Rayleigh
-    function R = ½ b θ̇², with analytic Jacobians (of its value at S = I). S
+    function R = ½ b θ̇², with exact analytic Jacobians (:func:`_spin_rate_derivatives`). S
     (:func:`_spin_inverse`) is the identity on the rotation group; off it — where
     ``midpoint`` evaluates forces, at (q₀ + q₁)/2 — it makes the torques exactly
     ±τ and θ̇ blind to a rigid spin of the whole, so that the pair exerts no net
@@ -499,30 +498,36 @@ class JointDampingLaw(ForceLaw):
             self.on_a = self.rigid_pa.astype(float)  # the couple goes to a rigid a, else to a rigid b
             self.on_b = (~self.rigid_pa & self.rigid_pb).astype(float)
 
+    def _revolute(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """θ̇ = n·(S_b⁻¹ ω̃_b − S_a⁻¹ ω̃_a) = m_b·ω̃_b − m_a·ω̃_a of the revolute instances (m,), with
+        m = S⁻¹ n of each body (m, 3): what its torque −b θ̇ n becomes on its columns (S symmetric)."""
+        n = self.N(q)
+        mb = _spin_inverse_times(q, self.cols_b, self.rigid_b, n)
+        ma = _spin_inverse_times(q, self.cols_a, self.rigid_a, n)
+        wb = _angular_velocity(q, v, self.cols_b, self.rigid_b)
+        wa = _angular_velocity(q, v, self.cols_a, self.rigid_a)
+        return np.einsum("ij,ij->i", mb, wb) - np.einsum("ij,ij->i", ma, wa), mb, ma
+
     def rates(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Joint rates θ̇ (rad/s) of the revolute instances, shape (m,)."""
-        n = self.N(q)
-        wa = np.einsum("mij,mj->mi", _spin_inverse(q, self.cols_a, self.rigid_a),
-                       _angular_velocity(q, v, self.cols_a, self.rigid_a))  # fmt: skip
-        wb = np.einsum("mij,mj->mi", _spin_inverse(q, self.cols_b, self.rigid_b),
-                       _angular_velocity(q, v, self.cols_b, self.rigid_b))  # fmt: skip
-        return np.einsum("ij,ij->i", n, wb - wa)
+        return self._revolute(q, v)[0]
 
     def force(self, q, v, t):
         F = np.zeros(self.nq)
         if self.rev:
-            n = self.N(q)
-            tau = -(self.b_rev * self.rates(q, v))[:, None] * n
-            F += _torque_on_columns(q, self.cols_b, self.rigid_b, tau, self.nq)
-            F += _torque_on_columns(q, self.cols_a, self.rigid_a, -tau, self.nq)
+            rate, mb, ma = self._revolute(q, v)
+            c = -(self.b_rev * rate)[:, None]  # the torque c n on b, −c n on a
+            F += _column_force(q, self.cols_b, self.rigid_b, c * mb, self.nq)
+            F += _column_force(q, self.cols_a, self.rigid_a, -c * ma, self.nq)
         if self.pri:
             n = self.Np(q)
             rate = np.einsum("ij,ij->i", n, self.Dp.linear(v))
             f = -(self.b_pri * rate)[:, None] * n  # on b at p_b, −f on a at p_a
             F += self.Dp.adjoint(f)
             couple = -np.cross(self.Dp(q), f)  # cancels d × f, zero on the joint's line
-            F += _torque_on_columns(q, self.cols_pa, self.rigid_pa, couple * self.on_a[:, None], self.nq)
-            F += _torque_on_columns(q, self.cols_pb, self.rigid_pb, couple * self.on_b[:, None], self.nq)
+            for cols, rigid, on in ((self.cols_pa, self.rigid_pa, self.on_a), (self.cols_pb, self.rigid_pb, self.on_b)):
+                t = _spin_inverse_times(q, cols, rigid, couple * on[:, None])
+                F += _column_force(q, cols, rigid, t, self.nq)
         return F
 
     # analytic Jacobians ---------------------------------------------------------------------------
@@ -547,20 +552,18 @@ class JointDampingLaw(ForceLaw):
             m = len(self.rev)
             V, P = self._rev_maps()
             n = self.N(q)
-            a_parts, grad_parts, da_blocks, rate = [], [], [], 0.0
+            a_parts, grad_parts, da_blocks, du = [], [], [], 0.0
             for cols, rigid, sign in ((self.cols_b, self.rigid_b, 1.0), (self.cols_a, self.rigid_a, -1.0)):
                 a, g, dr, dn, u = _spin_rate_derivatives(q, v, cols, rigid, n)
-                rate = rate + sign * np.einsum("ij,ij->i", n, u)
+                du = du + sign * u
                 a_parts.append(sign * a)
                 grad_parts.append(sign * g)
                 da_blocks.append((sign * dr, sign * dn))
             # θ̇ = n·(u_b − u_a), u = S⁻¹ ½ Σ rᵢ × ṙᵢ (see _spin_rate_derivatives); its gradient in the instance's
             # coordinates (rᵇ, rᵃ, n) (21), ∂θ̇/∂(ṙᵇ, ṙᵃ) (18) and the derivative of the latter in (rᵇ, rᵃ, n)
+            rate = np.einsum("ij,ij->i", n, du)
             a = np.concatenate(a_parts, axis=1)  # (m, 18)
-            grad = np.concatenate(grad_parts + [np.zeros((m, 3))], axis=1)  # (m, 21)
-            ub = _spin_inverse_times(q, self.cols_b, self.rigid_b, _angular_velocity(q, v, self.cols_b, self.rigid_b))
-            ua = _spin_inverse_times(q, self.cols_a, self.rigid_a, _angular_velocity(q, v, self.cols_a, self.rigid_a))
-            grad[:, 18:] = ub - ua
+            grad = np.concatenate(grad_parts + [du], axis=1)  # (m, 21)
             da = np.zeros((m, 18, 21))
             (drb, dnb), (dra, dna) = da_blocks
             da[:, 0:9, 0:9], da[:, 0:9, 18:] = drb, dnb

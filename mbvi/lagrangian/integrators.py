@@ -42,6 +42,7 @@ import numpy as np
 
 from mbvi.engine.runner import saved_states
 from mbvi.errors import SolverError
+from mbvi.integrators.base import Integrator
 
 __all__ = ["INTEGRATORS", "LagrangianIntegrator", "Run", "constrained_acceleration"]
 
@@ -89,15 +90,13 @@ class LagrangianIntegrator:
     def __init__(self, system: Any, dt: float, **options: Any) -> None:
         if isinstance(dt, bool) or not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
             raise ValueError(f"{self.name}: dt must be a positive number, got {dt!r}")
-        for key, kind in (("tol", "a positive number"), ("maxiter", "a positive integer")):
-            if key in options:
-                val = options[key]
-                ok = not isinstance(val, bool) and (
-                    isinstance(val, (int, np.integer)) and val >= 1 if key == "maxiter"
-                    else isinstance(val, (int, float, np.integer, np.floating)) and math.isfinite(val) and val > 0
-                )  # fmt: skip
-                if not ok:
-                    raise ValueError(f"integrator {self.name!r}: option {key!r} must be {kind}, got {val!r}")
+        for key in ("tol", "maxiter"):
+            if key in options:  # as a scene's integrators check them (a NumPy number is a number)
+                val = options[key].item() if isinstance(options[key], np.generic) else options[key]
+                try:
+                    options[key] = Integrator.check_option(key, val, integer=key == "maxiter")
+                except ValueError as exc:
+                    raise ValueError(f"integrator {self.name!r}: {exc}") from None
         unknown = set(options) - set(self.options)
         if unknown:
             raise ValueError(

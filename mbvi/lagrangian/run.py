@@ -200,14 +200,13 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
     motion (the larger of max T and the swing of U) warns, naming it; one that grows past a thousand times the
     energy at the start (a blow-up) is a :class:`mbvi.SolverError` keeping the trajectory up to it.
     """
-    from mbvi.runs import BLOW_UP, WARN_ENERGY, WARN_ENERGY_BASELINE
+    from mbvi.runs import BLOW_UP, WARN_ENERGY, WARN_ENERGY_BASELINE, energy_scales
 
     if system.has_forces or system.time_dependent or len(traj.t) < 2:
         return
     with np.errstate(all="ignore"):
-        e, T, U = traj.energy, traj.kinetic, traj.potential
-        start = abs(float(T[0])) + abs(float(U[0]))
-        motion = max(float(np.max(T)), float(np.ptp(U)), 1e-3 * start, 1e-300)
+        e = traj.energy
+        start, motion = (float(x) for x in energy_scales(traj.kinetic, traj.potential, None))
         change = e - e[0]
         finite = bool(np.isfinite(e).all())
         k = int(np.argmax(np.abs(change))) if finite else int(np.argmax(~np.isfinite(e)))
