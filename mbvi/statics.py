@@ -837,8 +837,10 @@ def modes(scene_or_eq: Scene | Equilibrium, count: int | None = None) -> tuple[n
 
     Parameters
     ----------
-    scene_or_eq : mbvi.Scene or Equilibrium
-        A scene (its equilibrium is computed first) or an equilibrium.
+    scene_or_eq : mbvi.Scene, mbvi.LagrangianSystem, Equilibrium or LagrangianEquilibrium
+        A scene or a Lagrangian system (its equilibrium is computed first, from its default start) or an
+        equilibrium of one. For a Lagrangian system the problem is Zᵀ K Z φ = ω² Zᵀ M Z φ with M = ∂²L/∂v²
+        and K the Hessian of U − W + λ·g (:func:`mbvi.lagrangian.statics.lagrangian_modes`).
     count : int, optional
         Number of lowest modes to return (default: all).
 
@@ -848,25 +850,33 @@ def modes(scene_or_eq: Scene | Equilibrium, count: int | None = None) -> tuple[n
         Angular frequencies, rad/s, ascending (negative ω² are returned as −√|ω²|: unstable; exactly 0 for a
         neutral direction, whose ω² is round-off of the stiffness of the bodies it moves).
     shapes : ndarray, shape (nq, k)
-        Mode shapes in generalized coordinates (mass-normalized: φᵀ M φ = I).
+        Mode shapes in generalized coordinates (mass-normalized: φᵀ M φ = I); a Lagrangian system's in its
+        own coordinates.
 
     Raises
     ------
     ValueError
-        For a ``count`` that is not a non-negative integer, or an argument that is neither a scene nor an
-        :class:`Equilibrium`.
+        For a ``count`` that is not a non-negative integer, an argument that is neither a scene, a Lagrangian
+        system nor an equilibrium of one, or a Lagrangian equilibrium about which the small motion is
+        gyroscopic (no undamped normal modes).
     """
     if count is not None and (isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0):
         raise ValueError(f"modes: count must be a non-negative integer or None, got {count!r}")
+    from mbvi.lagrangian import LagrangianSystem
+    from mbvi.lagrangian.statics import LagrangianEquilibrium, lagrangian_modes
+
+    if isinstance(scene_or_eq, (Scene, LagrangianSystem)):
+        scene_or_eq = equilibrium(scene_or_eq)
     if isinstance(scene_or_eq, Equilibrium):
         eq = scene_or_eq
-    elif isinstance(scene_or_eq, Scene):
-        eq = equilibrium(scene_or_eq)
+        w2, phi, _ = _small_oscillations(eq.system, eq.q, eq.multipliers, eq.t)
+    elif isinstance(scene_or_eq, LagrangianEquilibrium):
+        w2, phi = lagrangian_modes(scene_or_eq)
     else:
         raise ValueError(
-            f"modes: expected an mbvi.Scene or the mbvi.Equilibrium of one, got {type(scene_or_eq).__name__}"
+            "modes: expected an mbvi.Scene or mbvi.LagrangianSystem, or the equilibrium of one, got "
+            f"{type(scene_or_eq).__name__}"
         )
-    w2, phi, _ = _small_oscillations(eq.system, eq.q, eq.multipliers, eq.t)
     if count is not None:
         w2, phi = w2[:count], phi[:, :count]
     omega = np.sign(w2) * np.sqrt(np.abs(w2))

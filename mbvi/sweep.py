@@ -35,7 +35,7 @@ import threading
 import time
 import types
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,10 @@ class MemberResult:
         Body names, in the scene's order.
     position, velocity : ndarray, shape (n, len(bodies), 3)
         Body origins (a rigid body's centre of mass), m, and their velocities, m/s.
+    coordinates : list of str
+        A :class:`mbvi.LagrangianSystem`'s coordinate names (empty for a scene).
+    q, v : ndarray, shape (n, len(coordinates))
+        Its coordinates and velocities (in their own units).
     """
 
     index: int
@@ -97,10 +101,16 @@ class MemberResult:
     bodies: list[str]
     position: np.ndarray
     velocity: np.ndarray
+    coordinates: list[str] = field(default_factory=list)
+    q: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))
+    v: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))
 
     @classmethod
-    def from_trajectory(cls, index: int, traj: Any, error: str, wall_time: float) -> MemberResult:
-        """Extract the saved arrays of a :class:`mbvi.Trajectory` (``None``: nothing ran)."""
+    def from_trajectory(
+        cls, index: int, traj: Any, error: str, wall_time: float, coordinates: Sequence[str] = ()
+    ) -> MemberResult:
+        """Extract the saved arrays of a :class:`mbvi.Trajectory` (``None``: nothing ran); ``coordinates``: a
+        :class:`mbvi.LagrangianSystem`'s names, whose q and v are then kept too."""
         if traj is None:
             empty = np.empty(0)
             return cls(
@@ -113,6 +123,9 @@ class MemberResult:
             velocity = np.stack([traj.velocity(b) for b in bodies], axis=1)
         else:
             position = velocity = np.empty((n, 0, 3))
+        coordinates = list(coordinates)
+        q = np.asarray(traj.q, dtype=float) if coordinates else np.empty((n, 0))
+        v = np.asarray(traj.v, dtype=float) if coordinates else np.empty((n, 0))
         return cls(
             index,
             error,
@@ -125,6 +138,9 @@ class MemberResult:
             bodies,
             np.asarray(position, dtype=float),
             np.asarray(velocity, dtype=float),
+            coordinates,
+            q,
+            v,
         )
 
 
@@ -207,9 +223,10 @@ def run_members(
     results = []
     for index, params in members:
         start = time.perf_counter()
-        traj, error = None, ""
+        traj, error, names = None, "", []
         try:
             scene = _built(fn, params)
+            names = list(getattr(scene, "coordinate_names", []))
             traj = simulate(
                 scene,
                 t_end=settings["t_end"],
@@ -225,7 +242,7 @@ def run_members(
         except Exception as err:
             err.add_note(f"in sweep member {index} with parameters {params!r}")
             raise
-        results.append(MemberResult.from_trajectory(index, traj, error, time.perf_counter() - start))
+        results.append(MemberResult.from_trajectory(index, traj, error, time.perf_counter() - start, names))
     return results
 
 
@@ -348,6 +365,10 @@ def sweep(
         * ``constraint_error`` — (*G, time), max |g(q)|;
         * ``position`` — (*G, time, body, xyz), m (a rigid body's centre of mass);
         * ``velocity`` — (*G, time, body, xyz), m/s;
+        * ``q``, ``v`` — (*G, time, coordinate), only when the members are
+          Lagrangian systems (:class:`mbvi.LagrangianSystem`): their coordinates and velocities,
+          in their own units, along a ``coordinate`` axis of their names
+          (the union over the members, NaN where a member has no such one);
         * ``error`` — (*G), ``""`` where the member ran to ``t_end``, else
           ``"ExceptionType: message"``; its arrays hold the partial
           trajectory up to the failure (a :class:`mbvi.SolverError`'s
@@ -643,6 +664,11 @@ def _dataset(names, values, shape, results: list[MemberResult], settings, integr
                 bodies.append(b)
     column = {b: j for j, b in enumerate(bodies)}
     nb = len(bodies)
+    names_q: list[str] = []
+    for r in results:
+        names_q += [c for c in r.coordinates if c not in names_q]
+    column_q = {c: j for j, c in enumerate(names_q)}
+    nc = len(names_q)
     size = int(np.prod(shape))
 
     def scalars() -> np.ndarray:
@@ -651,6 +677,7 @@ def _dataset(names, values, shape, results: list[MemberResult], settings, integr
     energy, kinetic, potential, cerr = scalars(), scalars(), scalars(), scalars()
     position = np.full((size, nt, nb, 3), np.nan)
     velocity = np.full((size, nt, nb, 3), np.nan)
+    coord, rate = np.full((size, nt, nc), np.nan), np.full((size, nt, nc), np.nan)
     wall = np.full(size, np.nan)
     errors = [""] * size
     for r in results:
@@ -665,14 +692,29 @@ def _dataset(names, values, shape, results: list[MemberResult], settings, integr
         cols = [column[b] for b in r.bodies]
         position[i, rows[:, None], cols] = r.position[keep]
         velocity[i, rows[:, None], cols] = r.velocity[keep]
+        if r.coordinates:
+            cols = [column_q[c] for c in r.coordinates]
+            coord[i, rows[:, None], cols] = r.q[keep]
+            rate[i, rows[:, None], cols] = r.v[keep]
 
     grid_dims = tuple(names)
+    per_coordinate = (*grid_dims, "time", "coordinate")
+    coordinate_data = (
+        {
+            "q": (per_coordinate, coord.reshape(*shape, nt, nc), {"long_name": "LagrangianSystem coordinates"}),
+            "v": (per_coordinate, rate.reshape(*shape, nt, nc), {"long_name": "LagrangianSystem velocities"}),
+        }
+        if nc
+        else {}
+    )
     per_time = (*grid_dims, "time")
     per_body = (*grid_dims, "time", "body", "xyz")
     coords = {name: (name, _coordinate(vals)) for name, vals in zip(names, values, strict=True)}
     coords["time"] = ("time", np.asarray(t, dtype=float), {"units": "s", "long_name": "time"})
     coords["body"] = ("body", np.array(bodies, dtype=str))
     coords["xyz"] = ("xyz", np.array(["x", "y", "z"]))
+    if nc:
+        coords["coordinate"] = ("coordinate", np.array(names_q, dtype=str))
     data = {
         "energy": (per_time, energy.reshape(*shape, nt), {"units": "J", "long_name": "total energy"}),
         "kinetic": (per_time, kinetic.reshape(*shape, nt), {"units": "J", "long_name": "kinetic energy"}),
@@ -680,6 +722,7 @@ def _dataset(names, values, shape, results: list[MemberResult], settings, integr
         "constraint_error": (per_time, cerr.reshape(*shape, nt), {"long_name": "max |g(q)| over constraint rows"}),
         "position": (per_body, position.reshape(*shape, nt, nb, 3), {"units": "m", "long_name": "body position"}),
         "velocity": (per_body, velocity.reshape(*shape, nt, nb, 3), {"units": "m/s", "long_name": "body velocity"}),
+        **coordinate_data,
         "error": (grid_dims, np.array(errors, dtype=str).reshape(shape), {"long_name": "error ('' = ran)"}),
         "wall_time": (grid_dims, wall.reshape(shape), {"units": "s", "long_name": "wall time of the member"}),
     }

@@ -102,6 +102,11 @@ def test_sweep_accepts_a_build_that_returns_a_lagrangian_system() -> None:
     for i, m2 in enumerate([1.0, 2.0]):
         ref = mbvi.simulate(build(m2=m2), 0.2, 1e-3, "symplectic_euler_b")
         np.testing.assert_array_equal(ds.energy.values[i], ref.energy)
+        # its coordinates and velocities too, by name (the sweep kept only energies)
+        system = build(m2=m2)
+        for j, name in enumerate(system.coordinate_names):
+            np.testing.assert_array_equal(ds.q.sel(coordinate=name).values[i], ref.q[:, j])
+            np.testing.assert_array_equal(ds.v.sel(coordinate=name).values[i], ref.v[:, j])
     assert (ds.error.values == "").all()
 
 

@@ -183,7 +183,8 @@ def test_equilibrium_options_are_checked(kwargs, needle) -> None:
 
 
 def test_modes_and_equilibrium_name_what_they_expected() -> None:
-    with pytest.raises(ValueError, match=r"^modes: expected an mbvi.Scene or the mbvi.Equilibrium of one, got str$"):
+    expected = r"^modes: expected an mbvi.Scene or mbvi.LagrangianSystem, or the equilibrium of one, got str$"
+    with pytest.raises(ValueError, match=expected):
         mbvi.modes("scene")
     with pytest.raises(ValueError, match=r"^equilibrium: expected an mbvi.Scene or mbvi.LagrangianSystem, got dict$"):
         mbvi.equilibrium({})

@@ -32,7 +32,8 @@ class Derived:
     curvature : callable (q, v) -> ndarray or None
         ``γ = (∂(G v)/∂q) v``, shape (m,): the velocity part of g̈ = G a + γ.
     scalar : dict of str -> callable (q, v, t) -> ndarray
-        ``"lagrangian"``, ``"energy"``, ``"potential"`` (−L(q, 0)), vectorized:
+        ``"lagrangian"``, ``"energy"``, ``"potential"`` (−L(q, 0)) and, for a forced or time-dependent
+        system, ``"power"`` (dE/dt = Q·v − ∂L/∂t, W), vectorized:
         ``q``, ``v`` of shape (n, k) (one column per state) give shape (k,).
     momentum : list of callable (q, v, t) -> ndarray
         Components of p = ∂L/∂v, vectorized like ``scalar``.
@@ -44,6 +45,8 @@ class Derived:
         The derivatives themselves (``"L"``, ``"Lq"``, ``"Lv"``, ``"Lqq"``, ``"Lqv"``, ``"Lvv"``; ``"Q"``,
         ``"Qq"``, ``"Qv"`` with a force; ``"g"``, ``"G"``, ``"H"`` and the multipliers ``"mu"`` with constraints)
         and the symbols ``"q"``, ``"v"``, ``"t"``: what :mod:`mbvi.lagrangian.codegen` compiles.
+    constraint_rows : list of callable (q, v, t) -> ndarray
+        Each constraint g_k, vectorized like ``scalar`` (v and t unused).
     """
 
     point: Callable[..., tuple]
@@ -55,6 +58,7 @@ class Derived:
     explicit_time: Callable[..., tuple] | None = None
     mass_exprs: tuple = ()
     exprs: dict = field(default_factory=dict)
+    constraint_rows: list = field(default_factory=list)
 
 
 def _arrays(args: list[Any], exprs: Sequence[Any], shapes: Sequence[tuple[int, ...]]) -> Callable[..., tuple]:
@@ -147,10 +151,17 @@ def derive(
         "energy": _vectorized(sp.lambdify(args, energy, **lam)),
         "potential": _vectorized(sp.lambdify(args, -L.subs(zero_v), **lam)),
     }
+    # dE/dt = Q·v − ∂L/∂t: the power the run's energy balance integrates (forced or time-dependent systems)
+    power = -_kinks(sp.Matrix([L.diff(t)]))[0, 0]
+    if force is not None:
+        power = power + (Q.T * vv)[0, 0]
+    if power != 0:
+        scalar["power"] = _vectorized(sp.lambdify(args, power, **lam))
     momentum = [_vectorized(sp.lambdify(args, Lv[i], **lam)) for i in range(n)]
+    rows = [_vectorized(sp.lambdify(args, e, **lam)) for e in constraints]
     Lvt = _kinks(Lv.diff(t))
     time_f = None if all(e == 0 for e in Lvt) else _arrays(args, [Lvt], [(n,)])
-    return Derived(point, force_f, constraint_f, curvature_f, scalar, momentum, time_f, tuple(Lvv), exprs)
+    return Derived(point, force_f, constraint_f, curvature_f, scalar, momentum, time_f, tuple(Lvv), exprs, rows)
 
 
 def _kinks(M: Any) -> Any:

@@ -195,43 +195,60 @@ def _unverified(err: SolverError) -> None:
 
 
 def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: float) -> None:
-    """A completed run of a conservative Lagrangian (no force Q, no explicit t: E = v·∂L/∂v − L is constant) is
-    judged as :func:`mbvi.simulate` judges a scene's: energy that strays by more than a tenth of the energy in
-    motion (the larger of max T and the swing of U) warns, naming it; one that grows past a thousand times the
-    energy at the start (a blow-up) is a :class:`mbvi.SolverError` keeping the trajectory up to it.
+    """A completed run is judged as :func:`mbvi.simulate` judges a scene's, by its energy balance.
+
+    For a conservative Lagrangian (no force Q, no explicit t) E = v·∂L/∂v − L is constant; for a forced or
+    time-dependent one E − W is, W the work ∫ (Q·v − ∂L/∂t) dt integrated over the saved samples
+    (trapezoids: the judgement is then as good as the samples are fine). A balance that strays by more than
+    a tenth of the energy in motion (the larger of max T, the swing of U and, with work, the largest |W|)
+    warns, naming it — for a forced run only when every step was saved, the work's quadrature being too
+    coarse otherwise; one past a thousand times the energy in play (a blow-up) is a
+    :class:`mbvi.SolverError` keeping the trajectory up to it.
     """
     from mbvi.runs import BLOW_UP, WARN_ENERGY, WARN_ENERGY_BASELINE, energy_scales
 
-    if system.has_forces or system.time_dependent or len(traj.t) < 2:
+    if len(traj.t) < 2:
         return
+    power = system.derived.scalar.get("power")
     with np.errstate(all="ignore"):
         e = traj.energy
         start, motion = (float(x) for x in energy_scales(traj.kinetic, traj.potential, None))
+        what = "the energy E = v·∂L/∂v − L, conserved by this Lagrangian,"
+        fine = True
+        if power is not None:
+            t = np.asarray(traj.t, dtype=float)
+            p = power(np.asarray(traj.q).T, np.asarray(traj.v).T, t)
+            work = np.concatenate([[0.0], np.cumsum(0.5 * (p[1:] + p[:-1]) * np.diff(t))])
+            e = e - work
+            big = float(np.max(np.abs(work))) if np.isfinite(work).all() else 0.0
+            start, motion = max(start, big), max(motion, big)
+            what = "the energy balance E − W (W the work of Q and of L's explicit time dependence),"
+            fine = bool(np.max(np.diff(t)) <= 1.0001 * abs(dt))
         change = e - e[0]
         finite = bool(np.isfinite(e).all())
         k = int(np.argmax(np.abs(change))) if finite else int(np.argmax(~np.isfinite(e)))
     worst = abs(float(change[k])) if finite else np.inf
-    traj.info["energy_error"] = worst / motion
+    if fine:  # (a coarse quadrature's figure would be its own error)
+        traj.info["energy_error"] = worst / motion
     if cls.variational or cls.symplectic:
         if worst > BLOW_UP * max(start, motion):
             err = SolverError(
-                f"integrator {cls.name!r} at dt = {dt:g} s: the energy E = v·∂L/∂v − L, conserved by this "
-                f"Lagrangian, strayed by {worst:.3g} J against {start:.3g} J at the start (the run blew up)",
+                f"integrator {cls.name!r} at dt = {dt:g} s: {what[:-1]} strayed by {worst:.3g} J against "
+                f"{start:.3g} J in play (the run blew up)",
                 time=float(traj.t[k]), step=k, suggested_dt=dt / 4,
             )  # fmt: skip
             err.trajectory = traj.head(k + 1)
             _unverified(err)
             raise err
-        if worst <= WARN_ENERGY * motion:
+        if worst <= WARN_ENERGY * motion or not fine:
             return
-    elif not (finite and float(np.max(change)) > WARN_ENERGY_BASELINE * motion):
+    elif not (fine and finite and float(np.max(change)) > WARN_ENERGY_BASELINE * motion):
         return
     import warnings
 
     warnings.warn(
-        f"integrator {cls.name!r} at dt = {dt:g} s: the energy E = v·∂L/∂v − L, conserved by this Lagrangian, "
-        f"strayed by {worst:.3g} J, {worst / motion:.0%} of the energy in motion, by t = {traj.t[k]:.4g} s; the "
-        f"result is not accurate (reduce dt, e.g. to {dt / 4:g} s)",
+        f"integrator {cls.name!r} at dt = {dt:g} s: {what} strayed by {worst:.3g} J, {worst / motion:.0%} of the "
+        f"energy in motion, by t = {traj.t[k]:.4g} s; the result is not accurate (reduce dt, e.g. to {dt / 4:g} s)",
         RuntimeWarning,
         stacklevel=4,
     )

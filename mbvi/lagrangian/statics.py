@@ -27,7 +27,7 @@ from mbvi.errors import SolverError
 from mbvi.lagrangian.system import LagrangianSystem
 from mbvi.state import State
 
-__all__ = ["LagrangianEquilibrium", "lagrangian_equilibrium"]
+__all__ = ["LagrangianEquilibrium", "lagrangian_equilibrium", "lagrangian_modes"]
 
 #: Gauss–Legendre nodes for the work of the loads along the straight path from q = 0
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(12)
@@ -61,6 +61,8 @@ class LagrangianEquilibrium:
     residual : float
         Final max |∂U/∂q − Q + Gᵀλ|.
     system : mbvi.LagrangianSystem
+    t : float
+        Time at which the loads were evaluated, s.
     """
 
     q: np.ndarray
@@ -71,6 +73,7 @@ class LagrangianEquilibrium:
     iterations: int
     residual: float
     system: LagrangianSystem = field(repr=False)
+    t: float = 0.0
 
     @property
     def state(self) -> State:
@@ -348,15 +351,75 @@ def _newton(
     return q, lam, H, G, res, it
 
 
-def _tangent_eigenvalues(st: _Statics, q: np.ndarray, H: np.ndarray, G: np.ndarray) -> np.ndarray:
-    """Eigenvalues of the Hessian of U − W + λ·g on the tangent space, relative to the mass matrix."""
+def _tangent_problem(st: _Statics, q: np.ndarray, H: np.ndarray, G: np.ndarray) -> tuple:
+    """(Zᵀ H Z, Zᵀ M Z, Z): the Hessian of U − W + λ·g and the mass matrix on the tangent space, Z (n, k) an
+    orthonormal basis of ker G."""
     Z = _null_space(G, st.n)
-    if not Z.shape[1]:
-        return np.zeros(0)
     M = st.system.mass_matrix(q, st.zeros, st.t)
     Hr = Z.T @ (0.5 * (H + H.T)) @ Z
     Mr = Z.T @ M @ Z
-    return sla.eigh(Hr, 0.5 * (Mr + Mr.T), eigvals_only=True)
+    return Hr, 0.5 * (Mr + Mr.T), Z
+
+
+def _tangent_eigenvalues(st: _Statics, q: np.ndarray, H: np.ndarray, G: np.ndarray) -> np.ndarray:
+    """Eigenvalues of the Hessian of U − W + λ·g on the tangent space, relative to the mass matrix."""
+    Hr, Mr, Z = _tangent_problem(st, q, H, G)
+    if not Z.shape[1]:
+        return np.zeros(0)
+    return sla.eigh(Hr, Mr, eigvals_only=True)
+
+
+def lagrangian_modes(eq: LagrangianEquilibrium) -> tuple[np.ndarray, np.ndarray]:
+    """Small oscillations of a :class:`mbvi.LagrangianSystem` about a static equilibrium (:func:`mbvi.modes`).
+
+    About (q*, 0) the motion δq obeys M δq̈ + K δq = 0 on the tangent space of g = 0, M = ∂²L/∂v² and K the
+    Hessian of U − W + λ·g at q* (the loads' stiffness −∂Q/∂q included); Zᵀ K Z φ = ω² Zᵀ M Z φ.
+
+    Parameters
+    ----------
+    eq : LagrangianEquilibrium
+
+    Returns
+    -------
+    w2 : ndarray, shape (k,)
+        ω², 1/s² (for time-like units of the coordinates), ascending; k = n − m, the tangent space's dimension.
+    shapes : ndarray, shape (n, k)
+        Mode shapes in the system's coordinates, mass-normalized: shapesᵀ M shapes = I.
+
+    Raises
+    ------
+    ValueError
+        When the small motion has gyroscopic terms: terms of L linear in the velocities that do not cancel
+        (∂²L/∂q∂v not symmetric at q*: a magnetic field, a rotating frame) or loads with an antisymmetric
+        ∂Q/∂v (a Lorentz force written as Q). Its roots s of det(M s² + C s + K) = 0 are then not ±iω of
+        undamped modes.
+
+    Notes
+    -----
+    The loads' symmetric velocity dependence (a damper, ∂Q/∂v symmetric) is left out, as :func:`mbvi.modes`
+    leaves out a scene's dampers: these are the undamped system's modes.
+    """
+    system = eq.system
+    st = _Statics(system, eq.t)
+    q = np.asarray(eq.q, dtype=float)
+    _, H, G = st.kkt(q, np.asarray(eq.multipliers, dtype=float))
+    Hr, Mr, Z = _tangent_problem(st, q, H, G)
+    if not Z.shape[1]:
+        return np.zeros(0), np.zeros((st.n, 0))
+    # the linearized equations' gyroscopic term: ∂²L/∂v∂q − ∂²L/∂q∂v minus the antisymmetric part of ∂Q/∂v
+    _, _, _, _, Lqv, _ = system.point(q, st.zeros, eq.t)
+    Qv = system.force_jacobians(q, st.zeros, eq.t)[1]
+    gyro = Z.T @ ((Lqv.T - Lqv) - 0.5 * (Qv - Qv.T)) @ Z
+    scale = np.sqrt(max(float(np.max(np.abs(Hr))), 1e-300) * max(float(np.max(np.abs(Mr))), 1e-300))
+    if float(np.max(np.abs(gyro))) > 1e-10 * scale:
+        raise ValueError(
+            f"modes: the small motion of {system.name!r} about this equilibrium has gyroscopic terms "
+            f"(max {float(np.max(np.abs(gyro))):.3g} against a scale {scale:.3g}: terms of L linear in the "
+            "velocities, or a load whose ∂Q/∂v is not symmetric), so it has no undamped normal modes; its roots "
+            "solve det(M s² + C s + K) = 0 (M, C, K from system.point and system.force_jacobians)"
+        )
+    w2, phi = sla.eigh(Hr, Mr)
+    return w2, Z @ phi
 
 
 def lagrangian_equilibrium(
@@ -454,4 +517,5 @@ def lagrangian_equilibrium(
         iterations=iterations,
         residual=res,
         system=system,
+        t=float(t),
     )

@@ -204,8 +204,10 @@ class LagrangianSystem:
         #: body name → (x(q), R(q)) sympy matrices, for systems built by :meth:`from_scene`
         self._kinematics: dict[str, tuple[Any, Any]] = {}
         self._position_funcs: dict[str, Any] = {}
-        ref = self._initial or State(np.zeros(self.nq), np.zeros(self.nq))
-        self._check_mass(ref.q, ref.v, "the initial state" if self._initial else "q = 0, v = 0")
+        if self._initial is not None:
+            self._check_mass(self._initial.q, self._initial.v, "the initial state")
+        else:
+            self._check_mass_somewhere()
 
     # -- validation ------------------------------------------------------------------------------
     @staticmethod
@@ -231,7 +233,8 @@ class LagrangianSystem:
             )
 
     def _check_mass(self, q: np.ndarray, v: np.ndarray, where: str) -> None:
-        M = self.mass_matrix(q, v)
+        with np.errstate(all="ignore"):  # L's other terms may be singular there (1/r at r = 0): M is checked
+            M = self.mass_matrix(q, v)
         if not np.all(np.isfinite(M)):
             raise ValueError(f"LagrangianSystem {self.name!r}: the mass matrix ∂²L/∂v² is not finite at {where}")
         sym = 0.5 * (M + M.T)
@@ -242,6 +245,23 @@ class LagrangianSystem:
                 f"LagrangianSystem {self.name!r}: the mass matrix ∂²L/∂v² is not positive definite at {where} "
                 f"(eigenvalues {np.array2string(w, precision=4)}); is L = T − U with T > 0 for every motion?"
             )
+
+    def _check_mass_somewhere(self) -> None:
+        """Without a start: the mass matrix must be positive definite at q = 0, v = 0 or, when q = 0 is a
+        singular point of the coordinates (polar r = 0, a spherical pole), at some q near it; the start
+        :meth:`initial_state` gives is checked then."""
+        zero = np.zeros(self.nq)
+        try:
+            self._check_mass(zero, zero, "q = 0, v = 0")
+        except ValueError as first:
+            rng = np.random.default_rng(0)
+            for _ in range(8):
+                try:
+                    self._check_mass(rng.uniform(0.5, 1.5, self.nq) * rng.choice((-1.0, 1.0), self.nq), zero, "")
+                except ValueError:
+                    continue
+                return  # singular at q = 0 only: a coordinate singularity
+            raise first
 
     def _as_state(self, state: Any, what: str) -> State:
         if isinstance(state, State):
@@ -399,7 +419,8 @@ class LagrangianSystem:
         q = np.atleast_2d(np.asarray(q, float))
         if not self.nc:
             return np.zeros(len(q))
-        return np.array([np.max(np.abs(self.constraints(x))) for x in q])
+        z = np.zeros_like(q.T)
+        return np.max(np.abs([row(q.T, z, 0.0) for row in self._d.constraint_rows]), axis=0)
 
     # -- states ----------------------------------------------------------------------------------
     def velocity(self, q: Any, p: Any, t: float = 0.0, v_guess: Any = None) -> np.ndarray:
@@ -450,6 +471,7 @@ class LagrangianSystem:
                 )
             state = self._initial
         s = self._as_state(state, "initial_state")
+        self._check_mass(s.q, s.v, f"the initial state q = {s.q.tolist()}, v = {s.v.tolist()}")
         if not self.nc:
             return s
         g = self.constraints(s.q)
