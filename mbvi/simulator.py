@@ -295,7 +295,7 @@ class Simulator:
         state = system.initial_state(initial_state)
         self.stepper = cls(system, self.dt, **options)
         self._info = run_info(cls, self.dt, options, system="lagrangian", coordinates=system.coordinate_names,
-                              constraints=system.nc)  # fmt: skip
+                              constraints=system.nc, angles=list(system.angles))  # fmt: skip
         q, v = state.q.copy(), state.v.copy()
         p = np.array(system.momentum(q, v, self.t0), dtype=float)
         size = 64

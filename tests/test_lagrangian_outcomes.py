@@ -154,3 +154,25 @@ def test_a_forced_or_time_dependent_run_is_judged_by_its_energy_balance(build, c
         warnings.simplefilter("error", RuntimeWarning)
         sparse = mbvi.simulate(system, 50.0, coarse, save_every=10)
     assert "energy_error" not in sparse.info
+
+
+def test_only_two_free_angles_are_drawn_on_a_torus(tmp_path, monkeypatch) -> None:
+    """A coordinate is an angle when L (and Q, g) do not see it turn by 2π: polar r is not (its picture was a
+    torus of 'angles' r and θ), the double pendulum's two angles are."""
+    import mbvi.render.torus as torus_module
+    from mbvi.lagrangian.picture import picture
+
+    polar = mbvi.LagrangianSystem((vr**2 + r**2 * vth**2) / 2 + 1 / r, [r, th], [vr, vth])
+    assert polar.angles == (False, True)
+    a, b, wa, wb = sp.symbols("a b w_a w_b")
+    L = wa**2 + wb**2 / 2 + wa * wb * sp.cos(a - b) + 2 * sp.cos(a) + sp.cos(b)
+    double = mbvi.LagrangianSystem(L, [a, b], [wa, wb])
+    assert double.angles == (True, True)
+    drawn = []
+    monkeypatch.setattr(torus_module, "torus", lambda traj, out, **kw: drawn.append("torus"))
+    orbit = mbvi.simulate(polar, 1.0, 1e-2, initial_state=mbvi.State([1.0, 0.0], [0.1, 1.0]))
+    picture(orbit, tmp_path / "polar.png")
+    assert drawn == [] and (tmp_path / "polar.png").stat().st_size > 0  # a phase portrait of r
+    swing = mbvi.simulate(double, 1.0, 1e-2, initial_state=mbvi.State([1.0, 0.5], [0.0, 0.0]))
+    picture(swing, tmp_path / "double.png")
+    assert drawn == ["torus"]

@@ -1,7 +1,8 @@
 """The picture of a LagrangianSystem run (for ``mbvi run --render X.png`` and the gallery).
 
-There are no bodies to draw: two free coordinates (the double pendulum's
-angles) are drawn as a trail on the torus of the two angles
+There are no bodies to draw: two free angles (the double pendulum's; an
+angle is a coordinate L, Q and g do not see turn by 2π,
+:attr:`mbvi.LagrangianSystem.angles`) are drawn as a trail on the torus of the two angles
 (:func:`mbvi.render.torus.torus`); any other system as the phase portrait
 of its first coordinate (:func:`mbvi.plot.phase_portrait`).
 """
@@ -39,7 +40,7 @@ def picture(traj: Any, path: str | os.PathLike[str], window_size: tuple[int, int
             f"not {out.suffix or path!r}, or use --plot"
         )
     out.parent.mkdir(parents=True, exist_ok=True)
-    if traj.q.shape[1] == 2 and not traj.info.get("constraints"):
+    if traj.q.shape[1] == 2 and not traj.info.get("constraints") and all(traj.info.get("angles", (True, True))):
         from mbvi.render.torus import torus
 
         torus(traj, out, window_size=window_size)

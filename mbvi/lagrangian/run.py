@@ -154,7 +154,8 @@ def simulate_lagrangian(
     cls = resolve(integrator)
     state = system.initial_state(initial_state)
     stepper = cls(system, dt, **options)
-    info = run_info(cls, dt, options, system="lagrangian", coordinates=system.coordinate_names, constraints=system.nc)
+    info = run_info(cls, dt, options, system="lagrangian", coordinates=system.coordinate_names, constraints=system.nc,
+                    angles=list(system.angles))  # fmt: skip
     bar, callback = progress_bar(nsteps, cls.name) if progress else (None, None)
     from mbvi.runs import last_step
 
@@ -295,7 +296,7 @@ def simulate_lagrangian_batch(
         except ValueError as exc:
             raise ValueError(f"simulate_batch: initial state {b}: {exc}") from None
     info = run_info(cls, dt, options, system="lagrangian", coordinates=system.coordinate_names, constraints=system.nc,
-                    batch=len(states))  # fmt: skip
+                    angles=list(system.angles), batch=len(states))  # fmt: skip
     stepper.compiled_kernels()  # compiled once, here, before the threads share it
 
     last = last_step(t_end, dt, t0, nsteps)

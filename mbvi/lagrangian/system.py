@@ -198,6 +198,7 @@ class LagrangianSystem:
         self.force_exprs = None if fx is None else tuple(fx)
         self._d = derive(Lx, q, v, t, gx, fx)
         self._compiled: Any = False  # compiled_kernels(): not tried yet
+        self._angles: tuple[bool, ...] | None = None
         #: True when L is quadratic in v (M independent of v): the Legendre transform is one linear solve
         self.quadratic = all(sp.diff(e, s) == 0 for e in self._d.mass_exprs for s in self._d.exprs["v"])
         self._initial = None if initial_state is None else self._as_state(initial_state, "initial_state")
@@ -294,6 +295,32 @@ class LagrangianSystem:
     def time_dependent(self) -> bool:
         """Whether L depends on time explicitly (then E = v·∂L/∂v − L is not conserved)."""
         return self.time in self.lagrangian_expr.free_symbols
+
+    @property
+    def angles(self) -> tuple[bool, ...]:
+        """For each coordinate, whether it is an angle: L, Q and g unchanged when it turns by 2π (checked at a
+        few random states). A picture draws two free angles on a torus, any other pair as a phase portrait."""
+        if self._angles is None:
+            rng = np.random.default_rng(1)
+            found = []
+            for i in range(self.nq):
+                same = True
+                for _ in range(3):
+                    q, v = rng.uniform(-2.0, 2.0, self.nq), rng.uniform(-1.0, 1.0, self.nq)
+                    turned = q.copy()
+                    turned[i] += 2 * np.pi
+                    with np.errstate(all="ignore"):
+                        a = [self.lagrangian(q, v, 0.3)]
+                        b = [self.lagrangian(turned, v, 0.3)]
+                        if self.has_forces:
+                            a, b = [*a, *self.force(q, v, 0.3)], [*b, *self.force(turned, v, 0.3)]
+                        if self.nc:
+                            a, b = [*a, *self.constraints(q)], [*b, *self.constraints(turned)]
+                    a, b = np.asarray(a, float), np.asarray(b, float)
+                    same = same and bool(np.all(np.isfinite(a)) and np.allclose(a, b, rtol=1e-9, atol=1e-9))
+                found.append(same)
+            self._angles = tuple(found)
+        return self._angles
 
     @property
     def has_forces(self) -> bool:
