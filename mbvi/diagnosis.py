@@ -103,6 +103,9 @@ def kernel_failure(callbacks, t: float, k: int, start: tuple | None = None) -> S
     for cb in callbacks:
         if cb.error is not None:
             exc = cb.error
+            if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: the user's, as they are
+                cb.reset()
+                raise exc
             # the loads check and name their element themselves (a ValueError); anything else is named here
             if isinstance(exc, ValueError):  # the loads check what they return and name their element
                 return LoadError(exc.reason if isinstance(exc, SolverError) else str(exc), time=t, step=k)

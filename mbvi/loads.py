@@ -131,6 +131,8 @@ def load_value(value: Any, owner: str, what: str, args: str) -> np.ndarray:
     if arr is None or arr.shape != (3,) or not np.all(np.isfinite(arr)):
         shown = repr(value)
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        if args == "set_load":  # a value given, not a function's return
+            raise ValueError(f"{owner}: set_load's value must be {expected}; got {shown} ({type(value).__name__})")
         raise ValueError(
             f"{owner}: {what}({args}) must return {expected}; it returned {shown} ({type(value).__name__})"
         )
@@ -208,7 +210,7 @@ class StateView:
         try:
             return self._bodies[name]
         except KeyError:
-            raise ValueError(f"unknown body {name!r}") from None
+            raise ValueError(f"unknown body {name!r}; the bodies are {sorted(self._bodies)}") from None
 
     def _joint(self, name: str, kind: str) -> tuple[LinkGeometry, BodyGeometry | None, BodyGeometry | None]:
         link = self._links.get(name)
@@ -235,7 +237,12 @@ class StateView:
 
     def point(self, name: str, anchor: Any) -> np.ndarray:
         """World position of a body-frame point, m, shape (3,)."""
-        return kin.body_point(self._q, self._body(name), np.asarray(anchor, dtype=float))
+        body = self._body(name)
+        try:
+            anchor = np.asarray(anchor, dtype=float).reshape(3)
+        except (TypeError, ValueError):
+            raise ValueError(f"point({name!r}, {anchor!r}): the anchor must be 3 numbers (m, body frame)") from None
+        return kin.body_point(self._q, body, anchor)
 
     def joint_angle(self, name: str) -> float:
         """Angle of a revolute joint (its ``initial_angle`` at the start), rad, wrapped to (−π, π]."""

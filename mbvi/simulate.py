@@ -131,14 +131,22 @@ def simulate(
         else:  # t_end − t0 is not a whole number of steps: the last one is shorter, and the run ends at t_end
             result = _ending_at(stepper, cls, system, state, float(t0), nsteps, save_every, callback, last, options)
             info["last_dt"] = last
-    except SolverError as err:
+    except SolverError as failed:
+        err = failed
         part = err.partial
         if part is not None and len(part.t):
             with np.errstate(over="ignore", invalid="ignore"):  # the last states of a blow-up are huge
                 err.trajectory = Trajectory.from_states(system, part.t, part.q, part.v, scene=scene, info=info)
+            # a step that failed on non-finite values after the balance had already broken: the blow-up's start
+            # is the error, with the states up to it (not those of 1e140 J the run went on to)
+            earlier = _blow_up(err.trajectory, stepper, system, getattr(part, "work", None))
+            if earlier is not None and earlier.step is not None and earlier.step < (err.step or 0):
+                err = earlier
         if _verify:
             _verify_suggestion(err, scene, cls, dt, t_end, t0, initial_state, options)
-        raise
+        if err is failed:
+            raise
+        raise err from failed
     finally:
         if bar is not None:
             bar.close()
@@ -368,33 +376,46 @@ def _energy_scale(traj: Trajectory, system) -> float:
 
 def _check_energy_balance(traj: Trajectory, stepper: Integrator, system, work: np.ndarray | None) -> None:
     """A blown-up run is never returned as a result: E − E₀ − W (W the work of the non-conservative forces)."""
+    err = _blow_up(traj, stepper, system, work, warn=True)
+    if err is not None:
+        raise err
+
+
+def _blow_up(traj: Trajectory, stepper: Integrator, system, work: np.ndarray | None,
+             warn: bool = False) -> SolverError | None:  # fmt: skip
+    """The :class:`SolverError` of a run whose energy balance broke, at the first state past the bound, with the
+    states up to it; None when it held. A baseline's (not variational) broken balance warns (with ``warn``)."""
     e = traj.energy
     if len(e) < 2:
-        return
-    if not np.isfinite(e).all():
-        drift = np.inf
-    else:
-        if work is None or len(work) != len(e):
-            work = np.zeros(len(e)) if not system.has_forces else None
-        drift = float(np.max(np.abs(e - e[0] - (work if work is not None else 0.0))))
+        return None
+    if work is None or len(work) != len(e):
+        work = np.zeros(len(e)) if not system.has_forces else None
+    with np.errstate(all="ignore"):
+        balance = e - e[0] - (work if work is not None else 0.0)
         if work is None:  # forces without a measured work: judge the growth only
-            drift = float(np.max(e - e[0]))
+            balance = np.maximum(balance, 0.0)
     scale = _energy_scale(traj, system)
-    if not drift > BLOW_UP * scale:
-        return
-    k = int(np.argmax(~np.isfinite(e) | (np.abs(e - e[0]) > BLOW_UP * scale)))
-    err = instability(system, stepper.name, stepper.dt, float(traj.t[k]), k)
+    bad = ~(np.abs(balance) <= BLOW_UP * scale)
+    if not bad.any():
+        return None
+    k = int(np.argmax(bad))  # the first saved state past the bound
+    drift = abs(float(balance[k]))
+    step = round((float(traj.t[k]) - float(traj.t[0])) / stepper.dt)
+    err = instability(system, stepper.name, stepper.dt, float(traj.t[k]), step)
     reason = (
         f"the energy balance broke: E − E₀ − W reached {drift:.3g} J against an energy scale of {scale:.3g} J "
         f"by t = {traj.t[k]:.6g} s (the run blew up); {err.reason}"
     )
     if stepper.variational or stepper.symplectic:
-        bad = SolverError(reason, time=float(traj.t[k]), step=k, culprit=err.culprit, suggested_dt=err.suggested_dt)
-        bad.trajectory = traj.head(k + 1)  # the states up to the one that broke the balance
-        raise bad
-    import warnings
+        out = SolverError(reason, time=float(traj.t[k]), step=step, culprit=err.culprit, suggested_dt=err.suggested_dt)
+        with np.errstate(all="ignore"):  # (the run's later states may be huge)
+            out.trajectory = traj.head(k + 1)  # the states up to the one that broke the balance
+        return out
+    if warn:
+        import warnings
 
-    warnings.warn(f"integrator {stepper.name!r}: {reason}", RuntimeWarning, stacklevel=3)
+        warnings.warn(f"integrator {stepper.name!r}: {reason}", RuntimeWarning, stacklevel=4)
+    return None
 
 
 def _verify_suggestion(err: SolverError, scene: Scene, cls, dt: float, t_end: float, t0: float, state, options):

@@ -162,9 +162,9 @@ def test_the_live_view_is_the_state_view_of_the_current_state() -> None:
     ("name", "value", "message"),
     [
         ("nope", (0.0, 0.0, 0.0), r"unknown load 'nope'; the ExternalForce/ExternalTorque are \['motor'\]"),
-        ("motor", (0.0, math.nan, 0.0), r"ExternalTorque 'motor': torque\(set_load\) must return 3 finite numbers"),
-        ("motor", (0.0, 1.0), r"ExternalTorque 'motor': torque\(set_load\) must return 3 finite numbers"),
-        ("motor", ("0", "1", "2"), r"ExternalTorque 'motor': torque\(set_load\) must return 3 finite numbers"),
+        ("motor", (0.0, math.nan, 0.0), r"ExternalTorque 'motor': set_load's value must be 3 finite numbers"),
+        ("motor", (0.0, 1.0), r"ExternalTorque 'motor': set_load's value must be 3 finite numbers"),
+        ("motor", ("0", "1", "2"), r"ExternalTorque 'motor': set_load's value must be 3 finite numbers"),
     ],
 )
 def test_a_bad_load_is_a_value_error_and_the_simulator_goes_on(name, value, message) -> None:

@@ -380,7 +380,7 @@ class Callback:
 
     def __init__(self, fn: Callable, role: str, name: str) -> None:
         self.fn, self.role, self.name = fn, role, name
-        self.error: Exception | None = None
+        self.error: BaseException | None = None
         self.error_time = float("nan")
         self._views: dict[tuple[int, int, bool], np.ndarray] = {}
         self._c = CTYPE(self._call)  # kept alive with this object
@@ -408,7 +408,9 @@ class Callback:
             self.fn(self._view(q, nq, c_double, False), self._view(v, nq, c_double, False), t,
                     self._view(ints, ni, c_int64, False), self._view(floats, nf, c_double, False), o)  # fmt: skip
             return 0
-        except Exception as exc:  # kept for the run's error (a callback cannot raise through C)
+        except BaseException as exc:  # kept for the run's error (a callback cannot raise through C); a
+            # KeyboardInterrupt or SystemExit too, raised as itself once the run has stopped (ctypes printed and
+            # swallowed it, and the run went on)
             if self.error is None:
                 self.error, self.error_time = exc, float(t)
             o[:] = np.nan

@@ -68,7 +68,7 @@ _HUGEPAGE = _hugepage_switch()
 _HUGEPAGE_LOCK = threading.Lock()
 
 
-def _physical_memory() -> float:
+def physical_memory() -> float:
     """This machine's memory, bytes (inf where the OS does not say)."""
     try:
         return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
@@ -82,7 +82,7 @@ MEMORY_SHARE = 0.5
 
 def _check_memory(shape: tuple[int, ...]) -> None:
     need = 8.0 * math.prod(int(n) for n in shape)
-    have = _physical_memory()
+    have = physical_memory()
     if need > MEMORY_SHARE * have:
         raise ValueError(
             f"the run's saved states, {' × '.join(str(int(n)) for n in shape)} numbers, would take "

@@ -138,6 +138,8 @@ class Leapfrog(mbvi.Integrator):
 
     def __init__(self, system: mbvi.System, dt: float, **options: Any) -> None:
         super().__init__(system, dt, **options)
+        self.tol = self.check_option("tol", self.tol)  # a ValueError naming the option, not a failed step
+        self.maxiter = self.check_option("maxiter", self.maxiter, integer=True)
         self.constrained = len(system.active) > 0
         # ∇U at the last step's end point, reused by the next step's first kick
         self._cached_q: np.ndarray | None = None

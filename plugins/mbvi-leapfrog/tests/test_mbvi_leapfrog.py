@@ -90,3 +90,10 @@ def test_velocity_dependent_force_second_order():
 def test_unknown_option_is_rejected():
     with pytest.raises(ValueError, match=r"leapfrog.*omega"):
         mbvi.simulate(pendulum(), 1.0, 0.1, "leapfrog", omega=1.0)
+
+
+@pytest.mark.parametrize("option, value", [("maxiter", 0), ("tol", -1.0), ("maxiter", "x"), ("tol", float("nan"))])
+def test_a_bad_option_value_is_a_value_error_naming_it(option, value):
+    """It ran, then failed as an unstable step and set simulate re-running down to dt = 7.8e-6."""
+    with pytest.raises(ValueError, match=rf"option '{option}' must be"):
+        mbvi.simulate(pendulum(), 1.0, 0.1, "leapfrog", **{option: value})

@@ -1,0 +1,145 @@
+"""mbvi.Simulator keeps the promises simulate keeps (found by a review as a control/RL user would):
+
+* ``set_load`` takes effect whatever the integrator — a compiled-step plugin (``leapfrog``) ignored it once its
+  first step had built the engine's model — and belongs to the simulator: one made from a shared System leaves
+  the System, and every other simulator of it, as they were;
+* a blow-up is a SolverError at the step simulate names, and the simulator goes back to its last state before
+  it (it stepped on to |q| ~ 1e140 and kept that as its "last good state"); a baseline warns;
+* a failing step's number counts from the run's start on every path (the NumPy paths counted from the call's);
+* SystemExit or KeyboardInterrupt raised by a controller the loop calls as Python stops the run as itself
+  (ctypes printed and swallowed it, and the run went on).
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from scene_loader import load_scene
+
+import mbvi
+
+TAU = (0.0, 5.0, 0.0)
+
+
+def arm(torque=(0.0, 0.0, 0.0)) -> mbvi.Scene:
+    s = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    s.add(mbvi.RigidBody("arm", mass=1.0, inertia=(0.01, 0.01, 0.002), position=(0.0, 0.0, -0.5)))
+    s.add(mbvi.Revolute("world", "arm", anchor=(0, 0, 0), axis=(0, 1, 0), name="hinge"))
+    s.add(mbvi.ExternalTorque("arm", torque=torque, name="motor"))
+    return s
+
+
+@pytest.mark.parametrize("integrator", ["leapfrog", "verlet", "explicit_euler"])
+def test_set_load_mid_run_acts_as_the_same_load_from_that_state(integrator: str) -> None:
+    """100 steps unloaded, then 100 with the torque held: the states of two simulate calls, the second one
+    from the first one's end with the torque in the scene."""
+    if integrator not in mbvi.integrators():
+        pytest.skip(f"{integrator} is not installed")
+    sim = mbvi.Simulator(arm(), dt=1e-3, integrator=integrator)
+    sim.step(100)
+    sim.set_load("motor", TAU)
+    sim.step(100)
+    first = mbvi.simulate(arm(), 0.1, 1e-3, integrator)
+    second = mbvi.simulate(arm(TAU), 0.1, 1e-3, integrator, initial_state=mbvi.State(first.q[-1], first.v[-1]))
+    np.testing.assert_allclose(sim.state.q, second.q[-1], rtol=0, atol=1e-12)
+    unloaded = mbvi.simulate(arm(), 0.2, 1e-3, integrator)
+    assert np.abs(sim.state.q - unloaded.q[-1]).max() > 1e-3  # the torque did act
+
+
+def test_set_load_on_a_simulator_of_a_shared_system_leaves_the_others_as_they_were() -> None:
+    system = mbvi.assemble(arm())
+    for integrator in ("verlet", "explicit_euler"):
+        a = mbvi.Simulator(system, dt=1e-3, integrator=integrator)
+        a.set_load("motor", TAU)
+        a.step(100)
+        b = mbvi.Simulator(system, dt=1e-3, integrator=integrator)
+        b.step(100)
+        alone = mbvi.Simulator(arm(), dt=1e-3, integrator=integrator)
+        alone.step(100)
+        np.testing.assert_array_equal(b.state.q, alone.state.q)
+        assert np.abs(a.state.q - b.state.q).max() > 1e-3
+
+
+def test_a_blow_up_is_the_error_simulate_gives_and_the_simulator_goes_back_before_it() -> None:
+    """The cantilever of scenes/ at dt = 1e-3 (its fastest mode needs ~1e-5): simulate fails at a step; the
+    simulator stepped one at a time fails at the same step, and is left at the state before it."""
+    scene = load_scene("cantilever").build()
+    with pytest.raises(mbvi.SolverError) as ref:
+        mbvi.simulate(scene, 0.5, 1e-3)
+    sim = mbvi.Simulator(scene, dt=1e-3)
+    with pytest.raises(mbvi.SolverError, match=r"energy balance broke.*back at t") as info:
+        for _ in range(500):
+            sim.step()
+    err = info.value
+    assert (err.time, err.step) == (ref.value.time, ref.value.step)
+    assert sim.steps == err.step - 1 and np.isfinite(sim.state.q).all()
+    kept = err.trajectory
+    assert len(kept.t) == sim.steps + 1 and np.isfinite(kept.energy).all()
+    scale = abs(kept.kinetic[0]) + abs(kept.potential[0])
+    assert np.abs(kept.energy - kept.energy[0]).max() < 1e3 * max(scale, 1.0)
+
+
+def test_a_blow_up_of_a_lagrangian_system_is_rolled_back_too() -> None:
+    """ẍ = −10⁴ x stepped at ω dt = 3 (> 2: verlet's bound): its amplitude grows ~30× a step."""
+    import sympy as sp
+
+    x, v = sp.symbols("x v")
+    system = mbvi.LagrangianSystem(v**2 / 2 - 1e4 * x**2 / 2, [x], [v], initial_state=mbvi.State([1.0], [0.0]))
+    sim = mbvi.Simulator(system, dt=0.03)
+    with pytest.raises(mbvi.SolverError, match="energy balance broke") as info:
+        sim.step(300)
+    assert 0 < sim.steps < 10 and abs(sim.state.q[0]) < 1e3
+    assert len(info.value.trajectory.t) == sim.steps + 1
+
+
+def test_a_baseline_that_blows_up_warns_as_simulate_does() -> None:
+    scene = load_scene("cantilever").build()
+    sim = mbvi.Simulator(scene, dt=1e-3, integrator="explicit_euler")
+    with pytest.warns(RuntimeWarning, match="energy balance broke"):
+        with np.errstate(all="ignore"):
+            try:
+                sim.step(300)
+            except mbvi.SolverError:  # it may also become non-finite within these steps
+                pass
+
+
+def _faulty(t, s):
+    if t >= 0.25:
+        raise RuntimeError("motor driver fault")
+    return (0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("integrator", ["verlet", "explicit_euler", "leapfrog", "csm"])
+def test_a_failing_step_is_numbered_from_the_run_start_on_every_path(integrator: str) -> None:
+    if integrator not in mbvi.integrators():
+        pytest.skip(f"{integrator} is not installed")
+    sim = mbvi.Simulator(arm(_faulty), dt=1e-3, integrator=integrator)
+    sim.step(200)
+    with pytest.raises(mbvi.SolverError) as info:
+        sim.step(100)
+    err = info.value
+    assert err.step == round(err.time / 1e-3) == sim.steps
+    assert f"(step {err.step})" in str(err)
+
+
+CFG = {"limit": 0.05}  # a dict: the controller cannot compile, and is called from the compiled loop as Python
+
+
+def _stop(t, s):
+    if t >= CFG["limit"]:
+        sys.exit("safety stop")
+    return (0.0, 5.0, 0.0)
+
+
+def test_system_exit_in_a_python_called_controller_stops_the_run_as_itself(capfd) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(SystemExit, match="safety stop"):
+            mbvi.simulate(arm(_stop), 0.2, 1e-3)
+        sim = mbvi.Simulator(arm(_stop), dt=1e-3)
+        with pytest.raises(SystemExit, match="safety stop"):
+            sim.step(200)
+    assert "Exception ignored" not in capfd.readouterr().err
