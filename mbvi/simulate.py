@@ -136,7 +136,8 @@ def simulate(
         part = err.partial
         if part is not None and len(part.t):
             with np.errstate(over="ignore", invalid="ignore"):  # the last states of a blow-up are huge
-                err.trajectory = Trajectory.from_states(system, part.t, part.q, part.v, scene=scene, info=info)
+                err.trajectory = Trajectory.from_states(system, part.t, part.q, part.v, scene=scene, info=info,
+                                                        work=_measured(part.work, part.t))  # fmt: skip
             # a step that failed on non-finite values after the balance had already broken: the blow-up's start
             # is the error, with the states up to it (not those of 1e140 J the run went on to)
             earlier = _blow_up(err.trajectory, stepper, system, getattr(part, "work", None))
@@ -156,7 +157,8 @@ def simulate(
     if counters.get("numpy_steps"):  # compiled run: steps the NumPy path took (stiff implicit steps)
         info["numpy_steps"] = counters["numpy_steps"]
     with np.errstate(over="ignore", invalid="ignore"):  # a blown-up run is judged below, not warned about
-        traj = Trajectory.from_states(system, result.t, result.q, result.v, scene=scene, info=info)
+        traj = Trajectory.from_states(system, result.t, result.q, result.v, scene=scene, info=info,
+                                      work=_measured(result.work, result.t))  # fmt: skip
     try:
         _check_energy_balance(traj, stepper, system, result.work)
     except SolverError as err:  # a run that blew up: its hint verified like a failed step's
@@ -367,6 +369,11 @@ def check_capabilities(cls: type[Integrator], system) -> None:
         )
     if len(system.active) and "constraints" not in handles:
         raise ValueError(f"integrator {cls.name!r} does not handle constraints, and this scene has joints")
+
+
+def _measured(work: np.ndarray | None, t: np.ndarray) -> np.ndarray | None:
+    """The run's work at its saved states when it measured it (one value a state), else None."""
+    return None if work is None or len(work) != len(t) else np.asarray(work, dtype=float)
 
 
 def _energy_scale(traj: Trajectory, system) -> float:

@@ -732,7 +732,8 @@ class Simulator:
             Q, V = np.array(self._Q), np.array(self._V)
             t = self.t0 + np.arange(len(Q)) * self.dt
         with np.errstate(over="ignore", invalid="ignore"):
-            return Trajectory.from_states(self.system, t, Q, V, scene=self.scene, info=dict(self._info))
+            work = self._drive.Wk[: len(t)].copy() if self._drive is not None else None
+            return Trajectory.from_states(self.system, t, Q, V, scene=self.scene, info=dict(self._info), work=work)
 
     def __repr__(self) -> str:
         return f"Simulator({self.stepper.name!r}, dt={self.dt:g} s, t={self.t:g} s)"

@@ -59,6 +59,11 @@ class Trajectory:
         The simulated scene (None after :meth:`load`).
     info : dict
         Integrator name, step size and other metadata.
+    work : ndarray, shape (n,), or None
+        The work W done on the system by its non-conservative forces (dampers, drag, joint friction, external
+        loads, controllers) since the first frame, J: ``energy - energy[0] - work`` is the energy balance a run
+        keeps, constant but for the integrator's error. Zeros when the scene has no such force; None when the run
+        did not measure it (NumPy-path integrators, batches, a LagrangianSystem: see ``info["energy_error"]``).
     """
 
     momentum = _OnFirstUse()
@@ -80,6 +85,7 @@ class Trajectory:
         geometry: SceneGeometry | dict,
         scene: Any = None,
         info: dict | None = None,
+        work: Any = None,
     ) -> None:
         self.t = np.asarray(t, dtype=float)
         self.q = np.asarray(q, dtype=float)
@@ -95,6 +101,7 @@ class Trajectory:
         self.geometry = SceneGeometry.coerce(geometry)
         self.scene = scene
         self.info = dict(info or {})
+        self.work = None if work is None else np.asarray(work, dtype=float)
         self._bodies = {b.name: b for b in self.geometry.bodies}
         self._links = {link.name: link for link in self.geometry.links}
 
@@ -106,9 +113,10 @@ class Trajectory:
 
     # -- construction ------------------------------------------------------------------------------
     @classmethod
-    def from_states(cls, system, t, q, v, *, scene=None, info=None) -> Trajectory:
+    def from_states(cls, system, t, q, v, *, scene=None, info=None, work=None) -> Trajectory:
         """Build from saved states: the energies now (in batch), momenta and the constraint error when first read
-        (a run through :func:`mbvi.simulate` costs the compiled loop, not these)."""
+        (a run through :func:`mbvi.simulate` costs the compiled loop, not these); ``work`` (n,), J, as measured by
+        the run (zeros taken when the system has no non-conservative force)."""
         q = np.atleast_2d(q)
         v = np.atleast_2d(v)
         kin = system.kinetic(v)
@@ -126,6 +134,7 @@ class Trajectory:
             geometry=system.geometry,
             scene=scene,
             info=info,
+            work=work if work is not None or system.has_forces else np.zeros(len(q)),
         )
 
     @classmethod
@@ -197,7 +206,14 @@ class Trajectory:
     def _sliced(self, sl: slice) -> Trajectory:
         kw = {k: getattr(self, k)[sl] for k in _ARRAYS if k not in ("t", "q", "v")}
         return Trajectory(
-            self.t[sl], self.q[sl], self.v[sl], geometry=self.geometry, scene=self.scene, info=self.info, **kw
+            self.t[sl],
+            self.q[sl],
+            self.v[sl],
+            geometry=self.geometry,
+            scene=self.scene,
+            info=self.info,
+            work=None if self.work is None else self.work[sl],
+            **kw,
         )
 
     # -- generalized coordinates (LagrangianSystem runs) ---------------------------------------------
@@ -291,6 +307,8 @@ class Trajectory:
         (:meth:`load` reads format 1 files too).
         """
         arrays = {k: getattr(self, k) for k in _ARRAYS}
+        if self.work is not None:
+            arrays["work"] = self.work
         meta = json.dumps({"geometry": self.geometry.to_dict(), "info": self.info, "format": 2})
         with open(path, "wb") as fh:
             np.savez_compressed(fh, meta=np.array(meta), **arrays)
@@ -320,6 +338,8 @@ class Trajectory:
                 with data:
                     meta = json.loads(str(data["meta"]))
                     arrays = {k: np.asarray(data[k], dtype=float) for k in _ARRAYS}
+                    if "work" in data.files:
+                        arrays["work"] = np.asarray(data["work"], dtype=float)
             geometry = SceneGeometry.from_dict(meta["geometry"])
             info = meta.get("info")
             info = dict(info or {})
@@ -396,7 +416,9 @@ def _check_consistent(path: str | os.PathLike, arrays: dict[str, np.ndarray], ge
             )
     if arrays["v"].shape != arrays["q"].shape:
         raise ValueError(f"{where}: v has shape {arrays['v'].shape}, q has shape {arrays['q'].shape}")
-    for name in ("energy", "kinetic", "potential", "constraint_error"):
+    for name in ("energy", "kinetic", "potential", "constraint_error", "work"):
+        if name not in arrays:  # work: files of runs that did not measure it, and older files
+            continue
         a = arrays[name]
         if a.shape != (n,):
             raise ValueError(f"{where}: {name} has shape {a.shape}, expected ({n},) for the {n} times in t")

@@ -143,3 +143,29 @@ def test_system_exit_in_a_python_called_controller_stops_the_run_as_itself(capfd
         with pytest.raises(SystemExit, match="safety stop"):
             sim.step(200)
     assert "Exception ignored" not in capfd.readouterr().err
+
+
+def test_the_work_of_the_loads_is_kept_and_closes_the_energy_balance(tmp_path) -> None:
+    """traj.work: a constant torque τ held from step 200 does W = τ Δθ (a closed form), and E − E₀ − W stays
+    at the integrator's error; a drag's work is −∫ c |v|² dt (trapezoids of the saved velocities)."""
+    sim = mbvi.Simulator(arm(), dt=1e-3)
+    sim.step(200)
+    theta0 = sim.view.joint_angle("hinge")
+    sim.set_load("motor", TAU)
+    sim.step(800)
+    traj = sim.trajectory()
+    turned = traj.joint_angle("hinge")[-1] - theta0
+    np.testing.assert_allclose(traj.work[-1], TAU[1] * turned, rtol=1e-9)
+    assert np.abs(traj.energy - traj.energy[0] - traj.work).max() < 1e-4 * abs(traj.work[-1])
+
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("bob", mass=1.0, position=(1.0, 0.0, 0.0)))
+    scene.add(mbvi.Rod("world", "bob"))
+    scene.add(mbvi.Drag("bob", coefficient=0.5))
+    run = mbvi.simulate(scene, 5.0, 1e-3)
+    power = -0.5 * np.sum(run.v**2, axis=1)
+    expected = np.concatenate([[0.0], np.cumsum(0.5 * (power[1:] + power[:-1]) * np.diff(run.t))])
+    np.testing.assert_allclose(run.work, expected, atol=1e-4 * abs(expected[-1]))
+    assert np.abs(run.energy - run.energy[0] - run.work).max() < 1e-4 * abs(run.work[-1])
+    run.save(tmp_path / "run.npz")
+    np.testing.assert_array_equal(mbvi.Trajectory.load(tmp_path / "run.npz").work, run.work)
