@@ -31,7 +31,7 @@ import numpy as np
 
 from mbvi._validate import is_number
 from mbvi.assembly import assemble
-from mbvi.engine.fields import RI
+from mbvi.engine.fields import RI, WK, M
 from mbvi.engine.runner import saved_states
 from mbvi.errors import SolverError
 from mbvi.integrators.base import Integrator
@@ -308,6 +308,7 @@ class Simulator:
         system = self.system
         check_capabilities(cls, system)
         state = system.initial_state() if initial_state is None else given_state(system, initial_state, "Simulator")
+        self._start = State(state.q.copy(), state.v.copy())
         self.stepper = cls(system, float(dt), **options)
         self._info = run_info(cls, dt, options)
         if isinstance(self.stepper, Compiled):
@@ -334,6 +335,7 @@ class Simulator:
         system = self.system
         cls = resolve(integrator)
         state = system.initial_state(initial_state)
+        self._start = State(state.q.copy(), state.v.copy())
         self.stepper = cls(system, self.dt, **options)
         self._info = run_info(cls, self.dt, options, system="lagrangian", coordinates=system.coordinate_names,
                               constraints=system.nc, angles=list(system.angles))  # fmt: skip
@@ -357,6 +359,46 @@ class Simulator:
                 f"Simulator.step({n}): the states a Simulator keeps would then take {need / 2**30:.3g} GiB of this "
                 f"machine's {have / 2**30:.3g} GiB; step fewer, or go on in a new Simulator from sim.state"
             )
+
+    def reset(self, initial_state: State | None = None) -> None:
+        """Start again at ``t0``: from ``initial_state`` (checked as the constructor checks it), else from the
+        state the simulator started from; the states stepped so far are dropped.
+
+        The next steps are those of a new ``Simulator`` made from that state (bit for bit on the engine's
+        path: a fresh run state), with the loads as ``set_load`` left them. ``sim.view`` stays live.
+
+        Raises
+        ------
+        ValueError
+            A state of the wrong shape, not finite, or off the joints (named as the constructor names it).
+        """
+        system = self.system
+        if initial_state is None:
+            state = self._start
+        elif self._lagrangian is not None:
+            state = system.initial_state(initial_state)
+        else:
+            state = given_state(system, initial_state, "Simulator.reset")
+        q, v = state.q.copy(), state.v.copy()
+        if self._drive is not None:
+            drive = self._drive
+            drive.Q[0], drive.V[0], drive.Wk[0] = q, v, 0.0
+            rs = drive.rs
+            Iv = drive.model.Iv
+            rs.WI[:] = Iv[Iv[M.WKOFF] : Iv[M.WKOFF] + WK.count]  # a fresh workspace, as a new run state's
+            rs.WS[:] = 0.0
+            for b in rs.bufs:
+                b[:] = 0.0
+            drive.info[:] = 0
+            drive.numpy_steps, drive.burst = 0, 1
+        elif self._lagrangian is not None:
+            run = self._lagrangian
+            run.out[0][0], run.out[1][0] = q, v
+            run.out[2][0] = np.array(system.momentum(q, v, self.t0), dtype=float)
+        else:
+            self._Q[0], self._V[0] = q, v
+        self._rewind(0)
+        self._balance0, self._warned, self._work = None, False, np.zeros(1)
 
     # -- the energy balance ---------------------------------------------------------------------
     def _saved(self) -> int:
