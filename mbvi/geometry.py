@@ -148,8 +148,10 @@ class LinkGeometry:
     u1_a, u2_a : tuple of 3 float or None
         Unit vectors ⊥ the axis in a's frame, (u1, u2, axis) right-handed (revolute joints).
     u1_b : tuple of 3 float or None
-        The same u1 in b's frame at assembly (revolute joints: the joint angle is
-        the angle from R_a u1_a to R_b u1_b about R_a axis_a).
+        u1 in b's frame at assembly, turned by ``initial_angle`` (revolute joints: the joint angle is
+        the angle from R_a u1_a to R_b u1_b about R_a axis_a, plus ``initial_angle``, taken within π of it).
+    initial_angle : float
+        The revolute joint's angle at assembly, rad (0 for the other kinds).
     length : float or None
         Rod length, m (rods only).
     """
@@ -165,6 +167,7 @@ class LinkGeometry:
     u2_a: Vec3 | None = None
     u1_b: Vec3 | None = None
     length: float | None = None
+    initial_angle: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serializable form."""
@@ -182,6 +185,8 @@ class LinkGeometry:
                 d[key] = list(value)
         if self.length is not None:
             d["length"] = self.length
+        if self.initial_angle:
+            d["initial_angle"] = self.initial_angle
         return d
 
     @classmethod
@@ -201,6 +206,7 @@ class LinkGeometry:
             u2_a=_opt_vec3(d.get("u2_a")),
             u1_b=_opt_vec3(d.get("u1_b")),
             length=None if length is None else float(length),
+            initial_angle=float(d.get("initial_angle", 0.0)),
         )
 
 

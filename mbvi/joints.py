@@ -298,6 +298,7 @@ class Revolute(_AnchoredJoint):
             u2_a=vec3(layout.to_body_direction(self.a, F[:, 1])),
             # R_b u1_b = cos θ₀ u1 + sin θ₀ u2 at assembly, so the joint angle starts at θ₀
             u1_b=vec3(layout.to_body_direction(self.b, c * F[:, 0] + s * F[:, 1])),
+            initial_angle=float(self.initial_angle),
         )
 
 

@@ -95,16 +95,18 @@ def body_point(q: np.ndarray, body: BodyGeometry | None, anchor: np.ndarray) -> 
 
 
 def joint_angle(q: np.ndarray, link: LinkGeometry, a: BodyGeometry | None, b: BodyGeometry | None) -> np.ndarray:
-    """Angle of a revolute joint (b relative to a, about its axis) in (−π, π], rad, shape (...).
-
-    Zero at assembly; ``a``/``b`` are the joint's bodies (None for the world).
+    """Angle of a revolute joint (b relative to a, about its axis), rad, shape (...): within π of the joint's
+    ``initial_angle`` θ₀, which it is at assembly (4 rad reads 4, not 4 − 2π); ``a``/``b`` are the joint's bodies
+    (None for the world).
     """
     Ra, Rb = body_rotation(q, a), body_rotation(q, b)
     u1a, u2a, u1b = (np.asarray(x, dtype=float) for x in (link.u1_a, link.u2_a, link.u1_b))
     w = Rb @ u1b
     s = np.einsum("...j,...j->...", Ra @ u2a, w)
     c = np.einsum("...j,...j->...", Ra @ u1a, w)
-    return np.arctan2(s, c)
+    theta0 = float(link.initial_angle)
+    d = np.arctan2(s, c) - theta0
+    return theta0 + np.arctan2(np.sin(d), np.cos(d))
 
 
 def joint_rate(

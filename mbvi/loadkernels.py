@@ -252,7 +252,7 @@ def compiled_view(
     for name, _ in joints:
         j = layout.joint_frames[name]
         frame = np.concatenate([_vec(j.u1_a), _vec(j.u2_a), _vec(j.u1_b), _vec(j.axis_a), _vec(j.anchor_a),
-                                _vec(j.anchor_b)])  # fmt: skip
+                                _vec(j.anchor_b), [j.initial_angle]])  # fmt: skip
         joint_rows.append((_slot(j.a, slot), _slot(j.b, slot), frame))
     ints, floats = stateview.pack(layout.nq, record_address, target, torque, body_rows, joint_rows)
     return stateview.view_class(bodies, joints), ints, floats

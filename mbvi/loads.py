@@ -245,7 +245,8 @@ class StateView:
         return kin.body_point(self._q, body, anchor)
 
     def joint_angle(self, name: str) -> float:
-        """Angle of a revolute joint (its ``initial_angle`` at the start), rad, wrapped to (−π, π]."""
+        """Angle of a revolute joint, rad: within π of its ``initial_angle`` (which it is at the start; a state does
+        not count turns)."""
         return float(kin.joint_angle(self._q, *self._joint(name, "revolute")))
 
     def joint_rate(self, name: str) -> float:

@@ -159,7 +159,8 @@ class LiveView(_StateArrays):
         return self._point(self._frame, self._body(name), a0, a1, a2)
 
     def joint_angle(self, name: str) -> float:
-        """Angle of a revolute joint (its ``initial_angle`` at the start), rad, wrapped to (−π, π]."""
+        """Angle of a revolute joint, rad: within π of its ``initial_angle`` (which it is at the start; a state does
+        not count turns)."""
         j = self._rev.get(name)
         if j is None:
             raise self._unknown(name, "revolute", self._rev)

@@ -95,9 +95,9 @@ def _read(source: str | os.PathLike | bytes) -> tuple[bytes, Path | None]:
     if isinstance(source, str | bytes) and not source.strip():
         raise ValueError("URDF: the input is empty (expected a URDF file's path or its XML text)")
     if isinstance(source, bytes):
-        return source, None
+        return source.strip(), None
     if isinstance(source, str) and source.lstrip().startswith("<"):
-        return source.encode(), None
+        return source.strip().encode(), None  # (a triple-quoted string starts with a newline)
     path = Path(source)
     if not path.is_file():
         raise FileNotFoundError(f"URDF file not found: {str(path)!r}")
@@ -492,6 +492,11 @@ def scene_from_urdf(
         if mass < 0 or not math.isfinite(mass):
             raise ValueError(f"URDF link {name!r}: mass {mass:g} kg must be positive")
         j = parent_joint.get(name)
+        if mass > 0 and name == WORLD:
+            raise ValueError(
+                f"URDF link {WORLD!r} has a mass: {WORLD!r} is mbvi's fixed frame (a massless link of that name, "
+                "as ROS descriptions fix a robot, is the world); rename the link"
+            )
         if mass > 0:
             carrier[name] = name
         elif j is None:
@@ -510,7 +515,7 @@ def scene_from_urdf(
         if links[name].inertial.origin is not None
         else np.zeros(3)
         for name in order
-        if carrier[name] == name
+        if carrier[name] == name and name != WORLD
     }
     missing_meshes: list[str] = []
     parts: dict[str, list[dict]] = {}
@@ -530,7 +535,7 @@ def scene_from_urdf(
     # -- bodies -----------------------------------------------------------------------------------
     scene = scene_type(gravity=gravity)
     for name in order:
-        if carrier[name] != name:
+        if carrier[name] != name or name == WORLD:
             continue
         inertial = links[name].inertial
         R_in = np.eye(3) if inertial.origin is None else np.asarray(inertial.origin, dtype=float)[:3, :3]
@@ -552,7 +557,7 @@ def scene_from_urdf(
 
     # -- joints -----------------------------------------------------------------------------------
     for r in roots:
-        if carrier[r] == r:
+        if carrier[r] == r and r != WORLD:
             scene.add(Fixed(WORLD, r))
     for name in order:
         j = parent_joint.get(name)
@@ -572,7 +577,7 @@ def scene_from_urdf(
         damping = 0.0
         if j.dynamics is not None:
             damping = float(j.dynamics.damping or 0.0)
-            if j.dynamics.friction:
+            if float(j.dynamics.friction or 0.0):  # (a string: "0.0" is no friction)
                 ignore("joint friction", j.name)
         try:
             if j.type in ("revolute", "continuous"):

@@ -489,3 +489,29 @@ def test_joint_input_errors_name_the_joint() -> None:
 
     with pytest.raises(ValueError, match="itself"):
         mbvi.Fixed("r", "r")
+
+
+def test_an_initial_angle_beyond_pi_is_read_as_given_by_the_trajectory_a_controller_and_a_view() -> None:
+    """initial_angle = 4 rad read −2.28 (wrapped to (−π, π]): a PD to 4.5 from there never settled. The angle is
+    now within π of initial_angle: 4 at the start, and the PD settles at its target."""
+    import math
+
+    def hinge(theta0: float, torque=None) -> mbvi.Scene:
+        s = mbvi.Scene(gravity=(0.0, 0.0, 0.0))
+        s.add(mbvi.RigidBody("arm", mass=1.0, inertia=(0.01, 0.01, 0.002), position=(0.0, 0.0, -0.5)))
+        s.add(mbvi.Revolute("world", "arm", anchor=(0, 0, 0), axis=(0, 1, 0), name="h", initial_angle=theta0))
+        if torque is not None:
+            s.add(mbvi.ExternalTorque("arm", torque=torque, name="m"))
+        return s
+
+    for theta0 in (4.0, -3.5, 2 * math.pi + 0.3):
+        assert mbvi.simulate(hinge(theta0), 0.01, 1e-3).joint_angle("h")[0] == pytest.approx(theta0, abs=1e-12)
+
+    def pd(t, state):
+        return (0.0, 1.0 * (4.5 - state.joint_angle("h")) - 0.3 * state.joint_rate("h"), 0.0)
+
+    traj = mbvi.simulate(hinge(4.0, pd), 20.0, 1e-3)
+    assert traj.joint_angle("h")[-1] == pytest.approx(4.5, abs=1e-4)
+    sim = mbvi.Simulator(hinge(4.0, pd), dt=1e-3)
+    sim.step(20000)
+    assert sim.view.joint_angle("h") == pytest.approx(traj.joint_angle("h")[-1], abs=1e-12)

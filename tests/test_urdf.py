@@ -199,3 +199,39 @@ def test_what_mbvi_cannot_represent_is_one_warning_naming_it():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         mbvi.Scene.from_urdf(SLIDER)  # nothing ignored, nothing said
+
+
+def test_a_massless_link_named_world_is_the_world_as_in_ros_descriptions():
+    """`<link name="world"/>` fixed to the base (how ROS fixes a robot): an AttributeError before; now the same
+    robot as with the base as root, and a massive link named world is refused by name."""
+    joint = '<joint name="anchor" type="fixed"><parent link="world"/><child link="base"/></joint>'
+    fixed = '<link name="world"/>\n  ' + joint
+    xml = ARM.read_text().replace('<robot name="two_link_arm">', '<robot name="two_link_arm">\n  ' + fixed)
+    a = mbvi.simulate(load(xml, joint_positions=Q0), 0.2, 1e-3)
+    b = mbvi.simulate(load(ARM, joint_positions=Q0), 0.2, 1e-3)
+    np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-12)
+    heavy = xml.replace('<link name="world"/>', '<link name="world"><inertial><mass value="1"/><inertia ixx="1" '
+                        'iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>')  # fmt: skip
+    with pytest.raises(ValueError, match="URDF link 'world' has a mass"):
+        load(heavy)
+
+
+def test_zero_friction_as_text_is_no_friction_and_a_leading_newline_is_read():
+    """friction="0.0" (yourdfpy keeps it as text) warned "mbvi ignores joint friction"; a triple-quoted URDF string
+    (a newline before <?xml ...?>) was malformed XML."""
+    xml = _arm('<joint name="elbow" type="continuous">',
+               '<joint name="elbow" type="continuous">\n    <dynamics damping="0.0" friction="0.0"/>')  # fmt: skip
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mbvi.Scene.from_urdf("\n" + xml)
+    assert not [w for w in caught if "friction" in str(w.message)]
+
+
+def test_a_joint_position_beyond_pi_is_reported_as_given_and_agrees_with_mujoco():
+    """elbow at −3.5 rad: joint_angle read −3.5 + 2π = 2.78 (MuJoCo's qpos −3.5 and −4.93 after 0.5 s)."""
+    q0 = {"shoulder": 0.7, "elbow": -3.5}
+    xml = ARM.read_text()
+    _, qpos = mujoco_run(xml, q0, 0.5, ["upper", "fore"])
+    traj = mbvi.simulate(load(ARM, joint_positions=q0), t_end=0.5, dt=1e-4, save_every=10)
+    assert traj.joint_angle("elbow")[0] == pytest.approx(-3.5, abs=1e-12)
+    assert traj.joint_angle("elbow")[-1] == pytest.approx(qpos["elbow"], abs=1e-5)

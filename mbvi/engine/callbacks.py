@@ -20,6 +20,7 @@ The cache directory is ``$MBVI_CACHE_DIR`` or ``~/.cache/mbvi`` (``kernels/`` in
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -178,8 +179,16 @@ def _code_parts(code: types.CodeType) -> tuple:
     return code.co_code.hex(), code.co_names, code.co_varnames, code.co_freevars, consts
 
 
+@functools.cache
+def _view_stamp() -> str:
+    """A digest of :mod:`mbvi.engine.stateview`, whose accessors a controller's compiled kernel inlines (a kernel
+    cached before they changed must not be loaded)."""
+    return hashlib.sha256((Path(__file__).parent / "stateview.py").read_bytes()).hexdigest()[:16]
+
+
 def _signature_key(fn: Callable, role: str, salt: str = "") -> str:
-    versions = (numba.__version__, np.__version__, sys.version_info[:2], TEMPLATE_VERSION, role, stamp())
+    versions = (numba.__version__, np.__version__, sys.version_info[:2], TEMPLATE_VERSION, role, stamp(),
+                _view_stamp())  # fmt: skip
     return "k" + hashlib.sha256(repr((versions, code_key(fn), salt)).encode()).hexdigest()[:24]
 
 

@@ -61,8 +61,9 @@ __all__ = [
 I_RECORD, I_NQ, I_OFFSET, I_RIGID, I_TORQUE, I_NB, I_NJ, I_HEAD = range(8)
 # floats: the anchor in principal coordinates (V^T a), an override flag and value (mbvi.Simulator.set_load)
 F_ANCHOR, F_OVERRIDE, F_VALUE, F_HEAD = 0, 3, 4, 7
-#: floats per body (its principal axes V, row-major) and per joint (u1_a, u2_a, u1_b, axis_a, anchor_a, anchor_b)
-BODY_FLOATS, JOINT_FLOATS = 9, 18
+#: floats per body (its principal axes V, row-major) and per joint (u1_a, u2_a, u1_b, axis_a, anchor_a, anchor_b,
+#: initial_angle)
+BODY_FLOATS, JOINT_FLOATS = 9, 19
 #: the view's fields: the state and the geometry (``ints``/``floats`` of the kernel)
 FIELDS = ("q", "v", "geometry_ints", "geometry_floats")
 WORLD_SLOT = -1
@@ -116,7 +117,7 @@ def pack(
     bodies : list of (offset, rigid, V)
         The bodies the view names, in slot order; V (3, 3): principal axes as columns in the body frame.
     joints : list of (slot_a, slot_b, frame)
-        The joints it names: body slots (−1 for the world) and the 18 floats u1_a, u2_a, u1_b, axis_a,
+        The joints it names: body slots (−1 for the world) and the 19 floats u1_a, u2_a, u1_b, axis_a,
         anchor_a, anchor_b.
     """
     ints = [record_address, nq, target[0], int(target[1]), int(torque), len(bodies), len(joints)]
@@ -190,7 +191,7 @@ def _point(q, ints, floats, slot, a0, a1, a2):
 
 @njit
 def _joint(ints, floats, j):
-    """Slots of the joint's bodies and where its 18 frame floats start."""
+    """Slots of the joint's bodies and where its 19 frame floats start."""
     nb = ints[I_NB]
     o = I_HEAD + 2 * nb + 2 * j
     return ints[o], ints[o + 1], F_HEAD + BODY_FLOATS * nb + JOINT_FLOATS * j
@@ -203,12 +204,15 @@ def _frame(q, ints, floats, slot, fo):
 
 @njit
 def joint_angle(q, ints, floats, j):
-    """Revolute joint angle θ = atan2((R_a u₂)·(R_b u₁), (R_a u₁)·(R_b u₁)), rad."""
+    """Revolute joint angle θ = atan2((R_a u₂)·(R_b u₁), (R_a u₁)·(R_b u₁)), rad, taken within π of the joint's
+    initial angle θ₀ (θ₀ itself at the initial configuration, whatever turn it names)."""
     a, b, fo = _joint(ints, floats, j)
     w0, w1, w2 = _frame(q, ints, floats, b, fo + 6)
     c0, c1, c2 = _frame(q, ints, floats, a, fo)
     s0, s1, s2 = _frame(q, ints, floats, a, fo + 3)
-    return math.atan2(s0 * w0 + s1 * w1 + s2 * w2, c0 * w0 + c1 * w1 + c2 * w2)
+    theta0 = floats[fo + 18]
+    d = math.atan2(s0 * w0 + s1 * w1 + s2 * w2, c0 * w0 + c1 * w1 + c2 * w2) - theta0
+    return theta0 + math.atan2(math.sin(d), math.cos(d))
 
 
 @njit
