@@ -102,7 +102,7 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _check_output(path: str | None, allowed: tuple[str, ...], option: str) -> None:
+def _check_output(path: str | None, allowed: tuple[str, ...], option: str, directory: tuple[str, ...] = ()) -> None:
     """Check an output path before any work: its suffix, and that it can be written.
 
     Raises
@@ -116,8 +116,10 @@ def _check_output(path: str | None, allowed: tuple[str, ...], option: str) -> No
     out = Path(path)
     if out.suffix.lower() not in allowed:
         raise CLIError(f"{option} {path!r}: unsupported file type; use {', '.join(allowed)}")
-    if out.is_dir():
+    if out.is_dir() and out.suffix.lower() not in directory:  # (a Zarr store is a directory, rewritten)
         raise CLIError(f"{option} {path!r} is a directory")
+    if out.exists() and not out.is_dir() and out.suffix.lower() in directory:
+        raise CLIError(f"{option} {path!r} is a file, not a {out.suffix} store (a directory)")
     if out.exists() and not os.access(out, os.W_OK):
         raise CLIError(f"{option} {path!r}: file is not writable")
     parent = out.resolve().parent
@@ -194,12 +196,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     t_end = args.t_end if args.t_end is not None else float(getattr(module, "T_END", _DEFAULTS["T_END"]))
     dt = args.dt if args.dt is not None else float(getattr(module, "DT", _DEFAULTS["DT"]))
     integrator = args.integrator or str(getattr(module, "INTEGRATOR", _DEFAULTS["INTEGRATOR"]))
+    _check_parameters(module.build, params, args.scene, "parameters")
     try:
         scene = module.build(**params)
-    except TypeError as exc:
-        if params:
-            raise CLIError(f"build() of {args.scene!r} rejected the parameters {sorted(params)}: {exc}") from exc
+    except (CLIError, ValueError, FileNotFoundError):  # mbvi's own checks name the element
         raise
+    except Exception as exc:  # a failure inside the scene's code (not a rejection of its parameters)
+        raise CLIError(f"build() of {args.scene!r} raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(scene, (Scene, LagrangianSystem)):  # a LagrangianSystem starts at its initial_state
         raise CLIError(
             f"build() of {args.scene!r} returned {type(scene).__name__}, not an mbvi.Scene or mbvi.LagrangianSystem"
@@ -320,13 +323,13 @@ def _is_scheduler_address(text: str) -> bool:
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from mbvi.sweep import sweep, write
 
-    if args.out is not None and Path(args.out).suffix.lower() not in (".zarr", ".nc"):
-        raise CLIError(f"--out {args.out!r}: unsupported file type; use .zarr or .nc")
+    _check_output(args.out, (".zarr", ".nc"), "--out", directory=(".zarr",))  # before the sweep, not after it
     if not args.grid:
         raise CLIError("give at least one --grid name=value1,value2,...")
     grid = _parse_grid(args.grid)
     options = parse_params(args.option or [], "--option")
     module = load_scene_module(args.scene)
+    _check_parameters(getattr(module, "build", None), grid, args.scene, "grid parameters")
     t_end = args.t_end if args.t_end is not None else float(getattr(module, "T_END", _DEFAULTS["T_END"]))
     dt = args.dt if args.dt is not None else float(getattr(module, "DT", _DEFAULTS["DT"]))
     integrator = args.integrator or str(getattr(module, "INTEGRATOR", _DEFAULTS["INTEGRATOR"]))
@@ -339,16 +342,13 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         )
     run = {"t_end": t_end, "dt": dt, "integrator": integrator, "save_every": args.save_every, "progress": progress}
     start = time.perf_counter()
-    try:
-        if local:
-            ds = sweep(args.scene, grid, scheduler=args.scheduler, **run, **options)
-        else:
-            from distributed import Client
+    if local:
+        ds = sweep(args.scene, grid, scheduler=args.scheduler, **run, **options)
+    else:
+        from distributed import Client
 
-            with Client(args.scheduler) as client:
-                ds = sweep(args.scene, grid, client=client, **run, **options)
-    except TypeError as exc:
-        raise CLIError(f"build() of {args.scene!r} rejected the grid parameters {list(grid)}: {exc}") from exc
+        with Client(args.scheduler) as client:
+            ds = sweep(args.scene, grid, client=client, **run, **options)
     elapsed = time.perf_counter() - start
     failed = [str(e) for e in ds.error.values.ravel() if e]
     shape = " × ".join(f"{name} ({len(values)})" for name, values in grid.items())
@@ -468,9 +468,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_parameters(build: Any, params: Any, scene: str, what: str) -> None:
+    """A CLIError when ``build`` cannot take ``params`` by name (checked on its signature, before it runs: a
+    TypeError raised inside it is the scene's own, not a rejection)."""
+    import inspect
+
+    if build is None or not params:
+        return
+    try:
+        inspect.signature(build).bind(**dict.fromkeys(params))
+    except TypeError as exc:
+        raise CLIError(f"build() of {scene!r} rejected the {what} {sorted(params)}: {exc}") from None
+    except ValueError:  # no signature to read (a builtin): the call says
+        return
+
+
 def _one_line(exc: BaseException) -> str:
+    """The exception's message on one line, with its notes (a sweep member's parameters)."""
     text = " ".join(str(exc).split())
-    return text or type(exc).__name__
+    notes = [" ".join(str(n).split()) for n in getattr(exc, "__notes__", ())]
+    return "; ".join([text or type(exc).__name__, *notes])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

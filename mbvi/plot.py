@@ -432,7 +432,8 @@ def compare(
     scales = {label: _energy_scale(traj)[1] for label, traj in trajs.items()} if quantity == "energy_error" else {}
     mixed = len(set(scales.values())) > 1
     if scales:  # the energy scale each error is divided by: |E₀|, or max|T| + max|U| when E₀ is ~0
-        ylabel = "relative energy error " + " or ".join(f"|E − E₀| / {s}" for s in sorted(set(scales.values())))
+        # one scale: in the label; several: each run's in its legend entry, the label short enough to fit
+        ylabel = "relative energy error" + ("" if mixed else f" |E − E₀| / {next(iter(scales.values()))}")
     fig, ax = _axes(ax)
     for label, traj in trajs.items():
         values = func(traj)

@@ -364,7 +364,8 @@ def sweep(
         * ``energy``, ``kinetic``, ``potential`` — (*G, time), J;
         * ``constraint_error`` — (*G, time), max |g(q)|;
         * ``position`` — (*G, time, body, xyz), m (a rigid body's centre of mass);
-        * ``velocity`` — (*G, time, body, xyz), m/s;
+        * ``velocity`` — (*G, time, body, xyz), m/s (these two, and the ``body`` and ``xyz`` axes, only
+          when the members have bodies);
         * ``q``, ``v`` — (*G, time, coordinate), only when the members are
           Lagrangian systems (:class:`mbvi.LagrangianSystem`): their coordinates and velocities,
           in their own units, along a ``coordinate`` axis of their names
@@ -625,7 +626,9 @@ def _time_axis(settings: dict[str, Any]) -> np.ndarray:
     steps = np.arange(0, nsteps + 1, settings["save_every"])
     if steps[-1] != nsteps:
         steps = np.append(steps, nsteps)
-    return steps * settings["dt"]
+    t = steps * settings["dt"]
+    t[-1] = min(t[-1], settings["t_end"])  # a shorter last step ends the run at t_end, as each member's does
+    return t
 
 
 def _align(t: np.ndarray, tm: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
@@ -698,6 +701,15 @@ def _dataset(names, values, shape, results: list[MemberResult], settings, integr
             rate[i, rows[:, None], cols] = r.v[keep]
 
     grid_dims = tuple(names)
+    per_body = (*grid_dims, "time", "body", "xyz")
+    body_data = (
+        {
+            "position": (per_body, position.reshape(*shape, nt, nb, 3), {"units": "m", "long_name": "body position"}),
+            "velocity": (per_body, velocity.reshape(*shape, nt, nb, 3), {"units": "m/s", "long_name": "body velocity"}),
+        }
+        if nb
+        else {}
+    )
     per_coordinate = (*grid_dims, "time", "coordinate")
     coordinate_data = (
         {
@@ -708,11 +720,11 @@ def _dataset(names, values, shape, results: list[MemberResult], settings, integr
         else {}
     )
     per_time = (*grid_dims, "time")
-    per_body = (*grid_dims, "time", "body", "xyz")
     coords = {name: (name, _coordinate(vals)) for name, vals in zip(names, values, strict=True)}
     coords["time"] = ("time", np.asarray(t, dtype=float), {"units": "s", "long_name": "time"})
-    coords["body"] = ("body", np.array(bodies, dtype=str))
-    coords["xyz"] = ("xyz", np.array(["x", "y", "z"]))
+    if nb:  # (a LagrangianSystem's members have no bodies: no zero-length axis, which netCDF cannot read back)
+        coords["body"] = ("body", np.array(bodies, dtype=str))
+        coords["xyz"] = ("xyz", np.array(["x", "y", "z"]))
     if nc:
         coords["coordinate"] = ("coordinate", np.array(names_q, dtype=str))
     data = {
@@ -720,8 +732,7 @@ def _dataset(names, values, shape, results: list[MemberResult], settings, integr
         "kinetic": (per_time, kinetic.reshape(*shape, nt), {"units": "J", "long_name": "kinetic energy"}),
         "potential": (per_time, potential.reshape(*shape, nt), {"units": "J", "long_name": "potential energy"}),
         "constraint_error": (per_time, cerr.reshape(*shape, nt), {"long_name": "max |g(q)| over constraint rows"}),
-        "position": (per_body, position.reshape(*shape, nt, nb, 3), {"units": "m", "long_name": "body position"}),
-        "velocity": (per_body, velocity.reshape(*shape, nt, nb, 3), {"units": "m/s", "long_name": "body velocity"}),
+        **body_data,
         **coordinate_data,
         "error": (grid_dims, np.array(errors, dtype=str).reshape(shape), {"long_name": "error ('' = ran)"}),
         "wall_time": (grid_dims, wall.reshape(shape), {"units": "s", "long_name": "wall time of the member"}),

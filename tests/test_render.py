@@ -568,6 +568,8 @@ def _texts(plotter) -> dict[str, list[str]]:
     for name, actor in plotter.renderer.actors.items():
         if hasattr(actor, "GetInput") and isinstance(actor.GetInput(), str):
             out[name] = [actor.GetInput()]
+        elif hasattr(actor, "GetText"):  # a corner annotation (text placed "upper_left" and so on)
+            out[name] = [t for k in range(8) if (t := actor.GetText(k))]
         elif name.endswith("-labels"):
             polydata = actor.GetMapper().GetInputAlgorithm().GetInputDataObject(0, 0)
             labels = polydata.GetPointData().GetAbstractArray("labels")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Iterable
@@ -12,9 +13,10 @@ import numpy as np
 import pyvista as pv
 from numpy.typing import NDArray
 
+from mbvi._validate import is_number
 from mbvi.render.frames import FrameData, TrajectoryLike, animation_indices, nearest_indices
 from mbvi.render.video import VideoWriter, render_parallel
-from mbvi.render.view import SceneView, TrailSpec
+from mbvi.render.view import SceneView, TrailSpec, check_view_options
 
 __all__ = ["animate", "show", "snapshot"]
 
@@ -112,13 +114,25 @@ def _state_space_picture(traj: Any, frame: int, window_size: tuple[int, int]) ->
     return np.ascontiguousarray(image[..., :3])
 
 
-def _check_options(opts: dict[str, Any], func: str) -> None:
+def _check_options(opts: dict[str, Any], func: str, window_size: Any = (1, 1), trail_length: Any = None) -> None:
+    """Unknown options a TypeError; values out of range a ValueError naming them, before anything is drawn (a
+    negative window size had VTK allocate 7e13 elements and abort the process)."""
     unknown = sorted(set(opts) - _VIEW_OPTIONS)
     if unknown:
         raise TypeError(
             f"{func}() got unexpected keyword argument(s) {', '.join(unknown)}; "
             f"rendering options are {', '.join(sorted(_VIEW_OPTIONS | {'anti_aliasing', 'trail', 'trail_length'}))}"
         )
+    try:
+        w, h = window_size
+        ok = all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) and 0 < x <= 16384 for x in (w, h))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"{func}(): window_size must be two whole numbers of pixels in 1 … 16384, got {window_size!r}")
+    if trail_length is not None and not (is_number(trail_length) and 0 < float(trail_length) < math.inf):
+        raise ValueError(f"{func}(): trail_length must be a positive number of seconds or None, got {trail_length!r}")
+    check_view_options(opts, func)
 
 
 def _trail_names(data: FrameData, trail: bool | str | Iterable[str] | None) -> list[str]:
@@ -226,7 +240,7 @@ def snapshot(
     >>> scene.add(mbvi.Rod("world", "a"))  # doctest: +SKIP
     >>> mbvi.render.snapshot(scene, "scene.png")  # doctest: +SKIP
     """
-    _check_options(opts, "snapshot")
+    _check_options(opts, "snapshot", window_size, trail_length)
     image_format = None if path is None else _image_format(path)
     traj = _as_trajectory(scene_or_traj)
     f = _check_frame(frame, len(np.asarray(traj.t)))
@@ -344,7 +358,7 @@ def animate(
     ``speed`` without drifting. Pillow merges consecutive identical frames
     (adding their durations); the time label keeps frames distinct.
     """
-    _check_options(opts, "animate")
+    _check_options(opts, "animate", window_size, trail_length)
     opts.setdefault("time_label", True)
     traj = _as_trajectory(traj)
     out = Path(path)
@@ -448,7 +462,7 @@ def show(
     IndexError
         If ``frame`` is out of range.
     """
-    _check_options(opts, "show")
+    _check_options(opts, "show", window_size)
     traj = _as_trajectory(scene_or_traj)
     if _nothing_to_draw(traj):
         raise ValueError(f"cannot show it: {_no_bodies_message(traj, 'the view')}")

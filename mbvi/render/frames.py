@@ -341,6 +341,14 @@ class FrameData:
             for b in geo.beams
         ]
         world_anchors = np.unique(np.asarray(anchors, dtype=float).reshape(-1, 3).round(12), axis=0)
+        length_scale = float(geo.length_scale or 1.0)
+        if len(particles) + len(rigid) <= 1 and len(world_anchors):
+            # one body: the geometry's scale (the bodies' extent) is its 1 m fallback; the size is the reach from
+            # the anchors (a 100 m pendulum's bob was drawn for 1 m, invisible)
+            first = np.concatenate([world_anchors, particle_pos[0].reshape(-1, 3), rigid_pos[0].reshape(-1, 3)])
+            first = first[np.all(np.isfinite(first), axis=1)]
+            reach = float(np.max(np.ptp(first, axis=0))) if len(first) > 1 else 0.0
+            length_scale = reach if reach > 0 else length_scale
         return cls(
             indices=idx,
             times=t[idx],
@@ -354,7 +362,7 @@ class FrameData:
             joints=joints,
             beams=beams,
             world_anchors=world_anchors,
-            length_scale=float(geo.length_scale or 1.0),
+            length_scale=length_scale,
             gravity=np.asarray(geo.gravity, dtype=float),
             _positions=cache,
         )

@@ -164,4 +164,5 @@ def _add_angle_axes(plotter: Any, name1: str, name2: str, ring: float, tube: flo
         point_size=6, shape=None, always_visible=True, render_points_as_spheres=True,
     )  # fmt: skip
     caption = f"around the ring: {name1} (rad)\naround the tube: {name2} (rad)"
-    plotter.add_text(caption, position=(0.02, 0.9), viewport=True, font_size=font, color="#333333", name="angle axes")
+    # anchored at the top (a viewport position anchors the text's bottom: two lines left the top at small sizes)
+    plotter.add_text(caption, position="upper_left", font_size=font, color="#333333", name="angle axes")

@@ -16,6 +16,7 @@ import numpy as np
 import pyvista as pv
 from numpy.typing import NDArray
 
+from mbvi._validate import is_number
 from mbvi.geometry import BodyGeometry
 from mbvi.render import templates
 from mbvi.render.frames import FrameData
@@ -70,6 +71,23 @@ class TrailSpec:
         return min(lo, hi), hi
 
 
+def check_view_options(opts: dict[str, Any], func: str) -> None:
+    """A ValueError naming the first of :class:`SceneView`'s options (as given to ``func``) out of its range:
+    ``ground`` a bool, ``"plane"`` or ``"grid"``; ``joints``, ``time_label`` (and ``scalar_bar``, or None) bools;
+    ``scale`` and ``zoom`` positive numbers."""
+    for name in ("ground", "joints", "time_label", "scalar_bar"):
+        if name not in opts:
+            continue
+        value = opts[name]
+        allowed = ("plane", "grid") if name == "ground" else ()
+        if not (isinstance(value, (bool, np.bool_)) or value in allowed or (name == "scalar_bar" and value is None)):
+            kinds = "True, False, 'plane' or 'grid'" if name == "ground" else "True or False"
+            raise ValueError(f"{func}(): {name} must be {kinds}, got {value!r}")
+    for name in ("scale", "zoom"):
+        if name in opts and not (is_number(opts[name]) and 0 < float(opts[name]) < np.inf):
+            raise ValueError(f"{func}(): {name} must be a positive number, got {opts[name]!r}")
+
+
 class SceneView:
     """Everything of one scene added to a plotter.
 
@@ -116,6 +134,10 @@ class SceneView:
         camera: CameraSpec = None,
         zoom: float = 1.0,
     ) -> None:
+        check_view_options(
+            {"ground": ground, "joints": joints, "scale": scale, "scalar_bar": scalar_bar, "time_label": time_label,
+             "zoom": zoom}, "SceneView",
+        )  # fmt: skip
         self.plotter = plotter
         self.data = data
         self.style = style or Style()

@@ -1,0 +1,108 @@
+"""What a new user doing parameter studies and pictures hit (a review): options out of range are ValueErrors
+before anything is drawn (a negative window size aborted the process), a LagrangianSystem sweep written to netCDF
+reads back, the command line checks a sweep's --out before sweeping and says which member failed and where a
+build's own error comes from, and a one-body scene is drawn at its size."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scene_loader import SCENES
+
+import mbvi
+from mbvi.cli import main
+
+
+def pendulum(length: float = 1.0) -> mbvi.Scene:
+    s = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    s.add(mbvi.Particle("bob", mass=1.0, position=(length, 0.0, 0.0)))
+    s.add(mbvi.Rod("world", "bob"))
+    return s
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"window_size": (-5, 10)}, "window_size must be two whole numbers"),
+        ({"window_size": (0, 10)}, "window_size must be two whole numbers"),
+        ({"window_size": (10.5, 20)}, "window_size must be two whole numbers"),
+        ({"zoom": 0}, "zoom must be a positive number"),
+        ({"scale": -2}, "scale must be a positive number"),
+        ({"ground": "yes"}, "ground must be True, False, 'plane' or 'grid'"),
+        ({"time_label": "x"}, "time_label must be True or False"),
+        ({"trail": True, "trail_length": -1}, "trail_length must be a positive number"),
+    ],
+)
+def test_render_options_out_of_range_are_value_errors_before_drawing(kwargs, match, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=match):
+        mbvi.render.snapshot(pendulum(), tmp_path / "x.png", **kwargs)
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_a_one_body_scene_is_drawn_at_its_size() -> None:
+    """The elements' sizes follow the reach from the anchor (a 100 m pendulum's bob was sized for 1 m)."""
+    from mbvi.render.frames import FrameData
+    from mbvi.render.style import Sizes
+
+    def unit(length: float) -> float:
+        return Sizes.for_frames(FrameData.from_trajectory(mbvi.Trajectory.from_scene(pendulum(length)), [0])).unit
+
+    assert unit(100.0) == pytest.approx(100.0 * unit(1.0), rel=1e-12)
+
+
+def test_a_lagrangian_sweep_written_to_netcdf_reads_back(tmp_path: Path) -> None:
+    xr = pytest.importorskip("xarray")
+    ds = mbvi.sweep(SCENES / "double_pendulum_angles.py", {"m2": [1.0, 2.0]}, 0.05, 1e-3, scheduler="synchronous")
+    assert "position" not in ds and "body" not in ds.dims  # no bodies: no zero-length axis netCDF cannot read
+    from mbvi.sweep import write
+
+    write(ds, tmp_path / "s.nc")  # as `mbvi sweep --out s.nc` writes it
+    back = xr.open_dataset(tmp_path / "s.nc").load()
+    np.testing.assert_array_equal(back.q.values, ds.q.values)
+
+
+def test_a_sweep_of_failing_members_ends_its_time_axis_at_t_end() -> None:
+    def build(k=1.0):
+        raise ValueError("no scene")
+
+    ds = mbvi.sweep(build, {"k": [1.0, 2.0]}, 0.105, 0.01, scheduler="synchronous")
+    assert ds.time.values[-1] == pytest.approx(0.105, abs=1e-12)
+
+
+@pytest.fixture
+def scenes(tmp_path: Path) -> Path:
+    (tmp_path / "boom.py").write_text(textwrap.dedent('''
+        import mbvi
+        def build(n=1):
+            if n == 2:
+                raise RuntimeError("kaboom")
+            s = mbvi.Scene(gravity=(0, 0, -9.81))
+            s.add(mbvi.Particle("bob", mass=1.0, position=(1.0, 0, 0)))
+            s.add(mbvi.Rod("world", "bob"))
+            return s
+    '''))  # fmt: skip
+    (tmp_path / "bug.py").write_text("def build(n=1):\n    return 'x' + n\n")
+    return tmp_path
+
+
+def test_the_command_line_says_which_member_failed_and_whose_error_it_is(scenes: Path, capsys) -> None:
+    assert main(["sweep", str(scenes / "boom.py"), "--grid", "n=1,2", "--t-end", "0.01", "--scheduler",
+                 "synchronous"]) == 1  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mbvi: error: RuntimeError: kaboom") and "parameters {'n': 2}" in err and "\n" not in err
+    assert main(["run", str(scenes / "bug.py"), "--param", "n=3", "--t-end", "0.01"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == "mbvi: error: build() of '" + str(scenes / "bug.py") + "' raised TypeError: can only concatenate " \
+        'str (not "int") to str'  # fmt: skip
+    assert main(["run", str(scenes / "bug.py"), "--param", "m=3", "--t-end", "0.01"]) == 1
+    assert "rejected the parameters ['m']" in capsys.readouterr().err
+
+
+def test_a_sweep_output_that_cannot_be_written_is_said_before_sweeping(scenes: Path, capsys) -> None:
+    out = scenes / "boom.py" / "x.nc"  # under a file
+    assert main(["sweep", str(scenes / "boom.py"), "--grid", "n=1", "--t-end", "0.01", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "--out" in err and "is not a directory" in err and "swept" not in err
