@@ -46,9 +46,10 @@ from mbvi.trajectory import Trajectory
 
 __all__ = ["JUDGE_EVERY", "CoordinateView", "LiveView", "Simulator"]
 
-#: states a Simulator steps between two judgements of its energy balance (a blow-up found is rolled back: the
-#: energies of 256 states cost ~5 µs for a rigid arm, 0.1 ms for a 32-link chain, against their steps' ~0.6, 5 ms)
-JUDGE_EVERY = 256
+#: states a Simulator steps between two judgements of its energy balance (a blow-up found is rolled back). A
+#: judgement of 1024 states costs ~40 µs for a rigid arm (1 % of its steps in a Python control loop: at 256 it was
+#: 4 %), 0.4 ms for a 32-link chain (2 % of its ~20 ms of steps)
+JUDGE_EVERY = 1024
 
 
 def _own_loads(system: System) -> System:
@@ -549,7 +550,10 @@ class Simulator:
                     slots = value_offsets(model, e.owner) if model is not None else []
                     # written through a memoryview: a float stored without NumPy's scalar conversion
                     slots = [(memoryview(F), o, kernel) for F, o, kernel in slots]
-                    out[e.name] = (law, i, values.attr, slots)
+                    # the law's own copy of the value (what the NumPy path reads), written as floats too
+                    row = memoryview(values.values0.reshape(-1))[3 * i : 3 * i + 3]
+                    callable_load = any(j == i for j, *_ in values.callables)
+                    out[e.name] = (law, i, values.attr, slots, row, callable_load)
         return out
 
     def set_load(self, name: str, value: Any) -> None:
@@ -575,7 +579,7 @@ class Simulator:
                                  "are the expressions it was given")  # fmt: skip
             known = sorted(self._loads)
             raise ValueError(f"Simulator.set_load: unknown load {name!r}; the ExternalForce/ExternalTorque are {known}")
-        law, i, attr, slots = found
+        law, i, attr, slots, row, callable_load = found
         try:
             f0, f1, f2 = value
         except (TypeError, ValueError):
@@ -589,8 +593,11 @@ class Simulator:
                 F[o + 4], F[o + 5], F[o + 6], F[o + 3] = f0, f1, f2, 1.0
             else:
                 F[o], F[o + 1], F[o + 2] = f0, f1, f2
-        # the law holds it too: the NumPy path reads it there (a plugin's step, or a step the engine hands back)
-        law.values.hold(i, np.array([f0, f1, f2]))
+        # the law holds it too: the NumPy path reads it there (a plugin's step, or a step the engine hands back);
+        # as mbvi.forcelaws.builtin._Prescribed.hold, through a memoryview (a NumPy call costs a µs a step)
+        row[0], row[1], row[2] = f0, f1, f2
+        if callable_load:
+            law.values.held.add(i)
 
     # -- stepping ---------------------------------------------------------------------------------
     def step(self, n: int = 1) -> None:
