@@ -86,6 +86,17 @@ def _note_if_empty(ax: Axes, values: NDArray[np.float64], text: str) -> None:
         ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.4")
 
 
+def _has_constraints(traj: Any) -> bool:
+    """Whether the run had constraints: joints or rods, beams, or a LagrangianSystem's g(q) = 0."""
+    geometry = getattr(traj, "geometry", None)
+    if geometry is None:
+        return True
+    joints = ("rod", "spherical", "revolute", "prismatic", "fixed")
+    if any(link.kind in joints for link in geometry.links) or geometry.beams:
+        return True
+    return bool(getattr(traj, "info", {}).get("constraints", 0)) or any(b.kind == "rigid" for b in geometry.bodies)
+
+
 # ---------------------------------------------------------------- quantities
 def _energy_scale(traj: Any) -> tuple[float, str]:
     """The energy an error is relative to and its symbol: |E₀|, or max|T| + max|U| when E₀ is ~0."""
@@ -242,7 +253,7 @@ def constraint_error(traj: Any, ax: Axes | None = None) -> Figure:
     err = np.asarray(traj.constraint_error, dtype=float)
     t = np.asarray(traj.t)
     ax.semilogy(t, _positive(err), lw=1.0, color="C3", label="max |g(q)|")
-    _note_if_empty(ax, err, "no constraint violation")
+    _note_if_empty(ax, err, "no constraint violation" if _has_constraints(traj) else "no constraints")
     if len(t) > 1:
         ax.set_xlim(t[0], t[-1])
     ax.set_xlabel("time t [s]")

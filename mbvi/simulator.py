@@ -787,3 +787,11 @@ class Simulator:
 
     def __repr__(self) -> str:
         return f"Simulator({self.stepper.name!r}, dt={self.dt:g} s, t={self.t:g} s)"
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Not copied or pickled (it holds a compiled run in progress): the TypeError says what to do instead."""
+        raise TypeError(
+            "a Simulator cannot be copied or pickled (it holds a compiled run in progress); make another from the "
+            "state: mbvi.Simulator(scene, dt, integrator, initial_state=sim.state, t0=sim.t), or go back to a "
+            "start with sim.reset(state)"
+        )

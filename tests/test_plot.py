@@ -282,3 +282,11 @@ def test_integrator_zoo_panels_read_without_an_offset() -> None:
     fig = zoo.figure(runs=runs)
     assert len(fig.axes) == 4
     assert _offset_texts(fig) == [""] * 8
+
+
+def test_constraint_error_of_a_run_without_constraints_says_so() -> None:
+    """It said "no constraint violation" for a free particle, which has no constraint to violate."""
+    free = mbvi.Scene()
+    free.add(mbvi.Particle("p", mass=1.0, position=(0.0, 0.0, 0.0), velocity=(1.0, 0.0, 0.0)))
+    fig = plot.constraint_error(mbvi.simulate(free, 0.1, 1e-2))
+    assert [t.get_text() for t in fig.axes[0].texts] == ["no constraints"]

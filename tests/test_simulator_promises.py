@@ -202,3 +202,13 @@ def test_reset_steps_as_a_new_simulator_from_that_state(scene: str, integrator: 
     np.testing.assert_array_equal(sim.state.q, made.state.q)
     with pytest.raises(ValueError):
         sim.reset(mbvi.State(np.zeros(3), np.zeros(3)))
+
+
+def test_copying_or_pickling_a_simulator_says_what_to_do_instead() -> None:
+    import copy
+    import pickle
+
+    sim = mbvi.Simulator(arm(), dt=1e-3)
+    for attempt in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match=r"cannot be copied or pickled.*initial_state=sim\.state"):
+            attempt(sim)
