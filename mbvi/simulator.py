@@ -508,6 +508,7 @@ class Simulator:
         if self._drive is not None:
             drive = self._drive
             drive.j, drive.k = g + 1, g
+            drive.Wk[-1] = drive.Wk[g]  # the running total the next call starts from (see _slow_step)
             drive.restore()
             self._arm()
         elif self._lagrangian is not None:

@@ -212,3 +212,16 @@ def test_copying_or_pickling_a_simulator_says_what_to_do_instead() -> None:
     for attempt in (copy.copy, copy.deepcopy, pickle.dumps):
         with pytest.raises(TypeError, match=r"cannot be copied or pickled.*initial_state=sim\.state"):
             attempt(sim)
+
+
+def test_reset_starts_the_work_of_the_loads_afresh() -> None:
+    sim = mbvi.Simulator(arm(), dt=1e-3)
+    sim.set_load("motor", TAU)
+    sim.step(300)
+    sim.reset()
+    sim.step(100)
+    fresh = mbvi.Simulator(arm(), dt=1e-3)
+    fresh.set_load("motor", TAU)
+    fresh.step(100)
+    np.testing.assert_array_equal(sim.trajectory().work, fresh.trajectory().work)
+    assert sim.trajectory().work[-1] > 0.0
