@@ -39,6 +39,8 @@ def load_scene_module(path: str | Path) -> ModuleType:
         If it cannot be imported or defines no callable ``build``.
     """
     file = Path(path)
+    if file.is_dir():
+        raise FileNotFoundError(f"{str(path)!r} is a directory, not a scene file (a .py module with build())")
     if not file.is_file():
         raise FileNotFoundError(f"scene file not found: {str(path)!r}")
     name = f"_mbvi_scene_{abs(hash(str(file.resolve())))}"

@@ -142,6 +142,8 @@ def test_a_reader_that_goes_away_is_not_an_error() -> None:
 def test_missing_scene_file(tmp_path: Path, capsys) -> None:
     assert main(["run", str(tmp_path / "nope.py")]) == 1
     assert "not found" in _error_line(capsys)
+    assert main(["run", str(tmp_path)]) == 1  # a directory: said so (it said "scene file not found")
+    assert "is a directory, not a scene file" in _error_line(capsys)
 
 
 def test_scene_file_without_build(tmp_path: Path, capsys) -> None:
