@@ -251,7 +251,11 @@ def compiled_view(
     joint_rows = []
     for name, _ in joints:
         j = layout.joint_frames[name]
-        frame = np.concatenate([_vec(j.u1_a), _vec(j.u2_a), _vec(j.u1_b), _vec(j.axis_a), _vec(j.anchor_a),
+        # u1, u2 of a turned by the initial angle θ₀: the compiled angle is θ₀ + atan2 in that frame (within π
+        # of θ₀) without a second atan2 at every read
+        c, s = np.cos(j.initial_angle), np.sin(j.initial_angle)
+        u1, u2 = _vec(j.u1_a), _vec(j.u2_a)
+        frame = np.concatenate([c * u1 + s * u2, c * u2 - s * u1, _vec(j.u1_b), _vec(j.axis_a), _vec(j.anchor_a),
                                 _vec(j.anchor_b), [j.initial_angle]])  # fmt: skip
         joint_rows.append((_slot(j.a, slot), _slot(j.b, slot), frame))
     ints, floats = stateview.pack(layout.nq, record_address, target, torque, body_rows, joint_rows)

@@ -135,13 +135,14 @@ def simulate(
         err = failed
         part = err.partial
         if part is not None and len(part.t):
+            work = _measured(getattr(part, "work", None), part.t)
             with np.errstate(over="ignore", invalid="ignore"):  # the last states of a blow-up are huge
                 err.trajectory = Trajectory.from_states(system, part.t, part.q, part.v, scene=scene, info=info,
-                                                        work=_measured(part.work, part.t))  # fmt: skip
+                                                        work=work)  # fmt: skip
             # a step that failed on non-finite values after the balance had already broken: the blow-up's start
             # is the error, with the states up to it (not those of 1e140 J the run went on to)
             earlier = _blow_up(err.trajectory, stepper, system, getattr(part, "work", None))
-            if earlier is not None and earlier.step is not None and earlier.step < (err.step or 0):
+            if earlier is not None and earlier.step is not None and (err.step is None or earlier.step < err.step):
                 err = earlier
         if _verify:
             _verify_suggestion(err, scene, cls, dt, t_end, t0, initial_state, options)

@@ -290,7 +290,9 @@ class Simulator:
         self._loads: dict = {}
         # the energy balance, judged every JUDGE_EVERY states (see _judge)
         self._judged, self._judge_at, self._warned = 1, JUDGE_EVERY, False
-        self._balance0: tuple[float, float] | None = None  # (E₀, the energy scale of the start), J
+        self._balance0: tuple[float, float, float] | None = None  # (E₀, the energy scale of the start, U₀), J
+        self._motion = 0.0  # the largest energy in motion judged so far (a start with no energy in play), J
+        self._room = 0  # kept states the memory check has allowed
         self._work = np.zeros(1)  # a Lagrangian system's work W at each saved state judged, J
         if isinstance(scene_or_system, LagrangianSystem):
             self.scene, self.system = None, scene_or_system
@@ -350,17 +352,22 @@ class Simulator:
         self._q, self._v = q, v
 
     def _check_room(self, n: int) -> None:
-        """A ValueError when the states kept after n more steps would not fit in memory (a Simulator keeps all)."""
+        """A ValueError when the states kept after n more steps would not fit in memory (a Simulator keeps all).
+        Checked when they grow past an eighth more than last checked (not at every step: ~1 µs)."""
         from mbvi.engine.runner import MEMORY_SHARE, physical_memory
 
+        count = self._saved() + n
+        if count <= self._room:
+            return
         rows = 3 if self._lagrangian is not None else 2  # q, v (and p)
-        need = 8.0 * (self._saved() + n) * rows * self.system.nq
+        need = 8.0 * count * rows * self.system.nq
         have = physical_memory()
         if need > MEMORY_SHARE * have:
             raise ValueError(
                 f"Simulator.step({n}): the states a Simulator keeps would then take {need / 2**30:.3g} GiB of this "
                 f"machine's {have / 2**30:.3g} GiB; step fewer, or go on in a new Simulator from sim.state"
             )
+        self._room = count + max(1024, count // 8)
 
     def reset(self, initial_state: State | None = None) -> None:
         """Start again at ``t0``: from ``initial_state`` (checked as the constructor checks it), else from the
@@ -400,7 +407,7 @@ class Simulator:
         else:
             self._Q[0], self._V[0] = q, v
         self._rewind(0)
-        self._balance0, self._warned, self._work = None, False, np.zeros(1)
+        self._balance0, self._warned, self._work, self._motion = None, False, np.zeros(1), 0.0
 
     # -- the energy balance ---------------------------------------------------------------------
     def _saved(self) -> int:
@@ -409,16 +416,18 @@ class Simulator:
             return self._drive.j
         return self._lagrangian.j if self._lagrangian is not None else len(self._Q)
 
-    def _balance(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray | None]:
-        """E − E₀ − W of saved states a … b − 1 (W None: forces whose work is not measured, judge E − E₀), J."""
+    def _balance(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """E − E₀ − W of saved states a … b − 1 (W None: forces whose work is not measured, judge E − E₀), W, and
+        the energies in motion max(|T|, |U − U₀|, |W|) of those states, J."""
         system = self.system
         with np.errstate(all="ignore"):
             if self._lagrangian is not None:
                 run = self._lagrangian
                 t, Q, V = run.times(b)[a:], run.out[0][a:b], run.out[1][a:b]
                 e = np.asarray(system.energy(Q, V, t), dtype=float).reshape(-1)
+                u = np.asarray(system.potential(Q, t), dtype=float).reshape(-1)
                 power = system.derived.scalar.get("power")
-                work = None
+                work = np.zeros(len(e))  # conservative: E itself is kept
                 if power is not None:  # trapezoids from the state before, as the run's judgement integrates
                     tp, Qp, Vp = run.times(b)[a - 1 :], run.out[0][a - 1 : b], run.out[1][a - 1 : b]
                     p = power(np.asarray(Qp).T, np.asarray(Vp).T, tp)
@@ -433,9 +442,13 @@ class Simulator:
                     Q, V, Wk = self._drive.Q[a:b], self._drive.V[a:b], self._drive.Wk[a:b]
                 else:
                     Q, V, Wk = np.array(self._Q[a:b]), np.array(self._V[a:b]), None
-                e = np.asarray(system.kinetic(V) + system.potential(Q), dtype=float).reshape(-1)
+                u = np.asarray(system.potential(Q), dtype=float).reshape(-1)
+                e = np.asarray(system.kinetic(V), dtype=float).reshape(-1) + u
                 work = Wk if system.has_forces else np.zeros(len(e))
-        return e - self._balance0[0] - (work if work is not None else 0.0), work
+            motion = np.maximum(np.abs(e - u), np.abs(u - self._balance0[2]))
+            if work is not None:
+                motion = np.maximum(motion, np.abs(work))
+        return e - self._balance0[0] - (work if work is not None else 0.0), work, motion
 
     def _judge(self, failure: SolverError | None = None) -> None:
         """The states saved since the last judgement, judged as :func:`mbvi.simulate` judges a run: an energy
@@ -460,15 +473,21 @@ class Simulator:
                     q0, v0 = saved[0][0], saved[1][0]
                     t0, u0 = float(system.kinetic(v0)), float(system.potential(q0))
                     e0, scale_of = t0 + u0, system
-            self._balance0 = (e0, float(energy_scales(np.array([t0]), np.array([u0]), scale_of)[0]))
+            self._balance0 = (e0, float(energy_scales(np.array([t0]), np.array([u0]), scale_of)[0]), u0)
         self._judged, self._judge_at = count, count + JUDGE_EVERY
         if count <= start:
             return
-        drift, work = self._balance(start, count)
+        drift, work, motion = self._balance(start, count)
         scale = self._balance0[1]
         if work is None:  # forces whose work is not measured: the energy's growth only
             drift = np.maximum(drift, 0.0)
-        bad = ~(np.abs(drift) <= BLOW_UP * scale)
+        bound = BLOW_UP * scale
+        if scale <= 1e-290:  # no energy in play at the start (a LagrangianSystem at rest where U = 0): judged
+            # against the energy in motion up to each state, as simulate judges a LagrangianSystem's run by its
+            # energy in motion (a jump of a thousandfold from a step to the next, or a non-finite state)
+            bound = BLOW_UP * np.maximum.accumulate(np.maximum(motion, self._motion))
+            self._motion = max(self._motion, float(np.max(motion)))
+        bad = ~(np.abs(drift) <= bound)
         if not bad.any():
             return
         kb = start + int(np.argmax(bad))  # the first saved state past the bound (a step, the run saving each)
@@ -764,7 +783,7 @@ class Simulator:
                     work = self._drive.Wk[: len(traj.t)].copy() if self._drive is not None else None
                     _warn_energy_error(traj, self.stepper, self.system, work)
             for w in caught:
-                self._warned = True
+                self._warned = self._warned or "energy" in str(w.message)
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         return traj
 

@@ -66,6 +66,7 @@ class Trajectory:
         did not measure it (NumPy-path integrators, batches, a LagrangianSystem: see ``info["energy_error"]``).
     """
 
+    work = None  # (a trajectory pickled before work existed has none: None, not an AttributeError)
     momentum = _OnFirstUse()
     angular_momentum = _OnFirstUse()
     constraint_error = _OnFirstUse()

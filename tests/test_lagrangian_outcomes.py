@@ -168,6 +168,12 @@ def test_only_two_free_angles_are_drawn_on_a_torus(tmp_path, monkeypatch) -> Non
     L = wa**2 + wb**2 / 2 + wa * wb * sp.cos(a - b) + 2 * sp.cos(a) + sp.cos(b)
     double = mbvi.LagrangianSystem(L, [a, b], [wa, wb])
     assert double.angles == (True, True)
+    # cyclic coordinates (L does not read them): a cart's x is no angle, a free particle's x, y neither
+    x, vx = sp.symbols("x v_x")
+    cart = mbvi.LagrangianSystem(vx**2 + vx * wa * sp.cos(a) + wa**2 / 2 - 9.81 * sp.cos(a), [x, a], [vx, wa])
+    assert cart.angles == (False, True)
+    y, vy = sp.symbols("y v_y")
+    assert mbvi.LagrangianSystem((vx**2 + vy**2) / 2, [x, y], [vx, vy]).angles == (False, False)
     drawn = []
     monkeypatch.setattr(torus_module, "torus", lambda traj, out, **kw: drawn.append("torus"))
     orbit = mbvi.simulate(polar, 1.0, 1e-2, initial_state=mbvi.State([1.0, 0.0], [0.1, 1.0]))

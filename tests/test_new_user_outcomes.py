@@ -26,9 +26,9 @@ def pendulum(length: float = 1.0) -> mbvi.Scene:
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"window_size": (-5, 10)}, "window_size must be two whole numbers"),
-        ({"window_size": (0, 10)}, "window_size must be two whole numbers"),
-        ({"window_size": (10.5, 20)}, "window_size must be two whole numbers"),
+        ({"window_size": (-5, 10)}, "window_size must be two numbers of pixels"),
+        ({"window_size": (0, 10)}, "window_size must be two numbers of pixels"),
+        ({"window_size": (10, "20")}, "window_size must be two numbers of pixels"),
         ({"zoom": 0}, "zoom must be a positive number"),
         ({"scale": -2}, "scale must be a positive number"),
         ({"ground": "yes"}, "ground must be True, False, 'plane' or 'grid'"),
@@ -106,3 +106,20 @@ def test_a_sweep_output_that_cannot_be_written_is_said_before_sweeping(scenes: P
     assert main(["sweep", str(scenes / "boom.py"), "--grid", "n=1", "--t-end", "0.01", "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert "--out" in err and "is not a directory" in err and "swept" not in err
+
+
+def test_a_trajectory_pickled_before_work_existed_still_slices() -> None:
+    import pickle
+
+    traj = mbvi.simulate(pendulum(), 0.01, 1e-3)
+    state = traj.__getstate__()
+    state.pop("work")  # what an older mbvi pickled
+    old = pickle.loads(pickle.dumps(traj))
+    old.__dict__.clear()
+    old.__dict__.update(state)
+    assert old.work is None and old.head(3).work is None and len(old.head(3).t) == 3
+
+
+def test_a_window_size_in_real_numbers_is_rounded_as_before(tmp_path: Path) -> None:
+    image = mbvi.render.snapshot(pendulum(), tmp_path / "x.png", window_size=(1920 / 24, 1080 / 18))
+    assert image.shape[:2] == (60, 80)

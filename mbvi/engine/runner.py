@@ -68,6 +68,7 @@ _HUGEPAGE = _hugepage_switch()
 _HUGEPAGE_LOCK = threading.Lock()
 
 
+@functools.cache
 def physical_memory() -> float:
     """This machine's memory, bytes (inf where the OS does not say)."""
     try:

@@ -204,15 +204,14 @@ def _frame(q, ints, floats, slot, fo):
 
 @njit
 def joint_angle(q, ints, floats, j):
-    """Revolute joint angle θ = atan2((R_a u₂)·(R_b u₁), (R_a u₁)·(R_b u₁)), rad, taken within π of the joint's
-    initial angle θ₀ (θ₀ itself at the initial configuration, whatever turn it names)."""
+    """Revolute joint angle θ = θ₀ + atan2((R_a u₂)·(R_b u₁), (R_a u₁)·(R_b u₁)), rad, with u₁, u₂ of a turned by
+    the joint's initial angle θ₀ when packed (:func:`mbvi.loadkernels`): within π of θ₀, and θ₀ itself at the
+    initial configuration, whatever turn it names."""
     a, b, fo = _joint(ints, floats, j)
     w0, w1, w2 = _frame(q, ints, floats, b, fo + 6)
     c0, c1, c2 = _frame(q, ints, floats, a, fo)
     s0, s1, s2 = _frame(q, ints, floats, a, fo + 3)
-    theta0 = floats[fo + 18]
-    d = math.atan2(s0 * w0 + s1 * w1 + s2 * w2, c0 * w0 + c1 * w1 + c2 * w2) - theta0
-    return theta0 + math.atan2(math.sin(d), math.cos(d))
+    return floats[fo + 18] + math.atan2(s0 * w0 + s1 * w1 + s2 * w2, c0 * w0 + c1 * w1 + c2 * w2)
 
 
 @njit

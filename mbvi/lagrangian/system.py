@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -47,6 +48,13 @@ def _expressions(items: Any, what: str) -> list[Any]:
         except (sp.SympifyError, TypeError) as exc:
             raise ValueError(f"LagrangianSystem: {what} {e!r} is not a sympy expression") from exc
     return out
+
+
+#: a coordinate named as an angle (for one the Lagrangian does not read: see :attr:`LagrangianSystem.angles`)
+_GREEK = re.compile(
+    r"(alpha|beta|gamma|delta|epsilon|zeta|eta|theta|iota|kappa|lambda|mu|nu|xi|pi|rho|sigma|tau|upsilon|phi|"
+    r"varphi|chi|psi|omega|angle)(_?[0-9A-Za-z]{0,3})$|[\u03b1-\u03c9]"
+)
 
 
 class LagrangianSystem:
@@ -298,12 +306,19 @@ class LagrangianSystem:
 
     @property
     def angles(self) -> tuple[bool, ...]:
-        """For each coordinate, whether it is an angle: L, Q and g unchanged when it turns by 2π (checked at a
-        few random states). A picture draws two free angles on a torus, any other pair as a phase portrait."""
+        """For each coordinate, whether it is an angle: L, Q and g unchanged when it turns by 2π (checked at a few
+        random states); one they do not read at all (cyclic: a polar θ, a cart's x) by its name, a Greek letter
+        (``theta``, ``phi2``, ``psi_1`` …). A picture draws two free angles on a torus, any other pair as a phase
+        portrait."""
         if self._angles is None:
             rng = np.random.default_rng(1)
+            exprs = [self.lagrangian_expr, *(self.force_exprs or ()), *self.constraint_exprs]
+            read = set().union(*(e.free_symbols for e in exprs))
             found = []
             for i in range(self.nq):
+                if self.coordinates[i] not in read:  # cyclic: a polar θ, or a cart's x; the name tells
+                    found.append(_GREEK.match(self.coordinates[i].name) is not None)
+                    continue
                 same = True
                 for _ in range(3):
                     q, v = rng.uniform(-2.0, 2.0, self.nq), rng.uniform(-1.0, 1.0, self.nq)

@@ -125,11 +125,11 @@ def _check_options(opts: dict[str, Any], func: str, window_size: Any = (1, 1), t
         )
     try:
         w, h = window_size
-        ok = all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) and 0 < x <= 16384 for x in (w, h))
-    except (TypeError, ValueError):
+        ok = all(is_number(x) and 1 <= round(float(x)) <= 16384 for x in (w, h))
+    except (TypeError, ValueError, OverflowError):
         ok = False
     if not ok:
-        raise ValueError(f"{func}(): window_size must be two whole numbers of pixels in 1 … 16384, got {window_size!r}")
+        raise ValueError(f"{func}(): window_size must be two numbers of pixels in 1 … 16384, got {window_size!r}")
     if trail_length is not None and not (is_number(trail_length) and 0 < float(trail_length) < math.inf):
         raise ValueError(f"{func}(): trail_length must be a positive number of seconds or None, got {trail_length!r}")
     check_view_options(opts, func)
@@ -156,7 +156,8 @@ def _trail_spec(
 
 
 def _plotter(window_size: tuple[int, int], off_screen: bool, anti_aliasing: str | None) -> pv.Plotter:
-    plotter = pv.Plotter(off_screen=off_screen, window_size=[int(window_size[0]), int(window_size[1])])
+    size = [round(float(window_size[0])), round(float(window_size[1]))]
+    plotter = pv.Plotter(off_screen=off_screen, window_size=size)
     if anti_aliasing:
         kind = anti_aliasing.lower()
         if kind == "fxaa" and type(plotter.ren_win).__name__ in _NO_FXAA_WINDOWS:

@@ -80,7 +80,8 @@ def check_view_options(opts: dict[str, Any], func: str) -> None:
             continue
         value = opts[name]
         allowed = ("plane", "grid") if name == "ground" else ()
-        if not (isinstance(value, (bool, np.bool_)) or value in allowed or (name == "scalar_bar" and value is None)):
+        truth = isinstance(value, (bool, np.bool_)) or (is_number(value) and value in (0, 1))  # 0/1 as before
+        if not (truth or (isinstance(value, str) and value in allowed) or (name == "scalar_bar" and value is None)):
             kinds = "True, False, 'plane' or 'grid'" if name == "ground" else "True or False"
             raise ValueError(f"{func}(): {name} must be {kinds}, got {value!r}")
     for name in ("scale", "zoom"):
