@@ -26,7 +26,7 @@ from mbvi.engine import lockstep
 from mbvi.engine.fields import LT, RI, ST
 from mbvi.engine.runner import RunResult, RunState, advance, nsave, run_batch, saved_states, saved_steps, threads
 from mbvi.errors import ConstraintWarning, SolverError, member_failure
-from mbvi.integrators.stepkernel import run_kernel_batch
+from mbvi.integrators.stepkernel import run_kernel_batch, step_failure
 from mbvi.runs import energy_scales, last_step, run_info, run_numbers
 from mbvi.scene import Scene
 from mbvi.simulate import check_capabilities, joint_state, resolve_integrator
@@ -432,19 +432,16 @@ def _finish(system, scene, info: dict, trajs: list, runs: dict, stopped: dict) -
     raise err
 
 
-def _kernel_members(stepper, system, scene, info, t, Qs, Vs, status) -> list[Trajectory]:
-    """The trajectories of a batch run through a plugin's compiled step; the first failure raised (naming it)."""
+def _kernel_members(stepper, system, scene, info, t, Qs, Vs, status, ends) -> list[Trajectory]:
+    """The trajectories of a batch run through a plugin's compiled step; the first failure raised, naming it and,
+    as a run alone does, what raised in it (the step or a load, called again as Python at the failing step)."""
     with np.errstate(over="ignore", invalid="ignore"):
         trajs = Trajectory.many_from_states(system, t, Qs, Vs, status[:, RI.SAVED], scene=scene, info=info)
     failed = [b for b in range(len(Qs)) if status[b, RI.STATUS] != ST.DONE]
     if failed:
         b = failed[0]
         k = int(status[b, RI.STEP])
-        err = SolverError(
-            f"member {b} of {len(Qs)}: integrator {stepper.name!r}: its compiled step failed",
-            time=float(t[0] + k * stepper.dt), step=k, trajectory=trajs,
-        )  # fmt: skip
-        err.member = b
-        err.members = failed
-        raise err
+        when = float(t[0] + k * stepper.dt)
+        cause = step_failure(stepper, int(status[b, RI.STATUS]), ends[0][b], ends[1][b], when, k)
+        raise member_failure(cause, failed, len(Qs), trajs)
     return trajs

@@ -152,6 +152,13 @@ def test_a_compiled_step_that_raises_stops_the_run_naming_it() -> None:
     with pytest.raises(mbvi.SolverError, match="its compiled step raised ValueError: step table out of range") as e:
         mbvi.simulate(_pendulum(), 0.5, 1e-3, Raising)
     assert 0.1 <= e.value.time <= 0.102 and e.value.trajectory.t[-1] <= e.value.time
+    # a batch says it too, naming the member (it said only "its compiled step failed")
+    start = mbvi.assemble(_pendulum()).initial_state()
+    states = (np.stack([start.q, start.q]), np.stack([start.v, start.v]))
+    with pytest.raises(mbvi.SolverError, match=r"member 0 of 2 \(and 1 more\): .*its compiled step raised "
+                       "ValueError: step table out of range") as e:  # fmt: skip
+        mbvi.simulate_batch(_pendulum(), 0.5, 1e-3, states, integrator=Raising)
+    assert e.value.time == pytest.approx(0.101) and e.value.members == [0, 1]
 
 
 def test_a_kernel_missing_a_role_its_law_declares_runs_that_role_from_numpy() -> None:

@@ -136,11 +136,20 @@ def run_kernel(integrator, state: State, t0: float, nsteps: int, save_every: int
     return RunResult(t0 + saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j])
 
 
+def step_failure(integrator, status: int, q, v, t: float, k: int) -> SolverError:
+    """The error of a batch member whose compiled step stopped with ``status`` at its k-th step, from (q, v) at
+    time t: a load or the step itself named when they raised (called again as Python there), else why it failed,
+    as :func:`run_kernel` says it for a run alone."""
+    model = integrator.system.engine_model()
+    return _failure(integrator, model, status, q, v, t, k, _arrays(integrator, model))
+
+
 def run_kernel_batch(integrator, Q0: np.ndarray, V0: np.ndarray, t0: float, nsteps: int, save_every: int):
     """Every member of (Q0, V0) through the compiled step, member by member on every core; or None (NumPy).
 
-    Returns ``(t, Q, V, info)`` with Q, V (B, nsave, nq) and info (B, RI.count) as
-    :func:`mbvi.engine.runner.run_batch`.
+    Returns ``(t, Q, V, info, ends)`` with Q, V (B, nsave, nq) and info (B, RI.count) as
+    :func:`mbvi.engine.runner.run_batch`, and ``ends`` = (q, v), (B, nq) each: where each member's run stopped
+    (a failed one: its failing step's start, which :func:`member_failure` probes).
     """
     model = integrator.system.engine_model()
     found = _address_of(integrator) if model is not None else None
@@ -153,10 +162,11 @@ def run_kernel_batch(integrator, Q0: np.ndarray, V0: np.ndarray, t0: float, nste
     Q, V = saved_states((B, ns, nq), zero=True), saved_states((B, ns, nq), zero=True)
     Q[:, 0], V[:, 0] = Q0, V0
     info = np.zeros((B, RI.count), dtype=np.int64)
+    ends = (np.array(Q0, dtype=float), np.array(V0, dtype=float))
 
     def member(b: int) -> None:
         mdl, WI, WS, scratch, kparams = _arrays(integrator, model)
-        q, v = np.array(Q0[b], dtype=float), np.array(V0[b], dtype=float)
+        q, v = ends[0][b], ends[1][b]  # stepped in place: left at the failing step's start
         steps = np.zeros(RK.count, dtype=np.int64)
         steps[RK.NSTEPS], steps[RK.SAVE_EVERY], steps[RK.FRESH] = nsteps, save_every, 1
         steps[RK.KSTOP], steps[RK.J0] = nsteps, 1
@@ -166,4 +176,4 @@ def run_kernel_batch(integrator, Q0: np.ndarray, V0: np.ndarray, t0: float, nste
     with ThreadPoolExecutor(max(1, min(threads(), B))) as pool:  # the compiled loop releases the GIL
         for f in [pool.submit(member, b) for b in range(B)]:
             f.result()
-    return t0 + saved_steps(ns, nsteps, save_every) * h, Q, V, info
+    return t0 + saved_steps(ns, nsteps, save_every) * h, Q, V, info, ends
