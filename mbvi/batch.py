@@ -219,8 +219,8 @@ def _judge_energy(trajs: list[Trajectory], stepper, system) -> None:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                _check_energy_balance(traj, stepper, system, None)
-                _warn_energy_error(traj, stepper, system, None)
+                _check_energy_balance(traj, stepper, system)  # (a batch measures no work: traj.work is None)
+                _warn_energy_error(traj, stepper, system)
             except SolverError as exc:
                 broken[b] = exc
         warned += [(b, str(w.message)) for w in caught if issubclass(w.category, RuntimeWarning)]

@@ -321,7 +321,7 @@ def _is_scheduler_address(text: str) -> bool:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from mbvi.sweep import sweep, write
+    from mbvi.sweep import SCHEDULERS, sweep, write
 
     _check_output(args.out, (".zarr", ".nc"), "--out", directory=(".zarr",))  # before the sweep, not after it
     if not args.grid:
@@ -334,7 +334,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     dt = args.dt if args.dt is not None else float(getattr(module, "DT", _DEFAULTS["DT"]))
     integrator = args.integrator or str(getattr(module, "INTEGRATOR", _DEFAULTS["INTEGRATOR"]))
     progress = sys.stderr.isatty() if args.progress is None else args.progress
-    local = args.scheduler in (None, "processes", "threads", "synchronous")
+    local = args.scheduler in (None, *SCHEDULERS)
     if not local and not _is_scheduler_address(args.scheduler):
         raise CLIError(
             f"--scheduler {args.scheduler!r}: expected processes, threads, synchronous or a Dask scheduler "

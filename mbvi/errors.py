@@ -25,6 +25,8 @@ class SolverError(RuntimeError):
     partial : mbvi.engine.runner.RunResult or None
         What the run had saved before the failing step (the integrator's raw arrays;
         :func:`mbvi.simulate` turns them into ``trajectory``).
+    verified_dt : bool or None
+        Whether a run at ``suggested_dt`` confirmed it (None: not said; False: the solver's estimate).
     """
 
     def __init__(
@@ -44,6 +46,7 @@ class SolverError(RuntimeError):
         self.suggested_dt = suggested_dt
         self.trajectory = trajectory
         self.partial: Any = None
+        self.verified_dt: bool | None = None
         super().__init__(self._compose())
 
     def _compose(self) -> str:
@@ -56,6 +59,14 @@ class SolverError(RuntimeError):
         if self.suggested_dt is not None:
             parts.append(f"try dt <= {self.suggested_dt:.3g}")
         return ": ".join(parts[:2]) + ("; " + "; ".join(parts[2:]) if len(parts) > 2 else "")
+
+    def unverified(self, why: str = "") -> None:
+        """Say, once, that ``suggested_dt`` is the solver's estimate: no run at that dt confirmed it (``why``: what
+        would). Nothing without a suggestion, or when it was already said whether one did."""
+        if self.suggested_dt is None or self.verified_dt is not None:
+            return
+        self.verified_dt = False
+        self.args = (self._compose() + (f" (not verified: {why})" if why else " (not verified)"),)
 
     def located(self, time: float, step: int) -> SolverError:
         """Return a copy that records where in time the failure happened (of the same class: a

@@ -100,13 +100,19 @@ def joint_angle(q: np.ndarray, link: LinkGeometry, a: BodyGeometry | None, b: Bo
     (None for the world).
     """
     Ra, Rb = body_rotation(q, a), body_rotation(q, b)
-    u1a, u2a, u1b = (np.asarray(x, dtype=float) for x in (link.u1_a, link.u2_a, link.u1_b))
-    w = Rb @ u1b
+    u1a, u2a = angle_frame(link)
+    w = Rb @ np.asarray(link.u1_b, dtype=float)
     s = np.einsum("...j,...j->...", Ra @ u2a, w)
     c = np.einsum("...j,...j->...", Ra @ u1a, w)
-    theta0 = float(link.initial_angle)
-    d = np.arctan2(s, c) - theta0
-    return theta0 + np.arctan2(np.sin(d), np.cos(d))
+    return link.initial_angle + np.arctan2(s, c)
+
+
+def angle_frame(link: LinkGeometry) -> tuple[np.ndarray, np.ndarray]:
+    """u₁, u₂ of a revolute joint in body a's frame turned by its initial angle θ₀ about the axis: the joint angle is
+    θ₀ + atan2((R_a u₂)·(R_b u₁ᵇ), (R_a u₁)·(R_b u₁ᵇ)) in this frame, within π of θ₀ (NumPy and compiled views)."""
+    c, s = np.cos(link.initial_angle), np.sin(link.initial_angle)
+    u1, u2 = np.asarray(link.u1_a, dtype=float), np.asarray(link.u2_a, dtype=float)
+    return c * u1 + s * u2, c * u2 - s * u1
 
 
 def joint_rate(

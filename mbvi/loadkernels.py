@@ -38,6 +38,7 @@ import numpy as np
 
 from mbvi.bodies import WORLD
 from mbvi.engine.contract import Kernel, PythonKernel
+from mbvi.kinematics import angle_frame
 from mbvi.loads import call_load, load_arity, state_view_factory
 
 __all__ = ["LoadFailure", "compiled_view", "load_kernels", "names_read"]
@@ -251,12 +252,9 @@ def compiled_view(
     joint_rows = []
     for name, _ in joints:
         j = layout.joint_frames[name]
-        # u1, u2 of a turned by the initial angle θ₀: the compiled angle is θ₀ + atan2 in that frame (within π
-        # of θ₀) without a second atan2 at every read
-        c, s = np.cos(j.initial_angle), np.sin(j.initial_angle)
-        u1, u2 = _vec(j.u1_a), _vec(j.u2_a)
-        frame = np.concatenate([c * u1 + s * u2, c * u2 - s * u1, _vec(j.u1_b), _vec(j.axis_a), _vec(j.anchor_a),
-                                _vec(j.anchor_b), [j.initial_angle]])  # fmt: skip
+        u1, u2 = angle_frame(j) if j.kind == "revolute" else (_vec(j.u1_a), _vec(j.u2_a))
+        frame = np.concatenate([u1, u2, _vec(j.u1_b), _vec(j.axis_a), _vec(j.anchor_a), _vec(j.anchor_b),
+                                [j.initial_angle]])  # fmt: skip
         joint_rows.append((_slot(j.a, slot), _slot(j.b, slot), frame))
     ints, floats = stateview.pack(layout.nq, record_address, target, torque, body_rows, joint_rows)
     return stateview.view_class(bodies, joints), ints, floats

@@ -141,7 +141,7 @@ def simulate(
                                                         work=work)  # fmt: skip
             # a step that failed on non-finite values after the balance had already broken: the blow-up's start
             # is the error, with the states up to it (not those of 1e140 J the run went on to)
-            earlier = _blow_up(err.trajectory, stepper, system, getattr(part, "work", None))
+            earlier = _blow_up(err.trajectory, stepper, system)
             if earlier is not None and earlier.step is not None and (err.step is None or earlier.step < err.step):
                 err = earlier
         if _verify:
@@ -161,12 +161,12 @@ def simulate(
         traj = Trajectory.from_states(system, result.t, result.q, result.v, scene=scene, info=info,
                                       work=_measured(result.work, result.t))  # fmt: skip
     try:
-        _check_energy_balance(traj, stepper, system, result.work)
+        _check_energy_balance(traj, stepper, system)
     except SolverError as err:  # a run that blew up: its hint verified like a failed step's
         if _verify:
             _verify_suggestion(err, scene, cls, dt, t_end, t0, initial_state, options)
         raise
-    _warn_energy_error(traj, stepper, system, result.work)
+    _warn_energy_error(traj, stepper, system)
     _warn_wound_springs(traj, scene)
     return traj
 
@@ -220,9 +220,10 @@ def energy_error(traj: Trajectory, system, work: np.ndarray | None) -> tuple[flo
     return abs(float(balance[k])) / scale, abs(float(balance[k])), float(traj.t[k]), float(np.max(balance)) / scale
 
 
-def _warn_energy_error(traj: Trajectory, stepper: Integrator, system, work: np.ndarray | None) -> None:
-    """A completed run whose energy error is large is not returned silently: a RuntimeWarning names it."""
-    err = energy_error(traj, system, work)
+def _warn_energy_error(traj: Trajectory, stepper: Integrator, system) -> None:
+    """A completed run whose energy error is large (W: ``traj.work``) is not returned silently: a RuntimeWarning
+    names it."""
+    err = energy_error(traj, system, traj.work)
     if err is None:
         return
     traj.info["energy_error"] = err[0]
@@ -382,18 +383,19 @@ def _energy_scale(traj: Trajectory, system) -> float:
     return float(energy_scales(traj.kinetic, traj.potential, system)[0])
 
 
-def _check_energy_balance(traj: Trajectory, stepper: Integrator, system, work: np.ndarray | None) -> None:
-    """A blown-up run is never returned as a result: E − E₀ − W (W the work of the non-conservative forces)."""
-    err = _blow_up(traj, stepper, system, work, warn=True)
+def _check_energy_balance(traj: Trajectory, stepper: Integrator, system) -> None:
+    """A blown-up run is never returned as a result: E − E₀ − W (W the work of the non-conservative forces,
+    ``traj.work``)."""
+    err = _blow_up(traj, stepper, system, warn=True)
     if err is not None:
         raise err
 
 
-def _blow_up(traj: Trajectory, stepper: Integrator, system, work: np.ndarray | None,
-             warn: bool = False) -> SolverError | None:  # fmt: skip
-    """The :class:`SolverError` of a run whose energy balance broke, at the first state past the bound, with the
-    states up to it; None when it held. A baseline's (not variational) broken balance warns (with ``warn``)."""
-    e = traj.energy
+def _blow_up(traj: Trajectory, stepper: Integrator, system, warn: bool = False) -> SolverError | None:
+    """The :class:`SolverError` of a run whose energy balance broke (W: ``traj.work``), at the first state past the
+    bound, with the states up to it; None when it held. A baseline's (not variational) broken balance warns (with
+    ``warn``)."""
+    e, work = traj.energy, traj.work
     if len(e) < 2:
         return None
     if work is None or len(work) != len(e):
@@ -444,8 +446,7 @@ def _verify_suggestion(err: SolverError, scene: Scene, cls, dt: float, t_end: fl
     if not compiled:
         # a NumPy-path re-run may take long: give the hint a margin instead, and say it is not verified
         err.suggested_dt = hint / 2
-        err.verified_dt = False
-        err.args = (err._compose() + " (not verified)",)
+        err.unverified()
         return
     start = time.perf_counter()
     candidate = float(hint)
@@ -477,11 +478,11 @@ def _verify_suggestion(err: SolverError, scene: Scene, cls, dt: float, t_end: fl
                     "in motion)",)  # fmt: skip
         return
     # no step tried kept the run sane: say so rather than pass the solver's estimate off as a remedy
-    err.verified_dt = False
     if tried:
         span = f"dt = {tried[0]:.3g}" if len(tried) == 1 else f"dt = {tried[0]:.3g} down to {tried[-1]:.3g}"
+        err.verified_dt = False
         err.suggested_dt = None
         err.args = (err._compose() + f"; re-runs at {span} did not complete with their energy within 1 % of the "
                     "energy in motion either: a smaller step alone may not cure it",)  # fmt: skip
     else:
-        err.args = (err._compose() + " (not verified)",)
+        err.unverified()

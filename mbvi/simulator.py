@@ -31,7 +31,7 @@ import numpy as np
 
 from mbvi._validate import is_number
 from mbvi.assembly import assemble
-from mbvi.engine.fields import RI, WK, M
+from mbvi.engine.fields import RI
 from mbvi.engine.runner import saved_states
 from mbvi.errors import SolverError
 from mbvi.integrators.base import Integrator
@@ -64,9 +64,7 @@ def _own_loads(system: System) -> System:
         values = getattr(law, "values", None)
         if values is not None and hasattr(values, "hold"):
             law = copy.copy(law)
-            law.values = copy.copy(values)
-            law.values.values0 = values.values0.copy()
-            law.values.held = set(values.held)
+            law.values = values.copy()
         laws.append(law)
     own.laws = laws
     own.potential_laws = [law for law in laws if law.has_potential]
@@ -315,15 +313,11 @@ class Simulator:
         self._start = State(state.q.copy(), state.v.copy())
         self.stepper = cls(system, float(dt), **options)
         self._info = run_info(cls, dt, options)
-        if isinstance(self.stepper, Compiled):
-            model = self.stepper.engine_model()
-        elif getattr(type(self.stepper), "kernel", None) is not None:  # a compiled step plugin: the engine's model
-            model = system.engine_model()
-        else:
-            model = None
+        compiled = isinstance(self.stepper, Compiled)
+        kernel = getattr(type(self.stepper), "kernel", None) is not None  # a compiled step plugin: the engine's model
+        model = self.stepper.engine_model() if compiled else system.engine_model() if kernel else None
         self._loads = self._named_loads(model)
-        model = model if isinstance(self.stepper, Compiled) else None
-        if model is not None:
+        if compiled and model is not None:
             self._drive = Drive(self.stepper, model, state, self.t0, None)
             q, v = self._drive.rs.q, self._drive.rs.v
         else:
@@ -354,19 +348,14 @@ class Simulator:
     def _check_room(self, n: int) -> None:
         """A ValueError when the states kept after n more steps would not fit in memory (a Simulator keeps all).
         Checked when they grow past an eighth more than last checked (not at every step: ~1 µs)."""
-        from mbvi.engine.runner import MEMORY_SHARE, physical_memory
+        from mbvi.engine.runner import check_memory
 
         count = self._saved() + n
         if count <= self._room:
             return
         rows = 3 if self._lagrangian is not None else 2  # q, v (and p)
-        need = 8.0 * count * rows * self.system.nq
-        have = physical_memory()
-        if need > MEMORY_SHARE * have:
-            raise ValueError(
-                f"Simulator.step({n}): the states a Simulator keeps would then take {need / 2**30:.3g} GiB of this "
-                f"machine's {have / 2**30:.3g} GiB; step fewer, or go on in a new Simulator from sim.state"
-            )
+        check_memory((count, rows * self.system.nq), f"Simulator.step({n}): the states a Simulator then keeps",
+                     "step fewer, or go on in a new Simulator from sim.state")  # fmt: skip
         self._room = count + max(1024, count // 8)
 
     def reset(self, initial_state: State | None = None) -> None:
@@ -390,16 +379,7 @@ class Simulator:
             state = given_state(system, initial_state, "Simulator.reset")
         q, v = state.q.copy(), state.v.copy()
         if self._drive is not None:
-            drive = self._drive
-            drive.Q[0], drive.V[0], drive.Wk[0] = q, v, 0.0
-            rs = drive.rs
-            Iv = drive.model.Iv
-            rs.WI[:] = Iv[Iv[M.WKOFF] : Iv[M.WKOFF] + WK.count]  # a fresh workspace, as a new run state's
-            rs.WS[:] = 0.0
-            for b in rs.bufs:
-                b[:] = 0.0
-            drive.info[:] = 0
-            drive.numpy_steps, drive.burst = 0, 1
+            self._drive.restart(q, v)  # its first saved state, and a new run's workspace and counters
         elif self._lagrangian is not None:
             run = self._lagrangian
             run.out[0][0], run.out[1][0] = q, v
@@ -422,20 +402,21 @@ class Simulator:
         system = self.system
         with np.errstate(all="ignore"):
             if self._lagrangian is not None:
+                from mbvi.lagrangian.run import work_done
+
                 run = self._lagrangian
                 t, Q, V = run.times(b)[a:], run.out[0][a:b], run.out[1][a:b]
                 e = np.asarray(system.energy(Q, V, t), dtype=float).reshape(-1)
                 u = np.asarray(system.potential(Q, t), dtype=float).reshape(-1)
-                power = system.derived.scalar.get("power")
-                work = np.zeros(len(e))  # conservative: E itself is kept
-                if power is not None:  # trapezoids from the state before, as the run's judgement integrates
-                    tp, Qp, Vp = run.times(b)[a - 1 :], run.out[0][a - 1 : b], run.out[1][a - 1 : b]
-                    p = power(np.asarray(Qp).T, np.asarray(Vp).T, tp)
+                # from the state before, as the run's judgement integrates it (None: conservative, E is kept)
+                step = work_done(system, run.times(b)[a - 1 :], run.out[0][a - 1 : b], run.out[1][a - 1 : b])
+                work = np.zeros(len(e))
+                if step is not None:
                     if len(self._work) < b:
                         grown = np.zeros(max(b, 2 * len(self._work)))
                         grown[: len(self._work)] = self._work
                         self._work = grown
-                    work = self._work[a - 1] + np.cumsum(0.5 * (p[1:] + p[:-1]) * np.diff(tp))
+                    work = self._work[a - 1] + step[1:]
                     self._work[a:b] = work
             else:
                 if self._drive is not None:
@@ -667,9 +648,7 @@ class Simulator:
             if self._saved() >= self._judge_at:
                 self._judge()
         except SolverError as err:  # a hint the Simulator cannot verify (simulate re-runs to verify its own)
-            if err.suggested_dt is not None and not getattr(err, "verified_dt", False) and "verified" not in str(err):
-                err.verified_dt = False
-                err.args = (f"{err} (not verified: mbvi.simulate from this state verifies a step size by re-running)",)
+            err.unverified("mbvi.simulate from this state verifies a step size by re-running")
             raise
 
     def _slow_step(self, kstop: int) -> None:
@@ -682,7 +661,6 @@ class Simulator:
         except SolverError as err:
             drive.restore()
             drive.k = drive.j - 1
-            self._arm()
             self._judge(failure=err)  # a blow-up before the failing step: back to before it, and said so
             err.trajectory = self._states()
             raise
@@ -780,8 +758,7 @@ class Simulator:
                 else:
                     from mbvi.simulate import _warn_energy_error
 
-                    work = self._drive.Wk[: len(traj.t)].copy() if self._drive is not None else None
-                    _warn_energy_error(traj, self.stepper, self.system, work)
+                    _warn_energy_error(traj, self.stepper, self.system)
             for w in caught:
                 self._warned = self._warned or "energy" in str(w.message)
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

@@ -522,8 +522,6 @@ def _run_locally(spec, members, settings, progress: bool, scheduler: str | None)
     import dask
     from dask.callbacks import Callback
 
-    if scheduler not in (None, *SCHEDULERS):
-        raise ValueError(f"sweep: scheduler must be one of {', '.join(map(repr, SCHEDULERS))}, got {scheduler!r}")
     bar = _bar(len(members), progress)
 
     class _Progress(Callback):

@@ -486,6 +486,7 @@ def scene_from_urdf(
 
     # -- which mbvi body carries each link --------------------------------------------------------
     carrier: dict[str, str] = {}  # link → body name (WORLD for links merged into the world)
+    bodies: set[str] = set()  # the links that are bodies: those with a mass (a massless "world" link is the world)
     for name in order:
         link = links[name]
         mass = _mass(link)
@@ -499,6 +500,7 @@ def scene_from_urdf(
             )
         if mass > 0:
             carrier[name] = name
+            bodies.add(name)
         elif j is None:
             carrier[name] = WORLD
         elif j.type == "fixed":
@@ -515,7 +517,7 @@ def scene_from_urdf(
         if links[name].inertial.origin is not None
         else np.zeros(3)
         for name in order
-        if carrier[name] == name and name != WORLD
+        if name in bodies
     }
     missing_meshes: list[str] = []
     parts: dict[str, list[dict]] = {}
@@ -535,7 +537,7 @@ def scene_from_urdf(
     # -- bodies -----------------------------------------------------------------------------------
     scene = scene_type(gravity=gravity)
     for name in order:
-        if carrier[name] != name or name == WORLD:
+        if name not in bodies:
             continue
         inertial = links[name].inertial
         R_in = np.eye(3) if inertial.origin is None else np.asarray(inertial.origin, dtype=float)[:3, :3]
@@ -557,7 +559,7 @@ def scene_from_urdf(
 
     # -- joints -----------------------------------------------------------------------------------
     for r in roots:
-        if carrier[r] == r and r != WORLD:
+        if r in bodies:
             scene.add(Fixed(WORLD, r))
     for name in order:
         j = parent_joint.get(name)

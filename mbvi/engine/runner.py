@@ -81,14 +81,19 @@ def physical_memory() -> float:
 MEMORY_SHARE = 0.5
 
 
-def _check_memory(shape: tuple[int, ...]) -> None:
+def check_memory(
+    shape: tuple[int, ...],
+    what: str = "the run's saved states",
+    advice: str = "keep fewer (save_every), run shorter or fewer members",
+) -> None:
+    """A ValueError saying how much and what to change when float64 arrays of ``shape`` would take more than
+    :data:`MEMORY_SHARE` of this machine's memory (rather than numpy's MemoryError, or minutes of swapping)."""
     need = 8.0 * math.prod(int(n) for n in shape)
     have = physical_memory()
     if need > MEMORY_SHARE * have:
         raise ValueError(
-            f"the run's saved states, {' × '.join(str(int(n)) for n in shape)} numbers, would take "
-            f"{need / 2**30:.3g} GiB of this machine's {have / 2**30:.3g} GiB: keep fewer (save_every), run shorter "
-            "or fewer members"
+            f"{what}, {' × '.join(str(int(n)) for n in shape)} numbers, would take {need / 2**30:.3g} GiB of this "
+            f"machine's {have / 2**30:.3g} GiB: {advice}"
         )
 
 
@@ -120,7 +125,7 @@ def saved_states(shape: tuple[int, ...], zero: bool = False) -> np.ndarray:
         When the states would take more than half of this machine's memory (saying how much, and what to
         change), rather than numpy's MemoryError or a machine swapping for minutes.
     """
-    _check_memory(shape)
+    check_memory(shape)
     make = np.zeros if zero else np.empty
     if _HUGEPAGE is None:
         return make(shape)
@@ -205,7 +210,8 @@ class RunState:
         self.v = np.array(v, dtype=float)
         self.u = np.zeros(nv)  # the velocity coordinates of the Lie loop (unprojected between calls)
         self.lam = np.zeros((SC.rows_needed(scheme) if rows is None else rows, n))
-        self.WI = Iv[Iv[M.WKOFF] : Iv[M.WKOFF] + WK.count].copy()
+        self._WI0 = Iv[Iv[M.WKOFF] : Iv[M.WKOFF] + WK.count]  # the workspace's start (a view of the model)
+        self.WI = self._WI0.copy()
         self.WS = np.zeros(int(Iv[M.WS_SIZE]))
         if model.rigid:  # the Lie loop's buffers: views of one allocation
             ends = list(itertools.accumulate(_buffer_lengths(int(I[M.NNZ]), int(I[M.NQ]), nv, n,
@@ -217,11 +223,17 @@ class RunState:
         self.work = float(work)
         self.fresh = True
 
-    def reset(self, q: np.ndarray, v: np.ndarray, work: float | None = None) -> None:
-        """Start again from (q, v): cold warm starts, a fresh workspace at the next call."""
+    def reset(self, q: np.ndarray, v: np.ndarray, work: float | None = None, *, new: bool = False) -> None:
+        """Start again from (q, v): cold warm starts, a fresh workspace at the next call; with ``new``, the
+        workspace's counters and state as a new RunState's too (a substep count that only grows, for one)."""
         self.q[:] = q
         self.v[:] = v
         self.lam[...] = 0.0
+        if new:
+            self.WI[:] = self._WI0
+            self.WS[:] = 0.0
+            for b in self.bufs:
+                b[:] = 0.0
         if work is not None:
             self.work = float(work)
         self.fresh = True

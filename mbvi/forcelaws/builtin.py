@@ -5,6 +5,8 @@ Each law evaluates every instance of its element type in one vectorized call.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -248,6 +250,12 @@ class _Prescribed:
         self.reads_state = any(arity == 2 for *_, arity in self.callables)
         self.view = state_view_factory(layout) if self.reads_state else None
         self.held: set[int] = set()  # callables whose value mbvi.Simulator.set_load holds instead
+
+    def copy(self) -> _Prescribed:
+        """A copy whose values and holds are its own (the callables and the view shared)."""
+        out = copy.copy(self)
+        out.values0, out.held = self.values0.copy(), set(self.held)
+        return out
 
     def hold(self, i: int, value: np.ndarray) -> None:
         """Load ``i`` is ``value`` from now on (N or N m), whatever it was (:meth:`mbvi.Simulator.set_load`)."""

@@ -219,6 +219,17 @@ class Drive:
                 self.j += 1
         rs.reset(q, v, work)  # the compiled loop starts again from here, cold
 
+    def restart(self, q: np.ndarray, v: np.ndarray) -> None:
+        """A new run from (q, v) at t0 (an open-ended run's :meth:`mbvi.Simulator.reset`): the states saved so far
+        dropped, the workspace and the counters those of a new run (the next steps bit for bit a new Drive's)."""
+        self.Q[0], self.V[0], self.Wk[0], self.Wk[-1] = q, v, 0.0, 0.0
+        self.k, self.j = 0, 1
+        self.rs.reset(q, v, 0.0, new=True)
+        for cb in self.model.callbacks:
+            cb.reset()
+        self.info[:] = 0
+        self.numpy_steps, self.burst = 0, 1
+
     def restore(self) -> None:
         """Back to the last saved state (after a failure): the run can go on from there, cold."""
         j = self.j - 1

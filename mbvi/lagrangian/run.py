@@ -168,7 +168,7 @@ def simulate_lagrangian(
         pt, pq, pv, pp = getattr(err, "partial", ([], [], [], []))
         if len(pt):
             err.trajectory = trajectory(system, pt, pq, pv, pp, info=info)
-        _unverified(err)
+        err.unverified()
         raise
     finally:
         if bar is not None:
@@ -188,11 +188,14 @@ def _to_the_end(stepper, state: State, t0: float, nsteps: int, save_every: int, 
     return tuple(np.concatenate([a, b[1:]]) for a, b in zip((t, q, v, p), tail, strict=True))
 
 
-def _unverified(err: SolverError) -> None:
-    """Say that a failed step's hint is the solver's estimate: no run at that dt confirmed it."""
-    if err.suggested_dt is not None and getattr(err, "verified_dt", None) is not False:
-        err.verified_dt = False
-        err.args = (err._compose() + " (not verified)",)
+def work_done(system: LagrangianSystem, t: np.ndarray, q: np.ndarray, v: np.ndarray) -> np.ndarray | None:
+    """W at each of the states (k, n) at times t (k,): ∫ (Q·v − ∂L/∂t) dt from the first, J, by trapezoids over
+    them (as good as they are close); None for a conservative Lagrangian (no Q, no explicit t)."""
+    power = system.derived.scalar.get("power")
+    if power is None:
+        return None
+    p = power(np.asarray(q).T, np.asarray(v).T, t)
+    return np.concatenate([[0.0], np.cumsum(0.5 * (p[1:] + p[:-1]) * np.diff(t))])
 
 
 def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: float) -> None:
@@ -210,16 +213,14 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
 
     if len(traj.t) < 2:
         return
-    power = system.derived.scalar.get("power")
     with np.errstate(all="ignore"):
         e = traj.energy
         start, motion = (float(x) for x in energy_scales(traj.kinetic, traj.potential, None))
         what = "the energy E = v·∂L/∂v − L, conserved by this Lagrangian,"
         fine = True
-        if power is not None:
-            t = np.asarray(traj.t, dtype=float)
-            p = power(np.asarray(traj.q).T, np.asarray(traj.v).T, t)
-            work = np.concatenate([[0.0], np.cumsum(0.5 * (p[1:] + p[:-1]) * np.diff(t))])
+        t = np.asarray(traj.t, dtype=float)
+        work = work_done(system, t, traj.q, traj.v)
+        if work is not None:
             e = e - work
             big = float(np.max(np.abs(work))) if np.isfinite(work).all() else 0.0
             start, motion = max(start, big), max(motion, big)
@@ -236,10 +237,10 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
             err = SolverError(
                 f"integrator {cls.name!r} at dt = {dt:g} s: {what[:-1]} strayed by {worst:.3g} J against "
                 f"{start:.3g} J in play (the run blew up)",
-                time=float(traj.t[k]), step=k, suggested_dt=dt / 4,
+                time=float(traj.t[k]), step=round((float(traj.t[k]) - float(traj.t[0])) / dt), suggested_dt=dt / 4,
             )  # fmt: skip
             err.trajectory = traj.head(k + 1)
-            _unverified(err)
+            err.unverified()
             raise err
         if worst <= WARN_ENERGY * motion or not fine:
             return
