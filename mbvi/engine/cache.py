@@ -22,8 +22,8 @@ __all__ = ["announce_compiling", "ensure_fresh", "stamp"]
 
 HERE = Path(__file__).resolve().parent
 SOURCES = (
-    "fields.py", "scheme.py", "contract.py", "extrapolation.py", "kernels.py", "loop.py", "lie.py", "rotation.py",
-    "lieloop.py", "lockstep.py", "api.py", "steps.py",
+    "fields.py", "scheme.py", "dense.py", "contract.py", "extrapolation.py", "kernels.py", "loop.py", "lie.py",
+    "rotation.py", "lieloop.py", "lockstep.py", "api.py", "steps.py",
 )  # fmt: skip
 _done = False
 _stamp: str | None = None

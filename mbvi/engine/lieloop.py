@@ -32,6 +32,7 @@ import numpy as np
 from numba import njit
 from numba import uint64 as U
 
+from mbvi.engine import dense as D
 from mbvi.engine import kernels as K
 from mbvi.engine import rotation as ROT
 from mbvi.engine import scheme as SC
@@ -317,7 +318,8 @@ def _drift_sensitivity(IL, FL, q0, uh, h, q1, Bq):
 
 @jit_alloc
 def _shake_newton(I, F, Iv, Fv, IL, FL, WI, WS, bufs, gd0, q0, ufree, h, lamv, tol, maxiter):
-    """Full Newton on Λ with the Jacobian G_v(q₁) (∂η₁/∂u½) M_v⁻¹ G_v(q₀)ᵀ / h (dense least squares)."""
+    """Full Newton on Λ with the Jacobian G_v(q₁) (∂η₁/∂u½) M_v⁻¹ G_v(q₀)ᵀ / h (dense least squares,
+    :func:`mbvi.engine.dense.lstsq`)."""
     n, nv, nnz = I[M.N], Iv[M.NQ], Iv[M.NNZ]
     if not I[M.DENSE_OK]:
         return ST.NEEDS_NUMPY
@@ -333,8 +335,8 @@ def _shake_newton(I, F, Iv, Fv, IL, FL, WI, WS, bufs, gd0, q0, ufree, h, lamv, t
     nb = IL[LT.NB]
     Bq = np.zeros((max(nb, 1), 3, 3))
     gd1 = np.zeros(nnz)
-    G1 = np.zeros((n, nv))
     BWG = np.zeros((nv, n))
+    J = np.zeros((n, n))
     bv = IL[LT.BV]
     for it in range(maxiter):
         K.wgt(Iv, Fv, gd0, lamv, dv)
@@ -360,10 +362,12 @@ def _shake_newton(I, F, Iv, Fv, IL, FL, WI, WS, bufs, gd0, q0, ufree, h, lamv, t
                         BWG[ov + 3 + i, c] = (Bq[b, i, 0] * WG0[ov + 3, c] + Bq[b, i, 1] * WG0[ov + 4, c]
                                               + Bq[b, i, 2] * WG0[ov + 5, c])  # fmt: skip
         _jacobian_v(I, F, IL, FL, q1, u, w, bufs[LB.GDQ], gd1)
-        G1[:, :] = 0.0
-        for i in range(nnz):
-            G1[Iv[prow + i], Iv[pcol + i]] += gd1[i]
-        dl = np.linalg.lstsq((G1 @ BWG) / h, g.copy())[0]
+        J[:, :] = 0.0
+        for i in range(nnz):  # J = G_v(q₁) BWG / h, G_v(q₁) by its entries
+            r, c, gv = Iv[prow + i], Iv[pcol + i], gd1[i] / h
+            for a in range(n):
+                J[r, a] += gv * BWG[c, a]
+        dl = D.lstsq(J, g)
         for i in range(n):
             lamv[i] += dl[i]
     return ST.SHAKE_FAILED
@@ -382,7 +386,7 @@ def _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, lam, warm, t
     return st
 
 
-@jit
+@inline
 def _shake_multipliers(I, F, Iv, Fv, IL, FL, WI, WS, bufs, slot0, q0, ufree, h, lam, warm, tol, maxiter):
     """SHAKE on the multipliers: u½ and q₁ (the rates after the drift are :func:`_drift_rates`)."""
     n, nnz = I[M.N], Iv[M.NNZ]
@@ -489,7 +493,7 @@ def lie_prepare(I, F, IL, WI, bufs, q, u):
         K.copy_into(bufs[LB.FC], bufs[LB.TMPV])
 
 
-@jit
+@inline
 def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, t, h, c0, c1, lam, tol, maxiter, length_scale):
     """One RATTLE-family substep of (q, u) in place: kick c₀, constrained Lie drift h, kick c₁.
 

@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 
+from mbvi.engine import dense as D
 from mbvi.engine import kernels as K
 from mbvi.engine import scheme as SC
 from mbvi.engine.fields import RF, RK, ST, WK, M
@@ -73,17 +74,16 @@ def _correct(I, F, gd0, dl, dq, q1, corr):
 
 @jit_alloc
 def _shake_newton(I, F, WI, WS, gd0, q1, corr, vfree, h, tol, maxiter, vh):
-    """Full Newton on Λ with the unsymmetric Jacobian G(q) M⁻¹ G(q₀)ᵀ (dense least squares)."""
+    """Full Newton on Λ with the unsymmetric Jacobian G(q) M⁻¹ G(q₀)ᵀ (dense least squares,
+    :func:`mbvi.engine.dense.lstsq`)."""
     n, nq, nnz = I[M.N], I[M.NQ], I[M.NNZ]
     if not I[M.DENSE_OK]:
         return ST.NEEDS_NUMPY
     WI[WK.NEWTON_USED] += 1
     prow, pcol, wo = I[M.PROW], I[M.PCOL], I[M.W]
-    G0 = np.zeros((n, nq))
-    for i in range(nnz):
-        G0[I[prow + i], I[pcol + i]] += gd0[i]
     gd = np.zeros(nnz)
     GW = np.zeros((n, nq))
+    J = np.zeros((n, n))
     u, w, g, dq = _buf(WI, WS, WK.U, 3 * n), _buf(WI, WS, WK.W, 3 * n), _buf(WI, WS, WK.G, n), _buf(WI, WS, WK.DQ, nq)
     for _ in range(maxiter):
         K.constraint_values(I, F, q1, u, w, g)
@@ -99,7 +99,12 @@ def _shake_newton(I, F, WI, WS, gd0, q1, corr, vfree, h, tol, maxiter, vh):
         for i in range(nnz):
             c = I[pcol + i]
             GW[I[prow + i], c] += gd[i] * F[wo + c]
-        dl = np.linalg.lstsq(GW @ G0.T, g.copy())[0]
+        J[:, :] = 0.0
+        for i in range(nnz):  # J = G(q) M⁻¹ G(q₀)ᵀ, G(q₀) by its entries
+            r, c, gv = I[prow + i], I[pcol + i], gd0[i]
+            for a in range(n):
+                J[a, r] += GW[a, c] * gv
+        dl = D.lstsq(J, g)
         _correct(I, F, gd0, dl, dq, q1, corr)
     return ST.SHAKE_FAILED
 

@@ -1,0 +1,157 @@
+"""Dense least squares for the engine's full-Newton fallbacks, written out in loops.
+
+The fallbacks (:func:`mbvi.engine.loop._shake_newton`, :func:`mbvi.engine.lieloop._shake_newton`) solve
+J Δλ ≈ g with a square J that is singular when constraints are redundant (a planar loop closed in 3-D).
+``numpy.linalg.lstsq`` did it, but compiling numba's LAPACK wrapper and its error formatting cost every
+machine's first run ~3 s per loop; this is LAPACK's ``gelsy`` in a page: Householder QR with column
+pivoting, the rank where a diagonal of R falls under ``rcond`` of the first, and the minimum-norm solution
+through a second QR of the kept rows' transpose (a complete orthogonal decomposition).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mbvi.engine.kernels import jit, jit_alloc
+
+__all__ = ["RCOND", "lstsq"]
+
+#: a diagonal of the pivoted R under RCOND × |R₀₀| ends the rank (n ε for the engine's n ≤ a few thousand)
+RCOND = 1e-13
+
+
+@jit
+def _reflect(C, k, m, col0, ncol, v):
+    """Householder reflection zeroing rows k+1 … m−1 of column k, applied to columns col0 … ncol−1.
+
+    C holds the matrix by columns (C[j] is column j, of length ≥ m); v (length ≥ m + 1) keeps the
+    reflection for :func:`_apply`, vᵀv in v[m]. Returns α, the column's new diagonal entry.
+    """
+    s = 0.0
+    for i in range(k, m):
+        s += C[k, i] * C[k, i]
+    norm = math.sqrt(s)
+    if norm == 0.0:
+        v[m] = 0.0  # the identity
+        return 0.0
+    alpha = -norm if C[k, k] >= 0.0 else norm
+    for i in range(k, m):
+        v[i] = C[k, i]
+    v[k] -= alpha
+    vv = 2.0 * (s - alpha * C[k, k])  # vᵀv = ‖x‖² − 2αx₀ + α²
+    v[m] = vv
+    if vv == 0.0:
+        return alpha
+    for j in range(col0, ncol):
+        t = 0.0
+        for i in range(k, m):
+            t += v[i] * C[j, i]
+        t *= 2.0 / vv
+        for i in range(k, m):
+            C[j, i] -= t * v[i]
+    return alpha
+
+
+@jit
+def _apply(v, k, m, x):
+    """x ← H x for the reflection :func:`_reflect` left in v (rows k … m−1; vᵀv in v[m])."""
+    vv = v[m]
+    if vv == 0.0:
+        return
+    t = 0.0
+    for i in range(k, m):
+        t += v[i] * x[i]
+    t *= 2.0 / vv
+    for i in range(k, m):
+        x[i] -= t * v[i]
+
+
+@jit_alloc
+def lstsq(A, b):
+    """Minimum-norm least-squares solution of A x ≈ b.
+
+    Parameters
+    ----------
+    A : ndarray, shape (m, n)
+        Any rank; not modified.
+    b : ndarray, shape (m,)
+        Not modified.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        The x of least ‖x‖ among those of least ‖A x − b‖, A's rank counted to :data:`RCOND` (as
+        ``numpy.linalg.lstsq`` with ``rcond`` of that size); zeros for a zero A, or a non-finite entry in A or b.
+    """
+    m, n = A.shape
+    x = np.zeros(n)
+    R = np.empty((n, m))  # by columns: R[j] is column j
+    for i in range(m):
+        if not abs(b[i]) < math.inf:
+            return x
+        for j in range(n):
+            if not abs(A[i, j]) < math.inf:
+                return x
+            R[j, i] = A[i, j]
+    c = b.copy()
+    perm = np.arange(n)
+    v = np.zeros(max(m, n) + 1)
+    rank = 0
+    first = 0.0
+    for k in range(min(m, n)):
+        # pivot: the column of largest norm below row k (recomputed, so no downdating error)
+        p, big = k, -1.0
+        for j in range(k, n):
+            s = 0.0
+            for i in range(k, m):
+                s += R[j, i] * R[j, i]
+            if s > big:
+                p, big = j, s
+        if k == 0:
+            first = math.sqrt(big)
+        if not math.sqrt(big) > RCOND * first:
+            break
+        if p != k:
+            for i in range(m):
+                R[k, i], R[p, i] = R[p, i], R[k, i]
+            perm[k], perm[p] = perm[p], perm[k]
+        alpha = _reflect(R, k, m, k, n, v)
+        _apply(v, k, m, c)
+        R[k, k] = alpha
+        for i in range(k + 1, m):
+            R[k, i] = 0.0
+        rank += 1
+    r = rank
+    if r == 0:
+        return x
+    y = np.zeros(n)
+    if r == n:  # full column rank: back-substitution in R
+        for i in range(r - 1, -1, -1):
+            s = c[i]
+            for j in range(i + 1, r):
+                s -= R[j, i] * y[j]
+            y[i] = s / R[i, i]
+    else:  # the r kept rows [R₁₁ R₁₂] = Lᵀ Q₂ᵀ from the QR of their transpose T = Q₂ L: y = Q₂ L⁻ᵀ c
+        T = np.zeros((r, n))  # T by columns: T[i] is row i of [R₁₁ R₁₂]
+        for i in range(r):
+            for j in range(i, n):
+                T[i, j] = R[j, i]
+        V = np.zeros((r, n + 1))
+        for k in range(r):
+            T[k, k] = _reflect(T, k, n, k, r, v)
+            for i in range(k + 1, n):
+                T[k, i] = 0.0
+            for i in range(n + 1):
+                V[k, i] = v[i]
+        for i in range(r):  # forward substitution with Lᵀ (lower triangular)
+            s = c[i]
+            for j in range(i):
+                s -= T[i, j] * y[j]
+            y[i] = s / T[i, i]
+        for k in range(r - 1, -1, -1):  # y ← Q₂ y = H₀ H₁ … H_{r−1} y
+            _apply(V[k], k, n, y)
+    for j in range(n):
+        x[perm[j]] = y[j]
+    return x
