@@ -1,5 +1,6 @@
 # mbvi — the two commands of the README:
-#   make demo   set everything up, then simulate, render and plot a demo scene into out/
+#   make demo   set everything up (the engine compiled for this machine included), then simulate, render and
+#               plot a demo scene into out/
 #   make test   set everything up, then run the linters and the whole test suite
 # Other targets: setup, docs, bench, clean.
 
@@ -28,6 +29,7 @@ $(STAMP): pyproject.toml $(wildcard plugins/*/pyproject.toml) tools/system-deps.
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[dev]" $(addprefix -e ,$(PLUGINS))
+	$(VENV)/bin/mbvi compile
 	@touch $(STAMP)
 
 demo: setup

@@ -14,7 +14,10 @@ and times in the first one, one after the other:
    compile events of their modules are counted);
 
 then, in a second process on the caches the first left, the whole cached start: import, the three scenes
-and the user load, ``python`` start-up included. Wall seconds, median [min–max] over rounds.
+and the user load, ``python`` start-up included. Then, each on empty caches of its own: the first ``simulate``
+of a rigid body in a process that ran nothing before (what a robot user meets first), and ``mbvi compile``
+(what ``make setup`` runs: every loop, in a process per core) followed by the four first runs in a new
+process. Wall seconds, median [min–max] over rounds.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import sys
 import tempfile
 import time
 
-SCRIPT = r"""
+HEADER = r"""
 import json, math, sys, time
 t_start = time.perf_counter()
 from numba.core import event
@@ -70,7 +73,8 @@ def arm():
 def push(t, state):  # a user's controller: damps the lower bob's vertical velocity
     return (0.0, 0.0, -0.3 * state.velocity("b")[2])
 
-
+"""
+SCRIPT = HEADER + r"""
 out = {}
 t0 = time.perf_counter()
 dp = pendulum()
@@ -93,9 +97,16 @@ print(json.dumps(out))
 """
 
 
-def run(env: dict) -> dict:
+RIGID_FIRST = HEADER + r"""
+t0 = time.perf_counter()
+mbvi.simulate(arm(), 0.01, 1e-3)
+print(json.dumps({"rigid_alone": time.perf_counter() - t0}))
+"""
+
+
+def run(env: dict, script: str = SCRIPT) -> dict:
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     out = json.loads(done.stdout.strip().splitlines()[-1])
     out["process"] = time.perf_counter() - t0
     return out
@@ -111,12 +122,27 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     cold: list[dict] = []
     warm: list[dict] = []
+    alone: list[dict] = []
+    setup: list[float] = []
+    after: list[dict] = []
+
+    def fresh(tmp: str) -> dict:
+        return {**os.environ, "NUMBA_CACHE_DIR": os.path.join(tmp, "numba"),
+                "MBVI_CACHE_DIR": os.path.join(tmp, "mbvi"), "MBVI_QUIET": "1"}  # fmt: skip
+
     for _ in range(args.rounds):
         with tempfile.TemporaryDirectory() as tmp:
-            env = {**os.environ, "NUMBA_CACHE_DIR": os.path.join(tmp, "numba"),
-                   "MBVI_CACHE_DIR": os.path.join(tmp, "mbvi"), "MBVI_QUIET": "1"}  # fmt: skip
+            env = fresh(tmp)
             cold.append(run(env))
             warm.append(run(env))
+        with tempfile.TemporaryDirectory() as tmp:
+            alone.append(run(fresh(tmp), RIGID_FIRST))
+        with tempfile.TemporaryDirectory() as tmp:  # what make setup does: mbvi compile, then the first runs
+            env = fresh(tmp)
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "mbvi", "compile"], env=env, capture_output=True, check=True)
+            setup.append(time.perf_counter() - t0)
+            after.append(run(env))
     print(f"first use, empty caches ({args.rounds} rounds, fresh processes; wall time, median [min–max]):")
     print(f"  first simulate (serial loop compiles)            {fmt([c['simulate'] for c in cold])}")
     print(f"  first simulate_batch, after it (batch loop)      +{fmt([c['batch'] for c in cold])}")
@@ -126,6 +152,10 @@ def main(argv: list[str] | None = None) -> None:
           f"  (engine loop functions compiled for it: {compiles})")  # fmt: skip
     print(f"  the whole first process                          {fmt([c['process'] for c in cold])}")
     print(f"cached start (a second process: start-up, import, the same four runs)  {fmt([w['process'] for w in warm])}")
+    print(f"a rigid body as the first simulate of all (a fresh process)  {fmt([a['rigid_alone'] for a in alone])}")
+    print(f"`mbvi compile` on empty caches (make setup runs it; {os.cpu_count()} processes)  {fmt(setup)}")
+    keys = ("simulate", "batch", "rigid", "kernel")
+    print(f"  then the four first runs of a new process, each: {', '.join(fmt([a[k] for a in after]) for k in keys)}")
 
 
 if __name__ == "__main__":

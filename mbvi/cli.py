@@ -9,6 +9,7 @@
     mbvi render RUN.npz --out RUN.gif|RUN.mp4|RUN.png|RUN.jpg [--fps FPS] [--speed S] [--frame I] [--size WxH]
     mbvi integrators
     mbvi force-laws
+    mbvi compile [--jobs N]          (compile and cache the engine's loops for this machine now)
     mbvi sweep SCENE.py --grid key=v1,v2,... [--grid ...] [--t-end T] [--dt DT] [--integrator NAME]
                         [--save-every N] [--option key=value ...] [--out SWEEP.zarr|SWEEP.nc]
                         [--scheduler processes|threads|synchronous|ADDRESS] [--progress | --no-progress]
@@ -287,6 +288,23 @@ def _cmd_integrators(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from mbvi.precompile import GROUPS, precompile
+
+    if args.jobs is not None and args.jobs < 1:
+        raise CLIError(f"--jobs {args.jobs}: expected a positive integer")
+    jobs = args.jobs or os.cpu_count() or 1
+    procs = min(jobs, len(GROUPS))
+    _say(f"compiling the engine's loops for this machine in {procs} process(es) (cached on disk: once per machine)")
+    t = time.perf_counter()
+    try:
+        precompile(jobs, say=_say)
+    except RuntimeError as exc:
+        raise CLIError(str(exc)) from None
+    _say(f"done in {time.perf_counter() - t:.1f} s")
+    return 0
+
+
 def _cmd_force_laws(args: argparse.Namespace) -> int:
     from mbvi.plugins import force_laws
 
@@ -435,6 +453,13 @@ def build_parser() -> argparse.ArgumentParser:
     ints.set_defaults(func=_cmd_integrators)
     laws = sub.add_parser("force-laws", help="list registered force laws")
     laws.set_defaults(func=_cmd_force_laws)
+    comp = sub.add_parser(
+        "compile",
+        help="compile the engine's loops for this machine now (make setup does)",
+        description="Compile and cache the engine's loops for this machine, so that no first run waits.",
+    )
+    comp.add_argument("--jobs", type=int, metavar="N", help="parallel processes (default: the machine's cores)")
+    comp.set_defaults(func=_cmd_compile)
 
     swp = sub.add_parser(
         "sweep", help="simulate a scene file over a grid of parameters", description="Run a parameter sweep on Dask."

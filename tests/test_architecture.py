@@ -64,7 +64,7 @@ LAYERS: list[tuple[str, ...]] = [
         "mbvi.lagrangian.statics",
     ),
     # 9: pictures, the command line, the package's face
-    ("mbvi.plot", "mbvi.render", "mbvi.lagrangian.picture", "mbvi.cli", "mbvi.__main__", "mbvi"),
+    ("mbvi.plot", "mbvi.render", "mbvi.lagrangian.picture", "mbvi.precompile", "mbvi.cli", "mbvi.__main__", "mbvi"),
 ]
 
 

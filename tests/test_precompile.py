@@ -1,0 +1,92 @@
+"""``mbvi compile`` (:func:`mbvi.precompile.precompile`): after it, no first run of any kind compiles the engine.
+
+The check runs other scenes than the ones precompile steps (another joint type, a damper, a batch of rigid
+bodies, a Simulator, a composition) in a fresh process and listens to numba's compile events: a single
+function of the engine's loops compiled there means a group missed an entry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mbvi.cli import main
+from mbvi.precompile import GROUPS, _shares, precompile
+
+FIRST_RUNS = r"""
+import json, math
+import numpy as np
+from numba.core import event
+import mbvi
+
+compiled = []
+
+
+class Compiles(event.Listener):
+    def on_start(self, ev):
+        fn = ev.data["dispatcher"].py_func
+        if fn.__module__.startswith("mbvi.engine."):
+            compiled.append(fn.__module__ + "." + fn.__qualname__)
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:compile", Compiles())
+rigid = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+rigid.add(mbvi.RigidBody("box", mass=2.0, inertia=(0.15, 0.2, 0.3), position=(0.0, 0.0, -0.5)))
+rigid.add(mbvi.RigidBody("arm", mass=1.0, inertia=(0.05, 0.05, 0.01), position=(0.0, 0.0, -1.5)))
+rigid.add(mbvi.Spherical("world", "box", anchor=(0.0, 0.0, 0.0)))
+rigid.add(mbvi.Revolute("box", "arm", anchor=(0.0, 0.0, -1.0), axis=(1.0, 0.0, 0.0)))
+chain = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+for i, name in enumerate("abc"):
+    chain.add(mbvi.Particle(name, mass=1.0 + i, position=(0.5 * (i + 1), 0.0, 0.0)))
+chain.add(mbvi.Rod("world", "a"))
+chain.add(mbvi.Rod("a", "b"))
+chain.add(mbvi.Rod("b", "c"))
+chain.add(mbvi.Damper("world", "c", damping=0.2))
+s0 = mbvi.assemble(rigid).initial_state()
+mbvi.simulate(rigid, 0.01, 1e-3)
+mbvi.simulate_batch(rigid, 0.01, 1e-3, initial_states=(np.repeat(s0.q[None], 3, 0), np.repeat(s0.v[None], 3, 0)))
+mbvi.simulate(chain, 0.01, 1e-3)
+mbvi.simulate(chain, 0.01, 1e-3, "implicit_euler")
+mbvi.simulate(chain, 0.01, 1e-3, "yoshida4")
+c0 = mbvi.assemble(chain).initial_state()
+mbvi.simulate_batch(chain, 0.01, 1e-3, initial_states=(np.repeat(c0.q[None], 3, 0), np.repeat(c0.v[None], 3, 0)))
+sim = mbvi.Simulator(rigid, dt=1e-3)
+sim.step(5)
+print(json.dumps(sorted(set(compiled))))
+"""
+
+
+def test_groups_are_dealt_to_processes_longest_first_each_once() -> None:
+    for jobs in (1, 2, 3, 4, 9):
+        shares = _shares(list(GROUPS), jobs)
+        assert len(shares) == min(jobs, len(GROUPS))
+        assert sorted(n for share in shares for n in share) == sorted(GROUPS)
+    two = _shares(list(GROUPS), 2)
+    loads = [sum(GROUPS[n][2] for n in share) for share in two]
+    assert max(loads) <= 0.5 * sum(loads) + max(g[2] for g in GROUPS.values()) / 2  # no process gets it all
+
+
+def test_after_precompile_no_first_run_compiles_the_engine() -> None:
+    seconds = precompile(jobs=2)  # about a second when the engine is cached (make setup ran it)
+    assert set(seconds) == set(GROUPS)
+    env = {**os.environ, "MBVI_QUIET": "1"}
+    out = subprocess.run([sys.executable, "-c", FIRST_RUNS], capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_precompile_refuses_an_unknown_group_or_jobs_below_one(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ValueError, match="unknown group 'gpu'"):
+        precompile(groups=["gpu"])
+    with pytest.raises(ValueError, match="jobs=0"):
+        precompile(jobs=0)
+    assert main(["compile", "--jobs", "0"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--jobs 0" in err
