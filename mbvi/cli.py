@@ -289,13 +289,13 @@ def _cmd_integrators(args: argparse.Namespace) -> int:
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
-    from mbvi.precompile import GROUPS, precompile
+    from mbvi.precompile import GROUPS, cores, precompile
 
     if args.jobs is not None and args.jobs < 1:
         raise CLIError(f"--jobs {args.jobs}: expected a positive integer")
-    jobs = args.jobs or os.cpu_count() or 1
+    jobs = args.jobs or cores()
     procs = min(jobs, len(GROUPS))
-    _say(f"compiling the engine's loops for this machine in {procs} process(es) (cached on disk: once per machine)")
+    _say(f"compiling the engine's loops for this machine in {procs} process(es) (cached until the engine changes)")
     t = time.perf_counter()
     try:
         precompile(jobs, say=_say)
@@ -458,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="compile the engine's loops for this machine now (make setup does)",
         description="Compile and cache the engine's loops for this machine, so that no first run waits.",
     )
-    comp.add_argument("--jobs", type=int, metavar="N", help="parallel processes (default: the machine's cores)")
+    comp.add_argument("--jobs", type=int, metavar="N", help="parallel processes (default: the cores it may use)")
     comp.set_defaults(func=_cmd_compile)
 
     swp = sub.add_parser(

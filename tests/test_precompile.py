@@ -7,15 +7,19 @@ function of the engine's loops compiled there means a group missed an entry.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from mbvi.cli import main
-from mbvi.precompile import GROUPS, _shares, precompile
+from mbvi.engine.cache import SAVE_LOCK
+from mbvi.precompile import GROUPS, _outcome, _shares, precompile
 
 FIRST_RUNS = r"""
 import json, math
@@ -90,3 +94,63 @@ def test_precompile_refuses_an_unknown_group_or_jobs_below_one(capsys: pytest.Ca
     assert main(["compile", "--jobs", "0"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--jobs 0" in err
+
+
+def test_precompile_deduplicates_groups_and_takes_any_integer_for_jobs() -> None:
+    import numpy as np
+
+    assert precompile(groups=[]) == {}
+    assert set(precompile(jobs=np.int64(1), groups=["extras", "extras"])) == {"extras"}
+
+
+def test_a_failed_or_killed_group_is_named_with_its_error_in_one_line() -> None:
+    ok = ["ok rigid 20.70", "ok extras 7.60"]
+    assert _outcome(["rigid", "extras"], 0, ok, "/tmp/x.log") is None
+    lines = ["Traceback ...", "failed rigid TypingError: cannot type x", "ok extras 7.6"]
+    said = _outcome(["rigid", "extras"], 1, lines, "/tmp/x.log")
+    assert said == "rigid TypingError: cannot type x (the whole output: /tmp/x.log)"
+    # killed after its first group: the one never reported, the status, the last line that says something
+    said = _outcome(["rigid", "extras"], -9, ["ok rigid 20.70", "\x1b[1mMemoryError\x1b[0m", "During: lowering"], "L")
+    assert said == "extras did not finish (exit status -9): MemoryError (the whole output: L)"
+    said = _outcome(["batch"], None, ["stopped after 1800 s"], "L")
+    assert said == "batch did not finish (killed): stopped after 1800 s (the whole output: L)"
+    assert "exit status 3" in _outcome(["batch"], 3, ["ok batch 1.0"], "L")  # reported, yet the process failed
+
+
+CACHED_FUNCTION = r"""
+import sys
+from mbvi.engine import kernels  # noqa: F401  (serializes numba's cache saves)
+from numba import njit
+
+
+@njit(cache=True)
+def twice(x):
+    return 2 * x
+
+
+print("compiling", flush=True)
+twice(1.5)
+print("saved", flush=True)
+"""
+
+
+def test_numbas_cache_saves_wait_for_one_another_across_processes(tmp_path: Path) -> None:
+    """A process saving a compiled function waits while another holds the save lock (the race of two
+    processes writing one function's cache index is closed); without the lock it would not wait."""
+    script = tmp_path / "cached.py"
+    script.write_text(CACHED_FUNCTION)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "MBVI_QUIET": "1"}
+    fd = os.open(SAVE_LOCK, os.O_RDONLY | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "compiling"
+        time.sleep(4.0)  # compiling `twice` takes a fraction of a second: the child now waits on its save
+        assert child.poll() is None
+        assert not list((tmp_path / "numba").rglob("*.nbi"))
+    finally:
+        os.close(fd)  # the lock goes with it
+    out, _ = child.communicate(timeout=120)
+    assert child.returncode == 0 and out.strip() == "saved"
+    assert list((tmp_path / "numba").rglob("*.nbi")) and list((tmp_path / "numba").rglob("*.nbc"))

@@ -15,10 +15,11 @@ import hashlib
 import os
 import re
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["announce_compiling", "ensure_fresh", "stamp"]
+__all__ = ["announce_compiling", "ensure_fresh", "serialize_cache_saves", "stamp"]
 
 HERE = Path(__file__).resolve().parent
 SOURCES = (
@@ -42,11 +43,13 @@ def stamp() -> str:
 
 
 def ensure_fresh() -> None:
-    """Delete stale engine cache files (once per process; silent when the cache is not writable)."""
+    """Delete stale engine cache files (once per process; silent when the cache is not writable), and
+    serialize numba's cache saves across processes (:func:`serialize_cache_saves`)."""
     global _done
     if _done:
         return
     _done = True
+    serialize_cache_saves()
     current = stamp()
     cache = HERE / "__pycache__"
     marker = cache / "engine-sources.sha256"
@@ -60,6 +63,46 @@ def ensure_fresh() -> None:
         marker.write_text(current)
     except OSError:
         pass
+
+
+#: the lock file numba's cache saves take, in the system's temporary directory (one for the machine)
+SAVE_LOCK = Path(tempfile.gettempdir()) / "mbvi-numba-cache-save.lock"
+
+
+def serialize_cache_saves() -> None:
+    """Make numba's cache saves exclusive across processes (POSIX; elsewhere numba is left as it is).
+
+    numba saves a compiled function by reading its cache index, adding the new signature under the first
+    free data-file number and writing both back, without a lock: two processes saving two signatures of
+    one function at once (``mbvi compile``'s processes, pytest's workers, a sweep's process pool) can both
+    pick ``….1.nbc``, and the index may then name for one signature the file holding the other's code,
+    which numba would load and call with the wrong types. Each save here holds an exclusive ``flock`` on
+    :data:`SAVE_LOCK` (a few milliseconds; loads are not locked: numba replaces the index atomically).
+    """
+    try:
+        import fcntl
+
+        from numba.core import caching
+    except ImportError:
+        return
+    cls = caching.IndexDataCacheFile
+    if getattr(cls.save, "_mbvi_locked", False):
+        return
+    unlocked = cls.save
+
+    def save(self, key, data):
+        try:
+            fd = os.open(SAVE_LOCK, os.O_RDONLY | os.O_CREAT, 0o666)
+        except OSError:
+            return unlocked(self, key, data)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return unlocked(self, key, data)
+        finally:
+            os.close(fd)  # releases the lock
+
+    save._mbvi_locked = True  # type: ignore[attr-defined]
+    cls.save = save
 
 
 # ------------------------------------------------------------------------------------------- first use
