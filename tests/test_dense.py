@@ -2,8 +2,8 @@
 
 :func:`mbvi.engine.dense.lstsq` replaced ``numpy.linalg.lstsq`` inside the compiled loops (whose LAPACK
 wrapper cost every machine's first run ~3 s of compiling per loop): it must give numpy's minimum-norm
-solution for every shape and rank, and a rigid chain whose steps fall back on it must keep the
-method's order and its constraints.
+solution (of the system with its rows scaled alike) for every shape and rank, and a rigid chain whose
+steps fall back on it must keep the method's order and its constraints.
 """
 
 from __future__ import annotations
@@ -27,12 +27,18 @@ def test_lstsq_is_numpys_minimum_norm_solution_for_any_shape_and_rank(seed: int)
         b = rng.standard_normal(m)
         A0, b0 = A.copy(), b.copy()
         x = lstsq(A, b)
-        ref = np.linalg.lstsq(A, b, rcond=1e-13)[0]
         assert np.array_equal(A, A0) and np.array_equal(b, b0)  # inputs untouched
+        # numpy on the system with its rows scaled to a largest entry of 1, as lstsq weighs them
+        big = np.abs(A).max(axis=1)
+        d = np.where(big > 0, 1.0 / np.where(big > 0, big, 1.0), 1.0)
+        DA, Db = d[:, None] * A, d * b
+        ref = np.linalg.lstsq(DA, Db, rcond=1e-13)[0]
         assert np.linalg.norm(x - ref) <= 1e-10 * max(np.linalg.norm(ref), 1e-300)
-        # the least-squares conditions themselves: Aᵀ(Ax − b) = 0, and x in the row space of A
-        scale = np.linalg.norm(A) * (np.linalg.norm(A) * np.linalg.norm(x) + np.linalg.norm(b))
-        assert np.linalg.norm(A.T @ (A @ x - b)) <= 1e-11 * max(scale, 1e-300)
+        # the least-squares conditions themselves: (DA)ᵀ(DAx − Db) = 0
+        scale = np.linalg.norm(DA) * (np.linalg.norm(DA) * np.linalg.norm(x) + np.linalg.norm(Db))
+        assert np.linalg.norm(DA.T @ (DA @ x - Db)) <= 1e-11 * max(scale, 1e-300)
+        if rank == min(m, n) == m:  # consistent: the unweighted least-squares solution of least norm, numpy's
+            assert np.linalg.norm(x - np.linalg.lstsq(A, b)[0]) <= 1e-9 * np.linalg.norm(x)
 
 
 def test_lstsq_of_a_constraint_counted_twice_shares_its_multiplier_by_the_least_norm() -> None:
@@ -41,6 +47,16 @@ def test_lstsq_of_a_constraint_counted_twice_shares_its_multiplier_by_the_least_
     A = np.array([[2.0, 1.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 3.0]])
     x = lstsq(A, np.array([3.0, 3.0, 6.0]))
     assert x == pytest.approx([1.2, 0.6, 2.0], abs=1e-14)
+
+
+def test_lstsq_solves_rows_of_any_size() -> None:
+    """Rows of very different or extreme size (a 1e-14 row is a constraint too; 1e155 squared overflows)."""
+    assert lstsq(np.diag([1.0, 1e-14]), np.array([1.0, 1e-14])) == pytest.approx([1.0, 1.0], rel=1e-14)
+    rng = np.random.default_rng(7)
+    x = np.arange(1.0, 6.0)
+    for size in (1e155, 1e-160, 1e-300, 1e200):
+        A = rng.standard_normal((5, 5)) * size
+        assert lstsq(A, A @ x) == pytest.approx(x, rel=1e-12)
 
 
 def test_lstsq_of_a_zero_or_non_finite_system_is_zero() -> None:

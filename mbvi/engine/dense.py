@@ -4,8 +4,10 @@ The fallbacks (:func:`mbvi.engine.loop._shake_newton`, :func:`mbvi.engine.lieloo
 J Δλ ≈ g with a square J that is singular when constraints are redundant (a planar loop closed in 3-D).
 ``numpy.linalg.lstsq`` did it, but compiling numba's LAPACK wrapper and its error formatting cost every
 machine's first run ~3 s per loop; this is LAPACK's ``gelsy`` in a page: Householder QR with column
-pivoting, the rank where a diagonal of R falls under ``rcond`` of the first, and the minimum-norm solution
-through a second QR of the kept rows' transpose (a complete orthogonal decomposition).
+pivoting of the system with its rows scaled to a largest entry of 1, the rank where a diagonal of R falls
+under :data:`RCOND` of the first, and the minimum-norm solution through a second QR of the kept rows'
+transpose (a complete orthogonal decomposition). The rank test reads R's diagonal, not the singular values
+numpy's ``lstsq`` reads: on a matrix made to defeat pivoted QR (Kahan's) it can keep a direction numpy drops.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from mbvi.engine.kernels import jit, jit_alloc
 
 __all__ = ["RCOND", "lstsq"]
 
-#: a diagonal of the pivoted R under RCOND × |R₀₀| ends the rank (n ε for the engine's n ≤ a few thousand)
+#: a diagonal of the pivoted R under RCOND × |R₀₀| ends the rank (rows scaled to a largest entry of 1 first;
+#: ~n ε for the engine's n ≤ :data:`mbvi.engine.model.DENSE_NEWTON_MAX` = 300 rows)
 RCOND = 1e-13
 
 
@@ -82,20 +85,31 @@ def lstsq(A, b):
     Returns
     -------
     ndarray, shape (n,)
-        The x of least ‖x‖ among those of least ‖A x − b‖, A's rank counted to :data:`RCOND` (as
-        ``numpy.linalg.lstsq`` with ``rcond`` of that size); zeros for a zero A, or a non-finite entry in A or b.
+        The x of least ‖x‖ among those of least ‖D (A x − b)‖, D scaling each row of A to a largest entry of
+        1 (for a consistent system, as the engine's are, the least-squares solution of least norm), A's rank
+        counted to :data:`RCOND`; zeros for a zero A, or a non-finite entry in A or b.
     """
     m, n = A.shape
     x = np.zeros(n)
     R = np.empty((n, m))  # by columns: R[j] is column j
-    for i in range(m):
+    c = np.empty(m)
+    for i in range(m):  # each row scaled to a largest entry of 1: no overflow in the squares, rows of any size
+        big = 0.0
+        for j in range(n):
+            a = abs(A[i, j])
+            if not a < math.inf:  # inf or NaN
+                return x
+            big = max(big, a)
         if not abs(b[i]) < math.inf:
             return x
+        scale = 1.0 / big if big > 0.0 else 1.0
+        if not scale < math.inf:  # a subnormal row
+            scale = 1.0
         for j in range(n):
-            if not abs(A[i, j]) < math.inf:
-                return x
-            R[j, i] = A[i, j]
-    c = b.copy()
+            R[j, i] = A[i, j] * scale
+        c[i] = b[i] * scale
+        if not abs(c[i]) < math.inf:
+            return x
     perm = np.arange(n)
     v = np.zeros(max(m, n) + 1)
     rank = 0
