@@ -96,7 +96,10 @@ def serialize_cache_saves() -> None:
         except OSError:
             return unlocked(self, key, data)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:  # a file system without locks: save as numba does
+                pass
             return unlocked(self, key, data)
         finally:
             os.close(fd)  # releases the lock
