@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 import pytest
+from scene_loader import rigid_chain
 
 import mbvi
 from mbvi.engine.dense import lstsq
@@ -68,24 +69,10 @@ def test_lstsq_of_a_zero_or_non_finite_system_is_zero() -> None:
         assert not lstsq(np.eye(3), np.array([1.0, bad, 1.0])).any()
 
 
-def _chain(links: int) -> mbvi.Scene:
-    """Solid cylinders (1 kg, 1 m) on revolute joints with axes y, z, y, … released horizontal."""
-    s = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
-    r, ell = 0.05, 1.0
-    inertia = (r**2 / 2, (3 * r**2 + ell**2) / 12, (3 * r**2 + ell**2) / 12)
-    parent = "world"
-    for i in range(links):
-        s.add(mbvi.RigidBody(f"link{i}", mass=1.0, inertia=inertia, position=(i + 0.5, 0.0, 0.0)))
-        axis = (0.0, 1.0, 0.0) if i % 2 == 0 else (0.0, 0.0, 1.0)
-        s.add(mbvi.Revolute(parent, f"link{i}", anchor=(float(i), 0.0, 0.0), axis=axis))
-        parent = f"link{i}"
-    return s
-
-
 def test_a_rigid_chain_whose_steps_need_the_full_newton_fallback_keeps_its_order_and_constraints() -> None:
     """A 10-link chain whipping at dt = 2e-2 with no substeps: SHAKE's quasi-Newton stalls on some steps
     and the dense full Newton finishes them; the energy band still falls as h² and the joints hold."""
-    scene = _chain(10)
+    scene = rigid_chain(10)
     system = mbvi.assemble(scene)
     stepper = mbvi.get_integrator("verlet")(system, 2e-2, max_turn=math.inf)
     assert stepper.run(system.initial_state(), 0.0, 250).counters["newton"] > 0
