@@ -1,4 +1,4 @@
-"""Dense least squares for the engine's full-Newton fallbacks, written out in loops.
+"""Dense solves for the engine's Newton steps, written out in loops: LU with partial pivoting and least squares.
 
 The fallbacks (:func:`mbvi.engine.loop._shake_newton`, :func:`mbvi.engine.lieloop._shake_newton`) solve
 J Δλ ≈ g with a square J that is singular when constraints are redundant (a planar loop closed in 3-D).
@@ -21,7 +21,7 @@ import numpy as np
 
 from mbvi.engine.kernels import jit, jit_alloc
 
-__all__ = ["RCOND", "lstsq"]
+__all__ = ["LU_TINY", "RCOND", "lstsq", "lu_factor", "lu_solve"]
 
 #: a pivot of the LU of a square system (rows scaled to a largest entry of 1) under this: solved by QR instead
 LU_TINY = 1e-11
@@ -77,40 +77,47 @@ def _apply(v, k, m, x):
 
 
 @jit
-def _lu_solve(C, c, x):
-    """x ← C⁻¹ c by LU with partial pivoting, C square and held by columns (C[j] is column j); C and c are
-    overwritten. False, x unusable, when a pivot falls under :data:`LU_TINY` or x is not finite."""
-    n = len(c)
-    for k in range(n):
-        p, a = k, abs(C[k, k])
-        for i in range(k + 1, n):
-            if abs(C[k, i]) > a:
-                p, a = i, abs(C[k, i])
-        if not a > LU_TINY:
+def lu_factor(A, piv, tiny):
+    """In-place LU with partial pivoting of a dense square A (L's multipliers below the diagonal, the row
+    swaps in ``piv``); False when a pivot is not above ``tiny`` (≥ 0) or not finite."""
+    m = A.shape[0]
+    for k in range(m):
+        p = k
+        big = abs(A[k, k])
+        for i in range(k + 1, m):
+            if abs(A[i, k]) > big:
+                big, p = abs(A[i, k]), i
+        if not big > tiny or not big < math.inf:
             return False
+        piv[k] = p
         if p != k:
-            for j in range(n):
-                C[j, k], C[j, p] = C[j, p], C[j, k]
-            c[k], c[p] = c[p], c[k]
-        inv = 1.0 / C[k, k]
-        for i in range(k + 1, n):
-            C[k, i] *= inv  # the multipliers, in column k below the diagonal
-        ck = c[k]
-        for i in range(k + 1, n):
-            c[i] -= C[k, i] * ck
-        for j in range(k + 1, n):
-            f = C[j, k]
-            if f != 0.0:
-                for i in range(k + 1, n):
-                    C[j, i] -= C[k, i] * f
-    for j in range(n - 1, -1, -1):  # U x = c, by columns
-        xj = c[j] / C[j, j]
-        if not abs(xj) < math.inf:
-            return False
-        x[j] = xj
-        for i in range(j):
-            c[i] -= C[j, i] * xj
+            for j in range(m):
+                A[k, j], A[p, j] = A[p, j], A[k, j]
+        inv = 1.0 / A[k, k]
+        for i in range(k + 1, m):
+            a = A[i, k] * inv
+            A[i, k] = a
+            if a != 0.0:
+                for j in range(k + 1, m):
+                    A[i, j] -= a * A[k, j]
     return True
+
+
+@jit
+def lu_solve(A, piv, b):
+    """b ← A⁻¹ b with the factor of :func:`lu_factor`."""
+    m = A.shape[0]
+    for k in range(m):
+        p = piv[k]
+        if p != k:
+            b[k], b[p] = b[p], b[k]
+    for i in range(m):
+        for j in range(i):
+            b[i] -= A[i, j] * b[j]
+    for i in range(m - 1, -1, -1):
+        for j in range(i + 1, m):
+            b[i] -= A[i, j] * b[j]
+        b[i] /= A[i, i]
 
 
 @jit_alloc
@@ -152,9 +159,17 @@ def lstsq(A, b):
         c[i] = b[i] * scale
         if not abs(c[i]) < math.inf:
             return x
-    if m == n and _lu_solve(R.copy(), c.copy(), x):  # square and well inside full rank (the usual case): LU
-        return x
-    x[:] = 0.0
+    if m == n:  # square and well inside full rank (the usual case): LU
+        S = R.T.copy()  # the scaled rows again, row by row
+        piv = np.empty(n, np.int64)
+        if lu_factor(S, piv, LU_TINY):
+            y = c.copy()
+            lu_solve(S, piv, y)
+            finite = True
+            for i in range(n):
+                finite = finite and abs(y[i]) < math.inf
+            if finite:
+                return y
     perm = np.arange(n)
     v = np.zeros(max(m, n) + 1)
     # column norms below the current row, downdated as rows are eliminated (LAPACK's xLAQP2): vn1 the

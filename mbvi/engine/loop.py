@@ -289,49 +289,6 @@ def _implicit_residual(I, F, WI, WS, midpoint, q, v, t, h, q1, lamv, gd, r, vq, 
         r[i] += q1[i] - q[i] - h * tmp[i]
 
 
-@jit
-def _lu(A, piv):
-    """In-place LU with partial pivoting of a dense square A; False when singular."""
-    m = A.shape[0]
-    for k in range(m):
-        p = k
-        big = abs(A[k, k])
-        for i in range(k + 1, m):
-            if abs(A[i, k]) > big:
-                big, p = abs(A[i, k]), i
-        if not big > 0.0 or not big < math.inf:
-            return False
-        piv[k] = p
-        if p != k:
-            for j in range(m):
-                A[k, j], A[p, j] = A[p, j], A[k, j]
-        inv = 1.0 / A[k, k]
-        for i in range(k + 1, m):
-            a = A[i, k] * inv
-            A[i, k] = a
-            if a != 0.0:
-                for j in range(k + 1, m):
-                    A[i, j] -= a * A[k, j]
-    return True
-
-
-@jit
-def _lu_solve(A, piv, b):
-    """b ← A⁻¹ b with the factor of :func:`_lu`."""
-    m = A.shape[0]
-    for k in range(m):
-        p = piv[k]
-        if p != k:
-            b[k], b[p] = b[p], b[k]
-    for i in range(m):
-        for j in range(i):
-            b[i] -= A[i, j] * b[j]
-    for i in range(m - 1, -1, -1):
-        for j in range(i + 1, m):
-            b[i] -= A[i, j] * b[j]
-        b[i] /= A[i, i]
-
-
 @jit_alloc
 def _implicit_newton(I, F, WI, WS, midpoint, q, v, t, h, lam, tol, maxiter, q1, vh):
     """The drift of :func:`_implicit_step` by simplified Newton on (q₁, Λ), for steps too stiff for the fixed point.
@@ -390,14 +347,14 @@ def _implicit_newton(I, F, WI, WS, midpoint, q, v, t, h, lam, tol, maxiter, q1, 
                 A[c, nq + I[prow + e]] += F[wo + c] * gd[e]
             for e in range(nnz):
                 A[nq + I[prow + e], I[pcol + e]] += G1[e]
-            if not _lu(A, piv):
+            if not D.lu_factor(A, piv, 0.0):
                 return ST.NEEDS_NUMPY
             fresh = True
         for i in range(nq):
             rhs[i] = -r[i]
         for i in range(n):
             rhs[nq + i] = -g[i]
-        _lu_solve(A, piv, rhs)
+        D.lu_solve(A, piv, rhs)
         size = 0.0
         for i in range(nq):
             q1[i] += rhs[i]
