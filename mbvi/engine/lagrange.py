@@ -29,7 +29,6 @@ import math
 import numpy as np
 from numba import njit
 
-from mbvi.engine import dense as D
 from mbvi.engine.fields import ST
 from mbvi.engine.kernels import _call_address
 
@@ -55,13 +54,31 @@ def _lu_solve(A, b, piv, x):
     n = A.shape[0]
     scale = 0.0
     for i in range(n):
+        piv[i] = i
         for j in range(n):
             scale = max(scale, abs(A[i, j]))
-    if not D.lu_factor(A, piv, 1e-13 * scale):
-        return False
-    D.lu_solve(A, piv, b)
-    for i in range(n):
-        x[i] = b[i]
+    for k in range(n):
+        p, big = k, abs(A[k, k])
+        for i in range(k + 1, n):
+            if abs(A[i, k]) > big:
+                p, big = i, abs(A[i, k])
+        if not big > 1e-13 * scale or not big < math.inf:
+            return False
+        if p != k:
+            for j in range(n):
+                A[k, j], A[p, j] = A[p, j], A[k, j]
+            b[k], b[p] = b[p], b[k]
+        for i in range(k + 1, n):
+            f = A[i, k] / A[k, k]
+            if f != 0.0:
+                for j in range(k + 1, n):
+                    A[i, j] -= f * A[k, j]
+                b[i] -= f * b[k]
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for j in range(i + 1, n):
+            s -= A[i, j] * x[j]
+        x[i] = s / A[i, i]
         if not abs(x[i]) < math.inf:
             return False
     return True
