@@ -35,6 +35,7 @@ __all__ = [
     "joint_displacement",
     "joint_displacement_rate",
     "joint_rate",
+    "unwrap_by_rates",
 ]
 
 
@@ -122,6 +123,41 @@ def joint_rate(
     n = body_rotation(q, a) @ np.asarray(link.axis_a, dtype=float)
     dw = body_angular_velocity(q, v, b) - body_angular_velocity(q, v, a)
     return np.einsum("...j,...j->...", n, dw)
+
+
+def unwrap_by_rates(angle: np.ndarray, rate: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Whole turns added to sampled angles known only up to 2π, from their rates: the angle of sample k is
+    predicted from sample k − 1 by the trapezoidal rule on the rates, and takes the turn nearest that prediction.
+
+    ``numpy.unwrap`` assumes that an angle moves less than π between samples, and a wheel spinning at 30 rad/s
+    saved every 0.2 s moves 6 rad: it then counts turns backwards, silently. The rates say how far it went.
+
+    Parameters
+    ----------
+    angle : ndarray, shape (n,)
+        Angles, rad, each right up to a whole turn (the first is kept as it is).
+    rate : ndarray, shape (n,)
+        Their rates, rad/s.
+    t : ndarray, shape (n,)
+        Sample times, s.
+
+    Returns
+    -------
+    unwrapped : ndarray, shape (n,)
+        ``angle`` plus whole turns, rad.
+    miss : ndarray, shape (n,)
+        How far each sample lies from its prediction once unwrapped, rad (0 for the first). Past π/2 the turn
+        taken is in doubt: the rate changed too much between two samples for the trapezoidal rule.
+    """
+    angle, rate, t = (np.asarray(x, dtype=float) for x in (angle, rate, t))
+    if angle.size < 2:
+        return angle.copy(), np.zeros_like(angle)
+    step = 0.5 * (rate[1:] + rate[:-1]) * np.diff(t)
+    gap = angle[:-1] + step - angle[1:]  # prediction minus sample, before whole turns
+    turns = np.rint(gap / (2 * np.pi))
+    unwrapped = angle + 2 * np.pi * np.concatenate(([0.0], np.cumsum(turns)))
+    miss = np.concatenate(([0.0], np.abs(gap - 2 * np.pi * turns)))
+    return unwrapped, miss
 
 
 def joint_displacement(q: np.ndarray, link: LinkGeometry, a: BodyGeometry | None, b: BodyGeometry | None) -> np.ndarray:

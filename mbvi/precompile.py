@@ -136,7 +136,7 @@ def _outcome(share: Sequence[str], returncode: int | None, lines: Sequence[str],
     done = {ln.split()[1] for ln in lines if ln.startswith(_OK + " ") and len(ln.split()) > 2}
     for ln in lines:
         if ln.startswith(_FAILED + " "):
-            return f"{ln[len(_FAILED) + 1:]} (the whole output: {log})"
+            return f"{ln[len(_FAILED) + 1 :]} (the whole output: {log})"
     missing = [n for n in share if n not in done]
     if not missing and returncode == 0:
         return None

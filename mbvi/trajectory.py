@@ -280,8 +280,29 @@ class Trajectory:
         return j, self._maybe_body(j.a), self._maybe_body(j.b)
 
     def joint_angle(self, name: str) -> np.ndarray:
-        """Angle of a revolute joint (b relative to a, about its axis), rad, unwrapped, shape (n,)."""
-        return np.unwrap(kin.joint_angle(self.q, *self._joint(name, "revolute")))
+        """Angle of a revolute joint (b relative to a, about its axis), rad, counting turns, shape (n,).
+
+        A saved state knows the angle up to whole turns; the turns between two saved states are counted from the
+        joint's rate (:func:`mbvi.kinematics.unwrap_by_rates`), so a joint may turn more than half a turn between
+        them (``save_every``). A RuntimeWarning names the joint and the time when its rate changed too much
+        between two saved states to tell the turns: save more often.
+        """
+        joint = self._joint(name, "revolute")
+        angle, miss = kin.unwrap_by_rates(kin.joint_angle(self.q, *joint), kin.joint_rate(self.q, self.v, *joint),
+                                          self.t)  # fmt: skip
+        doubt = np.flatnonzero(miss > 0.5 * np.pi)
+        if doubt.size:
+            import warnings
+
+            k = int(doubt[0])
+            warnings.warn(
+                f"revolute joint {name!r}: its turns between the states saved at t = {self.t[k - 1]:.6g} and "
+                f"{self.t[k]:.6g} s are in doubt (its rate changed too much between them; {doubt.size} such gaps): "
+                "save states more often (save_every)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return angle
 
     def joint_rate(self, name: str) -> np.ndarray:
         """Rate of a revolute joint angle, rad/s, shape (n,)."""

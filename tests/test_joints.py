@@ -361,6 +361,40 @@ def test_revolute_angle_is_right_handed_about_the_axis() -> None:
     np.testing.assert_allclose(traj.rotation("wheel")[-1], expected.as_matrix(), atol=1e-10)
 
 
+def _looping_pendulum() -> mbvi.Scene:
+    """A rod pendulum released horizontal at 6.5 rad/s: it loops over its pivot, 2.1–8.9 rad/s."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.RigidBody("arm", mass=1.0, inertia=(0.01, 0.01, 0.01), position=(0.5, 0.0, 0.0),
+                             angular_velocity=(0.0, 6.5, 0.0), velocity=(0.0, 0.0, -3.25)))  # fmt: skip
+    scene.add(mbvi.Revolute("world", "arm", anchor=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0), name="pivot"))
+    return scene
+
+
+def test_turns_between_saved_states_are_counted_from_the_rate() -> None:
+    # a uniform spin of 30 rad/s saved every 0.2 s turns 6 rad between saved states: the closed form above
+    axis = np.array([0.0, 1.0, 0.0])
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.RigidBody("wheel", mass=1.0, inertia=(0.1, 0.1, 0.1), position=(0.0, 0.0, 0.0),
+                             angular_velocity=30.0 * axis))  # fmt: skip
+    scene.add(mbvi.Revolute("world", "wheel", axis=axis, name="axle"))
+    traj = mbvi.simulate(scene, 2.0, 1e-3, save_every=200)
+    x = brentq(lambda x: x + x**3 / 4 - 1e-3 * 30.0, 0.0, 1.0)
+    np.testing.assert_allclose(traj.joint_angle("axle"), np.arange(11) * 200 * 2 * math.atan(x / 2), atol=1e-10)
+    # a looping pendulum saved every 0.5 s (2.7–4.4 rad between saved states, numpy.unwrap counted turns backwards):
+    # the angles of the run that saved every state, at the same times
+    full = mbvi.simulate(_looping_pendulum(), 6.0, 1e-3)
+    sparse = mbvi.simulate(_looping_pendulum(), 6.0, 1e-3, save_every=500)
+    assert full.joint_angle("pivot")[-1] > 29.0
+    at = np.searchsorted(full.t, sparse.t - 1e-9)
+    np.testing.assert_allclose(sparse.joint_angle("pivot"), full.joint_angle("pivot")[at], atol=1e-8)
+
+
+def test_turns_that_the_saved_rates_cannot_tell_are_a_warning() -> None:
+    traj = mbvi.simulate(_looping_pendulum(), 6.0, 1e-3, save_every=900)
+    with pytest.warns(RuntimeWarning, match="revolute joint 'pivot': its turns .* are in doubt"):
+        traj.joint_angle("pivot")
+
+
 @pytest.mark.parametrize("body", ["rigid", "particle"])
 def test_prismatic_slider_on_an_incline_matches_uniform_acceleration(body: str) -> None:
     g, alpha = 9.81, 0.35
