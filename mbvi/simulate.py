@@ -174,6 +174,7 @@ def simulate(
 def _warn_wound_springs(traj: Trajectory, scene: Scene) -> None:
     """A TorsionSpring whose joint turned more than half a turn from rest met its law's cusp (the law is periodic:
     :class:`mbvi.TorsionSpring`): a RuntimeWarning names it."""
+    import math
     import warnings
 
     from mbvi.forces import TorsionSpring
@@ -182,7 +183,10 @@ def _warn_wound_springs(traj: Trajectory, scene: Scene) -> None:
         if not isinstance(spring, TorsionSpring) or spring.stiffness == 0.0 or len(traj.t) < 2:
             continue
         with np.errstate(invalid="ignore"):
-            turn = float(np.max(np.abs(traj.joint_angle(spring.joint) - spring.rest_angle)))
+            off = traj.joint_angle(spring.joint) - spring.rest_angle
+            # the law reads θ − θ₀ in (−π, π]: the turn the joint starts on is not a winding
+            start = math.remainder(float(off[0]), 2 * math.pi)
+            turn = float(np.max(np.abs(off - (off[0] - start))))
         if turn > np.pi:
             warnings.warn(
                 f"{spring.owner}: joint {spring.joint!r} turned {turn:.3g} rad from the spring's rest, past half a "

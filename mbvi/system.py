@@ -329,6 +329,17 @@ class System:
             return 0.0
         return float((np.maximum(np.abs(g_active) - self.active_roundoff, 0.0) / self.active_scale).max())
 
+    def residual_at(self, q: np.ndarray, g_active: np.ndarray) -> float:
+        """:meth:`residual` with each row's round-off estimated at q, not at the initial configuration: a system
+        that travelled far from where it started carries more (the twin of
+        :func:`mbvi.engine.kernels.residual_at_roundoff`; SHAKE accepts it when it stalls there)."""
+        if not len(g_active):
+            return 0.0
+        roundoff = self.rows.roundoff(q, ulps=1.0)
+        if self._active_mask is not None:
+            roundoff = roundoff[self.active]
+        return float((np.maximum(np.abs(g_active) - roundoff, 0.0) / self.active_scale).max())
+
     def G_matvec(self, gdata: np.ndarray, x: np.ndarray) -> np.ndarray:
         """G x with active Jacobian values ``gdata``."""
         return self._active_pattern.matvec(gdata, x)

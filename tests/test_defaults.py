@@ -82,6 +82,25 @@ def test_a_run_ends_at_t_end_with_a_shorter_last_step() -> None:
     assert np.max(np.abs(traj.q[-2] - fine.q[-1])) > 10 * coarse_error  # control: t = 0.2 s is elsewhere
 
 
+@pytest.mark.parametrize("save_every", [1, 7, 10])
+def test_a_lagrangian_run_with_a_shorter_last_step_saves_at_the_times_a_scene_does(save_every: int) -> None:
+    """The same pendulum as a scene and in its angle, t_end = 1.0005 s at dt = 1e-3: the saved times are the
+    save_every grid and t_end. The Lagrangian run also kept the state before its shorter last step when that was
+    off the grid (145 samples against 144 at save_every = 7), and the two agree to the method's order there."""
+    import sympy as sp
+
+    th, w = sp.symbols("theta omega")
+    ell = 1.1
+    lag = mbvi.LagrangianSystem(0.5 * ell**2 * w**2 + G * ell * sp.cos(th), [th], [w],
+                                initial_state=mbvi.State([1.0], [0.0]))  # fmt: skip
+    scene = mbvi.simulate(_pendulum(ell), 1.0005, 1e-3, save_every=save_every)
+    angle = mbvi.simulate(lag, 1.0005, 1e-3, save_every=save_every)
+    np.testing.assert_array_equal(angle.t, scene.t)
+    assert angle.t[-1] == pytest.approx(1.0005, abs=1e-12) and np.all(np.diff(angle.t) > 0)
+    bob = scene.position("bob")
+    np.testing.assert_allclose(np.arctan2(bob[:, 0], -bob[:, 2]), angle.q[:, 0], atol=1e-5)
+
+
 def test_a_heavy_fast_body_on_a_hinge_answers_in_seconds_with_every_rattle_integrator() -> None:
     """A 1e9 kg body at 6e5 m/s on a hinge (h|ω| = 545 rad a step at dt = 1e-3): yoshida4 used not to answer
     within 20 s. Now every member of the family answers with a SolverError naming the body and a verified dt

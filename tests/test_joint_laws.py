@@ -69,6 +69,24 @@ def test_a_torsion_spring_wound_past_half_a_turn_warns_naming_it() -> None:
     assert np.max(np.abs(traj.joint_angle("h"))) > math.pi
 
 
+@pytest.mark.parametrize(("initial_angle", "rest_angle", "spin"), [(4.0, 4.0 - 2 * math.pi, 0.0), (-3.0, 3.0, 0.3)])
+def test_a_joint_that_starts_a_turn_away_from_the_rest_angle_is_not_wound(initial_angle, rest_angle, spin) -> None:
+    """The joint's angle counts turns from its initial_angle, the law reads θ − θ₀ in (−π, π]: a hinge assembled at
+    4 rad with its spring at rest there (rest_angle 4 − 2π) never moved, and the run warned it had turned 6.28 rad
+    from rest; one started 0.28 rad from rest across the cut at ±π, swinging 0.3 rad, was said to turn 6.3 rad."""
+    s = mbvi.Scene(gravity=None)
+    s.add(mbvi.RigidBody("arm", mass=1.0, inertia=(0.01, 0.01, 0.002), position=(0.5, 0.0, 0.0),
+                         angular_velocity=(0.0, spin, 0.0), velocity=(0.0, 0.0, -0.5 * spin)))  # fmt: skip
+    s.add(mbvi.Revolute("world", "arm", anchor=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0), name="h",
+                        initial_angle=initial_angle))  # fmt: skip
+    s.add(mbvi.TorsionSpring("h", 3.0, rest_angle=rest_angle))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        traj = mbvi.simulate(s, 2.0, 1e-3)
+    assert abs(traj.joint_angle("h")[0] - initial_angle) < 1e-12
+    assert np.max(np.abs(traj.joint_angle("h") - initial_angle)) < 0.7
+
+
 def test_a_rest_angle_beyond_half_a_turn_is_refused() -> None:
     with pytest.raises(ValueError, match=r"rest_angle must be within \[−π, π\].*-2.28"):
         mbvi.TorsionSpring("h", stiffness=1.0, rest_angle=4.0)

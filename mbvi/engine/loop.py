@@ -85,11 +85,11 @@ def _shake_newton(I, F, WI, WS, gd0, q1, corr, vfree, h, tol, maxiter, vh):
     GW = np.zeros((n, nq))
     J = np.zeros((n, n))
     u, w, g, dq = _buf(WI, WS, WK.U, 3 * n), _buf(WI, WS, WK.W, 3 * n), _buf(WI, WS, WK.G, n), _buf(WI, WS, WK.DQ, nq)
-    for _ in range(maxiter):
+    for it in range(maxiter):
         K.constraint_values(I, F, q1, u, w, g)
         K.jacobian_values(I, F, u, w, gd)
         r = K.residual(I, F, g)
-        if r <= tol:
+        if r <= tol or (it >= 2 and K.residual_at_roundoff(I, F, q1, u, w, g) <= tol):
             for i in range(nq):
                 vh[i] = vfree[i] - corr[i] / h
             return ST.DONE
@@ -146,6 +146,15 @@ def _shake(I, F, WI, WS, slot0, dslot, q0, vfree, h, lam, warm, tol, maxiter, q1
             break
         slow = slow + 1 if r > 0.25 * prev else 0
         prev = r
+        if slow >= 2 and K.residual_at_roundoff(I, F, q1, u, w, g) <= tol:
+            # stalled at the round-off of where the system is now (far from the origin, it exceeds that of the
+            # initial configuration the residual counts): done, as the rigid loop
+            # (mbvi.engine.lieloop._shake_multipliers)
+            if warm:
+                K.copy_into(lam, lamv)
+            for i in range(nq):
+                vh[i] = vfree[i] - corr[i] / h
+            return ST.DONE
         if slow >= 3:
             if warm:
                 lam[:] = 0.0

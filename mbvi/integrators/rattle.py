@@ -106,6 +106,10 @@ def shake(
             break
         slow = slow + 1 if r > 0.25 * prev else 0
         prev = r
+        if slow >= 2 and system.residual_at(q, g) <= tol:  # stalled at the round-off of where it is now
+            if multipliers is not None:
+                multipliers[:] = lam
+            return q, v_free - corr / h
         if slow >= 3:
             if multipliers is not None:
                 multipliers[:] = 0.0
@@ -153,10 +157,10 @@ def _shake_newton(system, q0, q, corr, v_free, h, gdata0, maxiter, tol):
     """Full Newton on Λ with the unsymmetric Jacobian G(q) M⁻¹ G(q₀)ᵀ."""
     W = system.inv_mass
     G0 = system.active_jacobian(gdata0)
-    for _ in range(maxiter):
+    for it in range(maxiter):
         g, data = system.active_values_and_jacobian(q)
         r = system.residual(g)
-        if r <= tol:
+        if r <= tol or (it >= 2 and system.residual_at(q, g) <= tol):
             return q, v_free - corr / h
         if not np.isfinite(r):
             break
