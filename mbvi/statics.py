@@ -50,7 +50,8 @@ class Equilibrium:
         Lagrange multipliers λ (zero on dropped redundant rows); the
         generalized constraint force is −Gᵀλ.
     potential : float
-        U − W at the equilibrium, J.
+        U − W at the equilibrium, J: W the work potential f·x of the constant ``ExternalForce`` loads (an
+        ``ExternalTorque`` has none on rotations in general and is not counted, though the balance holds it).
     stable : bool
         True when the Hessian of the Lagrangian is positive definite on the
         constraint tangent space (a strict local minimum).
