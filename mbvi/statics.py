@@ -254,6 +254,13 @@ class _Coordinates:
         cap[self.rotation] = 0.5
         return cap
 
+    def own_block_scale(self, H: np.ndarray) -> np.ndarray:
+        """Per coordinate, the largest |H[i, j]| over i, j of its body: the body's own stiffness scale, couplings
+        within it included (a bar hinged along its own axis has a zero diagonal on its spin and couplings of its
+        weight times its length between its centre and its rotation columns)."""
+        same = self.body[:, None] == self.body[None, :]
+        return self.body_scale(np.max(np.where(same, np.abs(H), 0.0), axis=1))
+
     def body_scale(self, diag: np.ndarray) -> np.ndarray:
         """Per coordinate, the largest |diag| over its body's coordinates (a body's own stiffness scale)."""
         top = np.zeros(self.nbodies)
@@ -329,7 +336,7 @@ def _small_oscillations(
     Hy = _lagrangian_hessian(sysm, q, lam_full, t) / np.outer(root, root)
     w2, psi = _graded_eigh(Hy, Q)
     X = Q @ psi
-    threshold = _ZERO * ((X * X).T @ coords.body_scale(np.diag(Hy)))
+    threshold = _ZERO * ((X * X).T @ coords.own_block_scale(Hy))
     # below the round-off of the bodies' own stiffness a curvature is zero (a neutral direction), whatever its
     # sign: a rigid body's spin about the line of two rods that carry 1e16 N cancels terms of 1e17 1/s²
     w2 = np.where(np.abs(w2) <= threshold, 0.0, w2)

@@ -427,3 +427,28 @@ def test_a_neutral_spin_is_reported_as_zero_not_as_round_off_of_the_heavy_load()
     assert not eq.stable  # neutral about the vertical: not a strict minimum
     omega, _ = mbvi.modes(eq)
     assert omega[0] == 0.0 and np.all(omega[1:] > 1.0)
+
+
+@pytest.mark.parametrize("mass", [3.0, 3e9])
+def test_a_bar_hinged_along_its_own_axis_is_neutral_with_a_zero_not_round_off(mass: float) -> None:
+    """A box bar hinged at its end along its own axis, its weight held by the hinge: turning it about that axis
+    changes nothing. Its spin has a zero diagonal in the Hessian and couplings of m g ℓ between its centre and its
+    rotation columns; the zero threshold read the diagonal alone and reported ω² = −2.5e-13 (a physics review).
+    The hinge carries the weight and its moment. Hanging from a hinge across it, the same bar is a pendulum of
+    ω² = m g (ℓ/2) / I_pivot."""
+    ell = 2.0
+    along = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    along.add(mbvi.RigidBody("bar", mass=mass, shape=mbvi.Box((ell, 0.1, 0.1)), position=(ell / 2, 0.0, 0.0)))
+    along.add(mbvi.Revolute("world", "bar", anchor=(0.0, 0.0, 0.0), axis=(1.0, 0.0, 0.0), name="h"))
+    eq = mbvi.equilibrium(along)
+    np.testing.assert_allclose(eq.constraint_force("h"), (0.0, 0.0, mass * G), rtol=1e-12, atol=1e-12 * mass)
+    np.testing.assert_allclose(eq.constraint_torque("h"), (0.0, -mass * G * ell / 2, 0.0), rtol=1e-12,
+                               atol=1e-12 * mass)  # fmt: skip
+    assert not eq.stable and eq.tangent_eigenvalues[0] == 0.0
+    across = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    across.add(mbvi.RigidBody("bar", mass=mass, shape=mbvi.Box((0.1, 0.1, ell)), position=(0.0, 0.0, -ell / 2)))
+    across.add(mbvi.Revolute("world", "bar", anchor=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0), name="h"))
+    eq = mbvi.equilibrium(across)
+    i_pivot = mass * (0.1**2 + ell**2) / 12 + mass * (ell / 2) ** 2
+    assert eq.stable
+    assert eq.tangent_eigenvalues[0] == pytest.approx(G * mass * (ell / 2) / i_pivot, rel=1e-12)
