@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from mbvi import kinematics
+from mbvi.engine.contract import NonFinite
 from mbvi.engine.fields import ST
 from mbvi.engine.scheme import MAX_REFINE
 from mbvi.errors import LoadError, SolverError
@@ -109,6 +110,8 @@ def kernel_failure(callbacks, t: float, k: int, start: tuple | None = None) -> S
             # the loads check and name their element themselves (a ValueError); anything else is named here
             if isinstance(exc, ValueError):  # the loads check what they return and name their element
                 return LoadError(exc.reason if isinstance(exc, SolverError) else str(exc), time=t, step=k)
+            if isinstance(exc, NonFinite):  # NaN or inf from a law called as Python, at a finite state
+                return LoadError(f"{cb.name}: {exc}", time=t, step=k, culprit=cb.name)
             return LoadError(f"{cb.name}: its {cb.role} raised {type(exc).__name__}: {exc}", time=t, step=k,
                              culprit=cb.name)  # fmt: skip
     if start is not None:

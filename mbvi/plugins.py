@@ -106,11 +106,17 @@ def get_plugin_manager() -> pluggy.PluginManager:
 def register_plugin(plugin: Any, name: str | None = None) -> None:
     """Register a plugin object or module at run time (e.g. in tests) and refresh the registries.
 
-    What it registers is checked now (classes, names, compositions' weights and bases): an invalid plugin is a
-    :class:`PluginError` naming the class, and is not kept, so that the registry stays usable.
+    What it registers is checked now (classes, names, compositions' weights and bases): an invalid plugin — or
+    one whose hooks raise — is a :class:`PluginError` naming the class, and is not kept, so that the registry
+    stays usable. A plugin (or a name) already registered is refused and left registered as it was.
     """
     pm = get_plugin_manager()
     with _lock:
+        if pm.is_registered(plugin) or (name is not None and pm.get_plugin(name) is not None):
+            raise PluginError(
+                f"mbvi plugin {name or plugin!r} is already registered (unregister_plugin it first to register it "
+                "again)"
+            )
         try:
             pm.register(plugin, name=name)
             pm.check_pending()
@@ -122,7 +128,7 @@ def register_plugin(plugin: Any, name: str | None = None) -> None:
         try:
             _integrator_registry()
             _force_law_registry()
-        except PluginError as exc:
+        except Exception as exc:  # a PluginError, or a hook with a bug of its own: not kept either way
             pm.unregister(plugin)
             _invalidate()
             raise PluginError(f"invalid mbvi plugin {name or plugin!r}: {exc}") from None
@@ -152,11 +158,23 @@ def register_shipped(plugins: list[tuple[str, Any]]) -> None:
 
 def unregister_plugin(plugin: Any = None, name: str | None = None) -> None:
     """Remove a plugin registered with :func:`register_plugin` (nothing to do when it is not registered: a
-    plugin :func:`register_plugin` refused, a second teardown)."""
+    plugin :func:`register_plugin` refused, a second teardown).
+
+    A plugin that registers the base of a registered composition (of another plugin) is not removed: a
+    :class:`PluginError` names the composition, and the registry stays as it was.
+    """
     pm = get_plugin_manager()
     with _lock:
         if (plugin is not None and pm.is_registered(plugin)) or (plugin is None and pm.get_plugin(name) is not None):
-            pm.unregister(plugin, name=name)
+            key = pm.get_name(plugin) if plugin is not None else name
+            removed = pm.unregister(plugin, name=name)
+            _invalidate()
+            try:
+                _integrator_registry()
+            except PluginError as exc:  # a composition left without its base: put the plugin back
+                pm.register(removed, name=key)
+                _invalidate()
+                raise PluginError(f"mbvi plugin {key!r} cannot be unregistered: {exc}") from None
         _invalidate()
 
 
@@ -193,7 +211,12 @@ def _collect(hook_name: str, check) -> dict[str, type]:
             )
         registry[cls.name] = cls
 
-    getattr(get_plugin_manager().hook, hook_name)(register=register)
+    try:
+        getattr(get_plugin_manager().hook, hook_name)(register=register)
+    except PluginError:
+        raise
+    except Exception as exc:  # a hook with a bug of its own: named, and its traceback kept as the cause
+        raise PluginError(f"{hook_name}: a plugin's hook raised {type(exc).__name__}: {exc}") from exc
     return registry
 
 
@@ -268,7 +291,17 @@ def _force_law_registry() -> dict[str, type]:
     global _force_laws
     with _lock:
         if _force_laws is None:
-            _force_laws = _collect("register_force_laws", _check_force_law)
+            registry = _collect("register_force_laws", _check_force_law)
+            owner: dict[type, type] = {}
+            for law in registry.values():  # one law per element class: a second would be ignored, silently
+                other = owner.setdefault(law.element, law)
+                if other is not law:
+                    raise PluginError(
+                        f"register_force_laws: {_qualified(other)} and {_qualified(law)} both handle "
+                        f"{law.element.__name__} elements (one law per element class: give yours an element of "
+                        "its own, e.g. a subclass)"
+                    )
+            _force_laws = registry
         return _force_laws
 
 

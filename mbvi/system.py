@@ -41,10 +41,22 @@ def _compiled_parts(law: ForceLaw) -> list:
             log.info("force law %r has no compiled kernel: its NumPy methods are called from the compiled loop", name)
         return [numpy_kernels(law, name)]
     if isinstance(c, dict):  # {family: arrays}, the earlier form
-        return [Family(k, v) for k, v in c.items()]
-    parts = [c] if isinstance(c, (Family, Kernel)) else list(c)
-    if any(isinstance(p, Family) for p in parts):  # the engine's own families: they say what they are
-        return parts
+        parts = [Family(k, v) for k, v in c.items()]
+    elif isinstance(c, (Family, Kernel)):
+        parts = [c]
+    elif isinstance(c, (list, tuple)) and all(isinstance(p, (Family, Kernel)) for p in c):
+        parts = list(c)
+    else:
+        got = (
+            type(c).__name__
+            if not isinstance(c, (list, tuple))
+            else f"a {type(c).__name__} holding "
+            + ", ".join(sorted({type(p).__name__ for p in c if not isinstance(p, (Family, Kernel))}))
+        )
+        raise ValueError(
+            f"force law {name!r}: compiled() must return None, an mbvi.Kernel, a Family, a list of them or "
+            f"{{family: arrays}}; got {got}"
+        )
     return parts + _missing_roles(law, name, parts)
 
 
@@ -53,14 +65,16 @@ _LOOP_ROLES = {"force": "has_force", "gradient": "has_potential"}
 
 
 def _missing_roles(law: ForceLaw, name: str, parts: list) -> list:
-    """The law's NumPy methods for the roles it declares that its kernels do not give (called from the compiled
-    loop, logged once); a kernel for a role it does not declare is a ValueError."""
+    """The law's NumPy methods for the roles it declares that its kernels and families do not give (called from the
+    compiled loop, logged once); a kernel or family for a role it does not declare is a ValueError. A family gives
+    the role of :data:`mbvi.engine.contract.FAMILY_ROLES` (a law that gives its potential as a ``spring`` family
+    and declares a damping force as well has that force called from the loop: it was dropped)."""
     given = {role for p in parts for role, _ in p.roles()}
     for role, flag in _LOOP_ROLES.items():
         if role in given and not getattr(law, flag):
             raise ValueError(
-                f"force law {name!r}: compiled() gives a {role} kernel but the law's {flag} is False (the engine "
-                f"would never call it): set {flag} = True, or drop the kernel"
+                f"force law {name!r}: compiled() gives a {role} kernel or family but the law's {flag} is False (the "
+                f"engine would never call it): set {flag} = True, or drop the kernel"
             )
     # numpy_kernels gives exactly the roles the law declares
     missing = {role: fn for role, fn in numpy_kernels(law, name).roles() if role in _LOOP_ROLES and role not in given}

@@ -298,6 +298,93 @@ def test_a_controller_that_raises_on_a_numpy_path_is_a_located_load_error(integr
     assert traj is not None and 0.248 <= traj.t[-1] <= err.value.time + 1e-12
 
 
+def _nan_after(t0: float):
+    def force(self, q, v, t):
+        f = type(self).__mro__[1].force(self, q, v, t)
+        if t > t0:
+            f[0] = math.nan
+        return f
+
+    return force
+
+
+@pytest.mark.parametrize("where", ["simulate", "batch", "Simulator"])
+def test_a_law_called_as_python_that_returns_nan_is_named(where: str) -> None:
+    """A law with no kernel (its NumPy force called from the compiled loop) returning NaN at a finite state was
+    reported as the integrator's instability ("reduce dt"), after re-runs at smaller steps, naming nothing."""
+    NaNLaw = type("NaNLaw", (_law(tag="nan_numpy"),), {"force": _nan_after(0.2)})
+    scene = _pendulum(LinearDrag("b", 0.5))
+    with _Registered(register_force_laws=[NaNLaw]):
+        with pytest.raises(LoadError, match=r"linear_drag_nan_numpy: its force returned non-finite values") as err:
+            if where == "simulate":
+                mbvi.simulate(scene, 0.5, 1e-3)
+            elif where == "batch":
+                s0 = mbvi.assemble(scene).initial_state()
+                mbvi.simulate_batch(scene, 0.5, 1e-3, initial_states=[s0, s0])
+            else:
+                mbvi.Simulator(scene, dt=1e-3).step(500)
+    assert err.value.culprit == "linear_drag_nan_numpy" and err.value.suggested_dt is None
+    assert 0.2 <= err.value.time <= 0.202
+
+
+@pytest.mark.parametrize("returned", ["text", 3, (np.zeros(3), np.ones(3)), _drag])
+def test_a_compiled_form_that_is_not_one_is_a_value_error_naming_the_law(returned) -> None:
+    """compiled() returning a bare kernel function (not an mbvi.Kernel) or anything else gave an AttributeError or
+    a TypeError from inside the assembly."""
+    Odd = type("Odd", (_law(tag="odd_form"),), {"compiled": lambda self: returned})
+    with _Registered(register_force_laws=[Odd]):
+        with pytest.raises(ValueError, match=r"force law 'linear_drag_odd_form': compiled\(\) must return None, an"):
+            mbvi.simulate(_pendulum(LinearDrag("b", 0.5)), 0.01, 1e-3)
+
+
+def test_a_law_that_gives_its_potential_as_a_family_still_runs_its_force() -> None:
+    """A damped anchor spring: its potential as the engine's spring family, its damping force with no kernel. The
+    compiled loop ran the family and dropped the force (the energy stayed at 1.77 J where damping takes it to
+    0.81 J): the force is now its NumPy method, called from the loop, as for a kernel that misses a role."""
+    from mbvi.kernels import AffineMap
+
+    class Anchor(mbvi.Force):
+        def __init__(self, body: str) -> None:
+            self.name, self.body, self.bodies, self.joints = f"anchor:{body}", body, (body,), ()
+
+    def law(form: str) -> type:
+        class AnchorLaw(mbvi.ForceLaw):
+            name, element = f"damped_anchor_{form}", type(f"Anchor_{form}", (Anchor,), {})
+            has_potential = has_force = velocity_dependent = True
+
+            def __init__(self, elements, layout):
+                super().__init__(elements, layout)
+                self.P = AffineMap.from_terms([layout.point(e.body, np.zeros(3)) for e in elements], layout.nq)
+
+            def potential(self, q):
+                return 0.5 * 2.0 * float(np.sum(self.P(q) ** 2))
+
+            def gradient(self, q):
+                return self.P.adjoint(2.0 * self.P(q))
+
+            def force(self, q, v, t):
+                return self.P.adjoint(-0.3 * self.P.linear(v))
+
+            def compiled(self):
+                if form == "numpy":
+                    return None
+                n = len(self.elements)
+                return {"spring": ((self.P.idx, self.P.w, self.P.c), np.full(n, 2.0), np.zeros(n))}
+
+        return AnchorLaw
+
+    runs = {}
+    for form in ("numpy", "family"):
+        Law = law(form)
+        scene = mbvi.Scene(gravity=None)
+        scene.add(mbvi.Particle("p", mass=1.0, position=(1.0, 0.5, 0.0), velocity=(0.0, 1.0, 0.2)))
+        scene.add(Law.element("p"))
+        with _Registered(register_force_laws=[Law]):
+            runs[form] = mbvi.simulate(scene, 3.0, 0.01)
+    assert runs["numpy"].energy[-1] < 0.5 * runs["numpy"].energy[0]  # the damping: the test is not vacuous
+    np.testing.assert_allclose(runs["family"].q, runs["numpy"].q, atol=1e-12)
+
+
 def test_a_numpy_law_that_raises_on_a_numpy_path_is_a_load_error_naming_it() -> None:
     class Broken(_law(tag="numpy_broken")):
         def force(self, q, v, t):

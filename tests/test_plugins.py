@@ -40,7 +40,7 @@ def registry(monkeypatch):
 
     yield register
     manager = mbvi.plugins.get_plugin_manager()
-    for plugin in registered:
+    for plugin in reversed(registered):  # a composition's plugin before its base's
         if manager.is_registered(plugin):
             mbvi.plugins.unregister_plugin(plugin)
     mbvi.plugins.reset()
@@ -325,3 +325,92 @@ def test_a_step_that_returns_no_state_is_a_value_error_naming_the_integrator():
 
     with pytest.raises(ValueError, match=r"'tuple_step': step\(\) returned tuple, not an mbvi.State"):
         mbvi.simulate(_pendulum(), 0.01, 1e-3, TupleStep)
+
+
+# -- the registry stays usable, whatever a plugin does (a plugin author's review) -------------------------------
+
+_THETA = 1 / (2 - 2 ** (1 / 3))
+
+
+def _composition(name: str, weights, order: int = 4, base: str = "verlet") -> type:
+    return type(name.title(), (mbvi.Composition,), {"name": name, "order": order, "base": base, "weights": weights})
+
+
+def test_weights_read_from_a_file_are_used_as_numbers(registry):
+    """Weights as strings (a config file) passed the check, which reads them with float(), but the scheme was
+    composed from the strings: the registration failed with a TypeError and the plugin stayed registered, so
+    every later use of the registry (simulate with verlet, mbvi.integrators()) raised it too."""
+    from decimal import Decimal
+
+    text = _composition("forest_ruth_text", (str(_THETA), str(1 - 2 * _THETA), str(_THETA)))
+    decimal = _composition("forest_ruth_decimal", tuple(Decimal(repr(x)) for x in (_THETA, 1 - 2 * _THETA, _THETA)))
+    registry(_plugin("text_weights", register_integrators=lambda register: (register(text), register(decimal))))
+    runs = [mbvi.simulate(_pendulum(), 1.0, 0.01, name) for name in ("forest_ruth_text", "forest_ruth_decimal")]
+    reference = mbvi.simulate(_pendulum(), 1.0, 0.01, "forest_ruth")
+    for run in runs:
+        np.testing.assert_array_equal(run.q, reference.q)
+
+
+def test_a_plugin_whose_hook_raises_is_refused_and_not_kept(registry):
+    def buggy(register):
+        return {}["missing"]
+
+    with pytest.raises(mbvi.PluginError, match=r"raised KeyError: 'missing'"):
+        registry(_plugin("buggy_hook", register_integrators=buggy))
+    assert not mbvi.plugins.get_plugin_manager().has_plugin("buggy_hook")
+    assert "verlet" in mbvi.integrators()
+    mbvi.simulate(_pendulum(), 0.02, 0.01)
+
+
+def test_generator_weights_are_refused_naming_the_class(registry):
+    gen = _composition("generated", (x for x in (_THETA, 1 - 2 * _THETA, _THETA)))
+    with pytest.raises(mbvi.PluginError, match=r"composition Generated: weights must be a tuple"):
+        registry(_plugin("generated_weights", register_integrators=lambda register: register(gen)))
+    assert "verlet" in mbvi.integrators()
+
+
+def test_registering_a_plugin_twice_is_refused_and_keeps_the_first(registry):
+    """A notebook cell run twice: the second call was refused by pluggy, and its clean-up unregistered the first,
+    valid registration (the registry then listed a composition that was gone)."""
+    fr = _composition("twice", (_THETA, 1 - 2 * _THETA, _THETA))
+    plugin = registry(_plugin("twice_plugin", register_integrators=lambda register: register(fr)))
+    with pytest.raises(mbvi.PluginError, match="already registered"):
+        mbvi.plugins.register_plugin(plugin)
+    assert mbvi.plugins.get_plugin_manager().is_registered(plugin)
+    other = _composition("other", (_THETA, 1 - 2 * _THETA, _THETA))
+    registry(_plugin("other_plugin", register_integrators=lambda register: register(other)))  # rebuilt: still there
+    assert {"twice", "other"} <= set(mbvi.integrators())
+
+
+@pytest.mark.parametrize(("weights", "order"), [((0.3, 0.7), 3), ((_THETA, 1 - 2 * _THETA, _THETA), 5)])
+def test_an_odd_declared_order_the_weights_cannot_give_is_refused(registry, weights, order):
+    """A composition of verlet (symmetric, order 2) reaches order q only when Σ wᵢ^k = 0 for every odd k up to q:
+    (0.3, 0.7) declared order 3 (measured 2.0) and Forest–Ruth's weights order 5 (measured 4.1) were accepted,
+    the check stopping at q − 1."""
+    cls = _composition("odd_order", weights, order=order)
+    with pytest.raises(mbvi.PluginError, match=rf"declares order {order}"):
+        registry(_plugin("odd_order_plugin", register_integrators=lambda register: register(cls)))
+
+
+def test_the_base_of_a_registered_composition_cannot_be_unregistered_from_under_it(registry):
+    """Unregistering it used to succeed, and every later use of the registry (simulate with verlet) raised."""
+    base = _composition("base_x", (_THETA, 1 - 2 * _THETA, _THETA))
+    top = _composition("on_base_x", (0.5, 0.5), base="base_x")
+    px = registry(_plugin("px", register_integrators=lambda register: register(base)))
+    registry(_plugin("py", register_integrators=lambda register: register(top)))
+    with pytest.raises(mbvi.PluginError, match=r"'px' cannot be unregistered: .*composition On_Base_X: base 'base_x'"):
+        mbvi.plugins.unregister_plugin(px)
+    assert {"base_x", "on_base_x"} <= set(mbvi.integrators())
+    mbvi.simulate(_pendulum(), 0.02, 0.01, "on_base_x")
+
+
+def test_a_second_law_for_an_element_is_refused_naming_both(registry):
+    """A plugin's law for mbvi.Drag, which the built-in DragLaw handles, was registered and silently ignored."""
+    from mbvi.forcelaws.builtin import DragLaw
+
+    class DoubleDrag(DragLaw):
+        name = "double_drag"
+
+    with pytest.raises(mbvi.PluginError, match=r"DoubleDrag and mbvi.forcelaws.builtin.DragLaw both handle Drag"):
+        registry(_plugin("double_drag", register_force_laws=lambda register: register(DoubleDrag)))
+    assert "double_drag" not in mbvi.force_laws()

@@ -39,6 +39,7 @@ from numba import types as nt
 
 from mbvi.engine import cache
 from mbvi.engine.cache import stamp
+from mbvi.engine.contract import NonFinite
 
 __all__ = [
     "RAISED",
@@ -414,8 +415,12 @@ class Callback:
         c_double, c_int64 = ctypes.c_double, ctypes.c_int64
         o = self._view(out, nout, c_double, True)
         try:
-            self.fn(self._view(q, nq, c_double, False), self._view(v, nq, c_double, False), t,
-                    self._view(ints, ni, c_int64, False), self._view(floats, nf, c_double, False), o)  # fmt: skip
+            qv, vv = self._view(q, nq, c_double, False), self._view(v, nq, c_double, False)
+            finite = np.isfinite(o).all()
+            self.fn(qv, vv, t, self._view(ints, ni, c_int64, False), self._view(floats, nf, c_double, False), o)
+            if finite and not np.isfinite(o).all() and np.isfinite(qv).all() and np.isfinite(vv).all():
+                # at a finite state, the NaN or inf is this function's own (not a blow-up's, nor another law's)
+                raise NonFinite(f"its {self.role} returned non-finite values at t = {t:.6g} s")
             return 0
         except BaseException as exc:  # kept for the run's error (a callback cannot raise through C); a
             # KeyboardInterrupt or SystemExit too, raised as itself once the run has stopped (ctypes printed and

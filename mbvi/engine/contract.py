@@ -44,7 +44,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["FAMILIES", "ROLES", "Family", "Kernel", "PythonKernel", "kernel_as_numpy", "numpy_kernels"]
+__all__ = [
+    "FAMILIES",
+    "FAMILY_ROLES",
+    "ROLES",
+    "Family",
+    "Kernel",
+    "NonFinite",
+    "PythonKernel",
+    "kernel_as_numpy",
+    "numpy_kernels",
+]
 
 #: a kernel's role -> its code in the model (``M.KROLE``)
 ROLES: dict[str, int] = {"force": 0, "gradient": 1, "potential": 2}
@@ -64,6 +74,20 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "bending": ("edge_a", "edge_b", "stiffness"),
 }
 
+#: the role each family plays in the time loop: the gradient of a potential or a non-conservative force
+FAMILY_ROLES: dict[str, str] = {
+    "gravity": "gradient",
+    "spring": "gradient",
+    "torsion_spring": "gradient",
+    "bending": "gradient",
+    "damper": "force",
+    "drag": "force",
+    "point_force": "force",
+    "torque": "force",
+    "hinge_damping": "force",
+    "slider_damping": "force",
+}
+
 
 @dataclass(frozen=True)
 class Family:
@@ -76,6 +100,10 @@ class Family:
     name: str
     arrays: tuple
     owners: tuple = ()
+
+    def roles(self) -> list[tuple[str, None]]:
+        """The role the family plays in the time loop (:data:`FAMILY_ROLES`), as (role, None) pairs."""
+        return [(FAMILY_ROLES[self.name], None)]
 
     def __post_init__(self) -> None:
         if self.name not in FAMILIES:
@@ -189,6 +217,11 @@ def _returns_value(fn: Callable) -> bool:
                 return True
         stack.extend(ast.iter_child_nodes(node))
     return False
+
+
+class NonFinite(ArithmeticError):
+    """A kernel called as Python returned NaN or inf at a finite state (:class:`mbvi.engine.callbacks.Callback`):
+    its own fault, named as its law's."""
 
 
 @dataclass(frozen=True)
