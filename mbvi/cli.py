@@ -25,6 +25,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import logging
+import math
+import numbers
 import os
 import sys
 import time
@@ -98,9 +101,18 @@ def _positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
     return value
+
+
+def _scene_number(module: Any, name: str, scene: str) -> float:
+    """The scene file's ``T_END`` or ``DT`` (or the default), a positive finite number, or a CLIError naming it."""
+    value = getattr(module, name, _DEFAULTS[name])
+    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
+    if not (math.isfinite(number) and number > 0):
+        raise CLIError(f"{name} = {value!r} in {scene!r}: expected a positive number of seconds")
+    return number
 
 
 def _check_output(path: str | None, allowed: tuple[str, ...], option: str, directory: tuple[str, ...] = ()) -> None:
@@ -188,26 +200,39 @@ def _cmd_run(args: argparse.Namespace) -> int:
     _check_output(args.render, _VIDEO + _SNAPSHOT, "--render")
     _check_output(args.out, (".npz",), "--out")
     _check_output(args.plot, _PLOT, "--plot")
+    given = [(opt, Path(p).resolve()) for opt, p in (("--out", args.out), ("--render", args.render),
+                                                     ("--plot", args.plot)) if p is not None]  # fmt: skip
+    for i, (opt, path) in enumerate(given):
+        for other, path2 in given[i + 1 :]:
+            if path == path2:  # the second would overwrite the first, both reported as written
+                raise CLIError(f"{opt} and {other} name the same file {str(path)!r}")
     params = parse_params(args.param or [])
     options = parse_params(args.option or [], "--option")
     save_every = options.pop("save_every", 1)
     if isinstance(save_every, bool) or not isinstance(save_every, int) or save_every < 1:
         raise CLIError(f"--option save_every={save_every!r}: expected a positive integer")
     module = load_scene_module(args.scene)
-    t_end = args.t_end if args.t_end is not None else float(getattr(module, "T_END", _DEFAULTS["T_END"]))
-    dt = args.dt if args.dt is not None else float(getattr(module, "DT", _DEFAULTS["DT"]))
+    t_end = args.t_end if args.t_end is not None else _scene_number(module, "T_END", args.scene)
+    dt = args.dt if args.dt is not None else _scene_number(module, "DT", args.scene)
     integrator = args.integrator or str(getattr(module, "INTEGRATOR", _DEFAULTS["INTEGRATOR"]))
     _check_parameters(module.build, params, args.scene, "parameters")
     try:
         scene = module.build(**params)
     except (CLIError, ValueError, FileNotFoundError):  # mbvi's own checks name the element
         raise
-    except Exception as exc:  # a failure inside the scene's code (not a rejection of its parameters)
+    except (Exception, SystemExit) as exc:  # a failure inside the scene's code (not a rejection of its parameters)
         raise CLIError(f"build() of {args.scene!r} raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(scene, (Scene, LagrangianSystem)):  # a LagrangianSystem starts at its initial_state
         raise CLIError(
             f"build() of {args.scene!r} returned {type(scene).__name__}, not an mbvi.Scene or mbvi.LagrangianSystem"
         )
+    if args.render and Path(args.render).suffix.lower() in _VIDEO:  # the frames it asks for, before the run
+        from mbvi.render.frames import frame_count
+
+        try:
+            frame_count(t_end, args.fps, args.speed)
+        except ValueError as exc:
+            raise CLIError(f"--render {args.render}: --fps and --speed: {exc}") from None
     if args.render and isinstance(scene, LagrangianSystem) and Path(args.render).suffix.lower() in _VIDEO:
         raise CLIError(  # said before the run, not after it
             f"--render {args.render}: {args.scene!r} builds a LagrangianSystem, which has no bodies to animate; "
@@ -339,17 +364,22 @@ def _is_scheduler_address(text: str) -> bool:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from mbvi.sweep import SCHEDULERS, sweep, write
+    from mbvi.sweep import SCHEDULERS, check_zarr_target, sweep, write
 
     _check_output(args.out, (".zarr", ".nc"), "--out", directory=(".zarr",))  # before the sweep, not after it
+    if args.out is not None and Path(args.out).suffix.lower() == ".zarr":
+        try:
+            check_zarr_target(args.out)
+        except ValueError as exc:
+            raise CLIError(f"--out: {exc}") from None
     if not args.grid:
         raise CLIError("give at least one --grid name=value1,value2,...")
     grid = _parse_grid(args.grid)
     options = parse_params(args.option or [], "--option")
     module = load_scene_module(args.scene)
     _check_parameters(getattr(module, "build", None), grid, args.scene, "grid parameters")
-    t_end = args.t_end if args.t_end is not None else float(getattr(module, "T_END", _DEFAULTS["T_END"]))
-    dt = args.dt if args.dt is not None else float(getattr(module, "DT", _DEFAULTS["DT"]))
+    t_end = args.t_end if args.t_end is not None else _scene_number(module, "T_END", args.scene)
+    dt = args.dt if args.dt is not None else _scene_number(module, "DT", args.scene)
     integrator = args.integrator or str(getattr(module, "INTEGRATOR", _DEFAULTS["INTEGRATOR"]))
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     local = args.scheduler in (None, *SCHEDULERS)
@@ -537,6 +567,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     show = warnings.showwarning
     warnings.showwarning = _show_warning
+    # mbvi's logged warnings (a function numba cannot compile, called as Python) as one line each, like warnings
+    logger = logging.getLogger("mbvi")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(_OneLine(f"{PROG}: warning: %(message)s"))
+    logger.addHandler(handler)
     try:
         return int(args.func(args))
     except (CLIError, ValueError, FileNotFoundError, SolverError) as exc:
@@ -552,7 +588,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
     finally:
         warnings.showwarning = show
+        logger.removeHandler(handler)
     return 1
+
+
+class _OneLine(logging.Formatter):
+    """A log record on one line (:func:`_one_line`)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return _one_line(super().format(record))
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -107,10 +107,21 @@ def _energy_scale(traj: Any) -> tuple[float, str]:
     return e0, "|E₀|"
 
 
+def _work(traj: Any) -> NDArray[np.float64] | None:
+    """The forces' work W since the start, J, when the run measured it and forces did work (else None)."""
+    work = getattr(traj, "work", None)
+    if work is None:
+        return None
+    work = np.asarray(work, dtype=float)
+    return work if work.shape == np.shape(traj.energy) and np.any(work != 0.0) else None
+
+
 def _relative_energy_error(traj: Any) -> NDArray[np.float64]:
-    """``|E - E0| / |E0|``, or relative to the energy scale when ``E0`` is ~0 (:func:`_energy_scale`)."""
+    """``|E − E₀| / |E₀|`` — or the balance ``|E − E₀ − W| / |E₀|`` when forces did work W (a damped or driven run:
+    E − E₀ is their work, not an error) — relative to the energy scale when ``E₀`` is ~0 (:func:`_energy_scale`)."""
     e = np.asarray(traj.energy, dtype=float)
-    return np.abs(e - e[0]) / _energy_scale(traj)[0]
+    work = _work(traj)
+    return np.abs(e - e[0] - (0.0 if work is None else work)) / _energy_scale(traj)[0]
 
 
 def _norm_drift(values: Any) -> NDArray[np.float64]:
@@ -173,7 +184,10 @@ def energy_error(traj: Any, ax: Axes | None = None) -> Figure:
 
     When ``E(0)`` is zero the error is taken relative to the energy scale
     ``max|T| + max|U|`` instead. A variational integrator's error
-    oscillates in a band; a non-symplectic one drifts.
+    oscillates in a band; a non-symplectic one drifts. When forces did work
+    (``traj.work``: damping, drag, loads), E − E₀ is their work, not an error:
+    the plot is then of the balance ``|E − E₀ − W|``, titled so (the error
+    ``mbvi run`` reports).
 
     Parameters
     ----------
@@ -188,11 +202,14 @@ def energy_error(traj: Any, ax: Axes | None = None) -> Figure:
     """
     fig, ax = _axes(ax)
     err = _relative_energy_error(traj)
-    ax.semilogy(np.asarray(traj.t), _positive(err), lw=1.0, label="relative energy error")
-    _note_if_empty(ax, err, "energy conserved to round-off")
+    balance = _work(traj) is not None  # forces did work W: the error is that of the balance E − E₀ − W
+    ax.semilogy(np.asarray(traj.t), _positive(err), lw=1.0,
+                label="relative energy balance error" if balance else "relative energy error")  # fmt: skip
+    _note_if_empty(ax, err, "energy balance kept to round-off" if balance else "energy conserved to round-off")
     ax.set_xlabel("time t [s]")
-    ax.set_ylabel(f"|E − E₀| / {_energy_scale(traj)[1]}")  # E₀ = 0 (a pendulum released at U = 0): not |E₀|
-    ax.set_title("Energy error")
+    # E₀ = 0 (a pendulum released at U = 0): not |E₀|
+    ax.set_ylabel(f"|E − E₀ − W| / {_energy_scale(traj)[1]}" if balance else f"|E − E₀| / {_energy_scale(traj)[1]}")
+    ax.set_title("Energy balance error (W: the forces' work)" if balance else "Energy error")
     ax.grid(True, which="both", alpha=0.3)
     _plain_numbers(ax)
     return fig
@@ -217,6 +234,11 @@ def momentum(traj: Any, ax: Axes | None = None, *, angular: bool = False) -> Fig
         :class:`mbvi.LagrangianSystem`'s run, one line of generalized momentum
         ∂L/∂v per coordinate, labelled ``p_<coordinate>``.
     """
+    if angular and traj.coordinate_names:
+        raise ValueError(
+            "momentum(angular=True): a LagrangianSystem's run has no angular momentum (its coordinates are its "
+            "own); momentum(traj) draws its generalized momentum ∂L/∂v"
+        )
     fig, ax = _axes(ax)
     values = np.asarray(traj.angular_momentum if angular else traj.momentum, dtype=float)
     generalized = bool(traj.coordinate_names) and not angular
@@ -428,23 +450,36 @@ def compare(
         the y axis names the energy each error is divided by, as in
         :func:`energy_error`: ``|E − E₀| / |E₀|``, or
         ``|E − E₀| / (max|T| + max|U|)`` when E₀ is ~0 (J/J, dimensionless);
-        when the runs differ in that, each legend entry says which.
+        when the runs differ in that, each legend entry says which. A run whose
+        forces did work W (``traj.work``) is drawn as its balance ``|E − E₀ − W|``.
+        A :class:`mbvi.LagrangianSystem`'s momentum is its generalized momentum ∂L/∂v
+        (no unit: the coordinates are the user's).
 
     Raises
     ------
     ValueError
-        For an unknown quantity or an empty mapping.
+        For an unknown quantity, an empty mapping, or an angular momentum of a
+        LagrangianSystem's run.
     """
     if quantity not in QUANTITIES:
         raise ValueError(f"unknown quantity {quantity!r}; choose one of {', '.join(QUANTITIES)}")
     if not trajs:
         raise ValueError("compare() needs at least one trajectory")
     func, ylabel, log = QUANTITIES[quantity]
+    generalized = any(bool(getattr(tr, "coordinate_names", None)) for tr in trajs.values())
+    if generalized and quantity.startswith("angular_momentum"):
+        raise ValueError(
+            f"compare: {quantity!r} is not defined for a LagrangianSystem's run (its coordinates are its own); "
+            "compare 'momentum' (the generalized momentum ∂L/∂v) or its error"
+        )
+    if generalized and quantity.startswith("momentum"):  # ∂L/∂v in the user's own coordinates: no one unit
+        ylabel = "|p − p₀|, p = ∂L/∂v" if quantity.endswith("error") else "|p|, p = ∂L/∂v (generalized momentum)"
     scales = {label: _energy_scale(traj)[1] for label, traj in trajs.items()} if quantity == "energy_error" else {}
     mixed = len(set(scales.values())) > 1
     if scales:  # the energy scale each error is divided by: |E₀|, or max|T| + max|U| when E₀ is ~0
         # one scale: in the label; several: each run's in its legend entry, the label short enough to fit
-        ylabel = "relative energy error" + ("" if mixed else f" |E − E₀| / {next(iter(scales.values()))}")
+        what = "E − E₀ − W" if any(_work(tr) is not None for tr in trajs.values()) else "E − E₀"
+        ylabel = "relative energy error" + ("" if mixed else f" |{what}| / {next(iter(scales.values()))}")
     fig, ax = _axes(ax)
     for label, traj in trajs.items():
         values = func(traj)

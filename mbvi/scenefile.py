@@ -49,9 +49,14 @@ def load_scene_module(path: str | Path) -> ModuleType:
         raise SceneFileError(f"cannot import scene file {str(path)!r} (is it a .py file?)")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    # its own directory first on the path, as ``python scene.py`` puts it: a params.py or helpers.py beside it
+    # imports (and stays importable by build, which may import it later)
+    home = str(file.resolve().parent)
+    if home not in sys.path:
+        sys.path.insert(0, home)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a sys.exit() in the file too: not a silent exit of mbvi
         sys.modules.pop(name, None)
         raise SceneFileError(f"cannot import scene file {str(path)!r}: {type(exc).__name__}: {exc}") from exc
     if not callable(getattr(module, "build", None)):

@@ -47,8 +47,16 @@ def stack_states(initial_states: Any, nq: int) -> tuple[np.ndarray, np.ndarray]:
             states = []
         if not states or not all(isinstance(s, State) for s in states):
             raise ValueError("simulate_batch: initial_states must be a non-empty sequence of mbvi.State or (Q, V)")
+        for b, s in enumerate(states):  # named before numpy stacks them ("inhomogeneous shape")
+            if np.shape(s.q) != (nq,) or np.shape(s.v) != (nq,):
+                raise ValueError(
+                    f"simulate_batch: initial state {b} has q of shape {np.shape(s.q)} and v of shape "
+                    f"{np.shape(s.v)}; the system's are ({nq},)"
+                )
         Q = np.array([s.q for s in states], dtype=float)
         V = np.array([s.v for s in states], dtype=float)
+    if Q.ndim == 2 and V.ndim == 2 and Q.shape[1:] == V.shape[1:] == (nq,) and len(Q) != len(V):
+        raise ValueError(f"simulate_batch: Q holds {len(Q)} states and V {len(V)}: give one velocity per state")
     if Q.ndim != 2 or Q.shape != V.shape or Q.shape[1] != nq or len(Q) == 0:
         raise ValueError(f"simulate_batch: states must have shape (B, {nq}) with B ≥ 1")
     if not (np.all(np.isfinite(Q)) and np.all(np.isfinite(V))):

@@ -41,14 +41,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["sweep", "write"]
+__all__ = ["check_zarr_target", "sweep", "write"]
 
 log = logging.getLogger(__name__)
 
 #: Dask's local schedulers that ``scheduler=`` may name
 SCHEDULERS = ("processes", "threads", "synchronous")
-#: dimension names the dataset uses itself; a grid may not use them
-RESERVED = ("time", "body", "xyz")
+#: the names of the dataset's own dimensions and variables; a grid may not use them (a coordinate named like a
+#: variable failed only after every member had run, in xarray)
+RESERVED = ("time", "body", "xyz", "coordinate", "position", "velocity", "q", "v", "energy", "kinetic", "potential",
+            "constraint_error", "error", "wall_time")  # fmt: skip
 #: members per task never exceed this (keeps the progress bar moving and the load balanced)
 MAX_CHUNK = 256
 #: tasks per worker thread the members are split into (small enough overhead, good balance)
@@ -468,7 +470,10 @@ def _check_grid(grid: Mapping[str, Sequence[Any]]) -> tuple[list[str], list[list
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"sweep: grid name {name!r} is not a Python identifier (a keyword of build)")
         if name in RESERVED:
-            raise ValueError(f"sweep: grid name {name!r} is reserved for the dataset's own dimensions {RESERVED}")
+            raise ValueError(
+                f"sweep: grid name {name!r} is reserved, one of the dataset's own dimensions and variables "
+                f"{RESERVED}: give build's parameter another name"
+            )
         if isinstance(vals, (str, bytes)) or not isinstance(vals, (Sequence, np.ndarray, range)):
             raise ValueError(f"sweep: grid[{name!r}] must be a list of values, got {vals!r}")
         vals = list(vals)
@@ -605,15 +610,29 @@ def _run_on_client(client, spec, members, settings, progress: bool) -> list[Memb
 
 
 # ---------------------------------------------------------------- assembling the dataset
+def _kind(value: Any) -> str:
+    """What a grid value is for its label: a bool, a number, a string or something else."""
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return "number"
+    return "str" if isinstance(value, str) else "other"
+
+
 def _coordinate(values: list[Any]) -> np.ndarray:
-    """A 1-D coordinate array for grid values (``repr`` strings when they are not scalars)."""
-    try:
+    """A 1-D coordinate array for grid values: the values themselves when they are all numbers, all booleans or all
+    strings; else each labelled on its own — a string as itself, anything else by its ``repr`` — or all by their
+    ``repr`` when that would make two labels alike. (Mixed values were all labelled by ``repr``, strings quoted,
+    so that ``ds.sel(name="one")`` missed; [1, 1.5, True] became the coordinate [1.0, 1.5, 1.0].)"""
+    kinds = {_kind(v) for v in values}
+    if len(kinds) == 1 and kinds <= {"bool", "number", "str"}:
         arr = np.asarray(values)
-    except ValueError:  # ragged
-        arr = np.empty(0, dtype=object)
-    if arr.ndim == 1 and len(arr) == len(values) and arr.dtype.kind in "biufUS":
-        return arr
-    return np.array([repr(v) for v in values])
+        if arr.ndim == 1 and arr.dtype.kind in "biufU":
+            return arr
+    labels = [v if isinstance(v, str) else repr(v) for v in values]
+    if len(set(labels)) < len(labels):
+        labels = [repr(v) for v in values]
+    return np.array(labels)
 
 
 def _time_axis(settings: dict[str, Any]) -> np.ndarray:
@@ -747,6 +766,21 @@ def _dataset(names, values, shape, results: list[MemberResult], settings, integr
     return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
+#: what marks a directory as a Zarr store (format 2: a group or an array; format 3)
+ZARR_MARKERS = (".zgroup", ".zarray", "zarr.json")
+
+
+def check_zarr_target(path: str | os.PathLike) -> None:
+    """A ValueError when ``path`` is a non-empty directory that is not a Zarr store: writing one replaces the
+    directory's whole content, and only a store's is this function's to replace."""
+    path = Path(path)
+    if path.is_dir() and any(path.iterdir()) and not any((path / m).exists() for m in ZARR_MARKERS):
+        raise ValueError(
+            f"sweep output {str(path)!r} is a directory with files that are not a Zarr store: writing there would "
+            "delete them; choose another path"
+        )
+
+
 def write(ds: Any, path: str | os.PathLike) -> None:
     """Write a sweep's dataset to a Zarr store (``.zarr``) or a netCDF file (``.nc``).
 
@@ -758,12 +792,12 @@ def write(ds: Any, path: str | os.PathLike) -> None:
         ``NAME.zarr`` writes Zarr format 2 with consolidated metadata (read by
         every Zarr library, ``xarray.open_zarr`` among them; format 3 has no
         specification yet for fixed-width strings), replacing an existing
-        store; ``NAME.nc`` writes netCDF.
+        store (a directory with other files is refused, not emptied); ``NAME.nc`` writes netCDF.
 
     Raises
     ------
     ValueError
-        For another suffix.
+        For another suffix, or a ``.zarr`` directory that holds files but no Zarr store.
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -771,6 +805,7 @@ def write(ds: Any, path: str | os.PathLike) -> None:
         raise ValueError(f"sweep output {str(path)!r}: unsupported file type; use .zarr or .nc")
     path.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".zarr":
+        check_zarr_target(path)
         ds.to_zarr(path, mode="w", zarr_format=2, consolidated=True)
     else:
         ds.to_netcdf(path)

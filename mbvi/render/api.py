@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import sys
@@ -19,6 +20,8 @@ from mbvi.render.video import VideoWriter, render_parallel
 from mbvi.render.view import SceneView, TrailSpec, check_view_options
 
 __all__ = ["animate", "show", "snapshot"]
+
+log = logging.getLogger("mbvi")
 
 _VIEW_OPTIONS = frozenset({"ground", "joints", "scale", "style", "scalar_bar", "time_label", "camera", "zoom"})
 _TRAIL_SAMPLES = 400
@@ -155,6 +158,10 @@ def _trail_spec(
     return TrailSpec(names, points, t[sample_idx], upto, length)
 
 
+#: VTK's SSAA pass draws at √5 times the window's size, within the largest framebuffer OpenGL gives (Mesa: 16384)
+_SSAA_SCALE, _MAX_FRAMEBUFFER = math.sqrt(5.0), 16384
+
+
 def _plotter(window_size: tuple[int, int], off_screen: bool, anti_aliasing: str | None) -> pv.Plotter:
     size = [round(float(window_size[0])), round(float(window_size[1]))]
     plotter = pv.Plotter(off_screen=off_screen, window_size=size)
@@ -162,6 +169,12 @@ def _plotter(window_size: tuple[int, int], off_screen: bool, anti_aliasing: str 
         kind = anti_aliasing.lower()
         if kind == "fxaa" and type(plotter.ren_win).__name__ in _NO_FXAA_WINDOWS:
             kind = "ssaa"  # FXAA renders black under EGL/OSMesa; PyVista would warn and do this too
+        if kind == "ssaa" and max(size) * _SSAA_SCALE > _MAX_FRAMEBUFFER:
+            # SSAA draws √5 times larger than the window: past the framebuffer's limit the picture came out
+            # all black (8000 px wide), with a wall of VTK errors; drawn without it, it is right up to 16384 px
+            log.info("anti-aliasing off for a %d×%d picture: SSAA would need a framebuffer over %d px", *size,
+                     _MAX_FRAMEBUFFER)  # fmt: skip
+            return plotter
         plotter.enable_anti_aliasing(kind)
     return plotter
 

@@ -12,6 +12,7 @@ the physics has them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -21,12 +22,14 @@ from numpy.typing import ArrayLike, NDArray
 from mbvi.geometry import JOINT_KINDS, SEGMENT_KINDS, BodyGeometry, SceneGeometry
 
 __all__ = [
+    "MAX_FRAMES",
     "BeamData",
     "FrameData",
     "JointMarkers",
     "SegmentSet",
     "TrajectoryLike",
     "animation_indices",
+    "frame_count",
     "nearest_indices",
 ]
 
@@ -72,6 +75,22 @@ def nearest_indices(t: ArrayLike, times: ArrayLike) -> NDArray[np.intp]:
     return np.where(choose_left, left, right).astype(np.intp)
 
 
+#: the most frames an animation may have (an hour at 60 fps is 216 000): past it, fps or speed is a slip
+MAX_FRAMES = 1_000_000
+
+
+def frame_count(duration: float, fps: float, speed: float = 1.0) -> int:
+    """Frames of an animation of ``duration`` s of motion at ``fps`` and ``speed``; a ValueError naming both when
+    they would make more than :data:`MAX_FRAMES` (speed 1e-12 asked for 6e13 frames, and 437 TiB)."""
+    frames = duration / speed * fps + 1
+    if not frames <= MAX_FRAMES:
+        raise ValueError(
+            f"fps = {fps:g} and speed = {speed:g} make {frames:.3g} frames of {duration:g} s of motion, more than "
+            f"{MAX_FRAMES:,}: raise speed or lower fps"
+        )
+    return round(duration / speed * fps) + 1
+
+
 def animation_indices(t: ArrayLike, fps: float, speed: float = 1.0) -> NDArray[np.intp]:
     """Trajectory indices of the frames of an animation.
 
@@ -97,13 +116,13 @@ def animation_indices(t: ArrayLike, fps: float, speed: float = 1.0) -> NDArray[n
     ValueError
         If ``fps`` or ``speed`` is not positive.
     """
-    if not fps > 0:
-        raise ValueError(f"fps must be positive, got {fps}")
-    if not speed > 0:
-        raise ValueError(f"speed must be positive, got {speed}")
+    if not (fps > 0 and math.isfinite(fps)):
+        raise ValueError(f"fps must be a positive finite number, got {fps}")
+    if not (speed > 0 and math.isfinite(speed)):
+        raise ValueError(f"speed must be a positive finite number, got {speed}")
     t = np.asarray(t, dtype=float)
     duration = float(t[-1] - t[0])
-    frames = round(duration / speed * fps) + 1
+    frames = frame_count(duration, fps, speed)
     times = t[0] + np.arange(frames) * (speed / fps)
     return nearest_indices(t, np.minimum(times, t[-1]))
 
