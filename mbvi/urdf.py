@@ -263,8 +263,9 @@ def _check(root: ET.Element) -> None:
         _floats(material.find("color"), "rgba", 4, f"URDF material {material.get('name')!r}", tag="material><color")
 
 
-def _parse(data: bytes, base: Path | None) -> Any:
-    """Parse strictly (malformed XML is an error, not recovered), check it, and hand the tree to yourdfpy."""
+def _parse(data: bytes, base: Path | None) -> tuple[Any, list[str]]:
+    """Parse strictly (malformed XML is an error, not recovered), check it, and hand the tree to yourdfpy: its
+    robot, and the names of the ``<transmission>`` elements (yourdfpy reads none: they were never warned of)."""
     try:
         root = ET.fromstring(data)
     except ET.ParseError as exc:
@@ -286,8 +287,9 @@ def _parse(data: bytes, base: Path | None) -> Any:
     kwargs: dict[str, Any] = {"build_scene_graph": False, "load_meshes": False}
     if base is not None:
         kwargs["mesh_dir"] = str(base)
+    transmissions = [t.get("name") or "(unnamed)" for t in root.findall("transmission")]
     try:
-        return yourdfpy.URDF.load(io.BytesIO(data), **kwargs).robot
+        return yourdfpy.URDF.load(io.BytesIO(data), **kwargs).robot, transmissions
     except Exception as exc:
         raise ValueError(f"URDF: {type(exc).__name__}: {exc}") from exc
 
@@ -408,7 +410,7 @@ def scene_from_urdf(
         joints, collision geometry, …).
     """
     data, base = _read(source)
-    robot = _parse(data, base)
+    robot, transmissions = _parse(data, base)
     links = {link.name: link for link in robot.links}
     joints = list(robot.joints)
     ignored: dict[str, list[str]] = {}
@@ -600,8 +602,8 @@ def scene_from_urdf(
                 raise ValueError(f"damping {damping:g} must be non-negative")
         except ValueError as exc:
             raise ValueError(f"URDF joint {j.name!r}: {exc}") from None
-    if getattr(robot, "transmission", None):
-        ignore("transmissions", ", ".join(t.name for t in robot.transmission))
+    if transmissions:
+        ignore("transmissions", ", ".join(transmissions))
     if missing_meshes:
         ignored["mesh files not found (not drawn)"] = missing_meshes
     if ignored:

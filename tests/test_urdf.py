@@ -181,6 +181,9 @@ def test_what_mbvi_cannot_represent_is_one_warning_naming_it():
     )
     sphere = '<geometry><sphere radius="0.04"/></geometry>\n    </visual>'
     xml = xml.replace(sphere, '<geometry><mesh filename="missing.stl"/></geometry>\n    </visual>')
+    # a transmission: yourdfpy reads none, and it went unmentioned
+    xml = xml.replace("</robot>", '<transmission name="t_elbow"><type>SimpleTransmission</type></transmission>\n'
+                      "</robot>")  # fmt: skip
     with pytest.warns(UserWarning) as record:
         scene = mbvi.Scene.from_urdf(xml)
     assert len(record) == 1
@@ -193,6 +196,7 @@ def test_what_mbvi_cannot_represent_is_one_warning_naming_it():
         "collision geometry (fore)",
         "visuals of links fixed to the world (base)",
         "mesh files not found (not drawn) (fore: missing.stl)",
+        "transmissions (t_elbow)",
     ):
         assert part in message
     assert not [f for f in scene.forces if isinstance(f, mbvi.JointDamping)]  # damping 0: no element

@@ -48,19 +48,32 @@ __all__ = ["INTEGRATORS", "LagrangianIntegrator", "Run", "constrained_accelerati
 
 
 def _solve(K: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Dense solve; least squares for a singular or nearly singular matrix (redundant constraints).
+    """Dense solve of a step's matrix, equilibrated; least squares for a singular or nearly singular one
+    (redundant constraints).
 
-    LU with a pivot of round-off size returns a finite but meaningless solution (multipliers of redundant
-    constraints huge and cancelling): such a matrix goes to least squares (the minimum-norm multipliers).
+    Rows, then columns, are scaled to a largest entry of 1 first. A step's matrix [[J, G₀ᵀ], [G₁, 0]] has
+    J ≈ −M/h beside constraint rows of order one: a 1e6 kg pendulum at dt = 1e-3 made its condition number
+    2.5e17, least squares then dropped the constraint's direction and the rod stretched by 1e-2 m, silently
+    (and a 0.1 mm pendulum lost its rod alike). Equilibrated, the same matrix is well conditioned. LU with a
+    pivot of round-off size returns a finite but meaningless solution (multipliers of redundant constraints
+    huge and cancelling): such a matrix goes to least squares (the minimum-norm multipliers).
     """
-    if np.linalg.cond(K) < 1e13:
+    with np.errstate(divide="ignore"):
+        r = 1.0 / np.max(np.abs(K), axis=1)
+    r[~np.isfinite(r)] = 1.0
+    Kr = K * r[:, None]
+    with np.errstate(divide="ignore"):
+        c = 1.0 / np.max(np.abs(Kr), axis=0)
+    c[~np.isfinite(c)] = 1.0
+    Ks, b = Kr * c[None, :], rhs * r
+    if np.linalg.cond(Ks) < 1e13:
         try:
-            x = np.linalg.solve(K, rhs)
-            if np.all(np.isfinite(x)):
-                return x
+            y = np.linalg.solve(Ks, b)
+            if np.all(np.isfinite(y)):
+                return c * y
         except np.linalg.LinAlgError:
             pass
-    return np.linalg.lstsq(K, rhs, rcond=None)[0]
+    return c * np.linalg.lstsq(Ks, b, rcond=None)[0]
 
 
 class LagrangianIntegrator:

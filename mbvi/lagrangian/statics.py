@@ -199,7 +199,7 @@ class _Statics:
         if k:
             Hr = Z.T @ (0.5 * (H + H.T)) @ Z
             Mr = Z.T @ self.system.mass_matrix(q, self.zeros, self.t) @ Z
-            mu, V = sla.eigh(0.5 * (Hr + Hr.T), 0.5 * (Mr + Mr.T))
+            mu, V = _eigh(0.5 * (Hr + Hr.T), 0.5 * (Mr + Mr.T), q, self.system)
         else:
             mu, V = np.zeros(0), np.zeros((0, 0))
         imbalance = float(np.max(np.abs(Z @ r))) if k else 0.0
@@ -361,12 +361,24 @@ def _tangent_problem(st: _Statics, q: np.ndarray, H: np.ndarray, G: np.ndarray) 
     return Hr, 0.5 * (Mr + Mr.T), Z
 
 
+def _eigh(Hr: np.ndarray, Mr: np.ndarray, q: np.ndarray, system) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues and vectors of Hr φ = μ Mr φ; a ValueError naming the configuration when the mass matrix on the
+    tangent space is singular there (scipy's 'leading minor of B is not positive definite')."""
+    try:
+        return sla.eigh(Hr, Mr)
+    except np.linalg.LinAlgError:
+        raise ValueError(
+            f"{system.name!r}: the mass matrix ∂²L/∂v² is singular at q = {np.asarray(q).tolist()} (a singularity "
+            "of the coordinates, such as the pole of spherical ones): start the search elsewhere (initial_state=…)"
+        ) from None
+
+
 def _tangent_eigenvalues(st: _Statics, q: np.ndarray, H: np.ndarray, G: np.ndarray) -> np.ndarray:
     """Eigenvalues of the Hessian of U − W + λ·g on the tangent space, relative to the mass matrix."""
     Hr, Mr, Z = _tangent_problem(st, q, H, G)
     if not Z.shape[1]:
         return np.zeros(0)
-    return sla.eigh(Hr, Mr, eigvals_only=True)
+    return _eigh(Hr, Mr, q, st.system)[0]
 
 
 def lagrangian_modes(eq: LagrangianEquilibrium) -> tuple[np.ndarray, np.ndarray]:
@@ -418,7 +430,7 @@ def lagrangian_modes(eq: LagrangianEquilibrium) -> tuple[np.ndarray, np.ndarray]
             "velocities, or a load whose ∂Q/∂v is not symmetric), so it has no undamped normal modes; its roots "
             "solve det(M s² + C s + K) = 0 (M, C, K from system.point and system.force_jacobians)"
         )
-    w2, phi = sla.eigh(Hr, Mr)
+    w2, phi = _eigh(Hr, Mr, q, system)
     return w2, Z @ phi
 
 
@@ -487,6 +499,11 @@ def lagrangian_equilibrium(
     scale = max(1.0, float(np.max(np.abs(start_residual)))) if n else 1.0
     iterations = 0
     feasible = st.restore(q)
+    if feasible is None and initial is None and system._initial is not None:
+        # q = 0 where the constraints' Jacobian vanishes (a Cartesian pendulum's origin): Newton cannot move from
+        # there on a potential linear in q (it stalled at a KKT residual of g); the system's own start instead
+        q = np.array(system._initial.q, dtype=float)
+        feasible = st.restore(q)
     if feasible is None:
         # G is rank deficient at the start (q = 0 on a circle): Newton on the KKT conditions, as a way in
         q, _, _, _, _, iterations = _newton(st, q, np.zeros(st.m), tol * scale, maxiter)
