@@ -337,11 +337,40 @@ def _small_oscillations(
     w2, psi = _graded_eigh(Hy, Q)
     X = Q @ psi
     threshold = _ZERO * ((X * X).T @ coords.own_block_scale(Hy))
+    skew = _load_skew(sysm, q, t)
+    if skew is not None:  # loads whose stiffness is not symmetric: the symmetric part alone is another operator
+        A = Q.T @ (Hy + skew / np.outer(root, root)) @ Q
+        As = Q.T @ (skew / np.outer(root, root)) @ Q
+        if float(np.max(np.abs(As))) > 1e-12 * max(float(np.max(np.abs(A))), np.finfo(float).tiny):
+            ev, vec = sla.eig(A)
+            big = max(float(np.max(np.abs(ev))), np.finfo(float).tiny)
+            flutter = np.abs(ev.imag) > 1e-9 * big  # a complex ω²: an oscillation that grows (not stable)
+            X = Q @ vec.real
+            X = X / np.maximum(np.linalg.norm(X, axis=0), np.finfo(float).tiny)
+            w2 = ev.real
+            threshold = _ZERO * ((X * X).T @ coords.own_block_scale(Hy))
+            threshold = np.where(flutter, np.inf, threshold)  # never "> threshold": stable is False
     # below the round-off of the bodies' own stiffness a curvature is zero (a neutral direction), whatever its
     # sign: a rigid body's spin about the line of two rods that carry 1e16 N cancels terms of 1e17 1/s²
-    w2 = np.where(np.abs(w2) <= threshold, 0.0, w2)
+    w2 = np.where(np.abs(w2) <= np.where(np.isinf(threshold), 0.0, threshold), 0.0, w2)
     order = np.argsort(w2, kind="stable")
     return w2[order], X[:, order] / root[:, None], threshold[order]
+
+
+def _load_skew(sysm: System, q: np.ndarray, t: float) -> np.ndarray | None:
+    """The skew part of the loads' stiffness −∂F/∂q (dense), or None when it is symmetric.
+
+    A constant torque on a body free to turn about more than one axis has no work potential, and its stiffness
+    ½ [τ]× on the rotation columns is skew: the Hessian the equilibrium's Newton steps use keeps the symmetric
+    part only, and so did the small oscillations, whose ω² were then those of another operator (a bar tilted by a
+    torque on a ball joint, stable with ω² = 0, 12.65, 12.65, was reported a saddle of ω² = −99.9).
+    """
+    if not sysm.has_forces:
+        return None
+    dq, _ = sysm.force_jacobians(q, np.zeros_like(q), t)
+    D = dq.toarray()
+    skew = -0.5 * (D - D.T)
+    return skew if np.any(skew) else None
 
 
 def _option_number(value: object, what: str, *, positive: bool = False) -> float:

@@ -9,6 +9,7 @@ against simulation (an equilibrium is a rest state), and on the hard cases: sing
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -452,3 +453,34 @@ def test_a_bar_hinged_along_its_own_axis_is_neutral_with_a_zero_not_round_off(ma
     i_pivot = mass * (0.1**2 + ell**2) / 12 + mass * (ell / 2) ** 2
     assert eq.stable
     assert eq.tangent_eigenvalues[0] == pytest.approx(G * mass * (ell / 2) / i_pivot, rel=1e-12)
+
+
+def test_a_torque_on_a_ball_joint_keeps_its_stiffness_in_the_small_oscillations() -> None:
+    """A bar on a ball joint tilted by a constant world torque about x: a constant torque on a body free to turn
+    about every axis has a skew stiffness (½ [τ]× on the rotation columns), which the symmetrized Hessian dropped:
+    the equilibrium was reported a saddle of ω² = −99.9 (SaddleWarning) where it is stable with ω² = 0 (the spin
+    about the bar), and twice that of the same bar on a hinge about x (a physics review: hand linearization,
+    mbvi's own unsymmetrized matrices and a perturbed simulation agreed)."""
+    m, ell, tau = 2.0, 1.0, 5.0
+    tilt = math.asin(tau / (m * G * ell / 2))
+    turn = np.array([[1.0, 0.0, 0.0], [0.0, math.cos(tilt), -math.sin(tilt)], [0.0, math.sin(tilt), math.cos(tilt)]])
+
+    def bar(joint) -> mbvi.Scene:
+        scene = mbvi.Scene(gravity=(0.0, 0.0, -G))
+        scene.add(mbvi.RigidBody("bar", mass=m, shape=mbvi.Box((0.05, 0.05, ell)),
+                                 position=tuple(turn @ [0.0, 0.0, -ell / 2]), orientation=turn))  # fmt: skip
+        scene.add(joint)
+        scene.add(mbvi.ExternalTorque("bar", torque=(tau, 0.0, 0.0)))
+        return scene
+
+    hinge = mbvi.equilibrium(bar(mbvi.Revolute("world", "bar", anchor=(0, 0, 0), axis=(1, 0, 0))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no SaddleWarning
+        ball = mbvi.equilibrium(bar(mbvi.Spherical("world", "bar", anchor=(0, 0, 0))))
+    np.testing.assert_allclose(ball.position("bar"), turn @ [0.0, 0.0, -ell / 2], atol=1e-12)
+    assert hinge.stable and hinge.tangent_eigenvalues[0] > 1.0
+    w2 = hinge.tangent_eigenvalues[0]
+    np.testing.assert_allclose(ball.tangent_eigenvalues, [0.0, w2, w2], rtol=1e-9, atol=1e-9)
+    assert not ball.stable  # neutral about the bar's own axis: not a strict minimum
+    omega, _ = mbvi.modes(ball)
+    np.testing.assert_allclose(omega, [0.0, math.sqrt(w2), math.sqrt(w2)], rtol=1e-9, atol=1e-9)
