@@ -50,25 +50,13 @@ _NONE_I = np.zeros(0, np.int64)
 @jit
 def _lu_solve(A, b, piv, x):
     """x = A⁻¹ b by LU with partial pivoting (A, b overwritten); False when A is singular or nearly so (a pivot
-    below 1e-13 of the largest entry: redundant constraints, left to the NumPy step's least squares).
-
-    Each row is scaled to a largest entry of 1 first: a step's matrix has J ≈ −M/h beside constraint rows of
-    order one, and unscaled a 1e6 kg pendulum at dt = 1e-3 had its constraint pivots at 1e-18 of the largest
-    entry (every step handed to NumPy)."""
+    below 1e-13 of the largest entry: redundant constraints, left to the NumPy step's least squares)."""
     n = A.shape[0]
     scale = 0.0
     for i in range(n):
         piv[i] = i
-        row = 0.0
         for j in range(n):
-            row = max(row, abs(A[i, j]))
-        if not row > 0.0 or not row < math.inf:
-            return False
-        inv = 1.0 / row
-        for j in range(n):
-            A[i, j] *= inv
-        b[i] *= inv
-        scale = 1.0
+            scale = max(scale, abs(A[i, j]))
     for k in range(n):
         p, big = k, abs(A[k, k])
         for i in range(k + 1, n):
@@ -94,6 +82,26 @@ def _lu_solve(A, b, piv, x):
         if not abs(x[i]) < math.inf:
             return False
     return True
+
+
+@jit
+def _scale_rows(A, b):
+    """Each row of a step's matrix with constraints (and of b) scaled to a largest entry of 1, before
+    :func:`_lu_solve`.
+
+    A step's matrix [[J, G₀ᵀ], [G₁, 0]] has J ≈ −M/h beside constraint rows of order one: unscaled, a 1e6 kg
+    Cartesian pendulum at dt = 1e-3 had its constraint pivots at 1e-18 of the largest entry (every step handed
+    to NumPy, whose least squares then dropped the constraint). The steps without constraints do not call it."""
+    n = A.shape[0]
+    for i in range(n):
+        row = 0.0
+        for j in range(n):
+            row = max(row, abs(A[i, j]))
+        if row > 0.0 and row < math.inf:
+            inv = 1.0 / row
+            for j in range(n):
+                A[i, j] *= inv
+            b[i] *= inv
 
 
 @jit
@@ -203,6 +211,8 @@ def _legendre(fns, n, m, quadratic, q, p, t, v, pout, W):
                 K[j, n + k] = cb[m + k * n + j]
                 s += cb[m + k * n + j] * v[j]
             rhs[n + k] = -s
+        if m:
+            _scale_rows(K[: n + m, : n + m], rhs[: n + m])
         if not _lu_solve(K[: n + m, : n + m], rhs[: n + m], piv, dz):
             return False
         for i in range(n):
@@ -255,6 +265,8 @@ def _discrete_step(fns, n, m, nodes, weights, quadratic, q0, v0, p0, t, h, tol, 
                 for j in range(n):
                     K[n + k, j] = cb[m + k * n + j]
                     K[j, n + k] = G0[k, j]
+        if m:
+            _scale_rows(K[: n + m, : n + m], rhs[: n + m])
         if not _lu_solve(K[: n + m, : n + m], rhs[: n + m], piv, dz):
             return False
         for i in range(n):
@@ -298,6 +310,8 @@ def _project_velocity(fns, n, m, q, v, t, W):
         for j in range(n):
             K[n + k, j] = cb[m + k * n + j]
             K[j, n + k] = cb[m + k * n + j]
+    if m:
+        _scale_rows(K[: n + m, : n + m], rhs[: n + m])
     if not _lu_solve(K[: n + m, : n + m], rhs[: n + m], piv, dz):
         return False
     for i in range(n):
@@ -345,6 +359,8 @@ def _implicit_euler_step(fns, n, m, q0, v0, p0, t, h, tol, maxiter, q1, v1, p1, 
             for j in range(n):
                 K[n + k, j] = h * cb[m + k * n + j]
                 K[j, n + k] = cb[m + k * n + j]
+        if m:
+            _scale_rows(K[: n + m, : n + m], rhs[: n + m])
         if not _lu_solve(K[: n + m, : n + m], rhs[: n + m], piv, dz):
             return False
         for i in range(n):
