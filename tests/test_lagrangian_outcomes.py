@@ -242,3 +242,20 @@ def test_equilibrium_of_a_cartesian_pendulum_starts_where_it_can_and_a_singular_
     for call in (lambda: mbvi.equilibrium(sph), lambda: mbvi.modes(sph)):
         with pytest.raises(ValueError, match=r"the mass matrix ∂²L/∂v² is singular at q = \[0.0, 0.0\]"):
             call()
+
+
+def test_a_coordinate_is_matched_by_name_whatever_its_assumptions() -> None:
+    """L written with Symbol("x", real=True) (as sympy.physics users write it) and the coordinates given as "x" or
+    Symbol("x"): x was 'neither a coordinate nor a parameter', and the advice given then failed ('given twice')."""
+    x, vx = sp.symbols("x v_x", real=True)
+    t = sp.Symbol("t", positive=True)
+    plain_x, plain_v = sp.symbols("x v_x")
+    reference = mbvi.LagrangianSystem(plain_v**2 / 2 - plain_x**2 / 2 - 0.1 * plain_x * sp.Symbol("t"),
+                                      [plain_x], [plain_v], initial_state=mbvi.State([1.0], [0.0]))  # fmt: skip
+    runs = [mbvi.simulate(reference, 2.0, 1e-2)]
+    for coords, vels in ((["x"], ["v_x"]), ([plain_x], [plain_v])):
+        system = mbvi.LagrangianSystem(vx**2 / 2 - x**2 / 2 - 0.1 * x * t, coords, vels,
+                                       initial_state=mbvi.State([1.0], [0.0]))  # fmt: skip
+        runs.append(mbvi.simulate(system, 2.0, 1e-2))
+    for run in runs[1:]:
+        np.testing.assert_array_equal(run.q, runs[0].q)

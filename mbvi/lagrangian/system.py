@@ -174,6 +174,10 @@ class LagrangianSystem:
         subs = {k: sp.Float(val) for k, val in params.items()}
         for k, val in params.items():
             subs.update({s: sp.Float(val) for s in used if s.name == k.name})
+        # so is a coordinate, a velocity or time: Symbol("x", real=True) in L (as sympy.physics users write it) is
+        # the coordinate "x" (said not to be one, with advice that then failed: "x is given twice")
+        by_name = {str(c): c for c in (*q, *v, t)}
+        subs.update({s: by_name[s.name] for s in used if s.name in by_name and s not in subs})
         Lx = Lx[0].subs(subs)
         gx = [e.subs(subs) for e in raw_g]
         fx = None if raw_f is None else [e.subs(subs) for e in raw_f]
