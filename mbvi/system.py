@@ -89,14 +89,27 @@ def _missing_roles(law: ForceLaw, name: str, parts: list) -> list:
 
 def _law_call(law: ForceLaw, what: str, method, *args):
     """``method(*args)`` of a law; what it raises (but a SolverError, already located) as a
-    :class:`~mbvi.errors.LoadError` naming the law: the run stops there, with its time and trajectory."""
+    :class:`~mbvi.errors.LoadError` naming the law: the run stops there, with its time and trajectory. So does a
+    force or gradient with NaN or inf at a finite, moderate state (on the NumPy path it was taken for the
+    integrator's instability: "reduce dt")."""
     try:
-        return method(*args)
+        value = method(*args)
     except SolverError:
         raise
     except Exception as exc:
         name = law.name or type(law).__name__
         raise LoadError(f"force law {name!r}: its {what} raised {type(exc).__name__}: {exc}") from exc
+    if what in _CHECKED and not np.all(np.isfinite(value)):
+        state = [a for a in args if isinstance(a, np.ndarray)]
+        # a state of 1e150 and more overflows in any squared length: a blow-up's, not the law's fault
+        if all(np.all(np.abs(a) < 1e150) for a in state):
+            name = law.name or type(law).__name__
+            raise LoadError(f"force law {name!r}: its {what} returned non-finite values at a finite state")
+    return value
+
+
+#: the law methods whose values are checked to be finite (:func:`_law_call`)
+_CHECKED = ("force(q, v, t)", "gradient(q)")
 
 
 class System:

@@ -508,8 +508,9 @@ def scene_from_urdf(
         elif j.type == "fixed":
             carrier[name] = carrier[j.parent]
         else:
+            why = "mass 0 in its <inertial>" if links[name].inertial is not None else "no <inertial>"
             raise ValueError(
-                f"URDF link {name!r} has no mass (no <inertial>) but moves on {j.type} joint {j.name!r}: "
+                f"URDF link {name!r} has no mass ({why}) but moves on {j.type} joint {j.name!r}: "
                 "give it an <inertial> with a positive mass and inertia (mbvi bodies need both)"
             )
 

@@ -259,3 +259,14 @@ def test_a_coordinate_is_matched_by_name_whatever_its_assumptions() -> None:
         runs.append(mbvi.simulate(system, 2.0, 1e-2))
     for run in runs[1:]:
         np.testing.assert_array_equal(run.q, runs[0].q)
+
+
+@pytest.mark.parametrize("integrator", ["midpoint", "implicit_euler", "verlet"])
+def test_a_mass_matrix_that_vanishes_ahead_says_so_not_to_reduce_dt(integrator: str) -> None:
+    """L = (1 − q²) v²/2 from q = 0 at v = 1 reaches q = 1, where ∂²L/∂v² = 0, at t = π/4: Newton's failure there
+    said 'try dt <= 0.005', and at that step 'try dt <= 0.0005' — a smaller step cannot help."""
+    q, v = sp.symbols("q v")
+    system = mbvi.LagrangianSystem((1 - q**2) * v**2 / 2, [q], [v], initial_state=mbvi.State([0.0], [1.0]))
+    with pytest.raises(mbvi.SolverError, match=r"mass matrix ∂²L/∂v² is singular or indefinite") as err:
+        mbvi.simulate(system, 1.0, 1e-2, integrator)
+    assert err.value.suggested_dt is None and 0.7 < err.value.time < math.pi / 4

@@ -327,6 +327,17 @@ def test_a_law_called_as_python_that_returns_nan_is_named(where: str) -> None:
     assert 0.2 <= err.value.time <= 0.202
 
 
+@pytest.mark.parametrize("integrator", ["explicit_euler", "midpoint"])
+def test_a_law_that_returns_nan_on_a_numpy_path_is_named(integrator: str) -> None:
+    """The same law stepped by NumPy (a law with no kernel under explicit_euler; midpoint's Newton): the NaN was
+    taken for the integrator's instability ("reduce dt")."""
+    NaNLaw = type("NaNLaw", (_law(tag="nan_numpy_path"),), {"force": _nan_after(0.2)})
+    with _Registered(register_force_laws=[NaNLaw]):
+        with pytest.raises(LoadError, match=r"'linear_drag_nan_numpy_path'.*returned non-finite values") as err:
+            mbvi.simulate(_pendulum(LinearDrag("b", 0.5)), 0.5, 1e-3, integrator)
+    assert 0.2 <= err.value.time <= 0.202
+
+
 @pytest.mark.parametrize("returned", ["text", 3, (np.zeros(3), np.ones(3)), _drag])
 def test_a_compiled_form_that_is_not_one_is_a_value_error_naming_the_law(returned) -> None:
     """compiled() returning a bare kernel function (not an mbvi.Kernel) or anything else gave an AttributeError or

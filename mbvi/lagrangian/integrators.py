@@ -76,6 +76,23 @@ def _solve(K: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return c * np.linalg.lstsq(Ks, b, rcond=None)[0]
 
 
+def _singular_mass(system, q: np.ndarray, v: np.ndarray, t: float, h: float) -> str | None:
+    """Why a step cannot be taken at any size, when that is why: the mass matrix ∂²L/∂v² singular, indefinite or
+    not finite at the step's start or where the motion carries it within the step (q + h v) — L = (1 − q²) v²/2
+    reaching q = 1. Newton's failure there suggested a smaller step, which cannot help. None otherwise."""
+    for where in (np.asarray(q, dtype=float), np.asarray(q, dtype=float) + h * np.asarray(v, dtype=float)):
+        with np.errstate(all="ignore"):
+            M = np.asarray(system.mass_matrix(where, v, t), dtype=float)
+        if not np.all(np.isfinite(M)):
+            return f"the mass matrix ∂²L/∂v² is not finite at q = {where.tolist()}: L gives no motion there"
+        w = np.linalg.eigvalsh(0.5 * (M + M.T))
+        if len(w) and not w[0] > 1e-12 * max(float(np.max(np.abs(w))), 1e-300):
+            return (f"the mass matrix ∂²L/∂v² is singular or indefinite at q = {where.tolist()} (eigenvalues "
+                    f"{np.array2string(w, precision=3)}), where the motion goes: L gives no motion there at any "
+                    "step size")  # fmt: skip
+    return None
+
+
 class LagrangianIntegrator:
     """Abstract base class of the integrators of a LagrangianSystem.
 
@@ -260,6 +277,9 @@ class _DiscreteLagrangian(LagrangianIntegrator):
                 break
             prev = size
         else:
+            singular = _singular_mass(sysm, q0, v0, t, h)
+            if singular is not None:
+                raise SolverError(f"integrator {self.name!r}: Newton did not converge: {singular}")
             raise SolverError(
                 f"integrator {self.name!r}: Newton did not converge in {self.maxiter} iterations "
                 f"(last correction {np.max(np.abs(dz[:n])):.3g})",
@@ -406,6 +426,9 @@ class ImplicitEuler(LagrangianIntegrator):
             if np.max(np.abs(h * dz[:n])) <= self.tol * (1.0 + np.max(np.abs(q1))):
                 break
         else:
+            singular = _singular_mass(sysm, q0, v0, t, h)
+            if singular is not None:
+                raise SolverError(f"integrator {self.name!r}: Newton did not converge: {singular}")
             raise SolverError(f"integrator {self.name!r}: Newton did not converge", suggested_dt=h / 2)
         q1 = q0 + h * v1
         if m:
