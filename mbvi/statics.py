@@ -172,12 +172,31 @@ def _null_space(G: np.ndarray, n: int) -> np.ndarray:
 
 
 def _lagrangian_hessian(sysm: System, q: np.ndarray, lam_full: np.ndarray, t: float) -> np.ndarray:
+    """The symmetric part of ∇²U − ∂F/∂q + Σ λ ∇²g (dense): what the equilibrium's Newton steps use."""
+    return _hessian_and_load_skew(sysm, q, lam_full, t)[0]
+
+
+def _hessian_and_load_skew(
+    sysm: System, q: np.ndarray, lam_full: np.ndarray, t: float
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`_lagrangian_hessian`, and the skew part of the loads' stiffness −∂F/∂q (dense; None when it is
+    symmetric), from one evaluation of the loads' Jacobian.
+
+    A constant torque on a body free to turn about more than one axis has no work potential, and its stiffness
+    ½ [τ]× on the rotation columns is skew: the symmetric part alone is another operator, and the small
+    oscillations read from it were wrong (a bar tilted by a torque on a ball joint, stable with ω² = 0, 12.65,
+    12.65, was reported a saddle of ω² = −99.9).
+    """
     H = sysm.potential_hessian(q) + sysm.constraint_hessian(lam_full)
+    skew = None
     if sysm.has_forces:
         dq, _ = sysm.force_jacobians(q, np.zeros_like(q), t)
         H = H - dq
+        D = dq.toarray()
+        skew = -0.5 * (D - D.T)
+        skew = skew if np.any(skew) else None
     H = H.toarray()
-    return 0.5 * (H + H.T)
+    return 0.5 * (H + H.T), skew
 
 
 def _graded_eigh(H: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -333,11 +352,11 @@ def _small_oscillations(
         return np.zeros(0), np.zeros((sysm.nq, 0)), np.zeros(0)
     Q, _ = sla.qr(np.sqrt(coords.body_mass)[:, None] * Zu, mode="economic")  # M^½ Z, as M = m_body W
     root = np.sqrt(sysm.mass)
-    Hy = _lagrangian_hessian(sysm, q, lam_full, t) / np.outer(root, root)
+    H, skew = _hessian_and_load_skew(sysm, q, lam_full, t)
+    Hy = H / np.outer(root, root)
     w2, psi = _graded_eigh(Hy, Q)
     X = Q @ psi
     threshold = _ZERO * ((X * X).T @ coords.own_block_scale(Hy))
-    skew = _load_skew(sysm, q, t)
     if skew is not None:  # loads whose stiffness is not symmetric: the symmetric part alone is another operator
         A = Q.T @ (Hy + skew / np.outer(root, root)) @ Q
         As = Q.T @ (skew / np.outer(root, root)) @ Q
@@ -355,22 +374,6 @@ def _small_oscillations(
     w2 = np.where(np.abs(w2) <= np.where(np.isinf(threshold), 0.0, threshold), 0.0, w2)
     order = np.argsort(w2, kind="stable")
     return w2[order], X[:, order] / root[:, None], threshold[order]
-
-
-def _load_skew(sysm: System, q: np.ndarray, t: float) -> np.ndarray | None:
-    """The skew part of the loads' stiffness −∂F/∂q (dense), or None when it is symmetric.
-
-    A constant torque on a body free to turn about more than one axis has no work potential, and its stiffness
-    ½ [τ]× on the rotation columns is skew: the Hessian the equilibrium's Newton steps use keeps the symmetric
-    part only, and so did the small oscillations, whose ω² were then those of another operator (a bar tilted by a
-    torque on a ball joint, stable with ω² = 0, 12.65, 12.65, was reported a saddle of ω² = −99.9).
-    """
-    if not sysm.has_forces:
-        return None
-    dq, _ = sysm.force_jacobians(q, np.zeros_like(q), t)
-    D = dq.toarray()
-    skew = -0.5 * (D - D.T)
-    return skew if np.any(skew) else None
 
 
 def _option_number(value: object, what: str, *, positive: bool = False) -> float:

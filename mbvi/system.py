@@ -87,11 +87,11 @@ def _missing_roles(law: ForceLaw, name: str, parts: list) -> list:
     return [PythonKernel(**missing, name=name)]
 
 
-def _law_call(law: ForceLaw, what: str, method, *args):
+def _law_call(law: ForceLaw, what: str, method, *args, finite: bool = False):
     """``method(*args)`` of a law; what it raises (but a SolverError, already located) as a
-    :class:`~mbvi.errors.LoadError` naming the law: the run stops there, with its time and trajectory. So does a
-    force or gradient with NaN or inf at a finite, moderate state (on the NumPy path it was taken for the
-    integrator's instability: "reduce dt")."""
+    :class:`~mbvi.errors.LoadError` naming the law: the run stops there, with its time and trajectory. With
+    ``finite`` (a force or a gradient), so does a value with NaN or inf at a finite, moderate state (on the NumPy
+    path it was taken for the integrator's instability: "reduce dt")."""
     try:
         value = method(*args)
     except SolverError:
@@ -99,17 +99,13 @@ def _law_call(law: ForceLaw, what: str, method, *args):
     except Exception as exc:
         name = law.name or type(law).__name__
         raise LoadError(f"force law {name!r}: its {what} raised {type(exc).__name__}: {exc}") from exc
-    if what in _CHECKED and not np.all(np.isfinite(value)):
+    if finite and not np.all(np.isfinite(value)):
         state = [a for a in args if isinstance(a, np.ndarray)]
         # a state of 1e150 and more overflows in any squared length: a blow-up's, not the law's fault
         if all(np.all(np.abs(a) < 1e150) for a in state):
             name = law.name or type(law).__name__
             raise LoadError(f"force law {name!r}: its {what} returned non-finite values at a finite state")
     return value
-
-
-#: the law methods whose values are checked to be finite (:func:`_law_call`)
-_CHECKED = ("force(q, v, t)", "gradient(q)")
 
 
 class System:
@@ -191,7 +187,7 @@ class System:
         """∇U(q), shape (nq,)."""
         grad = np.zeros(self.nq)
         for law in self.potential_laws:
-            grad += _law_call(law, "gradient(q)", law.gradient, q)
+            grad += _law_call(law, "gradient(q)", law.gradient, q, finite=True)
         return grad
 
     def potential_hessian(self, q: np.ndarray) -> sp.csr_matrix:
@@ -210,7 +206,7 @@ class System:
         """Non-conservative generalized force F(q, v, t), shape (nq,)."""
         f = np.zeros(self.nq)
         for law in self.force_laws:
-            f += _law_call(law, "force(q, v, t)", law.force, q, v, t)
+            f += _law_call(law, "force(q, v, t)", law.force, q, v, t, finite=True)
         return f
 
     def force_jacobians(self, q: np.ndarray, v: np.ndarray, t: float) -> tuple[sp.csr_matrix, sp.csr_matrix]:
@@ -350,11 +346,13 @@ class System:
         g = self.rows.values(q)
         return g if self._active_mask is None else g[self.active]
 
-    def residual(self, g_active: np.ndarray) -> float:
-        """max |g / scale| over active rows (dimensionless), not counting round-off."""
+    def residual(self, g_active: np.ndarray, roundoff: np.ndarray | None = None) -> float:
+        """max |g / scale| over active rows (dimensionless), not counting round-off (``roundoff``, (n_active,):
+        default that of the initial configuration)."""
         if not len(g_active):
             return 0.0
-        return float((np.maximum(np.abs(g_active) - self.active_roundoff, 0.0) / self.active_scale).max())
+        roundoff = self.active_roundoff if roundoff is None else roundoff
+        return float((np.maximum(np.abs(g_active) - roundoff, 0.0) / self.active_scale).max())
 
     def residual_at(self, q: np.ndarray, g_active: np.ndarray) -> float:
         """:meth:`residual` with each row's round-off estimated at q, not at the initial configuration: a system
@@ -363,9 +361,7 @@ class System:
         if not len(g_active):
             return 0.0
         roundoff = self.rows.roundoff(q, ulps=1.0)
-        if self._active_mask is not None:
-            roundoff = roundoff[self.active]
-        return float((np.maximum(np.abs(g_active) - roundoff, 0.0) / self.active_scale).max())
+        return self.residual(g_active, roundoff if self._active_mask is None else roundoff[self.active])
 
     def G_matvec(self, gdata: np.ndarray, x: np.ndarray) -> np.ndarray:
         """G x with active Jacobian values ``gdata``."""

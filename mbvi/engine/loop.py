@@ -136,20 +136,13 @@ def _shake(I, F, WI, WS, slot0, dslot, q0, vfree, h, lam, warm, tol, maxiter, q1
     for _ in range(maxiter):
         K.constraint_values(I, F, q1, u, w, g)
         r = K.residual(I, F, g)
-        if r <= tol:
-            if warm:
-                K.copy_into(lam, lamv)
-            for i in range(nq):
-                vh[i] = vfree[i] - corr[i] / h
-            return ST.DONE
         if not r < math.inf:
             break
         slow = slow + 1 if r > 0.25 * prev else 0
         prev = r
-        if slow >= 2 and K.residual_at_roundoff(I, F, q1, u, w, g) <= tol:
-            # stalled at the round-off of where the system is now (far from the origin, it exceeds that of the
-            # initial configuration the residual counts): done, as the rigid loop
-            # (mbvi.engine.lieloop._shake_multipliers)
+        # converged, or stalled at the round-off of where the system is now (far from the origin, it exceeds that
+        # of the initial configuration the residual counts), as the rigid loop (lieloop._shake_multipliers)
+        if r <= tol or (slow >= 2 and K.residual_at_roundoff(I, F, q1, u, w, g) <= tol):
             if warm:
                 K.copy_into(lam, lamv)
             for i in range(nq):

@@ -98,15 +98,11 @@ def shake(
     for _ in range(maxiter):
         g = system.active_constraints(q)
         r = system.residual(g)
-        if r <= tol:
-            if multipliers is not None:
-                multipliers[:] = lam
-            return q, v_free - corr / h
         if not np.isfinite(r):
             break
         slow = slow + 1 if r > 0.25 * prev else 0
         prev = r
-        if slow >= 2 and system.residual_at(q, g) <= tol:  # stalled at the round-off of where it is now
+        if r <= tol or (slow >= 2 and system.residual_at(q, g) <= tol):  # or stalled at the round-off of here
             if multipliers is not None:
                 multipliers[:] = lam
             return q, v_free - corr / h

@@ -79,14 +79,13 @@ def _solve(K: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 def _singular_mass(system, q: np.ndarray, v: np.ndarray, t: float, h: float) -> str | None:
     """Why a step cannot be taken at any size, when that is why: the mass matrix ∂²L/∂v² singular, indefinite or
     not finite at the step's start or where the motion carries it within the step (q + h v) — L = (1 − q²) v²/2
-    reaching q = 1. Newton's failure there suggested a smaller step, which cannot help. None otherwise."""
+    reaching q = 1 (:meth:`mbvi.LagrangianSystem.mass_defect`). Newton's failure there suggested a smaller step,
+    which cannot help. None otherwise."""
     for where in (np.asarray(q, dtype=float), np.asarray(q, dtype=float) + h * np.asarray(v, dtype=float)):
-        with np.errstate(all="ignore"):
-            M = np.asarray(system.mass_matrix(where, v, t), dtype=float)
-        if not np.all(np.isfinite(M)):
+        w = system.mass_defect(where, v, t)
+        if w is not None and not len(w):
             return f"the mass matrix ∂²L/∂v² is not finite at q = {where.tolist()}: L gives no motion there"
-        w = np.linalg.eigvalsh(0.5 * (M + M.T))
-        if len(w) and not w[0] > 1e-12 * max(float(np.max(np.abs(w))), 1e-300):
+        if w is not None:
             return (f"the mass matrix ∂²L/∂v² is singular or indefinite at q = {where.tolist()} (eigenvalues "
                     f"{np.array2string(w, precision=3)}), where the motion goes: L gives no motion there at any "
                     "step size")  # fmt: skip

@@ -245,15 +245,22 @@ class LagrangianSystem:
                 f"time nor given parameters{extra}; pass parameters={{{unknown[0]}: value}} or list it"
             )
 
-    def _check_mass(self, q: np.ndarray, v: np.ndarray, where: str) -> None:
+    def mass_defect(self, q: Any, v: Any, t: float = 0.0) -> np.ndarray | None:
+        """What keeps the mass matrix ∂²L/∂v² at (q, v, t) from giving a motion, or None when it is symmetric
+        positive definite: an empty array when it is not finite, else the eigenvalues of its symmetric part."""
         with np.errstate(all="ignore"):  # L's other terms may be singular there (1/r at r = 0): M is checked
-            M = self.mass_matrix(q, v)
+            M = np.asarray(self.mass_matrix(q, v, t), dtype=float)
         if not np.all(np.isfinite(M)):
-            raise ValueError(f"LagrangianSystem {self.name!r}: the mass matrix ∂²L/∂v² is not finite at {where}")
-        sym = 0.5 * (M + M.T)
-        w = np.linalg.eigvalsh(sym)
+            return np.zeros(0)
+        w = np.linalg.eigvalsh(0.5 * (M + M.T))
         scale = max(float(np.max(np.abs(w))), 1e-300)
-        if not (np.allclose(M, M.T, atol=1e-12 * scale) and w[0] > 1e-12 * scale):
+        return None if np.allclose(M, M.T, atol=1e-12 * scale) and w[0] > 1e-12 * scale else w
+
+    def _check_mass(self, q: np.ndarray, v: np.ndarray, where: str) -> None:
+        w = self.mass_defect(q, v)
+        if w is not None and not len(w):
+            raise ValueError(f"LagrangianSystem {self.name!r}: the mass matrix ∂²L/∂v² is not finite at {where}")
+        if w is not None:
             raise ValueError(
                 f"LagrangianSystem {self.name!r}: the mass matrix ∂²L/∂v² is not positive definite at {where} "
                 f"(eigenvalues {np.array2string(w, precision=4)}); is L = T − U with T > 0 for every motion?"
