@@ -9,6 +9,7 @@ with G = ∂g/∂q (sparse, the joint graph's structure).
 
 from __future__ import annotations
 
+import functools
 import logging
 import warnings
 
@@ -162,11 +163,16 @@ class System:
             self._active_pattern, self._active_mask = rows.pattern, None
         else:
             self._active_pattern, self._active_mask = rows.pattern.subset_rows(self.active)
-        self.solver = ConstraintSolver(self._active_pattern, self.inv_mass)
         tb = layout.translation_blocks
         self._trans_idx = (tb[:, None] + np.arange(3)).ravel()
         self._trans_mass = self.mass[self._trans_idx].reshape(-1, 3)
         self._engine = False  # built on first use by engine_model()
+
+    @functools.cached_property
+    def solver(self) -> ConstraintSolver:
+        """The NumPy path's factorization of A = G M⁻¹ Gᵀ on the active rows' pattern (built when first used:
+        the compiled engine has its own, :meth:`engine_model`)."""
+        return ConstraintSolver(self._active_pattern, self.inv_mass)
 
     # -- energy ----------------------------------------------------------------------------------
     def kinetic(self, v: np.ndarray) -> np.ndarray | float:
@@ -387,8 +393,14 @@ class System:
         if len(self.active) == 0:
             return v
         if factor is None or gdata is None:
-            factor, gdata = self.factor(q)
-        mu = factor.solve(self.G_matvec(gdata, v))
+            _, gdata = self.active_values_and_jacobian(q)
+            rhs = self.G_matvec(gdata, v)
+            if not np.any(rhs):  # already on the joints (a scene released from rest): the projection is v itself
+                return np.array(v, dtype=float)
+            factor = self.solver.factor(gdata)
+        else:
+            rhs = self.G_matvec(gdata, v)
+        mu = factor.solve(rhs)
         return v - self.inv_mass * self.G_rmatvec(gdata, mu)
 
     def project_position(self, q: np.ndarray, maxiter: int = 50, tol: float | None = None) -> np.ndarray:

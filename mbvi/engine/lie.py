@@ -187,10 +187,10 @@ def fuse_jacobian(IL: np.ndarray, FL: np.ndarray, I: np.ndarray, F: np.ndarray) 
         head[LT.FUSED] = 0
         return np.concatenate([head, IL[LT.count :]]), FL
     src2, cof2 = np.zeros((most, nnz), np.int64), np.zeros((most, nnz))
-    seen = np.zeros(nnz, np.int64)
-    for p, s, c in zip(pos.tolist(), src.tolist(), cof.tolist(), strict=True):
-        src2[seen[p], p], cof2[seen[p], p] = s, c
-        seen[p] += 1
+    order = np.argsort(pos, kind="stable")  # an entry's terms in the order they are added: first, second
+    rank = np.empty(len(pos), np.int64)
+    rank[order] = np.arange(len(pos)) - (np.cumsum(count) - count)[pos[order]]
+    src2[rank, pos], cof2[rank, pos] = src, cof
     nc, nr = int(IL[LT.NCOPY]), int(IL[LT.NROT])
     cq, rq = IL[IL[LT.CQ] : IL[LT.CQ] + nc], IL[IL[LT.RQ] : IL[LT.RQ] + nr]
     sign = FL[IL[LT.RS] : IL[LT.RS] + nr]  # ±1: folded into the coefficients, exactly (see above)

@@ -38,6 +38,31 @@ PROFILE_MAX = 2_000_000
 DENSE_NEWTON_MAX = 300
 
 
+class QModel:
+    """The configuration model with every active row, packed on first use (:attr:`Model.Iq`).
+
+    Without rigid bodies it is the model's own ``(I, F)``; with them it is packed from the spec and the same
+    resolved kernels as the model (some 2 ms for a 32-link chain, which the Lie loop never reads).
+    """
+
+    def __init__(self, arrays: tuple[np.ndarray, np.ndarray] | None = None, spec: ModelSpec | None = None,
+                 parts: list | None = None, kernels: list | None = None) -> None:  # fmt: skip
+        self._arrays, self._spec, self._parts, self._kernels = arrays, spec, parts, kernels
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(Iq, Fq)``, packed the first time; None when the constraint matrix with the rotations' rows is too
+        wide for the compiled profile solver (the integrators that read it then run on the NumPy path)."""
+        if self._arrays is None and self._spec is not None:
+            spec, pq = self._spec, _Packer()
+            if _pack_constraints(pq, spec.rows, spec.pattern):
+                _pack_forces(pq, spec.nq, self._parts, self._kernels, spec)
+                self._arrays = pq.arrays()
+            else:
+                _log_sparse()
+            self._spec = self._parts = self._kernels = None
+        return self._arrays
+
+
 class Model(NamedTuple):
     """The engine's model: ``arrays`` go into every compiled call; the rest keeps the kernels alive.
 
@@ -49,9 +74,8 @@ class Model(NamedTuple):
         The factorization model in velocity coordinates (``I``, ``F`` without rigid bodies).
     IL, FL : ndarray
         The rigid-body tables (:data:`mbvi.engine.fields.LT`).
-    Iq, Fq : ndarray
-        The configuration model with every active row, rigid bodies' orthonormality rows included (``I``, ``F``
-        without rigid bodies): what compiled integrator plugins step (:mod:`mbvi.engine.api`).
+    q_model : QModel
+        Builds, on first use, the configuration model with every active row (:attr:`Iq`, :attr:`Fq`).
     kernels : tuple
         The compiled kernels and callbacks whose addresses are in ``I`` (kept alive here).
     callbacks : tuple of mbvi.engine.callbacks.Callback
@@ -67,11 +91,28 @@ class Model(NamedTuple):
     Fv: np.ndarray
     IL: np.ndarray
     FL: np.ndarray
-    Iq: np.ndarray
-    Fq: np.ndarray
+    q_model: QModel
     kernels: tuple = ()
     callbacks: tuple = ()
     parts: tuple = ()
+
+    @property
+    def Iq(self) -> np.ndarray:
+        """The configuration model with every active row, rigid bodies' orthonormality rows included (``I``
+        without rigid bodies): what compiled integrator plugins step (:mod:`mbvi.engine.api`). Built on first use:
+        the built-in loops step rotations on their group and never read it."""
+        return self._q_arrays()[0]
+
+    @property
+    def Fq(self) -> np.ndarray:
+        """The float array of :attr:`Iq` (``F`` without rigid bodies)."""
+        return self._q_arrays()[1]
+
+    def _q_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        arrays = self.q_model.arrays()
+        if arrays is None:
+            raise ValueError("the constraint matrix with the rotations' rows is too wide for the compiled solver")
+        return arrays
 
     @property
     def arrays(self) -> tuple[np.ndarray, ...]:
@@ -143,19 +184,27 @@ def _u_aliases(ur: np.ndarray, uc: np.ndarray, uv: np.ndarray, cu: np.ndarray, n
     if len(row) and np.any(np.diff(row) < 0):  # terms not grouped by row: no aliases
         return ur, uc, uv, none, none
     starts = np.searchsorted(row, np.arange(n + 1))
-    seen: dict[tuple, int] = {}
-    keep = np.ones(len(ur), bool)
-    dst, src = [], []
-    for r in range(n):
-        a, b = starts[r], starts[r + 1]
-        key = ((ur[a:b] % 3).tobytes(), uc[a:b].tobytes(), uv[a:b].tobytes(), cu[3 * r : 3 * r + 3].tobytes())
-        if key in seen:
-            keep[a:b] = False
-            dst.append(r)
-            src.append(seen[key])
-        else:
-            seen[key] = r
-    return ur[keep], uc[keep], uv[keep], np.asarray(dst, np.int64), np.asarray(src, np.int64)
+    counts = np.diff(starts)
+    consts = np.ascontiguousarray(cu, dtype=float).reshape(-1, 3)[:n]
+    dst, src = [none], [none]
+    for size in np.unique(counts):  # rows of as many terms, compared bit for bit (floats by their bits)
+        rs = np.flatnonzero(counts == size)
+        if len(rs) < 2:
+            continue
+        at = starts[rs][:, None] + np.arange(size)
+        key = np.concatenate([(ur[at] % 3).astype(np.int64), uc[at].astype(np.int64),
+                              np.ascontiguousarray(uv[at], dtype=float).view(np.int64), consts[rs].view(np.int64)],
+                             axis=1)  # fmt: skip
+        seen: dict[bytes, int] = {}
+        first = np.array([seen.setdefault(b, i) for i, b in enumerate(map(bytes, key))], np.int64)
+        again = np.flatnonzero(first != np.arange(len(rs)))
+        dst.append(rs[again])
+        src.append(rs[first[again]])
+    dst_rows, src_rows = np.concatenate(dst).astype(np.int64), np.concatenate(src).astype(np.int64)
+    order = np.argsort(dst_rows, kind="stable")
+    dst_rows, src_rows = dst_rows[order], src_rows[order]
+    keep = np.repeat(np.isin(np.arange(n), dst_rows, invert=True), counts)
+    return ur[keep], uc[keep], uv[keep], dst_rows, src_rows
 
 
 class _Packer:
@@ -476,8 +525,8 @@ def build(spec: ModelSpec) -> Model | None:
     _pack_forces(pk, spec.nq, parts, kernels, spec)
     I, F = pk.arrays()
     if not rigid:
-        return Model(I, F, I, F, np.zeros(LT.count, np.int64), np.zeros(1), I, F, tuple(keep), tuple(calls),
-                     tuple(parts))  # fmt: skip
+        return Model(I, F, I, F, np.zeros(LT.count, np.int64), np.zeros(1), QModel((I, F)), tuple(keep),
+                     tuple(calls), tuple(parts))  # fmt: skip
     from mbvi.engine.lie import fuse_jacobian, lie_tables
 
     vpattern, IL, FL = lie_tables(spec.bodies, pattern)
@@ -488,13 +537,9 @@ def build(spec: ModelSpec) -> Model | None:
         return None
     _pack_forces(pv, vpattern.nq, [], [], spec)  # the velocity model factors A; its force fields stay empty
     Iv, Fv = pv.arrays()
-    pq = _Packer()  # every active row, in q: for the integrators that step the rotation columns
-    if not _pack_constraints(pq, spec.rows, spec.pattern):
-        _log_sparse()
-        return None
-    _pack_forces(pq, spec.nq, parts, kernels, spec)
-    Iq, Fq = pq.arrays()
-    return Model(I, F, Iv, Fv, IL, FL, Iq, Fq, tuple(keep), tuple(calls), tuple(parts))
+    # every active row, in q, for the integrators that step the rotation columns: packed when one asks
+    q_model = QModel(spec=spec, parts=parts, kernels=kernels)
+    return Model(I, F, Iv, Fv, IL, FL, q_model, tuple(keep), tuple(calls), tuple(parts))
 
 
 def value_offsets(model: Model, owner: str) -> list[tuple[np.ndarray, int, bool]]:
@@ -522,7 +567,8 @@ def value_offsets(model: Model, owner: str) -> list[tuple[np.ndarray, int, bool]
             found.append(("kernel", k, True))
         k += len(part.roles())
     out = []
-    pairs = [(model.I, model.F)] + ([(model.Iq, model.Fq)] if model.Fq is not model.F else [])
+    q = model.q_model.arrays()  # (packed here if it was not: a Simulator's loads are written into it too)
+    pairs = [(model.I, model.F)] + ([q] if q is not None and q[1] is not model.F else [])
     for I, F in pairs:
         for what, index, kernel in found:
             offset = int(I[I[M.KFO] + index]) if kernel else int(I[slot[what]]) + 3 * index

@@ -102,7 +102,7 @@ def run_kernel(integrator, state: State, t0: float, nsteps: int, save_every: int
                callback: Callable[[int], None] | None = None) -> RunResult | None:  # fmt: skip
     """The run of ``integrator`` through its compiled step, or None when it cannot run compiled (NumPy then)."""
     model = integrator.system.engine_model()
-    if model is None:
+    if model is None or model.q_model.arrays() is None:
         return None
     found = _address_of(integrator)
     if found is None:
@@ -152,7 +152,7 @@ def run_kernel_batch(integrator, Q0: np.ndarray, V0: np.ndarray, t0: float, nste
     (a failed one: its failing step's start, which :func:`member_failure` probes).
     """
     model = integrator.system.engine_model()
-    found = _address_of(integrator) if model is not None else None
+    found = _address_of(integrator) if model is not None and model.q_model.arrays() is not None else None
     if found is None:
         return None
     addr, _keep = found
