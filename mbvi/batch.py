@@ -31,13 +31,14 @@ from mbvi.runs import energy_scales, last_step, run_info, run_numbers
 from mbvi.scene import Scene
 from mbvi.simulate import check_capabilities, joint_state, resolve_integrator
 from mbvi.state import State, stack_states
+from mbvi.system import System
 from mbvi.trajectory import Trajectory
 
 __all__ = ["simulate_batch"]
 
 
 def simulate_batch(
-    scene: Scene,
+    scene: Scene | System,
     t_end: float,
     dt: float,
     initial_states: Any,
@@ -51,9 +52,10 @@ def simulate_batch(
 
     Parameters
     ----------
-    scene : mbvi.Scene or mbvi.LagrangianSystem
-        A scene, or a system in its own coordinates (its members run its compiled loop, member by member on
-        every core; states are its generalized coordinates and velocities).
+    scene : mbvi.Scene, mbvi.System or mbvi.LagrangianSystem
+        A scene, or one already assembled (:func:`mbvi.assemble`, as :func:`mbvi.simulate` takes it), or a
+        system in its own coordinates (its members run its compiled loop, member by member on every core; states
+        are its generalized coordinates and velocities).
     t_end, dt : float
         End time and step size, s.
     initial_states : sequence of mbvi.State, or a tuple (Q, V) of arrays of shape (B, nq)
@@ -123,7 +125,7 @@ def simulate_batch(
     cls = resolve_integrator(integrator)
     t_end, dt, t0, save_every, nsteps = run_numbers(t_end, dt, t0, save_every, "simulate_batch")  # numpy numbers too
     last = last_step(t_end, dt, t0, nsteps)
-    system = assemble(scene)
+    system, scene = (scene, None) if isinstance(scene, System) else (assemble(scene), scene)
     stepper = cls(system, dt, **options)
     check_capabilities(cls, system)
     if last != dt:  # t_end − t0 is not a whole number of steps: the last one shorter, ending at t_end, as simulate's

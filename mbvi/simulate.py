@@ -24,6 +24,7 @@ from mbvi.runs import (
 )
 from mbvi.scene import Scene
 from mbvi.state import State
+from mbvi.system import System
 from mbvi.trajectory import Trajectory
 
 __all__ = [
@@ -58,7 +59,7 @@ def resolve_integrator(integrator: str | type[Integrator]) -> type[Integrator]:
 
 
 def simulate(
-    scene: Scene,
+    scene: Scene | System,
     t_end: float,
     dt: float,
     integrator: str | type[Integrator] = "verlet",
@@ -74,8 +75,11 @@ def simulate(
 
     Parameters
     ----------
-    scene : mbvi.Scene or mbvi.LagrangianSystem
-        A scene, or a system in its own coordinates (run by the integrators of
+    scene : mbvi.Scene, mbvi.System or mbvi.LagrangianSystem
+        A scene; or a scene already assembled (:func:`mbvi.assemble`: a
+        System is built once, and runs of it reuse its compiled model, as
+        MuJoCo's runs reuse one compiled ``MjModel``); or a system in its own
+        coordinates (run by the integrators of
         :mod:`mbvi.lagrangian.integrators`, same names; ``initial_state``
         defaults to the system's own).
     t_end : float
@@ -114,11 +118,15 @@ def simulate(
 
         return simulate_lagrangian(scene, t_end, dt, integrator, t0=t0, initial_state=initial_state,
                                    save_every=save_every, progress=progress, **options)  # fmt: skip
-    if not isinstance(scene, Scene):
-        raise ValueError(f"simulate expects an mbvi.Scene, got {type(scene).__name__}")
+    if not isinstance(scene, (Scene, System)):
+        raise ValueError(
+            f"simulate expects an mbvi.Scene, mbvi.System or mbvi.LagrangianSystem, got {type(scene).__name__}"
+        )
     t_end, dt, t0, save_every, nsteps = run_numbers(t_end, dt, t0, save_every)  # numpy numbers too
     cls = resolve_integrator(integrator)
-    system = assemble(scene)
+    # what a re-run verifying a step re-runs: the scene, or the System itself (not assembled again)
+    source = scene
+    system, scene = (scene, None) if isinstance(scene, System) else (assemble(scene), scene)
     check_capabilities(cls, system)
     state = system.initial_state() if initial_state is None else given_state(system, initial_state)
     stepper = cls(system, dt, **options)
@@ -145,7 +153,7 @@ def simulate(
             if earlier is not None and earlier.step is not None and (err.step is None or earlier.step < err.step):
                 err = earlier
         if _verify:
-            _verify_suggestion(err, scene, cls, dt, t_end, t0, initial_state, options)
+            _verify_suggestion(err, source, cls, dt, t_end, t0, initial_state, options)
         if err is failed:
             raise
         raise err from failed
@@ -164,14 +172,14 @@ def simulate(
         _check_energy_balance(traj, stepper, system)
     except SolverError as err:  # a run that blew up: its hint verified like a failed step's
         if _verify:
-            _verify_suggestion(err, scene, cls, dt, t_end, t0, initial_state, options)
+            _verify_suggestion(err, source, cls, dt, t_end, t0, initial_state, options)
         raise
     _warn_energy_error(traj, stepper, system)
-    _warn_wound_springs(traj, scene)
+    _warn_wound_springs(traj, system)
     return traj
 
 
-def _warn_wound_springs(traj: Trajectory, scene: Scene) -> None:
+def _warn_wound_springs(traj: Trajectory, system: System) -> None:
     """A TorsionSpring whose joint turned more than half a turn from rest met its law's cusp (the law is periodic:
     :class:`mbvi.TorsionSpring`): a RuntimeWarning names it."""
     import math
@@ -179,7 +187,8 @@ def _warn_wound_springs(traj: Trajectory, scene: Scene) -> None:
 
     from mbvi.forces import TorsionSpring
 
-    for spring in scene.forces:
+    springs = [e for law in system.laws for e in getattr(law, "elements", ()) if isinstance(e, TorsionSpring)]
+    for spring in springs:
         if not isinstance(spring, TorsionSpring) or spring.stiffness == 0.0 or len(traj.t) < 2:
             continue
         with np.errstate(invalid="ignore"):
@@ -432,7 +441,8 @@ def _blow_up(traj: Trajectory, stepper: Integrator, system, warn: bool = False) 
     return None
 
 
-def _verify_suggestion(err: SolverError, scene: Scene, cls, dt: float, t_end: float, t0: float, state, options):
+def _verify_suggestion(err: SolverError, scene: Scene | System, cls, dt: float, t_end: float, t0: float, state,
+                       options):  # fmt: skip
     """Replace the solver's step-size hint by one that a re-run confirms (halving from it), within a budget: the
     re-run must complete and keep its energy error within :data:`VERIFY_ENERGY` of the energy in motion."""
     import time
@@ -444,7 +454,8 @@ def _verify_suggestion(err: SolverError, scene: Scene, cls, dt: float, t_end: fl
     compiled = cls.compiled or cls.kernel is not None
     if compiled:
         try:
-            compiled = cls(assemble(scene), dt, **options).engine_model() is not None if cls.compiled else True
+            system = scene if isinstance(scene, System) else assemble(scene)
+            compiled = cls(system, dt, **options).engine_model() is not None if cls.compiled else True
         except ValueError:
             return
     if not compiled:
