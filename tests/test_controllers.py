@@ -277,3 +277,88 @@ def test_a_controller_calling_its_own_helpers_compiles() -> None:
     assert [type(w) for w in _watches(_arm(pd_with_helper))] == [LoadFailure]  # compiled: no Python callback
     np.testing.assert_allclose(mbvi.simulate(_arm(pd_with_helper), 1.0, 1e-3).q,
                                mbvi.simulate(_arm(pd), 1.0, 1e-3).q, rtol=0, atol=1e-13)  # fmt: skip
+
+
+def _settled_angle(torque) -> float:
+    """The hinge angle the PD arm settles at (6 s, well past its ~1.5 s decay)."""
+    return float(mbvi.simulate(_arm(torque), 6.0, 2e-3).joint_angle("hinge")[-1])
+
+
+def _balance(kp: float) -> float:
+    """θ where kp(θ* − θ) = m g d sin θ (an independent root find)."""
+    from scipy.optimize import brentq
+
+    return brentq(lambda th: kp * (TARGET - th) - M * G * L * math.sin(th), 0.0, TARGET)
+
+
+GAIN = np.int64(20)
+
+
+def _pd_numpy_gain(t, state):
+    return (0.0, GAIN * (TARGET - state.joint_angle("hinge")) - KD * state.joint_rate("hinge"), 0.0)
+
+
+def test_a_gain_held_in_a_default_argument_or_a_numpy_scalar_compiles_with_its_value() -> None:
+    """Two controllers that differ only in a gain numba freezes as a constant — a default argument (the
+    ``kp=kp`` of a loop's lambdas), a NumPy integer global — each settle at their own balance: they shared one
+    kernel, and the second ran with the first's gain (found by a helper's review)."""
+    global GAIN
+    for kp in (20.0, 80.0):
+
+        def pd(t, state, kp=kp):
+            return (0.0, kp * (TARGET - state.joint_angle("hinge")) - KD * state.joint_rate("hinge"), 0.0)
+
+        assert _settled_angle(pd) == pytest.approx(_balance(kp), abs=1e-4)
+    try:
+        for kp in (20, 80):
+            GAIN = np.int64(kp)
+            assert _settled_angle(_pd_numpy_gain) == pytest.approx(_balance(kp), abs=1e-4)
+    finally:
+        GAIN = np.int64(20)
+
+
+def test_the_kernel_key_sees_every_value_numba_freezes() -> None:
+    """The key of a function's compiled code (:func:`mbvi.engine.callbacks.code_key`) changes with each value it
+    reads as a constant: a module's attribute, a NumPy float32 in a closure, a keyword-only default, an array in
+    a tuple; and not with a global it does not read."""
+    import sys
+    import types
+
+    from mbvi.engine.callbacks import code_key
+
+    cfg = types.ModuleType("mbvi_test_cfg")
+    cfg.KP = 20.0
+    sys.modules["mbvi_test_cfg"] = cfg
+    try:
+        namespace = {"cfg": cfg, "np": np}
+        exec("def by_module(t, state):\n    return (0.0, cfg.KP * t, 0.0)\n", namespace)
+        before = code_key(namespace["by_module"])
+        cfg.KP = 80.0
+        assert code_key(namespace["by_module"]) != before
+        cfg.OTHER = 1.0  # not read: the same key
+        assert code_key(namespace["by_module"]) == code_key(namespace["by_module"])
+    finally:
+        del sys.modules["mbvi_test_cfg"]
+
+    def closure(kp):
+        return lambda t: (0.0, kp * t, 0.0)
+
+    gains = np.array([20.0, 80.0], dtype=np.float32)
+    assert code_key(closure(gains[0])) != code_key(closure(gains[1]))
+
+    def keyword(t, *, kp=20.0):
+        return (0.0, kp * t, 0.0)
+
+    key = code_key(keyword)
+    keyword.__kwdefaults__ = {"kp": 80.0}
+    assert code_key(keyword) != key
+
+    big = np.zeros(5000)
+    table = (big, 1.0)
+
+    def tabled(t):
+        return (0.0, table[0][4000] * t, 0.0)
+
+    key = code_key(tabled)
+    big[4000] = 1.0  # inside a tuple, beyond what an array's repr shows
+    assert code_key(tabled) != key

@@ -32,6 +32,7 @@ import threading
 import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numba
 import numpy as np
@@ -141,25 +142,40 @@ def take(key: str) -> Callable:
 
 
 def _constants(fn: Callable, depth: int = 0) -> list:
-    """What a function's compiled code depends on besides its own bytecode: the values of the closure cells and
-    globals it reads (numba freezes them as constants), functions by their own code, recursively."""
+    """What a function's compiled code depends on besides its own bytecode: the values numba freezes as
+    constants — the closure cells and globals it reads, the attributes it reads of a module (``cfg.KP``), its
+    default arguments (``lambda t, state, kp=kp: …``) — functions by their own code, recursively."""
     code = fn.__code__
-    out: list = []
     names = [(n, fn.__globals__.get(n)) for n in code.co_names if n in fn.__globals__]
     cells = [(f"<cell {i}>", c.cell_contents) for i, c in enumerate(fn.__closure__ or ())]
-    for name, value in names + cells:
-        py = getattr(value, "py_func", value)  # a numba dispatcher: its Python function
-        if isinstance(py, types.FunctionType) and depth < 4:
-            out.append((name, code_key(py, depth + 1)))
-        elif isinstance(value, (int, float, complex, str, bytes, bool, type(None), tuple)):
-            out.append((name, repr(value)))
-        elif isinstance(value, np.ndarray):
-            out.append((name, hashlib.sha256(value.tobytes()).hexdigest(), value.dtype.str, value.shape))
-        elif isinstance(value, types.ModuleType):
-            out.append((name, value.__name__))
-        else:
-            out.append((name, type(value).__qualname__))
-    return out
+    defaults = [("<defaults>", fn.__defaults__), ("<kwdefaults>", tuple(sorted((fn.__kwdefaults__ or {}).items())))]
+    return [(name, _value_key(value, code.co_names, depth)) for name, value in names + cells + defaults]
+
+
+def _value_key(value: Any, attributes: tuple[str, ...], depth: int, nesting: int = 0) -> Any:
+    """A value as what compiled code frozen with it computes: numbers by their value and type (a NumPy scalar
+    too), arrays by their bytes, tuples item by item, a module by the attributes of it named in ``attributes``
+    (a code's ``co_names``), a function by its :func:`code_key`; anything else by its type (numba compiles no
+    other value)."""
+    py = getattr(value, "py_func", value)  # a numba dispatcher: its Python function
+    if isinstance(py, types.FunctionType):  # (one read off a module, np.linalg.norm say: by its name)
+        return code_key(py, depth + 1) if depth < 4 and nesting == 0 else (py.__module__, py.__qualname__)
+    if isinstance(value, np.generic):
+        return ("numpy", value.dtype.str, value.tobytes().hex())
+    if isinstance(value, (int, float, complex, str, bytes, bool, type(None))):
+        return (type(value).__qualname__, repr(value))
+    if isinstance(value, tuple) and nesting < 4:
+        return ("tuple", tuple(_value_key(v, attributes, depth, nesting + 1) for v in value))
+    if isinstance(value, np.ndarray):
+        return (hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest(), value.dtype.str, value.shape)
+    if isinstance(value, types.ModuleType):
+        if nesting >= 2:
+            return ("module", value.__name__)
+        own = vars(value)  # what it holds (no module __getattr__: no lazy import, no deprecation warning)
+        read = [(a, _value_key(own[a], attributes, depth, nesting + 1)) for a in attributes
+                if not a.startswith("__") and a in own]  # fmt: skip
+        return ("module", value.__name__, tuple(read))
+    return type(value).__qualname__
 
 
 def code_key(fn: Callable, depth: int = 0) -> str:
