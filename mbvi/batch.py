@@ -122,10 +122,16 @@ def simulate_batch(
 
         return simulate_lagrangian_batch(scene, t_end, dt, initial_states, save_every=save_every,
                                          integrator=integrator, t0=t0, **options)  # fmt: skip
+    if not isinstance(scene, (Scene, System)):
+        raise ValueError(
+            f"simulate_batch expects an mbvi.Scene, mbvi.System or mbvi.LagrangianSystem, got {type(scene).__name__}"
+        )
     cls = resolve_integrator(integrator)
     t_end, dt, t0, save_every, nsteps = run_numbers(t_end, dt, t0, save_every, "simulate_batch")  # numpy numbers too
     last = last_step(t_end, dt, t0, nsteps)
     system, scene = (scene, None) if isinstance(scene, System) else (assemble(scene), scene)
+    if (solver := vars(system).get("solver")) is not None:  # a System run before: its warnings are this run's too
+        solver.warn_again()
     stepper = cls(system, dt, **options)
     check_capabilities(cls, system)
     if last != dt:  # t_end − t0 is not a whole number of steps: the last one shorter, ending at t_end, as simulate's

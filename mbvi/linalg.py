@@ -158,6 +158,10 @@ class ConstraintSolver:
         except (np.linalg.LinAlgError, RuntimeError, ValueError):
             return self._least_squares(gdata, winv)
 
+    def warn_again(self) -> None:
+        """Warn at the next singular matrix again (once per run: a System's runs share its solver)."""
+        self._warned = False
+
     def _least_squares(self, gdata: np.ndarray, winv: np.ndarray | None) -> Factor:
         if not self._warned:
             warnings.warn(

@@ -127,6 +127,8 @@ def simulate(
     # what a re-run verifying a step re-runs: the scene, or the System itself (not assembled again)
     source = scene
     system, scene = (scene, None) if isinstance(scene, System) else (assemble(scene), scene)
+    if (solver := vars(system).get("solver")) is not None:  # a System run before: its warnings are this run's too
+        solver.warn_again()
     check_capabilities(cls, system)
     state = system.initial_state() if initial_state is None else given_state(system, initial_state)
     stepper = cls(system, dt, **options)

@@ -316,7 +316,7 @@ class Simulator:
         compiled = isinstance(self.stepper, Compiled)
         kernel = getattr(type(self.stepper), "kernel", None) is not None  # a compiled step plugin: the engine's model
         model = self.stepper.engine_model() if compiled else system.engine_model() if kernel else None
-        self._loads = self._named_loads(model)
+        self._loads = self._named_loads(model, q_model=kernel)
         if compiled and model is not None:
             self._drive = Drive(self.stepper, model, state, self.t0, None)
             q, v = self._drive.rs.q, self._drive.rs.v
@@ -538,7 +538,7 @@ class Simulator:
             raise
 
     # -- the loads --------------------------------------------------------------------------------
-    def _named_loads(self, model) -> dict[str, tuple[Any, int, str, list]]:
+    def _named_loads(self, model, q_model: bool = True) -> dict[str, tuple[Any, int, str, list]]:
         """name → (law, index in it, attribute, where the compiled model keeps its value) for every
         ExternalForce and ExternalTorque (:func:`mbvi.engine.model.value_offsets`; none on the NumPy path)."""
         from mbvi.engine.model import value_offsets
@@ -548,7 +548,7 @@ class Simulator:
             values = getattr(law, "values", None)
             if law.name in ("external_force", "external_torque") and values is not None:
                 for i, e in enumerate(law.elements):
-                    slots = value_offsets(model, e.owner) if model is not None else []
+                    slots = value_offsets(model, e.owner, q_model) if model is not None else []
                     # written through a memoryview: a float stored without NumPy's scalar conversion
                     slots = [(memoryview(F), o, kernel) for F, o, kernel in slots]
                     # the law's own copy of the value (what the NumPy path reads), written as floats too

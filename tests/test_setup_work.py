@@ -116,3 +116,48 @@ def test_repeated_rows_are_those_a_row_by_row_comparison_finds(seed: int) -> Non
     for g, w in zip(got, want, strict=True):
         assert g.dtype == w.dtype and np.array_equal(g, w)
         assert np.array_equal(np.signbit(g), np.signbit(w)) if g.dtype == float else True
+
+
+def test_runs_on_threads_sharing_one_system_pack_the_rotation_rows_model_once() -> None:
+    """Two threads' first runs of a compiled step plugin on one System both read ``Model.Iq``: it is packed
+    once, whole (it was packed by both at once, one thread then failing with a TypeError: a helper's review)."""
+    import sys
+    import threading
+
+    pytest.importorskip("mbvi_leapfrog")
+    from scene_loader import rigid_chain
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often: the race showed in 9 runs of 10 with a Simulator
+    try:
+        for _ in range(3):
+            system = mbvi.assemble(rigid_chain(24))
+            mbvi.simulate(system, 0.002, 1e-3)  # the built-in loop: the model, not its rotation rows' part
+            errors, runs, barrier = [], [], threading.Barrier(2)
+
+            def run(system=system, errors=errors, runs=runs, barrier=barrier) -> None:
+                barrier.wait()
+                try:
+                    runs.append(mbvi.simulate(system, 0.002, 1e-3, integrator="leapfrog"))
+                except Exception as exc:  # what a thread raised is the finding
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=run) for _ in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert not errors
+            assert np.array_equal(runs[0].q, runs[1].q)
+    finally:
+        sys.setswitchinterval(interval)
+
+
+def test_a_simulator_of_a_built_in_integrator_does_not_pack_the_rotation_rows_model() -> None:
+    """Its loads are written where its runs read them: the model's F, not the rotation rows' model."""
+    s = _rigid_chain(3)
+    s.add(mbvi.ExternalTorque("link0", torque=(0.0, 0.0, 0.0), name="motor"))
+    sim = mbvi.Simulator(s, dt=1e-3)
+    sim.set_load("motor", (0.0, 0.0, 0.2))
+    sim.step(10)
+    assert sim.stepper.engine_model().q_model._arrays is None

@@ -92,3 +92,25 @@ def test_a_batch_of_a_system_is_the_batch_of_its_scene() -> None:
 def test_simulate_names_what_it_takes() -> None:
     with pytest.raises(ValueError, match=r"simulate expects an mbvi.Scene, mbvi.System or mbvi.LagrangianSystem"):
         mbvi.simulate("scenes/pendulum.py", 1.0, 1e-3)
+
+
+def test_each_run_of_a_system_says_what_its_solver_met() -> None:
+    """A singular G M⁻¹ Gᵀ (a particle held by two collinear rods) warns in every run of the System, as in every
+    run of its scene: the System's runs share its NumPy solver, whose warning was once per System."""
+    import warnings
+
+    s = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    s.add(mbvi.Particle("p", mass=1.0, position=(0.0, 0.0, 0.0)))
+    s.add(mbvi.Rod("world", "p", anchor_a=(-1.0, 0.0, 0.0), name="r1"))
+    s.add(mbvi.Rod("world", "p", anchor_a=(1.0, 0.0, 0.0), name="r2"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        system = mbvi.assemble(s)
+    for _ in range(2):
+        with pytest.warns(mbvi.RedundantConstraintWarning, match="singular here"):
+            mbvi.simulate(system, 0.01, 1e-3, integrator="explicit_euler")
+
+
+def test_simulate_batch_names_what_it_takes() -> None:
+    with pytest.raises(ValueError, match=r"simulate_batch expects an mbvi.Scene, mbvi.System or"):
+        mbvi.simulate_batch("scenes/pendulum.py", 1.0, 1e-3, [])

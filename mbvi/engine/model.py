@@ -18,6 +18,7 @@ methods called back from the loop.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -38,6 +39,9 @@ PROFILE_MAX = 2_000_000
 DENSE_NEWTON_MAX = 300
 
 
+_Q_LOCK = threading.Lock()  # packs a QModel once when runs on threads share one System
+
+
 class QModel:
     """The configuration model with every active row, packed on first use (:attr:`Model.Iq`).
 
@@ -52,14 +56,18 @@ class QModel:
     def arrays(self) -> tuple[np.ndarray, np.ndarray] | None:
         """``(Iq, Fq)``, packed the first time; None when the constraint matrix with the rotations' rows is too
         wide for the compiled profile solver (the integrators that read it then run on the NumPy path)."""
-        if self._arrays is None and self._spec is not None:
-            spec, pq = self._spec, _Packer()
-            if _pack_constraints(pq, spec.rows, spec.pattern):
-                _pack_forces(pq, spec.nq, self._parts, self._kernels, spec)
-                self._arrays = pq.arrays()
-            else:
-                _log_sparse()
-            self._spec = self._parts = self._kernels = None
+        if self._spec is not None:
+            with _Q_LOCK:  # one packing, seen whole by every thread (runs sharing one System)
+                if self._spec is not None:
+                    spec, parts, kernels, pq = self._spec, self._parts, self._kernels, _Packer()
+                    if _pack_constraints(pq, spec.rows, spec.pattern):
+                        _pack_forces(pq, spec.nq, parts, kernels, spec)
+                        self._arrays = pq.arrays()
+                    else:
+                        _log_once("sparse-q", "constraint matrix with the rigid bodies' rotation rows too wide for the "
+                                  "compiled profile solver: integrator plugins with a compiled step run on the NumPy "
+                                  "path (sparse LU)")  # fmt: skip
+                    self._spec = self._parts = self._kernels = None
         return self._arrays
 
 
@@ -542,8 +550,11 @@ def build(spec: ModelSpec) -> Model | None:
     return Model(I, F, Iv, Fv, IL, FL, q_model, tuple(keep), tuple(calls), tuple(parts))
 
 
-def value_offsets(model: Model, owner: str) -> list[tuple[np.ndarray, int, bool]]:
+def value_offsets(model: Model, owner: str, q_model: bool = True) -> list[tuple[np.ndarray, int, bool]]:
     """Where the value of the load ``owner`` (e.g. ``"ExternalTorque 'motor'"``) is in the model's float arrays.
+
+    ``q_model``: also in the rotation rows' model (:attr:`Model.Fq`, packed here if it was not), which a
+    compiled step plugin's runs read; the built-in loops never do.
 
     Returns
     -------
@@ -567,7 +578,8 @@ def value_offsets(model: Model, owner: str) -> list[tuple[np.ndarray, int, bool]
             found.append(("kernel", k, True))
         k += len(part.roles())
     out = []
-    q = model.q_model.arrays()  # (packed here if it was not: a Simulator's loads are written into it too)
+    # the rotation rows' model too when the run reads it (a compiled step plugin's; packed here if it was not)
+    q = model.q_model.arrays() if q_model else None
     pairs = [(model.I, model.F)] + ([q] if q is not None and q[1] is not model.F else [])
     for I, F in pairs:
         for what, index, kernel in found:
