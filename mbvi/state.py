@@ -38,8 +38,13 @@ def stack_states(initial_states: Any, nq: int) -> tuple[np.ndarray, np.ndarray]:
     ValueError
         Anything else, states of another shape, or a state that is not finite (naming it).
     """
-    if isinstance(initial_states, tuple) and len(initial_states) == 2 and np.ndim(initial_states[0]) == 2:
-        Q, V = (np.array(a, dtype=float) for a in initial_states)
+    if isinstance(initial_states, tuple) and len(initial_states) == 2 and not isinstance(initial_states[0], State):
+        try:  # (Q, V): arrays, or lists of rows
+            Q, V = (np.array(a, dtype=float) for a in initial_states)
+        except (ValueError, TypeError) as exc:  # rows of other lengths, or not numbers
+            raise ValueError(
+                f"simulate_batch: initial_states (Q, V) must be two arrays of shape (B, {nq}) of numbers ({exc})"
+            ) from None
     else:
         try:
             states = list(initial_states)

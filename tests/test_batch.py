@@ -68,6 +68,11 @@ def test_batch_rejects_bad_states() -> None:
         mbvi.simulate_batch(scene, 1.0, 1e-2, [s0, bad])
     with pytest.raises(ValueError, match="initial_states"):
         mbvi.simulate_batch(scene, 1.0, 1e-2, [])
+    ragged = ([list(s0.q), [1.0, 0.0]], [list(s0.v), [0.0, 0.0]])  # rows of other lengths: named, not numpy's
+    with pytest.raises(ValueError, match=r"simulate_batch: initial_states \(Q, V\) must be two arrays of shape"):
+        mbvi.simulate_batch(scene, 1.0, 1e-2, ragged)
+    pair = mbvi.simulate_batch(scene, 0.1, 1e-2, (s0, s0))  # a tuple of two States is two members
+    assert len(pair) == 2 and np.array_equal(pair[0].q, pair[1].q)
 
 
 def test_batch_with_damping_matches_serial() -> None:

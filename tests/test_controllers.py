@@ -362,3 +362,17 @@ def test_the_kernel_key_sees_every_value_numba_freezes() -> None:
     key = code_key(tabled)
     big[4000] = 1.0  # inside a tuple, beyond what an array's repr shows
     assert code_key(tabled) != key
+
+
+def _writes_the_state(t, state):
+    state.q[0] = 0.3  # the view is read-only
+    return (0.0, 0.0, 0.0)
+
+
+def test_a_controller_that_writes_into_the_state_is_refused_naming_it() -> None:
+    """The view lends the run's own q and v: compiled, a controller that wrote into them moved the body by
+    hand and the run blew up, blamed on the step (a helper's review). Now it does not compile (the view's
+    arrays are typed read-only), and called as Python it meets NumPy's read-only arrays: a LoadError naming it."""
+    with pytest.raises(mbvi.SolverError, match=r"ExternalTorque 'pd': torque\(t=0, state\) raised ValueError: "
+                       "assignment destination is read-only"):  # fmt: skip
+        mbvi.simulate(_arm(_writes_the_state), 0.1, 1e-3)

@@ -41,6 +41,7 @@ from llvmlite import ir
 from numba import carray, njit
 from numba import types as nt
 from numba.core.errors import TypingError
+from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic, overload, overload_method
 
 from mbvi.engine.fastcall import view_arrays
@@ -401,6 +402,20 @@ def _point_typer(state, name, anchor):
 
 # --------------------------------------------------------------------------------------- the kernel
 @intrinsic
+def read_only(typingctx, arr):
+    """The same array, typed read-only: a load's view lends it the run's own q and v (no copy), and code that
+    writes into them does not compile (it is then called as Python, where the view's arrays refuse it too)."""
+    if not isinstance(arr, nt.Array):
+        return None
+    frozen = arr.copy(readonly=True)
+
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, frozen, args[0])
+
+    return frozen(arr), codegen
+
+
+@intrinsic
 def _record_pointer(typingctx, address):
     """The failure record at ``address`` (an int64) as a float64 pointer."""
     sig = nt.CPointer(nt.float64)(address)
@@ -474,7 +489,7 @@ def load_kernel(user: Callable, reads_state: bool, view: type, tag: str) -> Call
     if reads_state:
 
         def evaluate(t, q, v, ints, floats):
-            return user(t, view(q, v, ints, floats))
+            return user(t, view(read_only(q), read_only(v), read_only(ints), read_only(floats)))
 
     else:
 
