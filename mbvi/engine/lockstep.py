@@ -485,11 +485,24 @@ def _substep(I, F, GD, AB, cur, have_grad, t, h, c0, c1, lam, tol, maxiter, ls, 
         have_grad = False
     if I[M.HAS_F]:
         work = SF[LF.WORK]
-        for c in range(m):
-            acc = 0.0
-            for i in range(nq):
-                acc += (c0 * f0[i, c] + c1 * f1[i, c]) * (q1[i, c] - q[i, c])
-            work[c] += acc / h
+        if c0 != 0.0 and c1 != 0.0:
+            for c in range(m):
+                acc = 0.0
+                for i in range(nq):
+                    acc += (c0 * f0[i, c] + c1 * f1[i, c]) * (q1[i, c] - q[i, c])
+                work[c] += acc / h
+        else:  # one end kicked: the trapezoidal rule (mbvi.engine.loop._substep)
+            for c in range(m):
+                if c1 == 0.0:
+                    _force(I, F, q1, vh, t + h, f1, X, c)
+                else:
+                    _force(I, F, q, vh, t, f0, X, c)
+            cc = c0 + c1
+            for c in range(m):
+                acc = 0.0
+                for i in range(nq):
+                    acc += 0.5 * cc * (f0[i, c] + f1[i, c]) * (q1[i, c] - q[i, c])
+                work[c] += acc / h
     # accept: G and the factor of A at q₁ (U and W are the last SHAKE iterate's, at q₁), q ← q₁, project
     _jacobian_values(I, F, L[LN.U], L[LN.W], GD[nxt], m)
     _factor(I, F, GD[nxt], AB[nxt], SI[LI.BAD], m)
