@@ -376,3 +376,92 @@ def test_a_controller_that_writes_into_the_state_is_refused_naming_it() -> None:
     with pytest.raises(mbvi.SolverError, match=r"ExternalTorque 'pd': torque\(t=0, state\) raised ValueError: "
                        "assignment destination is read-only"):  # fmt: skip
         mbvi.simulate(_arm(_writes_the_state), 0.1, 1e-3)
+
+
+class _Mode(__import__("enum").Enum):
+    LOW = 1.0
+    HIGH = 2.0
+
+
+MODE = _Mode.LOW
+PUSH = 1.0
+
+
+def _push_of_a_comprehension(t):
+    return np.array([0.0, 0.0, sum([PUSH for _ in range(1)])])  # PUSH read by the comprehension's own code
+
+
+@numba.njit
+def _h4():
+    return PUSH
+
+
+@numba.njit
+def _h3():
+    return _h4()
+
+
+@numba.njit
+def _h2():
+    return _h3()
+
+
+@numba.njit
+def _h1():
+    return _h2()
+
+
+def _push_four_calls_deep(t):
+    return np.array([0.0, 0.0, _h1()])
+
+
+def _pushed(force) -> float:
+    """A free particle pushed along z for 1 s: its speed is the push (kg m/s², 1 kg)."""
+    s = mbvi.Scene(gravity=(0.0, 0.0, 0.0))
+    s.add(mbvi.Particle("p", mass=1.0, position=(0.0, 0.0, 0.0)))
+    s.add(mbvi.ExternalForce("p", force=force, name="push"))
+    return float(mbvi.simulate(s, 1.0, 0.01).velocity("p")[-1, 2])
+
+
+@pytest.mark.parametrize("force", [_push_of_a_comprehension, _push_four_calls_deep], ids=["comprehension", "deep"])
+def test_a_value_read_by_nested_code_or_a_deep_helper_compiles_with_its_value(force) -> None:
+    """A global read only inside a comprehension (a code object of its own), or by a ``numba.njit`` helper four
+    calls down, is a constant of the compiled code too: changed, the load compiles again (it ran with the old
+    value: a helper's review)."""
+    global PUSH
+    try:
+        for push in (1.0, 5.0):
+            PUSH = push
+            assert _pushed(force) == pytest.approx(push, rel=1e-12)
+    finally:
+        PUSH = 1.0
+
+
+def test_the_kernel_key_sees_enums_nested_code_and_a_module_s_functions() -> None:
+    import sys
+    import types
+
+    from mbvi.engine.callbacks import code_key
+
+    global MODE
+
+    def by_mode(t):
+        return (0.0, 0.0, MODE.value)
+
+    try:
+        low = code_key(by_mode)
+        MODE = _Mode.HIGH
+        assert code_key(by_mode) != low
+    finally:
+        MODE = _Mode.LOW
+    helpers = types.ModuleType("mbvi_test_helpers")
+    sys.modules["mbvi_test_helpers"] = helpers
+    try:
+        exec("def gain():\n    return 1.0\n", vars(helpers))
+        namespace = {"helpers": helpers}
+        exec("def by_helper(t):\n    return (0.0, 0.0, helpers.gain())\n", namespace)
+        before = code_key(namespace["by_helper"])
+        exec("def gain():\n    return 4.0\n", vars(helpers))  # the helper's code edited (a reload)
+        assert code_key(namespace["by_helper"]) != before
+    finally:
+        del sys.modules["mbvi_test_helpers"]

@@ -20,6 +20,7 @@ The cache directory is ``$MBVI_CACHE_DIR`` or ``~/.cache/mbvi`` (``kernels/`` in
 from __future__ import annotations
 
 import ctypes
+import enum
 import functools
 import hashlib
 import importlib.util
@@ -28,6 +29,7 @@ import logging
 import os
 import re
 import sys
+import sysconfig
 import threading
 import types
 from collections.abc import Callable
@@ -145,11 +147,41 @@ def _constants(fn: Callable, depth: int = 0) -> list:
     """What a function's compiled code depends on besides its own bytecode: the values numba freezes as
     constants — the closure cells and globals it reads, the attributes it reads of a module (``cfg.KP``), its
     default arguments (``lambda t, state, kp=kp: …``) — functions by their own code, recursively."""
-    code = fn.__code__
-    names = [(n, fn.__globals__.get(n)) for n in code.co_names if n in fn.__globals__]
+    read = _names_read(fn.__code__)
+    names = [(n, fn.__globals__.get(n)) for n in read if n in fn.__globals__]
     cells = [(f"<cell {i}>", c.cell_contents) for i, c in enumerate(fn.__closure__ or ())]
     defaults = [("<defaults>", fn.__defaults__), ("<kwdefaults>", tuple(sorted((fn.__kwdefaults__ or {}).items())))]
-    return [(name, _value_key(value, code.co_names, depth)) for name, value in names + cells + defaults]
+    return [(name, _value_key(value, read, depth)) for name, value in names + cells + defaults]
+
+
+def _names_read(code: types.CodeType) -> tuple[str, ...]:
+    """The global and attribute names a code object reads, its nested code's too (a comprehension, an inner
+    function or a lambda: code objects of their own), in order, once each."""
+    names = dict.fromkeys(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names.update(dict.fromkeys(_names_read(const)))
+    return tuple(names)
+
+
+#: how deep the functions a kernel calls are followed: keyed by their code and the values they read, and compiled
+#: afresh for it (:func:`named_apart`) — the same depth for both, or a helper deeper than the copies would be
+#: keyed anew and still run as the dispatcher that froze the old values
+HELPER_DEPTH = 6
+
+
+def _library(fn: types.FunctionType) -> bool:
+    """A function of an installed library or of Python's own (NumPy's ``np.linalg.norm`` say), not the user's:
+    keyed by its name when read off a module, as its code is the library's version's."""
+    module = sys.modules.get(fn.__module__ or "")
+    path = getattr(module, "__file__", None) or ""
+    return bool(path) and str(Path(path).resolve()).startswith(_library_roots())
+
+
+@functools.cache
+def _library_roots() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    return tuple(str(Path(paths[k]).resolve()) for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths)
 
 
 def _value_key(value: Any, attributes: tuple[str, ...], depth: int, nesting: int = 0) -> Any:
@@ -158,8 +190,13 @@ def _value_key(value: Any, attributes: tuple[str, ...], depth: int, nesting: int
     (a code's ``co_names``), a function by its :func:`code_key`; anything else by its type (numba compiles no
     other value)."""
     py = getattr(value, "py_func", value)  # a numba dispatcher: its Python function
-    if isinstance(py, types.FunctionType):  # (one read off a module, np.linalg.norm say: by its name)
-        return code_key(py, depth + 1) if depth < 4 and nesting == 0 else (py.__module__, py.__qualname__)
+    if isinstance(py, types.FunctionType):  # a library's read off a module (np.linalg.norm): by its name
+        if depth < HELPER_DEPTH and not (nesting and _library(py)):
+            return code_key(py, depth + 1)
+        return (py.__module__, py.__qualname__)
+    if isinstance(value, enum.Enum):  # a member: numba freezes it as its value
+        return ("enum", type(value).__module__, type(value).__qualname__, value.name,
+                _value_key(value.value, attributes, depth, nesting + 1))  # fmt: skip
     if isinstance(value, np.generic):
         return ("numpy", value.dtype.str, value.tobytes().hex())
     if isinstance(value, (int, float, complex, str, bytes, bool, type(None))):
@@ -180,7 +217,7 @@ def _value_key(value: Any, attributes: tuple[str, ...], depth: int, nesting: int
 
 def code_key(fn: Callable, depth: int = 0) -> str:
     """A hash of what ``fn``'s compiled code depends on: its module, name, source, bytecode and constants, and
-    the values of the closure cells and globals it reads (functions by their own key, to depth 4)."""
+    the values of the closure cells and globals it reads (functions by their own key, to :data:`HELPER_DEPTH`)."""
     try:
         source = inspect.getsource(fn)
     except (OSError, TypeError):
@@ -248,8 +285,8 @@ def named_apart(fn: Callable, tag: str, depth: int = 0) -> Callable:
     compiled by different processes can then share a name in the disk cache, and a process that loads both
     links one to the other's code. A name made of a hash of the code keeps them apart.
 
-    The functions ``fn`` calls (globals and closure variables, to depth 3; plain or ``numba.njit``, but mbvi's
-    own) are compiled the same way, so a controller may call its own helpers without decorating them, and
+    The functions ``fn`` calls (globals and closure variables, to :data:`HELPER_DEPTH`; plain or ``numba.njit``,
+    but mbvi's own) are compiled the same way, so a controller may call its own helpers without decorating them, and
     compiles with the values of the globals they read now (a dispatcher's compiled code froze the values it
     saw).
     """
@@ -260,8 +297,8 @@ def named_apart(fn: Callable, tag: str, depth: int = 0) -> Callable:
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f"{type(fn).__name__} is not a Python function")
     globs, closure = fn.__globals__, fn.__closure__
-    if depth < 3:
-        helpers = {name: globs[name] for name in fn.__code__.co_names if _user_function(globs.get(name))}
+    if depth < HELPER_DEPTH:
+        helpers = {name: globs[name] for name in _names_read(fn.__code__) if _user_function(globs.get(name))}
         if helpers:
             globs = {**globs, **{n: named_apart(h, code_key(getattr(h, "py_func", h))[:16], depth + 1)
                                  for n, h in helpers.items()}}  # fmt: skip
