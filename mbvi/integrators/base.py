@@ -71,6 +71,10 @@ class Recorder:
         return self.t[: self.n], self.q[: self.n], self.v[: self.n]
 
 
+def _work(saved: list[float], measured: bool) -> np.ndarray | None:
+    return np.asarray(saved) if measured else None
+
+
 class Integrator:
     """Abstract base class of time integrators (see the module docstring for the contract).
 
@@ -170,8 +174,9 @@ class Integrator:
         """Take ``nsteps`` steps from ``(state, t0)``, saving every ``save_every``-th state (and the last).
 
         What :func:`mbvi.simulate` calls. With a compiled :attr:`kernel` the run is one compiled call
-        (:func:`mbvi.integrators.stepkernel.run_kernel`); otherwise it runs :meth:`integrate`. The work of the
-        non-conservative forces is not measured (``work`` is None).
+        (:func:`mbvi.integrators.stepkernel.run_kernel`, which does not measure the work of the non-conservative
+        forces: ``work`` is None); otherwise it runs the NumPy step, measuring that work step by step
+        (:meth:`_step_work`) when the system has such forces, so that the run's energy balance can be judged.
 
         Returns
         -------
@@ -187,8 +192,20 @@ class Integrator:
             out = run_kernel(self, state, t0, nsteps, save_every, callback)
             if out is not None:
                 return out
-        t, q, v = self.integrate(state, t0, nsteps, save_every, callback)
-        return RunResult(t, q, v)
+        if type(self).integrate is not Integrator.integrate:  # a method of its own (csm): its states only
+            t, q, v = self.integrate(state, t0, nsteps, save_every, callback)
+            return RunResult(t, q, v)
+        return self._run_numpy(state, t0, nsteps, save_every, callback)
+
+    def _step_work(self, q0: np.ndarray, v0: np.ndarray, new: State, t: float, f0: np.ndarray | None = None
+                  ) -> tuple[float, np.ndarray]:  # fmt: skip
+        """Work of the non-conservative forces over a step from (q₀, v₀) at t to ``new``, J, by the trapezoidal
+        rule ½ (F(q₀, v₀, t) + F(q₁, v₁, t + h))·(q₁ − q₀); and F at the step's end, which the next step's start
+        reuses (``f0``: F at its start, when known)."""
+        system = self.system
+        start = system.force(q0, v0, t) if f0 is None else f0
+        end = system.force(new.q, new.v, t + self.dt)
+        return 0.5 * float((start + end) @ (new.q - q0)), end
 
     def kernel_params(self) -> np.ndarray:
         """The parameters the compiled :attr:`kernel` receives as ``params`` (float64; default: none)."""
@@ -210,18 +227,28 @@ class Integrator:
         SolverError
             With ``time`` and ``step`` set and ``partial``, a RunResult of the states saved so far.
         """
+        out = self._run_numpy(state, t0, nsteps, save_every, callback, measure=False)
+        return out.t, out.q, out.v
+
+    def _run_numpy(self, state: State, t0: float, nsteps: int, save_every: int = 1,
+                   callback: Callable[[int], None] | None = None, measure: bool = True) -> RunResult:  # fmt: skip
+        """The NumPy step ``nsteps`` times (:meth:`integrate`), with the work of the non-conservative forces when
+        ``measure`` and the system has them."""
         rec = Recorder(nsteps // save_every + 1 + (nsteps % save_every != 0), self.system.nq)
         rec.add(t0, state)
+        measure = measure and self.system.has_forces
+        work, saved_work, f_end = 0.0, [0.0], None
         step = self._step
         # a step that overflows is reported below as a SolverError (checked every step), not as warnings
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             for k in range(nsteps):
                 t = t0 + k * self.dt
+                before = state
                 try:
                     state = step(state, t)
                 except SolverError as exc:
                     err = exc.located(t, k)
-                    err.partial = RunResult(*rec.arrays())
+                    err.partial = RunResult(*rec.arrays(), _work(saved_work, measure))
                     raise err from exc
                 if not isinstance(state, State):  # a plugin's step that returns something else: say which
                     raise ValueError(
@@ -230,10 +257,17 @@ class Integrator:
                     )
                 if not (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
                     err = instability(self.system, self.name, self.dt, t, k)
-                    err.partial = RunResult(*rec.arrays())
+                    err.partial = RunResult(*rec.arrays(), _work(saved_work, measure))
                     raise err
+                if measure:
+                    try:
+                        dw, f_end = self._step_work(before.q, before.v, state, t, f_end)
+                        work += dw
+                    except Exception:  # a measurement, not the run: the work stays unmeasured
+                        measure = False
                 if (k + 1) % save_every == 0 or k + 1 == nsteps:
                     rec.add(t0 + (k + 1) * self.dt, state)
+                    saved_work.append(work)
                 if callback is not None:
                     callback(k + 1)
-        return rec.arrays()
+        return RunResult(*rec.arrays(), _work(saved_work, measure))

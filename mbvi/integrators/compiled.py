@@ -77,10 +77,13 @@ class Compiled(Integrator):
         self, state: State, t0: float, nsteps: int, save_every: int = 1, callback: Callable[[int], None] | None = None
     ) -> RunResult:
         model = self.engine_model()
-        if model is None:
-            t, q, v = Integrator.integrate(self, state, t0, nsteps, save_every, callback)
-            return RunResult(t, q, v)
+        if model is None:  # the NumPy step, its work measured as the compiled loop measures it
+            return self._run_numpy(state, t0, nsteps, save_every, callback)
         return drive(self, model, state, t0, nsteps, save_every, callback)
+
+    def _step_work(self, q0, v0, new, t, f0=None):
+        """:func:`step_work`: the scheme's own quadrature (F where its equations evaluate it)."""
+        return step_work(self, q0, v0, new, t), None
 
 
 def drive(integrator: Compiled, model, state: State, t0: float, nsteps: int, save_every: int = 1,
