@@ -128,3 +128,46 @@ def test_a_numpy_path_run_with_loads_measures_their_work_and_is_judged() -> None
     assert traj.work is not None and traj.work[-1] < -0.05  # the damper took energy out
     balance = traj.energy - traj.energy[0] - traj.work
     assert np.max(np.abs(balance)) < 1e-3 * abs(traj.work[-1]) + 1e-5
+
+
+def _faults_at_the_end(t, state):
+    if t > 0.995:
+        raise RuntimeError("fault at the end")
+    return (0.0, -K_SPRING * state.joint_angle("hinge"), 0.0)
+
+
+def test_a_load_that_fails_only_where_the_work_alone_reads_it_does_not_fail_the_run() -> None:
+    """Under symplectic Euler A the work evaluates the load at the last step's end, t_end, where no step does:
+    a load failing there only stopped a run that completes (it was taken for a broken energy balance, and
+    re-run at four smaller steps: a helper's review). The work falls back to the kick's one-sided rule there."""
+    arm = _arm(mbvi.ExternalTorque("arm", _faults_at_the_end, name="motor"))
+    traj = mbvi.simulate(arm, 1.0, 1e-2, "symplectic_euler_a")
+    assert traj.t[-1] == pytest.approx(1.0) and np.all(np.isfinite(traj.work))
+    with pytest.raises(mbvi.SolverError, match="fault at the end"):  # B's kick does evaluate it at t_end
+        mbvi.simulate(arm, 1.0, 1e-2, "symplectic_euler_b")
+
+
+class _InPlaceEuler(mbvi.Integrator):
+    """Symplectic Euler written in NumPy, updating the state it is given in place."""
+
+    name, order, symplectic, handles = "in_place_euler", 1, True, ("constraints", "forces")
+
+    def step(self, state, t):
+        system, h, q, v = self.system, self.dt, state.q, state.v
+        v += h * system.inv_mass * system.generalized_acceleration_force(q, v, t)  # the arrays, in place
+        q += h * v
+        return state
+
+
+def test_a_numpy_step_that_updates_its_state_in_place_measures_the_work() -> None:
+    """A constant 2 N pull on a free particle: W = F Δx, whether the step returns new arrays or updates the
+    state in place (the measurement compared the step's end with a start it had overwritten: W = 0 and a false
+    energy warning, a helper's review)."""
+    s = mbvi.Scene(gravity=(0.0, 0.0, 0.0))
+    s.add(mbvi.Particle("bob", mass=1.0, position=(0.0, 0.0, 0.0), velocity=(0.1, 0.0, 0.0)))
+    s.add(mbvi.ExternalForce("bob", (2.0, 0.0, 0.0), name="pull"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        traj = mbvi.simulate(s, 2.0, 1e-2, _InPlaceEuler)
+    x = traj.q[:, 0]
+    np.testing.assert_allclose(traj.work, 2.0 * (x - x[0]), rtol=1e-12, atol=1e-14)

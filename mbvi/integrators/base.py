@@ -243,7 +243,7 @@ class Integrator:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             for k in range(nsteps):
                 t = t0 + k * self.dt
-                before = state
+                before = State(state.q.copy(), state.v.copy()) if measure else state  # (a step may update in place)
                 try:
                     state = step(state, t)
                 except SolverError as exc:
