@@ -323,6 +323,8 @@ class Simulator:
         else:
             q, v = state.q.copy(), state.v.copy()
             self._Q, self._V, self._k = [q.copy()], [v.copy()], 0
+            # the work of the loads at each state, as the NumPy step measures it (None: not measured)
+            self._W: list[float] | None = [0.0]
         self._q, self._v = q, v
 
     def _start_lagrangian(self, integrator: Any, initial_state: State | None, options: dict) -> None:
@@ -385,7 +387,7 @@ class Simulator:
             run.out[0][0], run.out[1][0] = q, v
             run.out[2][0] = np.array(system.momentum(q, v, self.t0), dtype=float)
         else:
-            self._Q[0], self._V[0] = q, v
+            self._Q[0], self._V[0], self._W = q, v, [0.0]
         self._rewind(0)
         self._balance0, self._warned, self._work, self._motion = None, False, np.zeros(1), 0.0
 
@@ -422,7 +424,8 @@ class Simulator:
                 if self._drive is not None:
                     Q, V, Wk = self._drive.Q[a:b], self._drive.V[a:b], self._drive.Wk[a:b]
                 else:
-                    Q, V, Wk = np.array(self._Q[a:b]), np.array(self._V[a:b]), None
+                    Q, V = np.array(self._Q[a:b]), np.array(self._V[a:b])
+                    Wk = None if self._W is None else np.array(self._W[a:b])
                 u = np.asarray(system.potential(Q), dtype=float).reshape(-1)
                 e = np.asarray(system.kinetic(V), dtype=float).reshape(-1) + u
                 work = Wk if system.has_forces else np.zeros(len(e))
@@ -518,6 +521,8 @@ class Simulator:
                 now[:] = saved[g]
         else:
             del self._Q[g + 1 :], self._V[g + 1 :]
+            if self._W is not None:
+                del self._W[g + 1 :]
             self._k = g
             self._q[:], self._v[:] = self._Q[-1], self._V[-1]
 
@@ -691,13 +696,19 @@ class Simulator:
             part = err.partial
             if part is not None and len(part.t) > 1:
                 with np.errstate(over="ignore", invalid="ignore"):
-                    self._append(part.q[1:], part.v[1:])
+                    self._append(part.q[1:], part.v[1:], part.work)
             self._judge(failure=err)
             err.trajectory = self._states()
             raise
-        self._append(out.q[1:], out.v[1:])
+        self._append(out.q[1:], out.v[1:], out.work)
 
-    def _append(self, Q: np.ndarray, V: np.ndarray) -> None:
+    def _append(self, Q: np.ndarray, V: np.ndarray, work: np.ndarray | None = None) -> None:
+        """States a NumPy run stepped from the current one, and its work from there (``work[0]`` = 0 at it)."""
+        if self._W is not None:
+            if work is None or len(work) != len(Q) + 1:
+                self._W = None  # the step measures no work (or not for all): E − E₀ alone is judged
+            else:
+                self._W.extend(self._W[-1] + np.asarray(work[1:], dtype=float))
         self._Q.extend(Q)
         self._V.extend(V)
         self._k += len(Q)
@@ -779,7 +790,10 @@ class Simulator:
             Q, V = np.array(self._Q), np.array(self._V)
             t = self.t0 + np.arange(len(Q)) * self.dt
         with np.errstate(over="ignore", invalid="ignore"):
-            work = self._drive.Wk[: len(t)].copy() if self._drive is not None else None
+            if self._drive is not None:
+                work = self._drive.Wk[: len(t)].copy()
+            else:
+                work = None if self._W is None else np.array(self._W[: len(t)], dtype=float)
             return Trajectory.from_states(self.system, t, Q, V, scene=self.scene, info=dict(self._info), work=work)
 
     def __repr__(self) -> str:

@@ -171,3 +171,21 @@ def test_a_numpy_step_that_updates_its_state_in_place_measures_the_work() -> Non
         traj = mbvi.simulate(s, 2.0, 1e-2, _InPlaceEuler)
     x = traj.q[:, 0]
     np.testing.assert_allclose(traj.work, 2.0 * (x - x[0]), rtol=1e-12, atol=1e-14)
+
+
+def test_a_simulator_on_the_numpy_path_measures_the_work_as_simulate_does() -> None:
+    """A Simulator stepping ``midpoint`` on a rigid body (the NumPy path) keeps the work its steps measure:
+    its trajectory's work is simulate's (to the round-off of adding it call by call), and a too-large step is
+    judged and warned about as simulate's is (it had no work there, so with a load nothing was judged)."""
+    scene = _swinging_arm(mbvi.JointDamping("hinge", coefficient=0.05))
+    sim = mbvi.Simulator(scene, dt=2e-3, integrator="midpoint")
+    for _ in range(10):
+        sim.step(50)
+    traj = sim.trajectory()
+    ref = mbvi.simulate(scene, traj.t[-1], 2e-3, "midpoint")
+    assert np.array_equal(traj.q, ref.q)
+    np.testing.assert_allclose(traj.work, ref.work, rtol=0, atol=1e-12 * abs(ref.work[-1]))
+    coarse = mbvi.Simulator(_swinging_arm(mbvi.JointDamping("hinge", coefficient=1e-4)), dt=0.12, integrator="midpoint")
+    coarse.step(84)
+    with pytest.warns(RuntimeWarning, match=r"integrator 'midpoint' at dt = 0.12 s: the energy balance"):
+        coarse.trajectory()
