@@ -9,6 +9,8 @@ step size, for both.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from mbvi import kinematics
@@ -101,7 +103,14 @@ def kernel_failure(callbacks, t: float, k: int, start: tuple | None = None) -> S
     C (it writes NaN), is then called again as Python there (:class:`mbvi.engine.callbacks.CompiledWatch`) and
     named when it raises or returns non-finite values.
     """
+    slack = 1e-9 * max(1.0, abs(t))
+    end = t + abs(start[2]) + slack if start is not None else math.inf
     for cb in callbacks:
+        when = getattr(cb, "time", getattr(cb, "error_time", float("nan")))
+        # recorded outside the failing step: at a step that completed (an evaluation for the work alone, whose
+        # failure no step took), or by another member of a batch (kept for that member's own diagnosis)
+        if when < t - slack or when > end:
+            continue
         if cb.error is not None:
             exc = cb.error
             if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: the user's, as they are

@@ -189,3 +189,43 @@ def test_a_simulator_on_the_numpy_path_measures_the_work_as_simulate_does() -> N
     coarse.step(84)
     with pytest.warns(RuntimeWarning, match=r"integrator 'midpoint' at dt = 0.12 s: the energy balance"):
         coarse.trajectory()
+
+
+def _table(t, state):
+    if t > 0.995:
+        raise RuntimeError("the table ends at 1 s")
+    return (0.1, 0.0, 0.0)
+
+
+def _brake(t, state):
+    if t >= 1.5:
+        raise RuntimeError("brake fault at 1.5 s")
+    return (0.0, 0.0, 0.0)
+
+
+def test_a_failure_the_work_alone_met_is_not_blamed_for_a_later_one() -> None:
+    """Symplectic Euler A's work evaluates the loads at a call's end, where no step does: the table's failure
+    there (t = 1 s) was kept and named, a helper's review found, when the brake failed at 1.5 s."""
+    s = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    s.add(mbvi.Particle("bob", mass=1.0, position=(1.0, 0.0, 0.0)))
+    s.add(mbvi.Rod("world", "bob"))
+    s.add(mbvi.ExternalForce("bob", _table, name="table"))
+    s.add(mbvi.ExternalForce("bob", _brake, name="brake"))
+    sim = mbvi.Simulator(s, dt=1e-2, integrator="symplectic_euler_a")
+    sim.step(100)  # completes: no step evaluates the table at t = 1 s
+    sim.set_load("table", (0.1, 0.0, 0.0))
+    with pytest.raises(mbvi.SolverError, match=r"ExternalForce 'brake': force\(t=1.5, state\) raised RuntimeError"):
+        sim.step(100)
+
+
+def test_a_numpy_path_run_whose_load_fails_where_only_the_work_reads_it_keeps_its_work() -> None:
+    """explicit_euler's work evaluates the load at the last step's end (t_end): failing there it measured no work
+    at all (None), and a Simulator lost its whole history's; the start's force measures that step instead."""
+    s = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    s.add(mbvi.Particle("bob", mass=1.0, position=(1.0, 0.0, 0.0)))
+    s.add(mbvi.Rod("world", "bob"))
+    s.add(mbvi.ExternalForce("bob", _table, name="table"))
+    traj = mbvi.simulate(s, 1.0, 1e-2, "explicit_euler")  # its last step starts at 0.99 s
+    x = traj.q[:, 0]
+    assert traj.work is not None
+    np.testing.assert_allclose(traj.work[-1], 0.1 * (x[-1] - x[0]), rtol=1e-9)  # a constant pull: F Δx

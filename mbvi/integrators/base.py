@@ -262,9 +262,14 @@ class Integrator:
                 if measure:
                     try:
                         dw, f_end = self._step_work(before.q, before.v, state, t, f_end)
-                        work += dw
-                    except Exception:  # a measurement, not the run: the work stays unmeasured
-                        measure = False
+                    except Exception:  # the end's load failed where only the work reads it: the start's alone
+                        try:
+                            start = f_end if f_end is not None else self.system.force(before.q, before.v, t)
+                            dw, f_end = float(start @ (state.q - before.q)), None
+                        except Exception:  # a measurement, not the run: the work stays unmeasured
+                            measure = False
+                            dw = 0.0
+                    work += dw
                 if (k + 1) % save_every == 0 or k + 1 == nsteps:
                     rec.add(t0 + (k + 1) * self.dt, state)
                     saved_work.append(work)
