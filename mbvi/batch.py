@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from mbvi.assembly import assemble
 from mbvi.diagnosis import engine_failure
 from mbvi.engine import lockstep
 from mbvi.engine.fields import LT, RI, ST
@@ -29,7 +28,7 @@ from mbvi.errors import ConstraintWarning, SolverError, member_failure
 from mbvi.integrators.stepkernel import run_kernel_batch, step_failure
 from mbvi.runs import energy_scales, last_step, run_info, run_numbers
 from mbvi.scene import Scene
-from mbvi.simulate import check_capabilities, joint_state, resolve_integrator
+from mbvi.simulate import assembled, check_capabilities, joint_state, resolve_integrator
 from mbvi.state import State, stack_states
 from mbvi.system import System
 from mbvi.trajectory import Trajectory
@@ -129,9 +128,7 @@ def simulate_batch(
     cls = resolve_integrator(integrator)
     t_end, dt, t0, save_every, nsteps = run_numbers(t_end, dt, t0, save_every, "simulate_batch")  # numpy numbers too
     last = last_step(t_end, dt, t0, nsteps)
-    system, scene = (scene, None) if isinstance(scene, System) else (assemble(scene), scene)
-    if (solver := vars(system).get("solver")) is not None:  # a System run before: its warnings are this run's too
-        solver.warn_again()
+    system, scene = assembled(scene)
     stepper = cls(system, dt, **options)
     check_capabilities(cls, system)
     if last != dt:  # t_end − t0 is not a whole number of steps: the last one shorter, ending at t_end, as simulate's

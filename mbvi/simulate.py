@@ -28,6 +28,7 @@ from mbvi.system import System
 from mbvi.trajectory import Trajectory
 
 __all__ = [
+    "assembled",
     "check_capabilities",
     "energy_error",
     "energy_scales",
@@ -41,6 +42,16 @@ __all__ = [
 VERIFY_ENERGY = 0.01
 #: wall-clock budget for verifying a suggested step size by re-running, s
 VERIFY_BUDGET = 20.0
+
+
+def assembled(scene: Scene | System) -> tuple[System, Scene | None]:
+    """The System a run steps, and the scene it came from: a scene assembled now, or a System as it is given
+    (the scene None), whose NumPy solver then warns in this run of what it met in an earlier one."""
+    if not isinstance(scene, System):
+        return assemble(scene), scene
+    if (solver := vars(scene).get("solver")) is not None:  # (built when a NumPy step first needed it)
+        solver.warn_again()
+    return scene, None
 
 
 def resolve_integrator(integrator: str | type[Integrator]) -> type[Integrator]:
@@ -126,9 +137,7 @@ def simulate(
     cls = resolve_integrator(integrator)
     # what a re-run verifying a step re-runs: the scene, or the System itself (not assembled again)
     source = scene
-    system, scene = (scene, None) if isinstance(scene, System) else (assemble(scene), scene)
-    if (solver := vars(system).get("solver")) is not None:  # a System run before: its warnings are this run's too
-        solver.warn_again()
+    system, scene = assembled(scene)
     check_capabilities(cls, system)
     state = system.initial_state() if initial_state is None else given_state(system, initial_state)
     stepper = cls(system, dt, **options)
@@ -191,7 +200,7 @@ def _warn_wound_springs(traj: Trajectory, system: System) -> None:
 
     springs = [e for law in system.laws for e in getattr(law, "elements", ()) if isinstance(e, TorsionSpring)]
     for spring in springs:
-        if not isinstance(spring, TorsionSpring) or spring.stiffness == 0.0 or len(traj.t) < 2:
+        if spring.stiffness == 0.0 or len(traj.t) < 2:
             continue
         with np.errstate(invalid="ignore"):
             off = traj.joint_angle(spring.joint) - spring.rest_angle

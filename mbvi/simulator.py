@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from mbvi._validate import is_number
-from mbvi.assembly import assemble
 from mbvi.engine.fields import RI
 from mbvi.engine.runner import saved_states
 from mbvi.errors import SolverError
@@ -39,7 +38,7 @@ from mbvi.integrators.compiled import Compiled, Drive
 from mbvi.loads import load_value
 from mbvi.runs import run_info
 from mbvi.scene import Scene
-from mbvi.simulate import check_capabilities, given_state, resolve_integrator
+from mbvi.simulate import assembled, check_capabilities, given_state, resolve_integrator
 from mbvi.state import State
 from mbvi.system import System
 from mbvi.trajectory import Trajectory
@@ -296,16 +295,13 @@ class Simulator:
             self.scene, self.system = None, scene_or_system
             self._start_lagrangian(integrator, initial_state, options)
             return
-        if isinstance(scene_or_system, Scene):
-            self.scene: Scene | None = scene_or_system
-            self.system = assemble(scene_or_system)
-        elif isinstance(scene_or_system, System):
-            self.scene, self.system = None, _own_loads(scene_or_system)
-        else:
+        if not isinstance(scene_or_system, (Scene, System)):
             raise ValueError(
                 "Simulator expects an mbvi.Scene, mbvi.LagrangianSystem or mbvi.System, got "
                 f"{type(scene_or_system).__name__}"
             )
+        system, self.scene = assembled(scene_or_system)
+        self.system = system if self.scene is not None else _own_loads(system)
         cls = resolve_integrator(integrator)
         system = self.system
         check_capabilities(cls, system)

@@ -567,24 +567,19 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, t, h, c0, c1, lam, tol, m
         K.copy_into(u, ua)
         WI[WK.HAVE_GRAD] = 0
     if I[M.HAS_F]:
-        acc, um = 0.0, bufs[LB.UM]
-        if c0 != 0.0 and c1 != 0.0:  # each end's force at the step's mean velocity, times the drift
-            for i in range(nv):
-                acc += (c0 * fv0[i] + c1 * fv1[i]) * um[i]
-        else:  # one end kicked (symplectic Euler): see mbvi.engine.loop._substep
-            kicked = fv0 if c1 == 0.0 else fv1
-            one_sided = 0.0
-            for i in range(nv):
-                one_sided += (c0 + c1) * kicked[i] * um[i]
+        acc, um = 0.0, bufs[LB.UM]  # each kicked end's force at the step's mean velocity, times the drift
+        for i in range(nv):
+            acc += (c0 * fv0[i] + c1 * fv1[i]) * um[i]
+        if c0 == 0.0 or c1 == 0.0:  # one end kicked (symplectic Euler): the trapezoid (mbvi.engine.loop._substep)
             if c1 == 0.0:
                 _forces(I, F, IL, q1, um, t + h, grad1, bufs, fv1)
             else:
                 _forces(I, F, IL, q, um, t, grad0, bufs, fv0)
-            c = c0 + c1
+            trapezoid, c = 0.0, c0 + c1
             for i in range(nv):
-                acc += 0.5 * c * (fv0[i] + fv1[i]) * um[i]
-            if not abs(acc) < math.inf:  # the other end's load failed (at t_end, say): a measurement, not the step
-                acc = one_sided
+                trapezoid += 0.5 * c * (fv0[i] + fv1[i]) * um[i]
+            if abs(trapezoid) < math.inf:
+                acc = trapezoid
         WS[WI[WK.WORK]] += acc
     exact = I[M.HAS_VF]  # forces read the velocity: u exactly on the joints
     _jacobian_at(I, F, Iv, IL, FL, WI, WS, bufs, q1, nxt, K.opaque(True))

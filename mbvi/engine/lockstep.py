@@ -485,29 +485,21 @@ def _substep(I, F, GD, AB, cur, have_grad, t, h, c0, c1, lam, tol, maxiter, ls, 
         have_grad = False
     if I[M.HAS_F]:
         work = SF[LF.WORK]
-        if c0 != 0.0 and c1 != 0.0:
-            for c in range(m):
-                acc = 0.0
-                for i in range(nq):
-                    acc += (c0 * f0[i, c] + c1 * f1[i, c]) * (q1[i, c] - q[i, c])
-                work[c] += acc / h
-        else:  # one end kicked: the trapezoidal rule (mbvi.engine.loop._substep)
-            cc = c0 + c1
-            kicked = f0 if c1 == 0.0 else f1
-            for c in range(m):
-                one_sided = 0.0
-                for i in range(nq):
-                    one_sided += cc * kicked[i, c] * (q1[i, c] - q[i, c])
+        for c in range(m):
+            acc = 0.0
+            for i in range(nq):
+                acc += (c0 * f0[i, c] + c1 * f1[i, c]) * (q1[i, c] - q[i, c])
+            if c0 == 0.0 or c1 == 0.0:  # one end kicked: the trapezoidal rule (mbvi.engine.loop._substep)
                 if c1 == 0.0:
                     _force(I, F, q1, vh, t + h, f1, X, c)
                 else:
                     _force(I, F, q, vh, t, f0, X, c)
-                acc = 0.0
+                trapezoid, cc = 0.0, c0 + c1
                 for i in range(nq):
-                    acc += 0.5 * cc * (f0[i, c] + f1[i, c]) * (q1[i, c] - q[i, c])
-                if not abs(acc) < math.inf:
-                    acc = one_sided
-                work[c] += acc / h
+                    trapezoid += 0.5 * cc * (f0[i, c] + f1[i, c]) * (q1[i, c] - q[i, c])
+                if abs(trapezoid) < math.inf:
+                    acc = trapezoid
+            work[c] += acc / h
     # accept: G and the factor of A at q₁ (U and W are the last SHAKE iterate's, at q₁), q ← q₁, project
     _jacobian_values(I, F, L[LN.U], L[LN.W], GD[nxt], m)
     _factor(I, F, GD[nxt], AB[nxt], SI[LI.BAD], m)

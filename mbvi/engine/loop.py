@@ -227,28 +227,23 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
         K.copy_into(v, vh)
         WI[WK.HAVE_GRAD] = 0
     if I[M.HAS_F]:
-        acc = 0.0
-        if c0 != 0.0 and c1 != 0.0:  # each end's force (at the step's mean velocity) times the drift
-            for i in range(nq):
-                acc += (c0 * f0[i] + c1 * f1[i]) * (q1[i] - q[i])
-        else:
+        acc = 0.0  # each kicked end's force (at the step's mean velocity) times the drift
+        for i in range(nq):
+            acc += (c0 * f0[i] + c1 * f1[i]) * (q1[i] - q[i])
+        if c0 == 0.0 or c1 == 0.0:
             # one end kicked (symplectic Euler): the work by the trapezoidal rule, the other end's force evaluated
-            # for it. The one-sided rule F(q₀)·(q₁ − q₀) is right for a constant load but its error keeps its sign
-            # under one that reads the position: τ = −kθ on a hinge lost 6.7 J in 60 s, a false energy warning
-            # (the step's own one-sided rule when that evaluation fails, at t_end say: it measures, it steps nothing)
-            kicked = f0 if c1 == 0.0 else f1
-            one_sided = 0.0
-            for i in range(nq):
-                one_sided += (c0 + c1) * kicked[i] * (q1[i] - q[i])
+            # for it. The one-sided rule above is right for a constant load but its error keeps its sign under one
+            # that reads the position: τ = −kθ on a hinge lost 6.7 J in 60 s, a false energy warning. It stays
+            # when that evaluation fails (at t_end, say): the evaluation measures, it steps nothing
             if c1 == 0.0:
                 K.nonconservative_force(I, F, q1, vh, t + h, f1)
             else:
                 K.nonconservative_force(I, F, q, vh, t, f0)
-            c = c0 + c1
+            trapezoid, c = 0.0, c0 + c1
             for i in range(nq):
-                acc += 0.5 * c * (f0[i] + f1[i]) * (q1[i] - q[i])
-            if not abs(acc) < math.inf:
-                acc = one_sided
+                trapezoid += 0.5 * c * (f0[i] + f1[i]) * (q1[i] - q[i])
+            if abs(trapezoid) < math.inf:
+                acc = trapezoid
         WS[WI[WK.WORK]] += acc / h
     return _accept(I, F, WI, WS, q, q1, v)
 
