@@ -270,3 +270,88 @@ def test_a_mass_matrix_that_vanishes_ahead_says_so_not_to_reduce_dt(integrator: 
     with pytest.raises(mbvi.SolverError, match=r"mass matrix ∂²L/∂v² is singular or indefinite") as err:
         mbvi.simulate(system, 1.0, 1e-2, integrator)
     assert err.value.suggested_dt is None and 0.7 < err.value.time < math.pi / 4
+
+
+x_, v_ = sp.symbols("x v")
+
+
+@pytest.mark.parametrize(
+    ("integrator", "dt"), [("explicit_euler", 0.05), ("explicit_euler", 0.5), ("implicit_euler", 0.9), ("verlet", 0.25)]
+)
+def test_a_blow_up_is_never_returned_silently_by_any_integrator(integrator: str, dt: float) -> None:
+    """A harmonic oscillator (ω = 10 rad/s) past every method's stable step, or explicit Euler's growth (1 + h²ω²)
+    a step, blows up: the variational ones raise a located SolverError with the states up to it, the baselines
+    warn that the run blew up (both returned 1e28-m results with no word: the energy in motion the balance was
+    judged against grew with the blow-up itself)."""
+    oscillator = mbvi.LagrangianSystem(v_**2 / 2 - 50 * x_**2, [x_], [v_], initial_state=mbvi.State([1.0], [0.0]))
+    if integrator == "implicit_euler":  # damps: it does not blow up, and nothing is said
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            traj = mbvi.simulate(oscillator, 30.0, dt, integrator)
+        assert np.abs(traj.q).max() <= 1.0
+        return
+    if integrator == "verlet":  # h ω = 2.5 > 2
+        with pytest.raises(mbvi.SolverError, match="blew up") as info:
+            mbvi.simulate(oscillator, 5.0, dt, integrator)
+        partial = info.value.trajectory
+        assert 1 < len(partial.t) < 21 and info.value.time == pytest.approx(partial.t[-1])
+        assert np.isfinite(partial.q).all()
+        return
+    with pytest.warns(RuntimeWarning, match=rf"{integrator}.*blew up"):
+        traj = mbvi.simulate(oscillator, 30.0, dt, integrator)
+    assert np.abs(traj.q).max() > 1e6  # (the run it warns about did blow up)
+
+
+def test_a_baseline_run_that_ends_in_nan_warns_and_reports_an_infinite_energy_error() -> None:
+    """The double pendulum in its angles at dt = 0.5 under explicit Euler: its angles reach 1e85 and then NaN; the
+    run said nothing and its energy_error was NaN."""
+    t1, t2, w1, w2 = sp.symbols("theta1 theta2 omega1 omega2")
+    lagrangian = w1**2 + w2**2 / 2 + w1 * w2 * sp.cos(t1 - t2) + 2 * 9.81 * sp.cos(t1) + 9.81 * sp.cos(t2)
+    system = mbvi.LagrangianSystem(lagrangian, [t1, t2], [w1, w2], initial_state=mbvi.State([1.5, 1.0], [0.0, 0.0]))
+    with pytest.warns(RuntimeWarning, match="explicit_euler.*blew up"):
+        traj = mbvi.simulate(system, 5.0, 0.5, "explicit_euler")
+    assert traj.info["energy_error"] == math.inf
+
+
+def test_a_slow_start_from_zero_energy_is_not_taken_for_a_blow_up() -> None:
+    """U = 0 and T = 0 at the start (a pendulum released horizontal, U = −g cos θ): the energy in play at the start
+    is zero, and an accurate run's round-off must not be judged against it."""
+    t, w = sp.symbols("theta omega")
+    system = mbvi.LagrangianSystem(w**2 / 2 + 9.81 * sp.cos(t), [t], [w], initial_state=mbvi.State([math.pi / 2], [0]))
+    for integrator in ("verlet", "explicit_euler"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            traj = mbvi.simulate(system, 2.0, 1e-4, integrator)
+        assert abs(traj.q[-1, 0]) <= math.pi / 2 + 1e-2
+
+
+@pytest.mark.parametrize(
+    ("lagrangian", "message"),
+    [
+        (v_**2 / 2 + sp.zoo, "infinity or NaN"),
+        (v_**2 / 2 + sp.nan * x_, "infinity or NaN"),
+        (sp.true, "not an expression"),
+        (sp.Eq(v_**2 / 2, x_), "an equation or inequality, not an expression"),
+    ],
+)
+def test_a_lagrangian_that_is_not_a_finite_expression_is_a_value_error_saying_so(lagrangian, message: str) -> None:
+    """zoo escaped as KeyError('ComplexInfinity'), an equation or True as AttributeError, nan·x as 'the mass matrix
+    is not positive definite'."""
+    with pytest.raises(ValueError, match=f"LagrangianSystem: Lagrangian .*{message}"):
+        mbvi.LagrangianSystem(lagrangian, [x_], [v_])
+
+
+def test_a_constraint_may_be_written_as_an_equation() -> None:
+    """Eq(x² + y², 1) is the constraint x² + y² − 1 = 0 (it raised AttributeError); an inequality is refused."""
+    x, y, vx, vy = sp.symbols("x y v_x v_y")
+    lagrangian = (vx**2 + vy**2) / 2 - 9.81 * y
+    start = mbvi.State([1.0, 0.0], [0.0, 0.0])
+    as_equation = mbvi.LagrangianSystem(lagrangian, [x, y], [vx, vy], constraints=[sp.Eq(x**2 + y**2, 1)],
+                                        initial_state=start)  # fmt: skip
+    as_expression = mbvi.LagrangianSystem(lagrangian, [x, y], [vx, vy], constraints=[x**2 + y**2 - 1],
+                                          initial_state=start)  # fmt: skip
+    a, b = mbvi.simulate(as_equation, 1.0, 1e-3), mbvi.simulate(as_expression, 1.0, 1e-3)
+    np.testing.assert_array_equal(a.q, b.q)
+    assert np.abs(np.hypot(a.q[:, 0], a.q[:, 1]) - 1).max() < 1e-12
+    with pytest.raises(ValueError, match="constraint x < 1 is an equation or inequality"):
+        mbvi.LagrangianSystem(lagrangian, [x, y], [vx, vy], constraints=[x < 1])

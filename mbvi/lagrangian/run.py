@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -201,6 +202,17 @@ def work_done(system: LagrangianSystem, t: np.ndarray, q: np.ndarray, v: np.ndar
     return np.concatenate([[0.0], np.cumsum(0.5 * (p[1:] + p[:-1]) * np.diff(t))])
 
 
+def _early_scale(kinetic: np.ndarray, potential: np.ndarray, work: np.ndarray | None) -> float:
+    """The energy in motion (and the largest |work|) over the first tenth of the saved states (at least two), J: a
+    scale of the run that a later blow-up has not yet inflated, as the energy in motion over the whole run is."""
+    m = max(2, len(kinetic) // 10)
+    with np.errstate(all="ignore"):
+        scale = max(float(np.max(kinetic[:m])), float(np.ptp(potential[:m])))
+        if work is not None:
+            scale = max(scale, float(np.max(np.abs(work[:m]))))
+    return scale if np.isfinite(scale) else 0.0
+
+
 def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: float) -> None:
     """A completed run is judged as :func:`mbvi.simulate` judges a scene's, by its energy balance.
 
@@ -209,8 +221,10 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
     (trapezoids: the judgement is then as good as the samples are fine). A balance that strays by more than
     a tenth of the energy in motion (the larger of max T, the swing of U and, with work, the largest |W|)
     warns, naming it — for a forced run only when every step was saved, the work's quadrature being too
-    coarse otherwise; one past a thousand times the energy in play (a blow-up) is a
-    :class:`mbvi.SolverError` keeping the trajectory up to it.
+    coarse otherwise. A blow-up — a state that is not finite, or a balance that strayed by as much as all the
+    energy in motion and by a thousand times the energy in play early in the run (:func:`_early_scale`) — is a
+    :class:`mbvi.SolverError` keeping the trajectory up to it, and for a baseline (explicit or implicit Euler,
+    csm: their drift is what they are compared for) a warning saying the run blew up, as a scene's is.
     """
     from mbvi.runs import BLOW_UP, WARN_ENERGY, WARN_ENERGY_BASELINE, energy_scales
 
@@ -219,6 +233,7 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
     with np.errstate(all="ignore"):
         e = traj.energy
         start, motion = (float(x) for x in energy_scales(traj.kinetic, traj.potential, None))
+        start0 = start
         what = "the energy E = v·∂L/∂v − L, conserved by this Lagrangian,"
         fine = True
         t = np.asarray(traj.t, dtype=float)
@@ -232,24 +247,36 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
         change = e - e[0]
         finite = bool(np.isfinite(e).all())
         k = int(np.argmax(np.abs(change))) if finite else int(np.argmax(~np.isfinite(e)))
-    worst = abs(float(change[k])) if finite else np.inf
+        worst = abs(float(change[k])) if finite else np.inf
+        early = max(start0, _early_scale(traj.kinetic, traj.potential, work))
+        # (motion includes a blow-up's own kinetic energy: the balance of one strays by about all of it)
+        blown = not finite or (worst > BLOW_UP * early and worst > 0.5 * motion)
+        if blown and finite:  # the first state past the bound
+            k = int(np.argmax(np.abs(change) > BLOW_UP * early))
     if fine:  # (a coarse quadrature's figure would be its own error)
-        traj.info["energy_error"] = worst / motion
-    if cls.variational or cls.symplectic:
-        if worst > BLOW_UP * max(start, motion):
-            err = SolverError(
-                f"integrator {cls.name!r} at dt = {dt:g} s: {what[:-1]} strayed by {worst:.3g} J against "
-                f"{start:.3g} J in play (the run blew up)",
-                time=float(traj.t[k]), step=round((float(traj.t[k]) - float(traj.t[0])) / dt), suggested_dt=dt / 4,
-            )  # fmt: skip
+        traj.info["energy_error"] = worst / motion if finite else math.inf
+    import warnings
+
+    if blown:
+        reason = (
+            f"integrator {cls.name!r} at dt = {dt:g} s: {what[:-1]} strayed by {worst:.3g} J against "
+            f"{early:.3g} J in play by t = {traj.t[k]:.4g} s (the run blew up)"
+        )
+        if not (cls.variational or cls.symplectic):
+            warnings.warn(f"{reason}; the result is not a solution (reduce dt, e.g. to {dt / 4:g} s)",
+                          RuntimeWarning, stacklevel=4)  # fmt: skip
+            return
+        err = SolverError(reason, time=float(traj.t[k]), step=round((float(traj.t[k]) - float(traj.t[0])) / dt),
+                          suggested_dt=dt / 4)  # fmt: skip
+        with np.errstate(all="ignore"):
             err.trajectory = traj.head(k + 1)
-            err.unverified()
-            raise err
+        err.unverified()
+        raise err
+    if cls.variational or cls.symplectic:
         if worst <= WARN_ENERGY * motion or not fine:
             return
-    elif not (fine and finite and float(np.max(change)) > WARN_ENERGY_BASELINE * motion):
+    elif not (fine and float(np.max(change)) > WARN_ENERGY_BASELINE * motion):
         return
-    import warnings
 
     warnings.warn(
         f"integrator {cls.name!r} at dt = {dt:g} s: {what} strayed by {worst:.3g} J, {worst / motion:.0%} of the "

@@ -44,9 +44,19 @@ def _expressions(items: Any, what: str) -> list[Any]:
     out = []
     for e in items:
         try:
-            out.append(sp.sympify(e))
+            x = sp.sympify(e)
         except (sp.SympifyError, TypeError) as exc:
             raise ValueError(f"LagrangianSystem: {what} {e!r} is not a sympy expression") from exc
+        if what == "constraint" and isinstance(x, sp.Equality):  # Eq(x² + y², l²): the constraint lhs − rhs = 0
+            x = x.lhs - x.rhs
+        if not isinstance(x, sp.Expr):
+            kind = "an equation or inequality" if isinstance(x, sp.core.relational.Relational) else type(x).__name__
+            hint = " (a constraint may be an equation Eq(lhs, rhs))" if what == "constraint" else ""
+            raise ValueError(f"LagrangianSystem: {what} {x} is {kind}, not an expression{hint}")
+        if x.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+            raise ValueError(f"LagrangianSystem: {what} {x} has an infinity or NaN in it (zoo, oo or nan: a division "
+                             "by zero in the expression?)")  # fmt: skip
+        out.append(x)
     return out
 
 
