@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import scipy.linalg as sla
 
+from mbvi import notices
 from mbvi.bodies import RigidBody
 from mbvi.errors import RedundantConstraintWarning
 from mbvi.forces import Damper, Gravity, Spring
@@ -75,7 +74,7 @@ def _independent_rows(rows: BilinearRows, q: np.ndarray, owners: list[str], leng
     names = sorted({owners[i] for i in dropped})
     miss = _implied_residual(rows, q, Qf[:, :rank], R[:rank, :rank], piv[:rank], np.asarray(dropped), length_scale)
     if miss > REDUNDANCY_IMPLIED:
-        warnings.warn(
+        notices.warn(
             f"{len(dropped)} of {G.shape[0]} constraint equations are dependent at the initial configuration "
             f"(rank {rank}) but not near it: {', '.join(names)}. The configuration is singular (a chain pulled "
             "taut, a linkage at a dead point); every equation is kept, with least-squares multipliers where "
@@ -84,7 +83,7 @@ def _independent_rows(rows: BilinearRows, q: np.ndarray, owners: list[str], leng
             stacklevel=3,
         )
         return np.arange(G.shape[0])
-    warnings.warn(
+    notices.warn(
         f"{len(dropped)} of {G.shape[0]} constraint equations are redundant (rank {rank}) and are "
         f"dropped from the solves: {', '.join(names)}. This is normal for closed planar loops "
         "built from spatial joints; the dropped equations stay satisfied (checked along a motion of the "

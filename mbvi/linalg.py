@@ -17,14 +17,13 @@ dependent) is solved in the least-squares sense instead of crashing.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg.lapack import dpbtrf, dpbtrs, dpotrf, dpotrs
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 from scipy.sparse.linalg import splu
 
+from mbvi import notices
 from mbvi.engine.spec import entry_pairs
 from mbvi.errors import RedundantConstraintWarning
 from mbvi.kernels import SparsePattern
@@ -164,7 +163,7 @@ class ConstraintSolver:
 
     def _least_squares(self, gdata: np.ndarray, winv: np.ndarray | None) -> Factor:
         if not self._warned:
-            warnings.warn(
+            notices.warn(
                 "the constraint matrix G M⁻¹ Gᵀ is singular here (dependent constraints); "
                 "using least-squares multipliers",
                 RedundantConstraintWarning,

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from mbvi import notices
 from mbvi.assembly import assemble
 from mbvi.diagnosis import instability
 from mbvi.errors import SolverError
@@ -194,7 +195,6 @@ def _warn_wound_springs(traj: Trajectory, system: System) -> None:
     """A TorsionSpring whose joint turned more than half a turn from rest met its law's cusp (the law is periodic:
     :class:`mbvi.TorsionSpring`): a RuntimeWarning names it."""
     import math
-    import warnings
 
     from mbvi.forces import TorsionSpring
 
@@ -208,7 +208,7 @@ def _warn_wound_springs(traj: Trajectory, system: System) -> None:
             start = math.remainder(float(off[0]), 2 * math.pi)
             turn = float(np.max(np.abs(off - (off[0] - start))))
         if turn > np.pi:
-            warnings.warn(
+            notices.warn(
                 f"{spring.owner}: joint {spring.joint!r} turned {turn:.3g} rad from the spring's rest, past half a "
                 "turn, where the spring's periodic law U = ½k(θ − θ₀)² (θ − θ₀ in (−π, π]) jumps in torque: the "
                 "motion past it is not that of a spring that winds",
@@ -256,9 +256,8 @@ def _warn_energy_error(traj: Trajectory, stepper: Integrator, system) -> None:
             return
     elif err[3] <= WARN_ENERGY_BASELINE:  # a baseline: its damping is its nature; a gain past the energy is not
         return
-    import warnings
 
-    warnings.warn(
+    notices.warn(
         f"integrator {stepper.name!r} at dt = {stepper.dt:g} s: the energy balance E − E₀ − W strayed by "
         f"{err[1]:.3g} J, {err[0]:.0%} of the energy in motion, by t = {err[2]:.4g} s; the result is not accurate "
         f"(reduce dt, e.g. to {stepper.dt / 4:g} s)",
@@ -321,7 +320,6 @@ def on_the_joints(system, q: np.ndarray, v: np.ndarray, who: str) -> State:
     """A given state on the joints, as the scene's own initial state is: positions that violate a joint are a
     ValueError naming it (those off by round-off are brought onto the joints), velocities off them are projected
     (mass-weighted) with a :class:`mbvi.ConstraintWarning`."""
-    import warnings
 
     from mbvi.errors import ConstraintWarning
 
@@ -333,7 +331,7 @@ def on_the_joints(system, q: np.ndarray, v: np.ndarray, who: str) -> State:
             "equilibrium's state)"
         ) from None
     if corr:
-        warnings.warn(
+        notices.warn(
             f"{who}: the initial velocities violate the joints; projected onto them (largest change {corr:.3g})",
             ConstraintWarning,
             stacklevel=4,
@@ -446,9 +444,7 @@ def _blow_up(traj: Trajectory, stepper: Integrator, system, warn: bool = False) 
             out.trajectory = traj.head(k + 1)  # the states up to the one that broke the balance
         return out
     if warn:
-        import warnings
-
-        warnings.warn(f"integrator {stepper.name!r}: {reason}", RuntimeWarning, stacklevel=4)
+        notices.warn(f"integrator {stepper.name!r}: {reason}", RuntimeWarning, stacklevel=4)
     return None
 
 

@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from mbvi import notices
+
 __all__ = ["check_zarr_target", "sweep", "write"]
 
 log = logging.getLogger(__name__)
@@ -50,7 +52,7 @@ SCHEDULERS = ("processes", "threads", "synchronous")
 #: the names of the dataset's own dimensions and variables; a grid may not use them (a coordinate named like a
 #: variable failed only after every member had run, in xarray)
 RESERVED = ("time", "body", "xyz", "coordinate", "position", "velocity", "q", "v", "energy", "kinetic", "potential",
-            "constraint_error", "error", "wall_time")  # fmt: skip
+            "constraint_error", "error", "warning", "energy_error", "wall_time")  # fmt: skip
 #: members per task never exceed this (keeps the progress bar moving and the load balanced)
 MAX_CHUNK = 256
 #: tasks per worker thread the members are split into (small enough overhead, good balance)
@@ -90,6 +92,10 @@ class MemberResult:
         A :class:`mbvi.LagrangianSystem`'s coordinate names (empty for a scene).
     q, v : ndarray, shape (n, len(coordinates))
         Its coordinates and velocities (in their own units).
+    warning : str
+        What :func:`mbvi.simulate` warned about (``""``: nothing), the messages joined by ``" | "``.
+    energy_error : float
+        ``traj.info["energy_error"]`` (NaN when the run did not judge it).
     """
 
     index: int
@@ -106,6 +112,8 @@ class MemberResult:
     coordinates: list[str] = field(default_factory=list)
     q: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))
     v: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))
+    warning: str = ""
+    energy_error: float = math.nan
 
     @classmethod
     def from_trajectory(
@@ -226,25 +234,30 @@ def run_members(
     for index, params in members:
         start = time.perf_counter()
         traj, error, names = None, "", []
-        try:
-            scene = _built(fn, params)
-            names = list(getattr(scene, "coordinate_names", []))
-            traj = simulate(
-                scene,
-                t_end=settings["t_end"],
-                dt=settings["dt"],
-                integrator=settings["integrator"],
-                save_every=settings["save_every"],
-                **settings["options"],
-            )
-        except SolverError as err:
-            traj, error = err.trajectory, _message(err)
-        except (ValueError, ArithmeticError) as err:
-            error = _message(err)
-        except Exception as err:
-            err.add_note(f"in sweep member {index} with parameters {params!r}")
-            raise
-        results.append(MemberResult.from_trajectory(index, traj, error, time.perf_counter() - start, names))
+        with notices.kept() as notes:  # (a worker's warnings reach nobody: the dataset keeps them)
+            try:
+                scene = _built(fn, params)
+                names = list(getattr(scene, "coordinate_names", []))
+                traj = simulate(
+                    scene,
+                    t_end=settings["t_end"],
+                    dt=settings["dt"],
+                    integrator=settings["integrator"],
+                    save_every=settings["save_every"],
+                    **settings["options"],
+                )
+            except SolverError as err:
+                traj, error = err.trajectory, _message(err)
+            except (ValueError, ArithmeticError) as err:
+                error = _message(err)
+            except Exception as err:
+                err.add_note(f"in sweep member {index} with parameters {params!r}")
+                raise
+        result = MemberResult.from_trajectory(index, traj, error, time.perf_counter() - start, names)
+        result.warning = " | ".join(" ".join(n.split()) for n in notes)
+        if traj is not None and not error:
+            result.energy_error = float(traj.info.get("energy_error", math.nan))
+        results.append(result)
     return results
 
 
@@ -262,26 +275,31 @@ def _built(fn: Callable[..., Any], params: dict[str, Any]) -> Any:
 
 
 def _check_options(spec: SceneFile | Callable[..., Any], members: list, settings: dict[str, Any]) -> None:
-    """Construct the integrator once, on the first member's system: a bad option fails the sweep here.
+    """Construct the integrator once, on the first member's system that builds: a bad option fails the sweep here.
 
     An unknown option, or a value the integrator's constructor rejects, is the same for every member, so it
-    is a ``ValueError`` before anything runs rather than an error recorded for each member. A first member
-    whose ``build`` fails is left to the run, which records (or raises) that as usual.
+    is a ``ValueError`` before anything runs rather than an error recorded for each member. Members whose
+    ``build`` fails are passed over (their runs record, or raise, that as usual): with the first member's
+    build failing, an unknown option was recorded for every other member and the sweep returned.
     """
     from mbvi.assembly import assemble
     from mbvi.lagrangian import LagrangianSystem
     from mbvi.lagrangian.run import resolve
     from mbvi.simulate import check_capabilities, resolve_integrator
 
-    _, params = members[0]
-    try:  # what the member's own run reports: a failing build, an invalid scene, an integrator that cannot run it
-        scene = _built(_build_function(spec), params)
-        if isinstance(scene, LagrangianSystem):
-            cls, system = resolve(settings["integrator"]), scene
-        else:
-            cls, system = resolve_integrator(settings["integrator"]), assemble(scene)
-            check_capabilities(cls, system)
-    except Exception:
+    fn = _build_function(spec)
+    for _, params in members:
+        try:  # what the member's own run reports: a failing build, an invalid scene, an integrator that cannot run
+            scene = _built(fn, params)
+            if isinstance(scene, LagrangianSystem):
+                cls, system = resolve(settings["integrator"]), scene
+            else:
+                cls, system = resolve_integrator(settings["integrator"]), assemble(scene)
+                check_capabilities(cls, system)
+        except Exception:
+            continue
+        break
+    else:
         return
     try:
         cls(system, settings["dt"], **settings["options"])
@@ -376,6 +394,13 @@ def sweep(
           ``"ExceptionType: message"``; its arrays hold the partial
           trajectory up to the failure (a :class:`mbvi.SolverError`'s
           ``err.trajectory``) and NaN after it;
+        * ``warning`` — (*G), what the member's :func:`mbvi.simulate` warned
+          about (a step too large for an accurate result, a spring wound past
+          half a turn, dependent constraints), ``""`` where nothing, the
+          messages joined by ``" | "``; a sweep with any also warns once;
+        * ``energy_error`` — (*G), the member's ``traj.info["energy_error"]``:
+          how far its energy balance strayed, over the energy in motion (NaN
+          for a member that failed or whose run did not judge it);
         * ``wall_time`` — (*G), s spent on the member (build and simulate),
           only with ``timing=True`` (it is the one variable that differs
           between two runs of the same grid, so it is left out by default).
@@ -414,8 +439,8 @@ def sweep(
 
     Examples
     --------
-    >>> ds = mbvi.sweep("scenes/pendulum.py", {"theta0": [0.1, 0.5, 1.0]},
-    ...                 t_end=20.0, dt=1e-3, g=9.81)  # doctest: +SKIP
+    >>> ds = mbvi.sweep("scenes/pendulum.py", {"theta0": [0.1, 0.5, 1.0], "g": [9.81]},
+    ...                 t_end=20.0, dt=1e-3)  # doctest: +SKIP
     >>> ds.position.sel(body="bob", xyz="x").plot.line(x="time")  # doctest: +SKIP
 
     On a cluster, the same call with a client::
@@ -458,8 +483,24 @@ def sweep(
     else:
         results = _run_locally(spec, members, settings, progress, scheduler)
     results.sort(key=lambda r: r.index)
+    _say_warnings(results, members)
     ds = _dataset(names, values, shape, results, settings, cls.name, label)
     return ds if timing else ds.drop_vars("wall_time")
+
+
+def _say_warnings(results: list[MemberResult], members: list) -> None:
+    """One warning in the caller's process for the members that warned where the caller could not see it."""
+    warned = [r for r in results if r.warning]
+    if not warned:
+        return
+    first = warned[0]
+    call = ", ".join(f"{k}={v!r}" for k, v in members[first.index][1].items())
+    notices.warn(
+        f"sweep: {len(warned)} of {len(results)} members warned (each member's warnings are the dataset's "
+        f"'warning' variable, its energy balance 'energy_error'); the first, {call}: {first.warning}",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 def _check_grid(grid: Mapping[str, Sequence[Any]]) -> tuple[list[str], list[list[Any]]]:
@@ -698,11 +739,11 @@ def _dataset(names, values, shape, results: list[MemberResult], settings, integr
     position = np.full((size, nt, nb, 3), np.nan)
     velocity = np.full((size, nt, nb, 3), np.nan)
     coord, rate = np.full((size, nt, nc), np.nan), np.full((size, nt, nc), np.nan)
-    wall = np.full(size, np.nan)
-    errors = [""] * size
+    wall, energy_error = np.full(size, np.nan), np.full(size, np.nan)
+    errors, warned = [""] * size, [""] * size
     for r in results:
         i = r.index
-        errors[i] = r.error
+        errors[i], warned[i], energy_error[i] = r.error, r.warning, r.energy_error
         wall[i] = r.wall_time
         rows, keep = _align(t, r.t, settings["dt"])
         if not len(rows):
@@ -752,6 +793,8 @@ def _dataset(names, values, shape, results: list[MemberResult], settings, integr
         **body_data,
         **coordinate_data,
         "error": (grid_dims, np.array(errors, dtype=str).reshape(shape), {"long_name": "error ('' = ran)"}),
+        "warning": (grid_dims, np.array(warned, dtype=str).reshape(shape), {"long_name": "warnings ('' = none)"}),
+        "energy_error": (grid_dims, energy_error.reshape(shape), {"long_name": "energy error / energy in motion"}),
         "wall_time": (grid_dims, wall.reshape(shape), {"units": "s", "long_name": "wall time of the member"}),
     }
     attrs = {

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import functools
 import logging
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
+from mbvi import notices
 from mbvi.engine.contract import Family, Kernel, PythonKernel, numpy_kernels
 from mbvi.engine.spec import ROW_ROTATION, Bodies, ModelSpec, Pattern
 from mbvi.errors import ConstraintWarning, LoadError, SolverError
@@ -447,7 +447,7 @@ class System:
         corr = float(np.max(np.abs(v - v0))) if self.nq else 0.0
         vmag = float(np.max(np.abs(v0))) if self.nq else 0.0
         if warn and corr > 1e-9 * max(vmag, 1e-300) and corr > 1e-12:
-            warnings.warn(
+            notices.warn(
                 f"initial velocities violate the joints; projected onto them (largest change {corr:.3g})",
                 ConstraintWarning,
                 stacklevel=3,

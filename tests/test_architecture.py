@@ -22,6 +22,7 @@ LAYERS: list[tuple[str, ...]] = [
         "mbvi._validate",
         "mbvi._version",
         "mbvi.errors",
+        "mbvi.notices",
         "mbvi.state",
         "mbvi.geometry",
         "mbvi.hookspecs",

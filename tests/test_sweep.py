@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import re
 import warnings
 from pathlib import Path
 
@@ -188,6 +189,36 @@ def test_a_solver_failure_keeps_the_partial_trajectory() -> None:
         ran = np.isfinite(energy)
         assert 0 < ran.sum() < len(energy) and ran[: ran.sum()].all()  # the partial run, then NaN
         assert np.isfinite(member.position.values[ran]).all()
+
+
+@pytest.mark.parametrize("scheduler", ["processes", "threads", "synchronous"])
+def test_a_member_at_too_large_a_step_is_marked_in_the_dataset_and_said_once(scheduler: str) -> None:
+    """The double pendulum released at θ = 3 with dt = 0.05 s: its energy strays 21 % of the energy in motion, and
+    simulate warns. In a sweep that warning went to a worker's stderr (or nowhere), and the member passed with
+    error == "" and nothing else to tell it from an accurate one."""
+    grid = {"theta1": [0.5, 3.0], "theta2": [0.5]}
+    with warnings.catch_warnings(record=True) as caught:  # (in this process the member's own warning comes too)
+        warnings.simplefilter("always")
+        ds = mbvi.sweep(str(DOUBLE), grid, t_end=3.0, dt=0.05, scheduler=scheduler)
+    said = [str(w.message) for w in caught if str(w.message).startswith("sweep:")]
+    assert len(said) == 1 and re.search(r"sweep: 1 of 2 members warned.*theta1=3\.0.*energy balance.*strayed", said[0])
+    calm, wild = ds.sel(theta1=0.5, theta2=0.5), ds.sel(theta1=3.0, theta2=0.5)
+    assert str(calm.warning.values) == "" and str(wild.error.values) == ""
+    assert "strayed" in str(wild.warning.values) and "reduce dt" in str(wild.warning.values)
+    assert float(wild.energy_error) > 0.1 > float(calm.energy_error) > 0.0
+    energy = wild.energy.values  # the figure is the member's own energy balance: no work, so E − E₀ over motion
+    motion = max(wild.kinetic.values.max(), np.ptp(wild.potential.values))
+    assert float(wild.energy_error) == pytest.approx(np.abs(energy - energy[0]).max() / motion, rel=1e-9)
+
+
+def test_an_option_is_checked_on_the_first_member_that_builds() -> None:
+    """An unknown option fails before anything runs even when the first member's build is invalid (it was then
+    recorded for every member, and the sweep returned); the invalid member is still its own error."""
+    with pytest.raises(ValueError, match=r"does not take option.*nosuch"):
+        mbvi.sweep(str(PENDULUM), {"length": [0.0, 1.0]}, t_end=0.1, dt=DT, scheduler="synchronous", nosuch=1)
+    ds = mbvi.sweep(str(PENDULUM), {"length": [0.0, 1.0]}, t_end=0.1, dt=DT, scheduler="synchronous", tol=1e-11)
+    assert "zero length" in str(ds.error.sel(length=0.0).values) and str(ds.error.sel(length=1.0).values) == ""
+    assert np.isnan(float(ds.energy_error.sel(length=0.0)))
 
 
 def test_bodies_that_differ_between_members_share_one_axis_with_nan() -> None:

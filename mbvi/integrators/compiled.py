@@ -13,12 +13,12 @@ resumes after them), and a failure, which :mod:`mbvi.diagnosis` turns into a
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
 
+from mbvi import notices
 from mbvi.diagnosis import engine_failure, instability
 from mbvi.engine import scheme as SC
 from mbvi.engine.fields import RI, ST
@@ -249,7 +249,7 @@ class Drive:
     def result(self) -> RunResult:
         """The run's saved states, work and counters (warning once when the constraints were singular)."""
         if self.info[RI.SHIFTED]:
-            warnings.warn(
+            notices.warn(
                 "the constraint matrix G M⁻¹ Gᵀ was singular on some steps (dependent constraints); it was "
                 "factored with a 1e-12 relative regularization (least-squares multipliers)",
                 RedundantConstraintWarning,

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from mbvi import notices
 from mbvi.errors import SolverError, member_failure
 from mbvi.lagrangian.integrators import INTEGRATORS, LagrangianIntegrator
 from mbvi.lagrangian.system import LagrangianSystem
@@ -255,7 +256,6 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
             k = int(np.argmax(np.abs(change) > BLOW_UP * early))
     if fine:  # (a coarse quadrature's figure would be its own error)
         traj.info["energy_error"] = worst / motion if finite else math.inf
-    import warnings
 
     if blown:
         reason = (
@@ -263,7 +263,7 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
             f"{early:.3g} J in play by t = {traj.t[k]:.4g} s (the run blew up)"
         )
         if not (cls.variational or cls.symplectic):
-            warnings.warn(f"{reason}; the result is not a solution (reduce dt, e.g. to {dt / 4:g} s)",
+            notices.warn(f"{reason}; the result is not a solution (reduce dt, e.g. to {dt / 4:g} s)",
                           RuntimeWarning, stacklevel=4)  # fmt: skip
             return
         err = SolverError(reason, time=float(traj.t[k]), step=round((float(traj.t[k]) - float(traj.t[0])) / dt),
@@ -278,7 +278,7 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
     elif not (fine and float(np.max(change)) > WARN_ENERGY_BASELINE * motion):
         return
 
-    warnings.warn(
+    notices.warn(
         f"integrator {cls.name!r} at dt = {dt:g} s: {what} strayed by {worst:.3g} J, {worst / motion:.0%} of the "
         f"energy in motion, by t = {traj.t[k]:.4g} s; the result is not accurate (reduce dt, e.g. to {dt / 4:g} s)",
         RuntimeWarning,
