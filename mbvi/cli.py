@@ -30,6 +30,7 @@ import math
 import numbers
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -142,6 +143,17 @@ def _check_output(path: str | None, allowed: tuple[str, ...], option: str, direc
         raise CLIError(f"{option} {path!r}: {str(parent)!r} is not a directory")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise CLIError(f"{option} {path!r}: directory {str(parent)!r} is not writable")
+    # os.access says yes to root, and on /proc, /sys, read-only or root-squashed mounts: write there for real
+    try:
+        if out.exists() and not out.is_dir():
+            with open(out, "ab"):  # (nothing written: the file is left as it is)
+                pass
+        else:
+            with tempfile.NamedTemporaryFile(dir=parent, prefix=".mbvi-probe-"):
+                pass
+    except OSError as exc:
+        where = str(out) if out.exists() else f"directory {str(parent)!r}"
+        raise CLIError(f"{option} {path!r}: {where} cannot be written ({exc.strerror or exc})") from None
 
 
 def _render(traj: Any, path: str, args: argparse.Namespace, progress: bool) -> None:
@@ -214,7 +226,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     module = load_scene_module(args.scene)
     t_end = args.t_end if args.t_end is not None else _scene_number(module, "T_END", args.scene)
     dt = args.dt if args.dt is not None else _scene_number(module, "DT", args.scene)
-    integrator = args.integrator or str(getattr(module, "INTEGRATOR", _DEFAULTS["INTEGRATOR"]))
+    integrator = (
+        args.integrator if args.integrator is not None else str(getattr(module, "INTEGRATOR", _DEFAULTS["INTEGRATOR"]))
+    )
     _check_parameters(module.build, params, args.scene, "parameters")
     try:
         scene = module.build(**params)
@@ -380,7 +394,9 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     _check_parameters(getattr(module, "build", None), grid, args.scene, "grid parameters")
     t_end = args.t_end if args.t_end is not None else _scene_number(module, "T_END", args.scene)
     dt = args.dt if args.dt is not None else _scene_number(module, "DT", args.scene)
-    integrator = args.integrator or str(getattr(module, "INTEGRATOR", _DEFAULTS["INTEGRATOR"]))
+    integrator = (
+        args.integrator if args.integrator is not None else str(getattr(module, "INTEGRATOR", _DEFAULTS["INTEGRATOR"]))
+    )
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     local = args.scheduler in (None, *SCHEDULERS)
     if not local and not _is_scheduler_address(args.scheduler):

@@ -98,10 +98,22 @@ class Equilibrium:
         rows = [i for i, o in enumerate(sysm.rows.owner) if o.endswith(f"{joint!r}") and not o.startswith("RigidBody")]
         if not rows:
             raise ValueError(f"unknown joint {joint!r}")
+        ends = None
+        if self.scene is not None:
+            j = self.scene.joint(joint)
+            ends = (j.a, j.b)
         if body is None:
-            body = self.scene.joint(joint).b if self.scene is not None else None
+            body = ends[1] if ends is not None else None
+            if body == "world":
+                other = ends[0]
+                raise ValueError(f"joint {joint!r} joins {other!r} to the world: its force is read on "
+                                 f"body={other!r}")  # fmt: skip
         if body is None or body == "world":
-            raise ValueError("constraint forces are read on a body that is not the world")
+            raise ValueError(f"joint {joint!r}: constraint forces are read on one of its bodies, not the world")
+        if body not in sysm.layout.offset:
+            raise ValueError(f"joint {joint!r}: unknown body {body!r}")
+        if ends is not None and body not in ends:
+            raise ValueError(f"joint {joint!r} joins {ends[0]!r} and {ends[1]!r}: it exerts no force on {body!r}")
         lam = np.zeros(sysm.nc)
         lam[rows] = self.multipliers[rows]
         return -(sysm.constraint_jacobian(self.q).T @ lam), body

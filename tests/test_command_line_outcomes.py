@@ -3,6 +3,7 @@ every test here fails on the main before it): nothing lost, one line naming the 
 
 from __future__ import annotations
 
+import importlib
 import textwrap
 from pathlib import Path
 
@@ -217,3 +218,29 @@ def test_batch_states_of_the_wrong_size_are_named() -> None:
         mbvi.simulate_batch(scene, 0.1, 1e-2, [s0, mbvi.State(s0.q[:2], s0.v[:2])])
     with pytest.raises(ValueError, match="Q holds 3 states and V 2"):
         mbvi.simulate_batch(scene, 0.1, 1e-2, (np.tile(s0.q, (3, 1)), np.tile(s0.v, (2, 1))))
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("option", ["--out", "--plot"])
+def test_an_output_where_nothing_can_be_written_is_refused_before_the_run(
+    option: str, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """/proc passes os.access for root (and read-only or root-squashed mounts pass it for anyone): the run was done,
+    then lost, with "[Errno 2] No such file or directory" naming no option."""
+    scene = _write(tmp_path, PENDULUM)
+    suffix = ".npz" if option == "--out" else ".png"
+    run_module = importlib.import_module("mbvi.simulate")  # (the module: mbvi.simulate is the function)
+    with monkeypatch.context() as patch:
+        patch.setattr(run_module, "simulate", lambda *a, **k: pytest.fail("simulated before the output was checked"))
+        assert main(["run", str(scene), option, f"/proc/mbvi-run{suffix}"]) == 1
+    line = _error_line(capsys)
+    assert f"{option} '/proc/mbvi-run{suffix}'" in line and "cannot be written" in line
+    assert not list(tmp_path.glob(".mbvi-probe-*"))  # (a writable directory's probe is gone)
+    assert main(["run", str(scene), option, str(tmp_path / f"fine{suffix}")]) == 0
+    assert (tmp_path / f"fine{suffix}").exists() and not list(tmp_path.glob(".mbvi-probe-*"))
+
+
+def test_an_empty_integrator_name_is_refused_not_read_as_the_default(tmp_path: Path, capsys) -> None:
+    scene = _write(tmp_path, PENDULUM)
+    assert main(["run", str(scene), "--integrator", ""]) == 1
+    assert "unknown integrator ''" in _error_line(capsys)

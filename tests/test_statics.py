@@ -484,3 +484,25 @@ def test_a_torque_on_a_ball_joint_keeps_its_stiffness_in_the_small_oscillations(
     assert not ball.stable  # neutral about the bar's own axis: not a strict minimum
     omega, _ = mbvi.modes(ball)
     np.testing.assert_allclose(omega, [0.0, math.sqrt(w2), math.sqrt(w2)], rtol=1e-9, atol=1e-9)
+
+
+def test_a_constraint_force_is_read_only_on_a_body_of_its_joint() -> None:
+    """A body not on the joint gave [0, 0, 0] (the joint's rows have no entry there), an unknown body a KeyError,
+    and a joint whose second body is the world "constraint forces are read on a body that is not the world"."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("a", mass=1.0, position=(0.0, 0.0, -1.0)))
+    scene.add(mbvi.Particle("b", mass=2.0, position=(0.0, 0.0, -2.0)))
+    scene.add(mbvi.Rod("world", "a"))
+    scene.add(mbvi.Rod("a", "b"))
+    scene.add(mbvi.Particle("c", mass=1.0, position=(5.0, 0.0, 0.0)))
+    scene.add(mbvi.Spherical("c", "world", anchor=(5.0, 0.0, 0.0)))
+    eq = mbvi.equilibrium(scene)
+    np.testing.assert_allclose(eq.constraint_force("world-a"), [0.0, 0.0, 3 * 9.81], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(eq.constraint_force("a-b", body="a"), [0.0, 0.0, -2 * 9.81], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(eq.constraint_force("c-world", body="c"), [0.0, 0.0, 9.81], rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="joint 'world-a' joins 'world' and 'a': it exerts no force on 'b'"):
+        eq.constraint_force("world-a", body="b")
+    with pytest.raises(ValueError, match="joint 'world-a': unknown body 'nosuch'"):
+        eq.constraint_force("world-a", body="nosuch")
+    with pytest.raises(ValueError, match="joint 'c-world' joins 'c' to the world: its force is read on body='c'"):
+        eq.constraint_force("c-world")
