@@ -312,6 +312,10 @@ class Trajectory:
         """Displacement of a prismatic joint along its axis from the initial configuration, m, shape (n,)."""
         return kin.joint_displacement(self.q, *self._joint(name, "prismatic"))
 
+    def joint_displacement_rate(self, name: str) -> np.ndarray:
+        """Rate of a prismatic joint displacement, m/s, shape (n,) (as a state's view reads it during the run)."""
+        return kin.joint_displacement_rate(self.q, self.v, *self._joint(name, "prismatic"))
+
     def strain(self, beam: str) -> np.ndarray:
         """Axial strain of each beam segment, shape (n, segments)."""
         for b in self.geometry.beams:

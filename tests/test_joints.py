@@ -418,6 +418,8 @@ def test_prismatic_slider_on_an_incline_matches_uniform_acceleration(body: str) 
     s = traj.joint_displacement("slide")
     # the trapezoidal rule is exact for a constant acceleration g sin α along the axis
     np.testing.assert_allclose(s, 0.5 * g * math.sin(alpha) * traj.t**2, rtol=1e-11, atol=1e-13)
+    np.testing.assert_allclose(traj.joint_displacement_rate("slide"), g * math.sin(alpha) * traj.t, rtol=1e-11,
+                               atol=1e-13)  # fmt: skip
     np.testing.assert_allclose(traj.position("block"), x0 + s[:, None] * axis, atol=1e-12)
     R = traj.rotation("block")
     np.testing.assert_allclose(R, np.broadcast_to(R[0], R.shape), atol=1e-12)
@@ -446,6 +448,12 @@ def test_prismatic_displacement_between_two_moving_bodies() -> None:
     s = np.einsum("ij,ij->i", d, n) - np.linalg.norm([0.3, 0.2, 0.1])
     np.testing.assert_allclose(traj.joint_displacement("track"), s, atol=1e-10)
     assert np.ptp(s) > 0.05
+    # its rate (a trajectory had none, only a state's view did) is the displacement's derivative, to O(h²) (but
+    # where the spring passes through zero length, its force's kink)
+    rate, mid = traj.joint_displacement_rate("track"), 0.5 * (traj.t[1:] + traj.t[:-1])
+    slope = np.diff(s) / np.diff(traj.t)
+    assert np.ptp(rate) > 1.0
+    assert np.quantile(np.abs(slope - np.interp(mid, traj.t, rate)), 0.99) < 1e-4
     # the carriage stays on the rail's line and keeps the rail's orientation
     np.testing.assert_allclose(np.cross(d, n), 0.0, atol=1e-10)
     np.testing.assert_allclose(traj.rotation("carriage"), traj.rotation("rail"), atol=1e-10)
