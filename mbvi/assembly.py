@@ -80,7 +80,6 @@ def _independent_rows(rows: BilinearRows, q: np.ndarray, owners: list[str], leng
             "taut, a linkage at a dead point); every equation is kept, with least-squares multipliers where "
             "they are dependent.",
             RedundantConstraintWarning,
-            stacklevel=3,
         )
         return np.arange(G.shape[0])
     notices.warn(
@@ -89,7 +88,6 @@ def _independent_rows(rows: BilinearRows, q: np.ndarray, owners: list[str], leng
         "built from spatial joints; the dropped equations stay satisfied (checked along a motion of the "
         "mechanism).",
         RedundantConstraintWarning,
-        stacklevel=3,
     )
     return keep
 

@@ -14,19 +14,19 @@ take the states as given), and therefore reproduces its serial run bit for bit.
 
 from __future__ import annotations
 
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from mbvi import notices
 from mbvi.diagnosis import engine_failure
 from mbvi.engine import lockstep
 from mbvi.engine.fields import LT, RI, ST
 from mbvi.engine.runner import RunResult, RunState, advance, nsave, run_batch, saved_states, saved_steps, threads
 from mbvi.errors import ConstraintWarning, SolverError, member_failure
 from mbvi.integrators.stepkernel import run_kernel_batch, step_failure
-from mbvi.runs import energy_scales, last_step, run_info, run_numbers
+from mbvi.runs import energy_scales, judge_members, last_step, named_members, run_info, run_numbers
 from mbvi.scene import Scene
 from mbvi.simulate import assembled, check_capabilities, joint_state, resolve_integrator
 from mbvi.state import State, stack_states
@@ -217,26 +217,11 @@ def _judge_energy(trajs: list[Trajectory], stepper, system) -> None:
     promise a bounded energy; otherwise one RuntimeWarning names the members whose energy error is large."""
     from mbvi.simulate import _check_energy_balance, _warn_energy_error
 
-    broken: dict[int, SolverError] = {}
-    warned: list[tuple[int, str]] = []
-    for b in _energy_suspects(trajs, system):
-        traj = trajs[b]
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                _check_energy_balance(traj, stepper, system)  # (a batch measures no work: traj.work is None)
-                _warn_energy_error(traj, stepper, system)
-            except SolverError as exc:
-                broken[b] = exc
-        warned += [(b, str(w.message)) for w in caught if issubclass(w.category, RuntimeWarning)]
-    if broken:
-        failed = sorted(broken)
-        kept = [broken[i].trajectory if i in broken else traj for i, traj in enumerate(trajs)]
-        raise member_failure(broken[failed[0]], failed, len(trajs), kept)
-    if warned:
-        members = sorted({b for b, _ in warned})
-        first = warned[0][1]
-        warnings.warn(f"simulate_batch: {_named(members, len(trajs))}: {first}", RuntimeWarning, stacklevel=3)
+    def judge(traj: Trajectory) -> None:
+        _check_energy_balance(traj, stepper, system)  # (a batch measures no work: traj.work is None)
+        _warn_energy_error(traj, stepper, system)
+
+    judge_members(trajs, judge, _energy_suspects(trajs, system))
 
 
 def _energy_suspects(trajs: list[Trajectory], system) -> list[int]:
@@ -293,24 +278,12 @@ def _on_the_joints(system, Q: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np
         worst = max(changes, key=changes.__getitem__)
         members = list(changes)
         largest = f"largest change {changes[worst]:.3g}" + (f", member {worst}" if len(members) > 1 else "")
-        warnings.warn(
-            f"simulate_batch: the initial velocities of {_named(members, len(Q))} violate the joints; projected "
+        notices.warn(
+            f"simulate_batch: the initial velocities of {named_members(members, len(Q))} violate the joints; projected "
             f"onto them ({largest})",
             ConstraintWarning,
-            stacklevel=3,
         )
     return Q, V
-
-
-#: members a warning names before it counts the rest
-MEMBERS_NAMED = 10
-
-
-def _named(members: list[int], count: int) -> str:
-    """ "member 3 of 8", "members 0, 2 of 8", "members 0, 1, …, 9 and 5 more of 64": what a warning names."""
-    listed = ", ".join(map(str, members[:MEMBERS_NAMED]))
-    more = f" and {len(members) - MEMBERS_NAMED} more" if len(members) > MEMBERS_NAMED else ""
-    return f"member{'s' if len(members) > 1 else ''} {listed}{more} of {count}"
 
 
 #: the relative residual of positions, and of velocities along the joints' normals, below which

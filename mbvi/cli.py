@@ -415,10 +415,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             ds = sweep(args.scene, grid, client=client, **run, **options)
     elapsed = time.perf_counter() - start
     failed = [str(e) for e in ds.error.values.ravel() if e]
+    warned = sum(1 for w in ds.warning.values.ravel() if w)
     shape = " × ".join(f"{name} ({len(values)})" for name, values in grid.items())
     _say(
         f"swept {ds.error.size} members over {shape} to t = {t_end:g} s with {integrator} in {elapsed:.2f} s "
-        f"({len(failed)} failed)"
+        f"({len(failed)} failed, {warned} warned)"
     )
     if failed:
         _say(f"first failure: {failed[0]}")

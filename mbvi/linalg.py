@@ -167,7 +167,6 @@ class ConstraintSolver:
                 "the constraint matrix G M⁻¹ Gᵀ is singular here (dependent constraints); "
                 "using least-squares multipliers",
                 RedundantConstraintWarning,
-                stacklevel=4,
             )
             self._warned = True
         return Factor("lstsq", np.linalg.pinv(self.dense(gdata, winv), rcond=1e-12, hermitian=True))

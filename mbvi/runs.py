@@ -9,7 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from mbvi import notices
 from mbvi._validate import is_number
+from mbvi.errors import SolverError, member_failure
 
 #: a run whose energy left its balance by this many energy scales has blown up
 BLOW_UP = 1e3
@@ -19,7 +21,10 @@ BLOW_UP = 1e3
 WARN_ENERGY = 0.1
 WARN_ENERGY_BASELINE = 1.0
 
-__all__ = ["energy_scales", "last_step", "progress_bar", "run_info", "run_numbers", "step_count", "whole_steps"]
+__all__ = [
+    "energy_scales", "judge_members", "last_step", "named_members", "progress_bar", "run_info", "run_numbers",
+    "step_count", "whole_steps",
+]  # fmt: skip
 
 
 def whole_steps(t_end: float, dt: float, t0: float = 0.0) -> bool:
@@ -118,3 +123,46 @@ def energy_scales(kinetic: np.ndarray, potential: np.ndarray, system: Any) -> tu
     energy = np.maximum(np.maximum(start, floor), 1e-300)
     motion = np.maximum(np.maximum(np.max(kinetic, axis=-1), np.ptp(potential, axis=-1)), 1e-3 * energy)
     return energy, motion
+
+
+#: members a warning names before it counts the rest
+MEMBERS_NAMED = 10
+
+
+def named_members(members: list[int], count: int) -> str:
+    """ "member 3 of 8", "members 0, 2 of 8", "members 0, 1, …, 9 and 5 more of 64": what a warning names."""
+    listed = ", ".join(map(str, members[:MEMBERS_NAMED]))
+    more = f" and {len(members) - MEMBERS_NAMED} more" if len(members) > MEMBERS_NAMED else ""
+    return f"member{'s' if len(members) > 1 else ''} {listed}{more} of {count}"
+
+
+def judge_members(trajs: list, judge: Callable[[Any], None], members: Any = None) -> None:
+    """A batch's members judged each as :func:`mbvi.simulate` judges its run (``judge(traj)`` raises or warns):
+    one that blew up is a SolverError naming the members that did (keeping every member's trajectory, the
+    blown-up ones up to where they broke); the warnings of the others, one RuntimeWarning naming them.
+
+    Parameters
+    ----------
+    trajs : list of Trajectory
+        The members' runs.
+    judge : callable
+        A run's judgement: raises :class:`mbvi.SolverError`, or warns through :func:`mbvi.notices.warn`.
+    members : iterable of int, optional
+        The members that may fail it (the others are known to pass); default: all.
+    """
+    broken: dict[int, SolverError] = {}
+    warned: list[tuple[int, str]] = []
+    for b in range(len(trajs)) if members is None else members:
+        with notices.kept(quiet=True) as notes:  # (the batch speaks for them, once)
+            try:
+                judge(trajs[b])
+            except SolverError as exc:
+                broken[b] = exc
+        warned += [(b, note) for note in notes]
+    if broken:
+        failed = sorted(broken)
+        kept = [broken[i].trajectory if i in broken else traj for i, traj in enumerate(trajs)]
+        raise member_failure(broken[failed[0]], failed, len(trajs), kept)
+    if warned:
+        named = sorted({b for b, _ in warned})
+        notices.warn(f"simulate_batch: {named_members(named, len(trajs))}: {warned[0][1]}", RuntimeWarning)

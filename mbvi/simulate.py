@@ -213,7 +213,6 @@ def _warn_wound_springs(traj: Trajectory, system: System) -> None:
                 "turn, where the spring's periodic law U = ½k(θ − θ₀)² (θ − θ₀ in (−π, π]) jumps in torque: the "
                 "motion past it is not that of a spring that winds",
                 RuntimeWarning,
-                stacklevel=3,
             )
 
 
@@ -262,7 +261,6 @@ def _warn_energy_error(traj: Trajectory, stepper: Integrator, system) -> None:
         f"{err[1]:.3g} J, {err[0]:.0%} of the energy in motion, by t = {err[2]:.4g} s; the result is not accurate "
         f"(reduce dt, e.g. to {stepper.dt / 4:g} s)",
         RuntimeWarning,
-        stacklevel=3,
     )
 
 
@@ -334,7 +332,6 @@ def on_the_joints(system, q: np.ndarray, v: np.ndarray, who: str) -> State:
         notices.warn(
             f"{who}: the initial velocities violate the joints; projected onto them (largest change {corr:.3g})",
             ConstraintWarning,
-            stacklevel=4,
         )
     return state
 
@@ -444,7 +441,7 @@ def _blow_up(traj: Trajectory, stepper: Integrator, system, warn: bool = False) 
             out.trajectory = traj.head(k + 1)  # the states up to the one that broke the balance
         return out
     if warn:
-        notices.warn(f"integrator {stepper.name!r}: {reason}", RuntimeWarning, stacklevel=4)
+        notices.warn(f"integrator {stepper.name!r}: {reason}", RuntimeWarning)
     return None
 
 

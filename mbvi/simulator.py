@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from mbvi import notices
 from mbvi._validate import is_number
 from mbvi.engine.fields import RI
 from mbvi.engine.runner import saved_states
@@ -466,7 +467,12 @@ class Simulator:
             # against the energy in motion up to each state, as simulate judges a LagrangianSystem's run by its
             # energy in motion (a jump of a thousandfold from a step to the next, or a non-finite state)
             bound = BLOW_UP * np.maximum.accumulate(np.maximum(motion, self._motion))
-            self._motion = max(self._motion, float(np.max(motion)))
+        elif self._lagrangian is not None:  # no m g L floor under the scale (a start near U = 0, T = 0 has almost
+            # none in play): a blow-up gains about all the energy in motion too, as simulate judges it (a loss of
+            # energy, a damped or implicit run's, is no blow-up)
+            bound = np.maximum(bound, 0.5 * np.maximum.accumulate(np.maximum(motion, self._motion)))
+            drift = np.where(np.isfinite(drift), np.maximum(drift, 0.0), drift)
+        self._motion = max(self._motion, float(np.max(motion)))
         bad = ~(np.abs(drift) <= bound)
         if not bad.any():
             return
@@ -475,12 +481,10 @@ class Simulator:
         worst = float(np.abs(drift[kb - start]))
         if not (stepper.variational or stepper.symplectic):
             if not self._warned:
-                import warnings
-
                 self._warned = True
-                warnings.warn(f"integrator {stepper.name!r}: the energy balance broke: E − E₀ − W reached "
-                              f"{worst:.3g} J against {scale:.3g} J by t = {self.t0 + kb * self.dt:.6g} s (the run "
-                              "blew up)", RuntimeWarning, stacklevel=4)  # fmt: skip
+                notices.warn(f"integrator {stepper.name!r}: the energy balance broke: E − E₀ − W reached "
+                             f"{worst:.3g} J against {scale:.3g} J by t = {self.t0 + kb * self.dt:.6g} s (the run "
+                             "blew up)", RuntimeWarning)  # fmt: skip
             return
         self._rewind(kb - 1)
         t_bad = self.t0 + kb * self.dt

@@ -234,7 +234,8 @@ def run_members(
     for index, params in members:
         start = time.perf_counter()
         traj, error, names = None, "", []
-        with notices.kept() as notes:  # (a worker's warnings reach nobody: the dataset keeps them)
+        with notices.kept(quiet=True) as notes:  # (a worker's warnings reach nobody: the dataset keeps them,
+            # and the sweep gives one for all)
             try:
                 scene = _built(fn, params)
                 names = list(getattr(scene, "coordinate_names", []))
@@ -499,7 +500,6 @@ def _say_warnings(results: list[MemberResult], members: list) -> None:
         f"sweep: {len(warned)} of {len(results)} members warned (each member's warnings are the dataset's "
         f"'warning' variable, its energy balance 'energy_error'); the first, {call}: {first.warning}",
         RuntimeWarning,
-        stacklevel=3,
     )
 
 

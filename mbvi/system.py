@@ -450,6 +450,5 @@ class System:
             notices.warn(
                 f"initial velocities violate the joints; projected onto them (largest change {corr:.3g})",
                 ConstraintWarning,
-                stacklevel=3,
             )
         return State(q, v)

@@ -197,11 +197,12 @@ def test_a_member_at_too_large_a_step_is_marked_in_the_dataset_and_said_once(sch
     simulate warns. In a sweep that warning went to a worker's stderr (or nowhere), and the member passed with
     error == "" and nothing else to tell it from an accurate one."""
     grid = {"theta1": [0.5, 3.0], "theta2": [0.5]}
-    with warnings.catch_warnings(record=True) as caught:  # (in this process the member's own warning comes too)
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ds = mbvi.sweep(str(DOUBLE), grid, t_end=3.0, dt=0.05, scheduler=scheduler)
-    said = [str(w.message) for w in caught if str(w.message).startswith("sweep:")]
+    said = [str(w.message) for w in caught]  # one, for all members (not each member's again besides)
     assert len(said) == 1 and re.search(r"sweep: 1 of 2 members warned.*theta1=3\.0.*energy balance.*strayed", said[0])
+    assert caught[0].filename == __file__  # (it points at the call)
     calm, wild = ds.sel(theta1=0.5, theta2=0.5), ds.sel(theta1=3.0, theta2=0.5)
     assert str(calm.warning.values) == "" and str(wild.error.values) == ""
     assert "strayed" in str(wild.warning.values) and "reduce dt" in str(wild.warning.values)

@@ -253,7 +253,6 @@ class Drive:
                 "the constraint matrix G M⁻¹ Gᵀ was singular on some steps (dependent constraints); it was "
                 "factored with a 1e-12 relative regularization (least-squares multipliers)",
                 RedundantConstraintWarning,
-                stacklevel=4,
             )
         j = self.j
         return RunResult(self._times(j), self.Q[:j], self.V[:j], self.Wk[:j].copy(), self.counters())

@@ -222,8 +222,8 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
     (trapezoids: the judgement is then as good as the samples are fine). A balance that strays by more than
     a tenth of the energy in motion (the larger of max T, the swing of U and, with work, the largest |W|)
     warns, naming it — for a forced run only when every step was saved, the work's quadrature being too
-    coarse otherwise. A blow-up — a state that is not finite, or a balance that strayed by as much as all the
-    energy in motion and by a thousand times the energy in play early in the run (:func:`_early_scale`) — is a
+    coarse otherwise. A blow-up — a state that is not finite, or (judged as finely) a balance that gained as much
+    as all the energy in motion and a thousand times the energy in play early in the run (:func:`_early_scale`) — is a
     :class:`mbvi.SolverError` keeping the trajectory up to it, and for a baseline (explicit or implicit Euler,
     csm: their drift is what they are compared for) a warning saying the run blew up, as a scene's is.
     """
@@ -250,10 +250,14 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
         k = int(np.argmax(np.abs(change))) if finite else int(np.argmax(~np.isfinite(e)))
         worst = abs(float(change[k])) if finite else np.inf
         early = max(start0, _early_scale(traj.kinetic, traj.potential, work))
-        # (motion includes a blow-up's own kinetic energy: the balance of one strays by about all of it)
-        blown = not finite or (worst > BLOW_UP * early and worst > 0.5 * motion)
+        # a blow-up gains energy (a loss, a damped or implicit run's, is none), and its balance strays by about all
+        # the energy in motion (which includes the blow-up's own kinetic energy); judged only when the work's
+        # quadrature is fine enough to judge by (a forced run saved every step), or on a state that is not finite
+        gain = float(np.max(change)) if finite else np.inf
+        blown = not finite or (fine and gain > BLOW_UP * early and gain > 0.5 * motion)
         if blown and finite:  # the first state past the bound
-            k = int(np.argmax(np.abs(change) > BLOW_UP * early))
+            k = int(np.argmax(change > BLOW_UP * early))
+            worst = float(change[k])
     if fine:  # (a coarse quadrature's figure would be its own error)
         traj.info["energy_error"] = worst / motion if finite else math.inf
 
@@ -264,7 +268,7 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
         )
         if not (cls.variational or cls.symplectic):
             notices.warn(f"{reason}; the result is not a solution (reduce dt, e.g. to {dt / 4:g} s)",
-                          RuntimeWarning, stacklevel=4)  # fmt: skip
+                          RuntimeWarning)  # fmt: skip
             return
         err = SolverError(reason, time=float(traj.t[k]), step=round((float(traj.t[k]) - float(traj.t[0])) / dt),
                           suggested_dt=dt / 4)  # fmt: skip
@@ -282,7 +286,6 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
         f"integrator {cls.name!r} at dt = {dt:g} s: {what} strayed by {worst:.3g} J, {worst / motion:.0%} of the "
         f"energy in motion, by t = {traj.t[k]:.4g} s; the result is not accurate (reduce dt, e.g. to {dt / 4:g} s)",
         RuntimeWarning,
-        stacklevel=4,
     )
 
 
@@ -313,7 +316,7 @@ def simulate_lagrangian_batch(
     from concurrent.futures import ThreadPoolExecutor
 
     from mbvi.engine.runner import threads
-    from mbvi.runs import last_step, run_info, run_numbers
+    from mbvi.runs import judge_members, last_step, run_info, run_numbers
     from mbvi.state import stack_states
 
     t_end, dt, t0, save_every, nsteps = run_numbers(t_end, dt, t0, save_every, "simulate_batch")  # numpy numbers too
@@ -346,8 +349,10 @@ def simulate_lagrangian_batch(
     for (saved, _err), state in zip(outcomes, states, strict=True):
         if saved is None:
             saved = (np.array([t0]), state.q[None], state.v[None], None)
-        trajs.append(trajectory(system, *saved, info=info))
+        trajs.append(trajectory(system, *saved, info=dict(info)))
     failed = [b for b, (_, err) in enumerate(outcomes) if err is not None]
     if failed:
         raise member_failure(outcomes[failed[0]][1], failed, len(states), trajs)
+    # each member judged as simulate judges its run: a blow-up is a SolverError naming it, inaccuracy one warning
+    judge_members(trajs, lambda traj: judge_energy(traj, system, cls, dt))
     return trajs

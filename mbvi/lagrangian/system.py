@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from mbvi import notices
 from mbvi.errors import ConstraintWarning
 from mbvi.state import State
 
@@ -191,6 +191,12 @@ class LagrangianSystem:
         Lx = Lx[0].subs(subs)
         gx = [e.subs(subs) for e in raw_g]
         fx = None if raw_f is None else [e.subs(subs) for e in raw_f]
+        for what, exprs in (("Lagrangian", [Lx]), ("constraint", gx), ("force component", fx or [])):
+            for e in exprs:  # (a parameter's value can make one: m = 0 in v²/2m)
+                if e.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+                    given = ", ".join(f"{k} = {val:g}" for k, val in params.items())
+                    raise ValueError(f"LagrangianSystem: {what} {e} has an infinity or NaN in it with the parameters "
+                                     f"given ({given}): a division by zero?")  # fmt: skip
         known = set(q) | set(v) | {t}
         self._check_symbols(Lx, known, "the Lagrangian")
         for i, e in enumerate(gx):
@@ -553,11 +559,10 @@ class LagrangianSystem:
         v = self.project_velocity(s.q, s.v)
         corr = float(np.max(np.abs(v - s.v)))
         if warn and corr > _WARN_CORRECTION * max(float(np.max(np.abs(s.v))), 1e-300) and corr > 1e-12:
-            warnings.warn(
+            notices.warn(
                 f"initial velocities violate the constraints of {self.name!r}; projected onto them "
                 f"(largest change {corr:.3g})",
                 ConstraintWarning,
-                stacklevel=3,
             )
         return State(s.q.copy(), v)
 
