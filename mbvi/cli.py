@@ -168,13 +168,12 @@ def _render(traj: Any, path: str, args: argparse.Namespace, progress: bool) -> N
 
 
 def _energy_drift(traj: Any) -> float:
-    """max |E − E0| relative to |E0| (or to max|T| + max|U| when E0 is ~0)."""
+    """max |E − E₀| over the run's energy in motion (:func:`mbvi.runs.energy_in_motion`; not over |E₀|, which
+    depends on where the potential is zero)."""
+    from mbvi.runs import energy_in_motion
+
     e = traj.energy
-    scale = abs(float(e[0]))
-    typical = float(abs(traj.kinetic).max() + abs(traj.potential).max())
-    if scale <= 1e-12 * typical or scale == 0.0:
-        scale = typical or 1.0
-    return float(abs(e - e[0]).max()) / scale
+    return float(abs(e - e[0]).max()) / energy_in_motion(traj.kinetic, traj.potential)
 
 
 def _energy_report(scene: Any, traj: Any) -> str:

@@ -98,13 +98,17 @@ def _has_constraints(traj: Any) -> bool:
 
 
 # ---------------------------------------------------------------- quantities
+#: what an energy error is divided by (:func:`mbvi.runs.energy_in_motion`), as the axes name it
+MOTION = "E_motion"
+
+
 def _energy_scale(traj: Any) -> tuple[float, str]:
-    """The energy an error is relative to and its symbol: |E₀|, or max|T| + max|U| when E₀ is ~0."""
-    e0 = abs(float(np.asarray(traj.energy, dtype=float)[0]))
-    typical = float(np.max(np.abs(traj.kinetic)) + np.max(np.abs(traj.potential)))
-    if e0 <= 1e-12 * max(typical, 1e-300):
-        return (typical if typical > 0 else 1.0), "(max|T| + max|U|)"
-    return e0, "|E₀|"
+    """The energy an error is relative to and its symbol: the run's energy in motion, max(max T, swing of U)
+    (:func:`mbvi.runs.energy_in_motion`: |E₀| depended on where the potential is zero), as ``traj.info``'s
+    ``energy_error`` is."""
+    from mbvi.runs import energy_in_motion
+
+    return energy_in_motion(traj.kinetic, traj.potential), MOTION
 
 
 def _work(traj: Any) -> NDArray[np.float64] | None:
@@ -117,8 +121,8 @@ def _work(traj: Any) -> NDArray[np.float64] | None:
 
 
 def _relative_energy_error(traj: Any) -> NDArray[np.float64]:
-    """``|E − E₀| / |E₀|`` — or the balance ``|E − E₀ − W| / |E₀|`` when forces did work W (a damped or driven run:
-    E − E₀ is their work, not an error) — relative to the energy scale when ``E₀`` is ~0 (:func:`_energy_scale`)."""
+    """``|E − E₀|`` — or the balance ``|E − E₀ − W|`` when forces did work W (a damped or driven run: E − E₀ is
+    their work, not an error) — over the run's energy in motion (:func:`_energy_scale`)."""
     e = np.asarray(traj.energy, dtype=float)
     work = _work(traj)
     return np.abs(e - e[0] - (0.0 if work is None else work)) / _energy_scale(traj)[0]
@@ -130,13 +134,11 @@ def _norm_drift(values: Any) -> NDArray[np.float64]:
 
 
 #: Quantities :func:`compare` can plot: name -> (function of a trajectory, axis label, log scale).
-#: ``energy_error``'s label is the one for runs with E₀ ≠ 0; :func:`compare` names the energy scale it
-#: actually divided by (max|T| + max|U| when E₀ is ~0, see :func:`energy_error`).
 QUANTITIES: dict[str, tuple[Callable[[Any], NDArray[np.float64]], str, bool]] = {
     "energy": (lambda tr: np.asarray(tr.energy, float), "total energy E [J]", False),
     "kinetic": (lambda tr: np.asarray(tr.kinetic, float), "kinetic energy T [J]", False),
     "potential": (lambda tr: np.asarray(tr.potential, float), "potential energy U [J]", False),
-    "energy_error": (_relative_energy_error, "relative energy error |E − E₀| / |E₀|", True),
+    "energy_error": (_relative_energy_error, "relative energy error |E − E₀| / E_motion", True),
     "constraint_error": (lambda tr: np.asarray(tr.constraint_error, float), "constraint error max |g(q)| [m]", True),
     "momentum": (lambda tr: np.linalg.norm(np.asarray(tr.momentum, float), axis=1), "|p| [kg·m/s]", False),
     "momentum_error": (lambda tr: _norm_drift(tr.momentum), "|p − p₀| [kg·m/s]", True),
@@ -180,10 +182,13 @@ def energy(traj: Any, ax: Axes | None = None) -> Figure:
 
 
 def energy_error(traj: Any, ax: Axes | None = None) -> Figure:
-    """Relative energy error ``|E(t) − E(0)| / |E(0)|`` on a log scale.
+    """Relative energy error ``|E(t) − E(0)| / E_motion`` on a log scale.
 
-    When ``E(0)`` is zero the error is taken relative to the energy scale
-    ``max|T| + max|U|`` instead. A variational integrator's error
+    ``E_motion`` is the run's energy in motion, the larger of its largest
+    kinetic energy and the swing of its potential
+    (:func:`mbvi.runs.energy_in_motion`, as ``traj.info["energy_error"]``
+    and ``mbvi run`` divide by): not |E(0)|, which depends on where the
+    potential is zero. A variational integrator's error
     oscillates in a band; a non-symplectic one drifts. When forces did work
     (``traj.work``: damping, drag, loads), E − E₀ is their work, not an error:
     the plot is then of the balance ``|E − E₀ − W|``, titled so (the error
@@ -207,7 +212,6 @@ def energy_error(traj: Any, ax: Axes | None = None) -> Figure:
                 label="relative energy balance error" if balance else "relative energy error")  # fmt: skip
     _note_if_empty(ax, err, "energy balance kept to round-off" if balance else "energy conserved to round-off")
     ax.set_xlabel("time t [s]")
-    # E₀ = 0 (a pendulum released at U = 0): not |E₀|
     ax.set_ylabel(f"|E − E₀ − W| / {_energy_scale(traj)[1]}" if balance else f"|E − E₀| / {_energy_scale(traj)[1]}")
     ax.set_title("Energy balance error (W: the forces' work)" if balance else "Energy error")
     ax.grid(True, which="both", alpha=0.3)
@@ -447,10 +451,8 @@ def compare(
     -------
     matplotlib.figure.Figure
         One line per trajectory, labelled with its key. For ``energy_error``
-        the y axis names the energy each error is divided by, as in
-        :func:`energy_error`: ``|E − E₀| / |E₀|``, or
-        ``|E − E₀| / (max|T| + max|U|)`` when E₀ is ~0 (J/J, dimensionless);
-        when the runs differ in that, each legend entry says which. A run whose
+        each run's error is divided by its own energy in motion, as in
+        :func:`energy_error`: ``|E − E₀| / E_motion`` (J/J, dimensionless). A run whose
         forces did work W (``traj.work``) is drawn as its balance ``|E − E₀ − W|``.
         A :class:`mbvi.LagrangianSystem`'s momentum is its generalized momentum ∂L/∂v
         (no unit: the coordinates are the user's).
@@ -474,16 +476,13 @@ def compare(
         )
     if generalized and quantity.startswith("momentum"):  # ∂L/∂v in the user's own coordinates: no one unit
         ylabel = "|p − p₀|, p = ∂L/∂v" if quantity.endswith("error") else "|p|, p = ∂L/∂v (generalized momentum)"
-    scales = {label: _energy_scale(traj)[1] for label, traj in trajs.items()} if quantity == "energy_error" else {}
-    mixed = len(set(scales.values())) > 1
-    if scales:  # the energy scale each error is divided by: |E₀|, or max|T| + max|U| when E₀ is ~0
-        # one scale: in the label; several: each run's in its legend entry, the label short enough to fit
+    if quantity == "energy_error":  # each run's error over its own energy in motion
         what = "E − E₀ − W" if any(_work(tr) is not None for tr in trajs.values()) else "E − E₀"
-        ylabel = "relative energy error" + ("" if mixed else f" |{what}| / {next(iter(scales.values()))}")
+        ylabel = f"relative energy error |{what}| / {MOTION}"
     fig, ax = _axes(ax)
     for label, traj in trajs.items():
         values = func(traj)
-        name = f"{label} (/ {scales[label]})" if mixed else str(label)
+        name = str(label)
         ax.plot(np.asarray(traj.t), _positive(values) if log else values, lw=1.1, label=name)
     if log:
         ax.set_yscale("log")

@@ -22,8 +22,8 @@ WARN_ENERGY = 0.1
 WARN_ENERGY_BASELINE = 1.0
 
 __all__ = [
-    "energy_scales", "judge_members", "last_step", "named_members", "progress_bar", "run_info", "run_numbers",
-    "step_count", "whole_steps",
+    "energy_in_motion", "energy_scales", "judge_members", "last_step", "named_members", "progress_bar", "run_info",
+    "run_numbers", "step_count", "whole_steps",
 ]  # fmt: skip
 
 
@@ -104,6 +104,21 @@ def progress_bar(nsteps: int, label: str) -> tuple[Any, Callable[[int], None]]:
             last[0] = k
 
     return bar, callback
+
+
+def energy_in_motion(kinetic: np.ndarray, potential: np.ndarray) -> float:
+    """The energy in motion of one run, J: the larger of its largest kinetic energy and the swing of its potential.
+
+    What an energy error is told relative to: unlike |E₀| it does not depend on where the potential is zero (a
+    pendulum lifted by 1 km, or released a nanometre above its pivot's level, had its error divided by 1e4 J or by
+    1e-8 J). When nothing moves, the largest |T| + |U|; 1 J when that is zero too.
+    """
+    with np.errstate(all="ignore"):
+        kinetic, potential = np.asarray(kinetic, dtype=float), np.asarray(potential, dtype=float)
+        motion = max(float(np.max(kinetic)), float(np.ptp(potential))) if kinetic.size else 0.0
+        if not motion > 0.0 or not np.isfinite(motion):
+            motion = float(np.max(np.abs(kinetic)) + np.max(np.abs(potential))) if kinetic.size else 0.0
+    return motion if motion > 0.0 and np.isfinite(motion) else 1.0
 
 
 def energy_scales(kinetic: np.ndarray, potential: np.ndarray, system: Any) -> tuple[np.ndarray, np.ndarray]:

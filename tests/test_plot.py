@@ -48,12 +48,14 @@ def test_energy_error_is_relative_and_logarithmic(traj) -> None:
     ax = fig.axes[0]
     assert ax.get_yscale() == "log"
     y = np.asarray(ax.get_lines()[0].get_ydata(), dtype=float)
-    expected = np.abs(traj.energy - traj.energy[0]) / abs(traj.energy[0])
+    motion = max(traj.kinetic.max(), np.ptp(traj.potential))  # the energy in motion, not |E₀|
+    expected = np.abs(traj.energy - traj.energy[0]) / motion
     finite = np.isfinite(y)
     np.testing.assert_allclose(y[finite], expected[finite])
     assert np.all(expected[~finite] == 0)  # exact zeros are gaps on a log axis
     assert 0 < np.nanmax(y) < 1e-2  # Verlet: a small bounded band
-    assert ax.get_ylabel() == "|E − E₀| / |E₀|"
+    assert np.nanmax(y) == pytest.approx(traj.info["energy_error"], rel=1e-12)  # the run's own figure
+    assert ax.get_ylabel() == "|E − E₀| / E_motion"
 
 
 def test_energy_error_with_zero_initial_energy_uses_the_energy_scale() -> None:
@@ -63,10 +65,10 @@ def test_energy_error_with_zero_initial_energy_uses_the_energy_scale() -> None:
     ax = plot.energy_error(traj).axes[0]
     y = np.asarray(ax.get_lines()[0].get_ydata(), dtype=float)
     assert np.all(np.isnan(y) | (y < 1e-6))
-    scale = np.max(np.abs(traj.kinetic)) + np.max(np.abs(traj.potential))
+    scale = max(np.max(traj.kinetic), np.ptp(traj.potential))
     expected = np.abs(traj.energy - traj.energy[0]) / scale
     np.testing.assert_allclose(y[np.isfinite(y)], expected[np.isfinite(y)])  # exact zeros: gaps on a log axis
-    assert ax.get_ylabel() == "|E − E₀| / (max|T| + max|U|)"  # not |E₀| = 0
+    assert ax.get_ylabel() == "|E − E₀| / E_motion"  # not |E₀| = 0
 
 
 def test_momentum_components(traj) -> None:
@@ -134,32 +136,37 @@ def _released_level() -> mbvi.Scene:
 
 
 def test_compare_energy_error_names_the_scale_it_divides_by() -> None:
-    """With E₀ = 0 the errors are divided by max|T| + max|U|, but the axis said "|E − E₀|/|E₀|"."""
+    """Each run's error over its own energy in motion, as the axis says (with E₀ = 0 it once said |E₀|)."""
     runs = {name: mbvi.simulate(_released_level(), t_end=0.5, dt=0.01, integrator=name)
             for name in ("explicit_euler", "verlet")}  # fmt: skip
     assert abs(runs["verlet"].energy[0]) < 1e-12  # control: E₀ = 0
     ax = plot.compare(runs, quantity="energy_error").axes[0]
-    assert ax.get_ylabel() == "relative energy error |E − E₀| / (max|T| + max|U|)"
+    assert ax.get_ylabel() == "relative energy error |E − E₀| / E_motion"
     assert ax.get_ylabel().endswith(plot.energy_error(runs["verlet"]).axes[0].get_ylabel())  # as energy_error
     lines = _lines(ax.figure)
     assert set(lines) == set(runs)
-    scale = np.max(np.abs(runs["verlet"].kinetic)) + np.max(np.abs(runs["verlet"].potential))
+    scale = max(np.max(runs["verlet"].kinetic), np.ptp(runs["verlet"].potential))
     expected = np.abs(runs["verlet"].energy - runs["verlet"].energy[0]) / scale
     y = np.asarray(lines["verlet"].get_ydata(), dtype=float)
     np.testing.assert_allclose(y[np.isfinite(y)], expected[np.isfinite(y)])
 
 
-def test_compare_energy_error_with_a_nonzero_initial_energy_divides_by_it(traj) -> None:
-    ax = plot.compare({"verlet": traj}, quantity="energy_error").axes[0]
-    assert ax.get_ylabel() == "relative energy error |E − E₀| / |E₀|"
+@pytest.mark.parametrize("lift", [0.0, 1e-9, 1e3])
+def test_the_energy_error_does_not_depend_on_where_the_potential_is_zero(lift: float, capsys) -> None:
+    """The same swing with its pivot lifted by 1 nm or 1 km (E₀ = 0, ~1e-8 J or 9810 J): divided by |E₀| the plots
+    and `mbvi run` said 3e-6, 9e3 and 9e-9 for one motion."""
+    import importlib
 
-
-def test_compare_energy_error_of_runs_with_different_scales_says_which_is_which(traj) -> None:
-    level = mbvi.simulate(_released_level(), t_end=0.5, dt=0.01)
-    fig = plot.compare({"level": level, "low": traj}, quantity="energy_error")
-    # each run's scale in its legend entry; the axis label short enough to fit (both scales in it were clipped)
-    assert fig.axes[0].get_ylabel() == "relative energy error"
-    assert set(_lines(fig)) == {"level (/ (max|T| + max|U|))", "low (/ |E₀|)"}
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("a", mass=1.0, position=(1.0, 0.0, lift)))
+    scene.add(mbvi.Rod("world", "a", anchor_a=(0.0, 0.0, lift)))
+    traj = mbvi.simulate(scene, t_end=3.0, dt=1e-3)
+    cli = importlib.import_module("mbvi.cli")
+    shown = float(np.nanmax(_lines(plot.compare({"run": traj}, quantity="energy_error"))["run"].get_ydata()))
+    for figure in (shown, float(np.nanmax(plot.energy_error(traj).axes[0].get_lines()[0].get_ydata())),
+                   cli._energy_drift(traj)):  # fmt: skip
+        assert figure == pytest.approx(traj.info["energy_error"], rel=1e-9)
+        assert 1e-7 < figure < 1e-4  # verlet's band at dt = 1e-3: the same for every lift
 
 
 def test_summary_writes_a_2x2_png_without_pyplot(traj, tmp_path) -> None:
