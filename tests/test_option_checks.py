@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 from scipy.integrate import RK45
 
@@ -120,3 +121,23 @@ def test_csm_suggests_the_right_case() -> None:
 def test_lagrangian_csm_rejects_a_bad_method_on_construction(method: object) -> None:
     with pytest.raises(ValueError, match=r"option 'method'.*RK45.*LSODA"):
         mbvi.Simulator(_angles(), 1e-2, integrator="csm", method=method)
+
+
+@pytest.mark.parametrize(
+    ("integrator", "options"),
+    [
+        ("verlet", {"maxiter": np.arange(40, 60, 10)[0], "tol": np.float32(1e-10)}),
+        ("csm", {"alpha": np.int64(10), "rtol": np.float32(1e-6), "atol": np.float64(1e-9)}),
+    ],
+)
+def test_numpy_numbers_are_numbers_as_options(integrator: str, options: dict) -> None:
+    """np.int64(40) (from np.arange, a sweep's grid) was refused as "must be an integer > 0"; np.float32 alike. A
+    run with them is the run with the Python numbers."""
+    plain = {k: v.item() for k, v in options.items()}
+    for build in (_pendulum, _angles):
+        a = mbvi.simulate(build(), 0.2, 1e-2, integrator, **options)
+        b = mbvi.simulate(build(), 0.2, 1e-2, integrator, **plain)
+        np.testing.assert_array_equal(a.q, b.q)
+    for bad in (np.bool_(True), np.float64("nan"), np.array([1.0, 2.0])):
+        with pytest.raises(ValueError, match="option 'rtol'"):
+            mbvi.simulate(_pendulum(), 0.2, 1e-2, "csm", rtol=bad)

@@ -42,6 +42,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from mbvi._validate import is_number
 from mbvi.diagnosis import instability
 from mbvi.engine.runner import RunResult, saved_states
 from mbvi.errors import SolverError
@@ -137,7 +138,7 @@ class Integrator:
     @staticmethod
     def check_option(name: str, value: Any, *, integer: bool = False, minimum: float = 0.0) -> Any:
         """Return ``value`` if it is a finite number > ``minimum`` (an int when ``integer``), else ValueError."""
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        ok = is_number(value) and math.isfinite(value)  # (NumPy scalars too: np.int64(40) was "not an integer")
         if integer:
             ok = ok and float(value).is_integer()
         if not ok or not value > minimum:

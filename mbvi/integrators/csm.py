@@ -13,6 +13,7 @@ import math
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from mbvi._validate import is_number
 from mbvi.engine.runner import RunResult
 from mbvi.errors import LoadError, SolverError
 from mbvi.hookspecs import hookimpl
@@ -83,7 +84,7 @@ class CSM(Integrator):
 
     def __init__(self, system, dt, **options):
         super().__init__(system, dt, **options)
-        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not self.alpha >= 0:
+        if not is_number(self.alpha) or not self.alpha >= 0 or not math.isfinite(self.alpha):
             raise ValueError(f"option 'alpha' (Baumgarte rate, 1/s) must be a number >= 0, got {self.alpha!r}")
         self.alpha = float(self.alpha)
         self.rtol = self.check_option("rtol", self.rtol)

@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from mbvi._validate import is_number
 from mbvi.engine.runner import saved_states
 from mbvi.errors import SolverError
 from mbvi.integrators.base import Integrator
@@ -450,11 +451,11 @@ class CSM(LagrangianIntegrator):
 
     def __init__(self, system: Any, dt: float, **options: Any) -> None:
         super().__init__(system, dt, **options)
-        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not self.alpha >= 0:
+        if not is_number(self.alpha) or not self.alpha >= 0 or not math.isfinite(self.alpha):
             raise ValueError(f"option 'alpha' (Baumgarte rate, 1/s) must be a number >= 0, got {self.alpha!r}")
         for key in ("rtol", "atol"):
             val = getattr(self, key)
-            if isinstance(val, bool) or not isinstance(val, (int, float)) or not val > 0:
+            if not is_number(val) or not val > 0 or not math.isfinite(val):
                 raise ValueError(f"option {key!r} must be a positive number, got {val!r}")
         from mbvi.integrators.csm import check_method
 
