@@ -362,7 +362,7 @@ def _engine_cause(system, model, stepper, status: np.ndarray, Qb: np.ndarray, Vb
     """Why a member stopped in the compiled loop (:func:`mbvi.diagnosis.engine_failure`): a SolverError."""
     k, j = int(status[RI.STEP]), int(status[RI.SAVED])
     return engine_failure(system, int(status[RI.STATUS]), Qb[j - 1], Vb[j - 1], t0 + k * stepper.dt, k, stepper.dt,
-                          model.rigid, stepper.name, model.callbacks)  # fmt: skip
+                          model.rigid, stepper.name, model.callbacks, stepper.method())  # fmt: skip
 
 
 def _member(stepper, q: np.ndarray, v: np.ndarray, t0: float, nsteps: int, save_every: int) -> Any:

@@ -16,7 +16,7 @@ import numpy as np
 from mbvi import kinematics
 from mbvi.engine.contract import NonFinite
 from mbvi.engine.fields import ST
-from mbvi.engine.scheme import MAX_REFINE
+from mbvi.engine.scheme import MAX_REFINE, WEIGHT
 from mbvi.errors import LoadError, SolverError
 from mbvi.system import System
 
@@ -96,20 +96,39 @@ def instability(system, name: str, dt: float, t: float, k: int) -> SolverError:
     )
 
 
-def kernel_failure(callbacks, t: float, k: int, start: tuple | None = None) -> SolverError | None:
+def reach(scheme: np.ndarray | None) -> tuple[float, float]:
+    """The times a step of ``scheme`` evaluates its forces at, as fractions of h from its start: (lowest, highest).
+
+    (0, 1) for one stage; a composition's stages run forwards and backwards in time, to their partial sums of
+    the weights: ``yoshida4``'s from −0.35 h to 1.35 h, ``yoshida6``'s from −0.16 h to 1.02 h.
+    """
+    if scheme is None or len(scheme) == 0:
+        return 0.0, 1.0
+    ends = np.cumsum(np.asarray(scheme, dtype=float)[:, WEIGHT])
+    return min(0.0, float(ends.min())), max(1.0, float(ends.max()))
+
+
+def kernel_failure(callbacks, t: float, k: int, start: tuple | None = None,
+                   span: tuple[float, float] = (0.0, 1.0)) -> SolverError | None:  # fmt: skip
     """The error for a step whose load or force law raised (a Python callback of the compiled loop), if one did.
 
     ``start``: ``(q, v, h)``, the failing step's start and size: a compiled kernel, which cannot raise through
     C (it writes NaN), is then called again as Python there (:class:`mbvi.engine.callbacks.CompiledWatch`) and
-    named when it raises or returns non-finite values.
+    named when it raises or returns non-finite values. ``span``: the step's :func:`reach` (the window, in steps
+    from t, in which a failure recorded is this step's).
     """
     slack = 1e-9 * max(1.0, abs(t))
-    end = t + abs(start[2]) + slack if start is not None else math.inf
+    if start is not None:
+        h = abs(start[2])
+        first, end = t + span[0] * h - slack, t + span[1] * h + slack
+    else:
+        first, end = t - slack, math.inf
     for cb in callbacks:
         when = getattr(cb, "time", getattr(cb, "error_time", float("nan")))
         # recorded outside the failing step: at a step that completed (an evaluation for the work alone, whose
-        # failure no step took), or by another member of a batch (kept for that member's own diagnosis)
-        if when < t - slack or when > end:
+        # failure no step took), or by another member of a batch (kept for that member's own diagnosis); a
+        # composition's stages reach before and past the step (its span)
+        if when < first or when > end:
             continue
         if cb.error is not None:
             exc = cb.error
@@ -118,7 +137,8 @@ def kernel_failure(callbacks, t: float, k: int, start: tuple | None = None) -> S
                 raise exc
             # the loads check and name their element themselves (a ValueError); anything else is named here
             if isinstance(exc, ValueError):  # the loads check what they return and name their element
-                return LoadError(exc.reason if isinstance(exc, SolverError) else str(exc), time=t, step=k)
+                return LoadError(exc.reason if isinstance(exc, SolverError) else str(exc), time=t, step=k,
+                                 culprit=cb.name)  # fmt: skip
             if isinstance(exc, NonFinite):  # NaN or inf from a law called as Python, at a finite state
                 return LoadError(f"{cb.name}: {exc}", time=t, step=k, culprit=cb.name)
             return LoadError(f"{cb.name}: its {cb.role} raised {type(exc).__name__}: {exc}", time=t, step=k,
@@ -134,13 +154,14 @@ def kernel_failure(callbacks, t: float, k: int, start: tuple | None = None) -> S
 
 
 def engine_failure(system, status: int, q: np.ndarray, v: np.ndarray, t: float, k: int, h: float, lie: bool,
-                   name: str, callbacks=()) -> SolverError:  # fmt: skip
+                   name: str, callbacks=(), scheme: np.ndarray | None = None) -> SolverError:  # fmt: skip
     """The :class:`mbvi.SolverError` for a compiled step that ended with ``status`` (:data:`mbvi.engine.fields.ST`).
 
     ``lie``: the system's rigid bodies step on their Lie group, whose failing step was already retried in up to
-    :data:`mbvi.engine.scheme.MAX_REFINE` substeps.
+    :data:`mbvi.engine.scheme.MAX_REFINE` substeps. ``scheme``: the step's (its stages' times bound the window in
+    which a load's failure is this step's, :func:`reach`).
     """
-    err = kernel_failure(callbacks, t, k, (q, v, h))
+    err = kernel_failure(callbacks, t, k, (q, v, h), reach(scheme))
     if err is not None:
         return err
     if status == ST.NONFINITE:

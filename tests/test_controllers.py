@@ -201,6 +201,24 @@ def test_a_failing_controller_stops_the_run_naming_the_element_time_and_message(
     partial = err.trajectory
     assert partial is not None and partial.t[-1] == pytest.approx(0.25, abs=1.5e-3)
     assert np.isfinite(partial.q).all() and len(partial.t) >= 249
+    assert err.culprit == "ExternalTorque 'pd'"  # (None when the load's own check named it in the message only)
+
+
+@pytest.mark.parametrize("integrator", ["yoshida4", "forest_ruth", "yoshida6"])
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+def test_a_failing_controller_is_named_under_a_composition_whose_stages_reach_past_the_step(
+    integrator: str, compiled: bool
+) -> None:
+    """yoshida4's stages run to 1.35 h past a step's start, yoshida6's to 1.02 h: the load's failure was taken for
+    another step's and the run blamed stiff damping ("the implicit drift does not converge") or SHAKE, after
+    re-running the scene at ever smaller steps."""
+    with pytest.raises(mbvi.SolverError, match=EXPECTED["raises"]) as info:
+        mbvi.simulate(_arm(_failing("raises", compiled)), 1.0, 1e-3, integrator)
+    assert isinstance(info.value, ValueError) and info.value.culprit == "ExternalTorque 'pd'"
+    assert info.value.time == pytest.approx(0.25, abs=1.5e-3)
+    sim = mbvi.Simulator(_arm(_failing("raises", compiled)), dt=1e-3, integrator=integrator)
+    with pytest.raises(mbvi.SolverError, match=EXPECTED["raises"]):
+        sim.step(1000)
 
 
 def test_a_load_of_time_only_compiles_and_a_callable_object_is_called_back() -> None:

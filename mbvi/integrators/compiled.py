@@ -186,7 +186,7 @@ class Drive:
                 self._numpy_burst(stop, kstart)
             elif status != ST.DONE:
                 err = engine_failure(system, status, rs.q, rs.v, t0 + self.k * h, self.k, h, self.model.rigid,
-                                     integrator.name, self.model.callbacks)  # fmt: skip
+                                     integrator.name, self.model.callbacks, self.scheme)  # fmt: skip
                 err.partial = self.partial()
                 raise err
             if callback is not None:
