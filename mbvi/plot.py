@@ -62,6 +62,13 @@ def _axes(ax: Axes | None, figsize: tuple[float, float] = (6.4, 4.0)) -> tuple[F
     return fig, new_ax
 
 
+def _with_states(traj: Any, who: str) -> None:
+    """ValueError naming ``who`` for a trajectory with no states (a head(0), a run that failed at once): there is
+    nothing to draw (an IndexError from inside the plot said so)."""
+    if len(np.asarray(traj.t)) == 0:
+        raise ValueError(f"{who}: the trajectory has no states to plot")
+
+
 def _positive(values: NDArray[np.float64]) -> NDArray[np.float64]:
     """Values with non-positive entries replaced by NaN (gaps on a log axis)."""
     out = np.asarray(values, dtype=float).copy()
@@ -167,6 +174,7 @@ def energy(traj: Any, ax: Axes | None = None) -> Figure:
     matplotlib.figure.Figure
         Three lines labelled ``kinetic``, ``potential`` and ``total``, J.
     """
+    _with_states(traj, "energy")
     fig, ax = _axes(ax)
     t = np.asarray(traj.t)
     ax.plot(t, traj.kinetic, label="kinetic", lw=1.2)
@@ -205,6 +213,7 @@ def energy_error(traj: Any, ax: Axes | None = None) -> Figure:
     -------
     matplotlib.figure.Figure
     """
+    _with_states(traj, "energy_error")
     fig, ax = _axes(ax)
     err = _relative_energy_error(traj)
     balance = _work(traj) is not None  # forces did work W: the error is that of the balance E − E₀ − W
@@ -243,6 +252,7 @@ def momentum(traj: Any, ax: Axes | None = None, *, angular: bool = False) -> Fig
             "momentum(angular=True): a LagrangianSystem's run has no angular momentum (its coordinates are its "
             "own); momentum(traj) draws its generalized momentum ∂L/∂v"
         )
+    _with_states(traj, "momentum")
     fig, ax = _axes(ax)
     values = np.asarray(traj.angular_momentum if angular else traj.momentum, dtype=float)
     generalized = bool(traj.coordinate_names) and not angular
@@ -275,6 +285,7 @@ def constraint_error(traj: Any, ax: Axes | None = None) -> Figure:
     -------
     matplotlib.figure.Figure
     """
+    _with_states(traj, "constraint_error")
     fig, ax = _axes(ax)
     err = np.asarray(traj.constraint_error, dtype=float)
     t = np.asarray(traj.t)
@@ -415,6 +426,7 @@ def phase_portrait(
     >>> mbvi.plot.phase_portrait(traj, "hinge0")  # a revolute joint: rad, rad/s  # doctest: +SKIP
     >>> mbvi.plot.phase_portrait(traj, "slider")  # a prismatic joint: m, m/s  # doctest: +SKIP
     """
+    _with_states(traj, "phase_portrait")
     x, v, name, known = _phase_data(traj, coordinate, component)
     unit = known if unit is None else unit
     fig, ax = _axes(ax, figsize=(4.8, 4.0))
@@ -467,6 +479,8 @@ def compare(
         raise ValueError(f"unknown quantity {quantity!r}; choose one of {', '.join(QUANTITIES)}")
     if not trajs:
         raise ValueError("compare() needs at least one trajectory")
+    for label, traj in trajs.items():
+        _with_states(traj, f"compare: {label!r}")
     func, ylabel, log = QUANTITIES[quantity]
     generalized = any(bool(getattr(tr, "coordinate_names", None)) for tr in trajs.values())
     if generalized and quantity.startswith("angular_momentum"):
@@ -514,6 +528,7 @@ def summary(traj: Any, path: str | os.PathLike[str] | None = None, *, dpi: int =
     -------
     matplotlib.figure.Figure
     """
+    _with_states(traj, "summary")
     fig = Figure(figsize=(10.0, 7.0), layout="constrained")
     axes = fig.subplots(2, 2)
     energy(traj, axes[0, 0])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 import os
 from typing import Any
 
@@ -197,8 +198,13 @@ class Trajectory:
         return f"Trajectory({len(self.t)} frames, {span}, {len(self._bodies)} bodies)"
 
     def frame(self, i: int) -> Trajectory:
-        """A one-frame trajectory holding frame ``i``."""
-        return self._sliced(slice(i, i + 1) if i != -1 else slice(-1, None))
+        """A one-frame trajectory holding frame ``i`` (negative: from the end); IndexError when there is none."""
+        n = len(self.t)
+        k = operator.index(i)
+        if not -n <= k < n:
+            raise IndexError(f"frame {i} out of range for a trajectory of {n} states")
+        k %= n
+        return self._sliced(slice(k, k + 1))
 
     def head(self, count: int) -> Trajectory:
         """The trajectory of the first ``count`` frames (e.g. a failed run's states up to its failure)."""
@@ -206,7 +212,7 @@ class Trajectory:
 
     def _sliced(self, sl: slice) -> Trajectory:
         kw = {k: getattr(self, k)[sl] for k in _ARRAYS if k not in ("t", "q", "v")}
-        return Trajectory(
+        out = Trajectory(
             self.t[sl],
             self.q[sl],
             self.v[sl],
@@ -216,6 +222,10 @@ class Trajectory:
             work=None if self.work is None else self.work[sl],
             **kw,
         )
+        start = sl.indices(len(self.t))[0]
+        if (start or hasattr(self, "_turns_from")) and len(out.t):  # its joints' turns count on from this run's
+            out._turns_from = (self, start)  # at its first state (joint_angle), a part of a part as the part does
+        return out
 
     # -- generalized coordinates (LagrangianSystem runs) ---------------------------------------------
     @property
@@ -290,6 +300,11 @@ class Trajectory:
         joint = self._joint(name, "revolute")
         angle, miss = kin.unwrap_by_rates(kin.joint_angle(self.q, *joint), kin.joint_rate(self.q, self.v, *joint),
                                           self.t)  # fmt: skip
+        origin = getattr(self, "_turns_from", None)
+        if origin is not None:  # a part of a run (frame, head of a slice): the turns the run had made by its start
+            run, start = origin
+            before = float(run.joint_angle(name)[start])
+            angle = angle + 2.0 * np.pi * np.round((before - angle[0]) / (2.0 * np.pi))
         doubt = np.flatnonzero(miss > 0.5 * np.pi)
         if doubt.size:
             import warnings

@@ -1,0 +1,55 @@
+"""Parts of a trajectory (``frame``, ``head``) are parts of the run: the frame asked for or an error, the joints'
+turns counted as the whole run counts them, and plots of nothing refused by name."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+import numpy as np
+import pytest
+
+import mbvi
+
+matplotlib.use("Agg")
+
+
+@pytest.fixture(scope="module")
+def wheel() -> mbvi.Trajectory:
+    """A wheel spinning at 5 rad/s about its axle, free of gravity: its angle is 5 t (1.6 turns in 2 s)."""
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.RigidBody("wheel", mass=1.0, inertia=(0.45, 0.25, 0.25), angular_velocity=(5.0, 0.0, 0.0)))
+    scene.add(mbvi.Revolute("world", "wheel", anchor=(0, 0, 0), axis=(1, 0, 0), name="axle"))
+    return mbvi.simulate(scene, t_end=2.0, dt=1e-3)
+
+
+def test_a_frame_is_the_one_asked_for_or_an_error(wheel: mbvi.Trajectory) -> None:
+    """frame(5000) of 2001 states was an empty trajectory, and the error came later, elsewhere."""
+    n = len(wheel.t)
+    for i in (0, 7, n - 1, -1, -n):
+        np.testing.assert_array_equal(wheel.frame(i).q[0], wheel.q[i])
+        assert wheel.frame(i).t[0] == wheel.t[i]
+    for i in (n, 5000, -n - 1):
+        with pytest.raises(IndexError, match=f"frame {i} out of range for a trajectory of {n} states"):
+            wheel.frame(i)
+
+
+@pytest.mark.parametrize("k", [1, 700, 1800, 2000])
+def test_a_part_of_a_run_counts_its_joints_turns_as_the_run_does(wheel: mbvi.Trajectory, k: int) -> None:
+    """At t = 1.8 s the axle has turned 9 rad; frame(1800) said 2.717 (9 − 2π: a state alone knows no turns)."""
+    whole = wheel.joint_angle("axle")
+    np.testing.assert_allclose(whole, 5.0 * wheel.t, rtol=0, atol=2e-4)  # (the Cayley step's phase error)
+    assert wheel.frame(k).joint_angle("axle")[0] == pytest.approx(whole[k], abs=1e-12)
+    later = wheel._sliced(slice(k, None))  # a part from k on (what a frame is, longer)
+    np.testing.assert_allclose(later.joint_angle("axle"), whole[k:], rtol=0, atol=1e-12)
+    assert wheel.frame(k).frame(0).joint_angle("axle")[0] == pytest.approx(whole[k], abs=1e-12)
+    assert 5.0 * wheel.t[k] > math.pi or k < 700  # (a part past half a turn: the case that failed)
+
+
+@pytest.mark.parametrize("plot", ["energy", "energy_error", "momentum", "constraint_error", "summary"])
+def test_a_plot_of_a_trajectory_with_no_states_is_refused_by_name(wheel: mbvi.Trajectory, plot: str) -> None:
+    """plot.energy_error(traj.head(0)) raised IndexError('index 0 is out of bounds for axis 0 with size 0')."""
+    with pytest.raises(ValueError, match=f"{plot}: the trajectory has no states to plot"):
+        getattr(mbvi.plot, plot)(wheel.head(0))
+    with pytest.raises(ValueError, match="compare: 'empty': the trajectory has no states to plot"):
+        mbvi.plot.compare({"run": wheel, "empty": wheel.head(0)})
