@@ -541,7 +541,9 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, t, h, c0, c1, lam, tol, m
             s2 = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, K.opaque(False), tol, maxiter)
             if s2 == ST.NEEDS_NUMPY:
                 return s2
-            if s2 != ST.DONE:
+            if s2 != ST.DONE:  # at the first iterate (u½ = u₀) SHAKE itself fails, as it would with no such
+                if it == 0:  # force; later, the fixed point may have run away before SHAKE could follow
+                    return s2
                 break
             # the force acts at the step's mean velocity: unew ← u_m
             outcome, prev = K.settle(bufs[LB.UM], unew, floor, it, prev)

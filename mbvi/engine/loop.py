@@ -206,7 +206,9 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
             s2 = _shake(I, F, WI, WS, cur, cur, q, vfree, h, lam, K.opaque(False), tol, maxiter, q1, vnew)
             if s2 == ST.NEEDS_NUMPY:
                 return s2
-            if s2 != ST.DONE:
+            if s2 != ST.DONE:  # at the first iterate (v½ = v₀) SHAKE itself fails, as it would with no such
+                if it == 0:  # force; later, the fixed point may have run away before SHAKE could follow
+                    return s2
                 break
             outcome, prev = K.settle(vnew, vh, floor, it, prev)  # vh ← vnew
             if outcome == K.SETTLED:

@@ -256,6 +256,8 @@ class ShakeRattle(Compiled):
                     tol=self.tol,
                 )  # fmt: skip
             except SolverError:
+                if it == 0:  # at the first iterate (v½ = v₀) SHAKE itself fails, as it would with no such force
+                    raise
                 break  # the fixed point ran away before SHAKE could follow
             delta = float(np.max(np.abs(vnew - vh)))
             vh = vnew
