@@ -81,8 +81,9 @@ def simulate_batch(
     list of Trajectory
         One per member, equal bit for bit to ``mbvi.simulate(scene, ..., initial_state=s)`` for that
         member (the same loop runs both from the same state; lockstep chunks take the states as given
-        too). Like ``simulate``, a run whose ``t_end − t0`` is not a whole number of steps ends at
-        ``t_end`` with one shorter step, and each member's energy is judged as ``simulate`` judges it.
+        too), its ``work`` and ``info["energy_error"]`` included. Like ``simulate``, a run whose
+        ``t_end − t0`` is not a whole number of steps ends at ``t_end`` with one shorter step, and each
+        member's energy balance is judged as ``simulate`` judges it.
 
     Raises
     ------
@@ -159,15 +160,15 @@ def _members(scene, system, cls, stepper, initial_states, t0: float, nsteps: int
         cb.reset()
     scheme = stepper.method()
     if lockstep.eligible(int(model.IL[LT.NB]), scheme):  # particles under the RATTLE family: chunks in lockstep
-        t, Qs, Vs, _, status = run_batch(
+        t, Qs, Vs, W, status = run_batch(
             model, scheme, Q, V, t0=float(t0), h=stepper.dt, nsteps=nsteps, save_every=save_every,
             tol=stepper.tol, maxiter=stepper.maxiter, length_scale=float(system.length_scale),
             max_turn=float(stepper.max_turn), project=False,  # the states are on the joints already, as simulate's
         )  # fmt: skip
     else:
-        t, Qs, Vs, status = _engine_members(model, stepper, Q, V, float(t0), nsteps, save_every)
-    with np.errstate(over="ignore", invalid="ignore"):
-        trajs = Trajectory.many_from_states(system, t, Qs, Vs, status[:, RI.SAVED], scene=scene, info=info)
+        t, Qs, Vs, W, status = _engine_members(model, stepper, Q, V, float(t0), nsteps, save_every)
+    with np.errstate(over="ignore", invalid="ignore"):  # (each member's work as its run alone measures it)
+        trajs = Trajectory.many_from_states(system, t, Qs, Vs, status[:, RI.SAVED], scene=scene, info=info, work=W)
     stopped: dict[int, Any] = {b: None for b in range(len(Q)) if status[b, RI.STATUS] not in (ST.DONE, ST.NEEDS_NUMPY)}
     if stopped:  # the first one diagnosed now, before a run below resets the loads' record of an error
         b = min(stopped)
@@ -189,10 +190,12 @@ def _ending_at(scene, system, cls, stepper, initial_states, t0: float, nsteps: i
     if nsteps > 1:
         heads = _members(scene, system, cls, stepper, initial_states, t0, nsteps - 1, save_every, options)
         starts = [(h.t, h.q, h.v) for h in heads]
+        works = [h.work for h in heads]
         keep = slice(None) if (nsteps - 1) % save_every == 0 else slice(None, -1)  # as simulate: on the grid only
     else:
         Q, V = _on_the_joints(system, *stack_states(initial_states, system.nq))
         starts = [(np.array([t0]), Q[b][None], V[b][None]) for b in range(len(Q))]
+        works = [np.zeros(1) for _ in starts]
         keep = slice(None)
     tail = cls(system, last, **options)
     trajs: list[Trajectory] = []
@@ -204,9 +207,12 @@ def _ending_at(scene, system, cls, stepper, initial_states, t0: float, nsteps: i
             raise member_failure(exc.located(exc.time, nsteps - 1), [b], len(starts), trajs + rest) from exc
         info = run_info(cls, dt, options, batch=len(starts))
         info["last_dt"] = last
+        head_work, work = works[b], None
+        if head_work is not None and end.work is not None and len(end.work) == len(end.t):  # as simulate joins them
+            work = np.concatenate([head_work[keep], head_work[-1] + end.work[1:] - end.work[0]])
         with np.errstate(over="ignore", invalid="ignore"):
             whole = [np.concatenate([a[keep], e[1:]]) for a, e in ((t, end.t), (q, end.q), (v, end.v))]
-            trajs.append(Trajectory.from_states(system, *whole, scene=scene, info=info))
+            trajs.append(Trajectory.from_states(system, *whole, scene=scene, info=info, work=work))
     _judge_energy(trajs, stepper, system)
     return trajs
 
@@ -218,7 +224,7 @@ def _judge_energy(trajs: list[Trajectory], stepper, system) -> None:
     from mbvi.simulate import _check_energy_balance, _warn_energy_error
 
     def judge(traj: Trajectory) -> None:
-        _check_energy_balance(traj, stepper, system)  # (a batch measures no work: traj.work is None)
+        _check_energy_balance(traj, stepper, system)  # (W: the member's work, as its run alone measures it)
         _warn_energy_error(traj, stepper, system)
 
     judge_members(trajs, judge, _energy_suspects(trajs, system))
@@ -231,8 +237,8 @@ def _energy_suspects(trajs: list[Trajectory], system) -> list[int]:
     A member passes when its energy is finite and max |E − E₀| is within a tenth of the least scale either test
     uses (the energy in motion, the larger of max T and the swing of U; the energy scale): below the
     smallest threshold of both (:data:`mbvi.runs.WARN_ENERGY` = 0.1, :data:`mbvi.runs.BLOW_UP` = 1e3).
-    With the work of non-conservative forces unknown here, the balance E − E₀ − W is not judged (as
-    ``simulate`` does not without it), and a rise of E is.
+    With the work W of non-conservative forces the balance E − E₀ − W is; with such forces and W unknown (a
+    plugin's step measures none), a rise of E is (as ``simulate`` judges a run without it).
     """
     sizes = {len(traj.t) for traj in trajs}
     if len(sizes) != 1 or sizes == {0}:
@@ -240,12 +246,19 @@ def _energy_suspects(trajs: list[Trajectory], system) -> list[int]:
     E = np.stack([traj.energy for traj in trajs])
     T = np.stack([traj.kinetic for traj in trajs])
     U = np.stack([traj.potential for traj in trajs])
+    measured = all(traj.work is not None and len(traj.work) == len(traj.t) for traj in trajs)
     with np.errstate(all="ignore"):
         finite = np.all(np.isfinite(E), axis=1)
         change = E - E[:, :1]
-        drift = np.max(change, axis=1) if system.has_forces else np.max(np.abs(change), axis=1)
+        if measured:
+            change = change - np.stack([traj.work for traj in trajs])
+        drift = np.max(change, axis=1) if system.has_forces and not measured else np.max(np.abs(change), axis=1)
         energy_scale, motion = energy_scales(T, U, system)
         calm = finite & (drift <= 0.1 * np.minimum(motion, energy_scale))
+        error = np.max(np.abs(change), axis=1) / motion  # simulate.energy_error's figure, for every member at once
+    if E.shape[1] >= 2 and (measured or not system.has_forces):
+        for b in np.flatnonzero(calm):  # (the others get theirs from the exact judgement)
+            trajs[b].info["energy_error"] = float(error[b])
     return [int(b) for b in np.flatnonzero(~calm)]
 
 
@@ -318,7 +331,7 @@ def _off_the_joints(system, Q: np.ndarray, V: np.ndarray) -> np.ndarray:
 
 def _engine_members(
     model, stepper, Q0: np.ndarray, V0: np.ndarray, t0: float, nsteps: int, save_every: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every member through the compiled loop :func:`mbvi.simulate` runs for it, member by member on every core.
 
     The loop starts from each member's state as given (already on the joints, as :func:`mbvi.simulate` takes
@@ -329,6 +342,8 @@ def _engine_members(
     -------
     t : ndarray, (nsave,)
     Q, V : ndarray, (B, nsave, nq)
+    work : ndarray, (B, nsave)
+        The work of the non-conservative forces at each saved state, J.
     status : ndarray of int, (B, RI.count)
         Per member: status, step reached, states saved, counters (:data:`mbvi.engine.fields.RI`).
     """
@@ -355,7 +370,7 @@ def _engine_members(
         with ThreadPoolExecutor(nthreads) as pool:
             for f in [pool.submit(member, b) for b in range(B)]:
                 f.result()
-    return t0 + saved_steps(ns, nsteps, save_every) * stepper.dt, Q, V, status
+    return t0 + saved_steps(ns, nsteps, save_every) * stepper.dt, Q, V, Wk[:, :ns], status
 
 
 def _engine_cause(system, model, stepper, status: np.ndarray, Qb: np.ndarray, Vb: np.ndarray, t0: float):
@@ -397,8 +412,10 @@ def _finish(system, scene, info: dict, trajs: list, runs: dict, stopped: dict) -
     causes: dict[int, Any] = dict(stopped)
     for b, run in runs.items():
         part = run.partial if isinstance(run, SolverError) else run
+        work = getattr(part, "work", None)
+        work = work if work is not None and len(work) == len(part.t) else None
         with np.errstate(over="ignore", invalid="ignore"):  # the last states of a blow-up are huge
-            trajs[b] = Trajectory.from_states(system, part.t, part.q, part.v, scene=scene, info=info)
+            trajs[b] = Trajectory.from_states(system, part.t, part.q, part.v, scene=scene, info=info, work=work)
         if isinstance(run, SolverError):
             causes[b] = run
     if not causes:

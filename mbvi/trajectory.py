@@ -140,7 +140,7 @@ class Trajectory:
         )
 
     @classmethod
-    def many_from_states(cls, system, t, Q, V, counts, *, scene=None, info=None) -> list[Trajectory]:
+    def many_from_states(cls, system, t, Q, V, counts, *, scene=None, info=None, work=None) -> list[Trajectory]:
         """One trajectory per member of a batch, derived quantities computed for all members at once.
 
         Parameters
@@ -149,6 +149,8 @@ class Trajectory:
         Q, V : ndarray, shape (B, nsave, nq)
         counts : sequence of int, length B
             How many saved states of each member are valid (a failed member stops early).
+        work : ndarray, shape (B, nsave), optional
+            The work of the non-conservative forces at each saved state, J, as the batch loop measured it.
         """
         Q, V = np.asarray(Q, dtype=float), np.asarray(V, dtype=float)
         kin = system.kinetic(V)
@@ -159,6 +161,8 @@ class Trajectory:
             "angular_momentum": np.asarray(system.angular_momentum(Q, V), dtype=float),
             "constraint_error": np.asarray(system.constraint_error(Q), dtype=float),
         }  # fmt: skip
+        if work is not None:
+            fields["work"] = np.asarray(work, dtype=float)
         # one template, copied per member (the per-member constructor's checks cost ~10 µs a member)
         first = cls(**{k: (a if k == "t" else a[0]) for k, a in fields.items()}, geometry=system.geometry,
                     scene=scene, info=info)  # fmt: skip
