@@ -15,6 +15,7 @@ import pyvista as pv
 from numpy.typing import NDArray
 
 from mbvi._validate import is_number
+from mbvi.render.drawable import drawing_origin
 from mbvi.render.frames import FrameData, TrajectoryLike, animation_indices, nearest_indices
 from mbvi.render.video import VideoWriter, render_parallel
 from mbvi.render.view import SceneView, TrailSpec, check_view_options
@@ -237,7 +238,9 @@ def snapshot(
         For an unknown option.
     ValueError
         If ``path`` has another suffix than ``.png``, ``.jpg`` or ``.jpeg``
-        (checked before anything is drawn), or ``frame`` is not an integer.
+        (checked before anything is drawn), ``frame`` is not an integer, or
+        a drawn position is not finite or too far from the rest to draw (a
+        run that blew up; the message names the body and the time).
 
     Notes
     -----
@@ -355,7 +358,9 @@ def animate(
         If the suffix is not ``.gif``/``.mp4``, ``fps``/``speed`` is not
         positive, or ``traj`` has no bodies to draw (a
         :class:`mbvi.LagrangianSystem`'s run: draw its phase portrait with
-        :func:`snapshot` to a ``.png`` or ``.jpg`` instead).
+        :func:`snapshot` to a ``.png`` or ``.jpg`` instead), or a drawn
+        position is not finite or too far from the rest to draw (a run that
+        blew up; the message names the body and the time).
     TypeError
         For an unknown option.
 
@@ -382,6 +387,7 @@ def animate(
     indices = animation_indices(traj.t, fps, speed)
     data = FrameData.from_trajectory(traj, indices)
     trails = _trail_spec(traj, _trail_names(data, trail), indices, np.arange(len(indices)), trail_length)
+    drawing_origin(data, trails)  # a run that blew up is refused here, not in a worker
     if workers is None:
         workers = min(2, os.cpu_count() or 1) if len(indices) >= _PARALLEL_MIN_FRAMES else 1
     bar = _progress(len(indices), progress, out.name)
@@ -470,9 +476,10 @@ def show(
         When there is no display (headless, outside a notebook): use
         :func:`snapshot` or :func:`animate` instead.
     ValueError
-        If ``frame`` is not an integer, or ``scene_or_traj`` has no bodies
+        If ``frame`` is not an integer, ``scene_or_traj`` has no bodies
         to draw (a :class:`mbvi.LagrangianSystem`'s run: draw its phase
-        portrait with :func:`snapshot` instead).
+        portrait with :func:`snapshot` instead), or a drawn position is not
+        finite or too far from the rest to draw.
     IndexError
         If ``frame`` is out of range.
     """

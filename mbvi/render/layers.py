@@ -5,6 +5,11 @@ frame overwrites the mesh's point (and normal, and scalar) arrays in place —
 no mesh is rebuilt, no actor is added or removed — so the cost of a frame is
 a few vectorized NumPy operations plus the draw call, independent of how many
 bodies share a layer.
+
+Meshes are stored in single precision, as the graphics card draws them. So
+that a scene far from the world's origin keeps its shape, each layer stores
+its points relative to a fixed ``origin`` near the scene and stands its actor
+there (see :mod:`mbvi.render.drawable`); updates take world coordinates.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import pyvista as pv
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from mbvi.render.templates import Template
 from mbvi.render.transforms import instance_normals, instance_points, tube_faces, tube_points
@@ -24,6 +29,16 @@ __all__ = ["BeamTube", "InstancedLayer", "LineLayer"]
 def _set(array: Any, values: NDArray[Any]) -> None:
     """Overwrite a VTK-backed array in place (marks it modified)."""
     array[:] = values
+
+
+def _origin(origin: ArrayLike | None) -> NDArray[np.float64]:
+    return np.zeros(3) if origin is None else np.asarray(origin, dtype=float).reshape(3)
+
+
+def _stand(actor: Any, origin: NDArray[np.float64]) -> None:
+    """Place ``actor`` at ``origin`` (double precision in VTK): its mesh holds coordinates relative to it."""
+    if np.any(origin):
+        actor.position = tuple(float(x) for x in origin)
 
 
 class InstancedLayer:
@@ -41,6 +56,9 @@ class InstancedLayer:
         One RGB colour per instance (else ``color``).
     color : str, optional
         Uniform colour.
+    origin : array_like, shape (3,), optional
+        The point the mesh's coordinates are relative to, m (default: the
+        world's origin).
     **prop
         Passed to :meth:`pyvista.Plotter.add_mesh` (``specular``, ``opacity``…).
     """
@@ -53,10 +71,12 @@ class InstancedLayer:
         *,
         colors: NDArray[np.uint8] | None = None,
         color: str | None = None,
+        origin: ArrayLike | None = None,
         **prop: Any,
     ) -> None:
         self.template = template
         self.count = count
+        self.origin = _origin(origin)
         k = len(template.points)
         points = np.tile(template.points, (count, 1))
         self.mesh = pv.PolyData(points.astype(np.float32), template.tiled_faces(count))
@@ -71,6 +91,7 @@ class InstancedLayer:
             kwargs["color"] = color
         self.actor = plotter.add_mesh(self.mesh, **kwargs)
         self.actor.prop.interpolation = "gouraud"
+        _stand(self.actor, self.origin)
 
     def update(
         self,
@@ -83,7 +104,7 @@ class InstancedLayer:
         Parameters
         ----------
         translation : ndarray, shape (m, 3)
-            Instance origins, m.
+            Instance origins in the world, m.
         rotation : ndarray, shape (m, 3, 3), optional
             Instance rotations (template frame to world).
         scale : ndarray, shape (m, 3), optional
@@ -91,7 +112,8 @@ class InstancedLayer:
         """
         if self.count == 0:
             return
-        _set(self.mesh.points, instance_points(self.template.points, rotation, translation, scale))
+        local = np.asarray(translation, dtype=float) - self.origin
+        _set(self.mesh.points, instance_points(self.template.points, rotation, local, scale))
         if rotation is not None:
             _set(self.mesh.point_data["Normals"], instance_normals(self.template.normals, rotation, scale))
 
@@ -113,6 +135,9 @@ class LineLayer:
         Shade lines as tubes (``render_lines_as_tubes``).
     colors : ndarray of uint8, shape (len(lengths), 3), optional
         One RGB colour per polyline.
+    origin : array_like, shape (3,), optional
+        The point the mesh's coordinates are relative to, m (default: the
+        world's origin).
     **prop
         Passed to :meth:`pyvista.Plotter.add_mesh`.
     """
@@ -126,8 +151,10 @@ class LineLayer:
         width: float,
         tubes: bool = True,
         colors: NDArray[np.uint8] | None = None,
+        origin: ArrayLike | None = None,
         **prop: Any,
     ) -> None:
+        self.origin = _origin(origin)
         total = int(sum(lengths))
         cells: list[NDArray[np.int64]] = []
         start = 0
@@ -149,11 +176,12 @@ class LineLayer:
             **kwargs,
             **prop,
         )
+        _stand(self.actor, self.origin)
 
     def update(self, points: NDArray[np.floating]) -> None:
-        """Set all vertices, shape (total, 3), polyline-major."""
+        """Set all vertices, shape (total, 3), polyline-major, in world coordinates, m."""
         if len(points):
-            _set(self.mesh.points, points)
+            _set(self.mesh.points, np.asarray(points, dtype=float) - self.origin)
 
 
 class BeamTube:
@@ -179,6 +207,9 @@ class BeamTube:
         Colour bar title.
     font_size : int, default: 12
         Colour bar font size, points.
+    origin : array_like, shape (3,), optional
+        The point the mesh's coordinates are relative to, m (default: the
+        world's origin).
     """
 
     def __init__(
@@ -193,7 +224,9 @@ class BeamTube:
         scalar_bar: bool = False,
         title: str = "strain",
         font_size: int = 12,
+        origin: ArrayLike | None = None,
     ) -> None:
+        self.origin = _origin(origin)
         self.radius = radius
         self.sides = sides
         points = np.zeros((nodes * sides, 3), dtype=np.float32)
@@ -225,10 +258,11 @@ class BeamTube:
             specular=0.2,
         )
         self.actor.prop.interpolation = "gouraud"
+        _stand(self.actor, self.origin)
 
     def update(self, nodes: NDArray[np.floating], strain: NDArray[np.floating]) -> None:
-        """Move the tube onto ``nodes`` (k, 3) and colour it by node ``strain`` (k,)."""
-        pts, normals = tube_points(nodes, self.radius, self.sides)
+        """Move the tube onto ``nodes`` (k, 3), world coordinates in m, and colour it by node ``strain`` (k,)."""
+        pts, normals = tube_points(np.asarray(nodes, dtype=float) - self.origin, self.radius, self.sides)
         _set(self.mesh.points, pts)
         _set(self.mesh.point_data["Normals"], normals)
         _set(self.mesh.point_data["strain"], np.repeat(strain, self.sides))

@@ -1,8 +1,12 @@
 """Colours and sizes of rendered elements.
 
 Sizes derive from the scene: a size unit is a fraction of the scene's
-``length_scale``, capped by the typical spacing of linked bodies so that a
-100-link chain does not turn into a row of overlapping balls.
+length scale — its bodies' spread, or the extent of their motion when that is
+larger (a quarter of it in a scene with links), so that a ball thrown 80 m is
+drawn for its flight — capped by the typical spacing of linked bodies so that
+a 100-link chain does not turn into a row of overlapping balls. In a scene of
+free rigid bodies alone the unit only sets the margins around them, and comes
+from their size.
 """
 
 from __future__ import annotations
@@ -10,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from mbvi.render.frames import FrameData
 
-__all__ = ["PALETTE", "Sizes", "Style", "palette_rgb"]
+__all__ = ["LINKED_MOTION_SHARE", "PALETTE", "RIGID_SHARE", "Sizes", "Style", "palette_rgb"]
 
 #: Body colours (Tableau 10, slightly muted), cycled over bodies.
 PALETTE: tuple[str, ...] = (
@@ -29,6 +33,14 @@ PALETTE: tuple[str, ...] = (
     "#9c755f",
     "#bab0ac",
 )
+
+#: in a scene with links, the length scale is at least this share of the motion's extent (a double pendulum's motion
+#: spans up to four times its bodies' initial spread: its spheres keep the size that spread gives them); without
+#: links it is at least the whole extent, as a still cloud of particles' is its spread
+LINKED_MOTION_SHARE = 0.25
+#: in a scene of free rigid bodies alone, the size unit is at least this share of their largest bounding radius (a
+#: lone 1 m cube's unit is 0.06 m, as the scene's 1 m fallback length scale gave it; a 1 mm or 1 km cube's alike)
+RIGID_SHARE = 0.07
 
 
 def palette_rgb(count: int, offset: int = 0) -> NDArray[np.uint8]:
@@ -94,12 +106,56 @@ class Sizes:
     anchor: float
 
     @classmethod
-    def for_frames(cls, data: FrameData, scale: float = 1.0) -> Sizes:
-        """Sizes for a sampled scene, times ``scale``."""
-        unit = 0.06 * data.length_scale
+    def for_frames(
+        cls,
+        data: FrameData,
+        scale: float = 1.0,
+        *,
+        extent: float | None = None,
+        rigid_radii: ArrayLike | None = None,
+    ) -> Sizes:
+        """Sizes for a sampled scene, times ``scale``.
+
+        The size unit is 6 % of the scene's length scale: the larger of
+        ``data.length_scale`` and ``extent`` (:data:`LINKED_MOTION_SHARE`
+        times ``extent`` in a scene with links, whose motion they bound),
+        so that a particle that travels far is drawn for the whole picture
+        the camera frames, not for where it started; at most 22 % of the
+        typical link length, so that linked spheres do not overlap. When
+        only rigid bodies are drawn (no particles, links or beams) the unit
+        sizes nothing and only sets the margins around the bodies: it is 6 %
+        of ``extent``, or :data:`RIGID_SHARE` times their largest bounding
+        radius when that is more, so that a lone body fills the picture
+        alike whatever its size (its length scale is a 1 m fallback).
+
+        Parameters
+        ----------
+        data : FrameData
+            The sampled scene.
+        scale : float, default: 1
+            Multiplies every size.
+        extent : float, optional
+            Largest side of the box around every drawn point over the frames,
+            trails included, m. Default: that of ``data.all_points()``.
+        rigid_radii : array_like, shape (r,), optional
+            Bounding radii of the drawn rigid bodies' shapes, m (none known:
+            the unit of a rigid-only scene follows its length scale).
+
+        Returns
+        -------
+        Sizes
+        """
+        if extent is None:
+            pts = data.all_points()
+            extent = float(np.max(np.ptp(pts, axis=0))) if len(pts) else 0.0
+        share = LINKED_MOTION_SHARE if _linked(data) else 1.0
+        unit = 0.06 * max(data.length_scale, share * extent)
         link = data.typical_link_length()
         if link is not None:
             unit = min(unit, 0.22 * link)
+        radii = np.asarray([] if rigid_radii is None else rigid_radii, dtype=float)
+        if len(radii) and np.max(radii) > 0 and data.rigid and not (data.particles or _linked(data)):
+            unit = max(0.06 * extent, RIGID_SHARE * float(np.max(radii)))
         unit *= scale
         return cls(
             unit=unit,
@@ -117,3 +173,8 @@ class Sizes:
             return np.zeros(0)
         mean = float(np.mean(mass)) or 1.0
         return self.unit * np.clip((mass / mean) ** (1.0 / 3.0), 0.5, 2.0)
+
+
+def _linked(data: FrameData) -> bool:
+    """Whether ``data`` has links (rods, springs, dampers, joints) or beams, which bound its bodies' motion."""
+    return bool(any(len(seg) for seg in data.segments.values()) or data.joints or len(data.world_anchors) or data.beams)

@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from mbvi._validate import is_number
 from mbvi.geometry import BodyGeometry
 from mbvi.render import templates
+from mbvi.render.drawable import drawing_origin
 from mbvi.render.frames import FrameData
 from mbvi.render.layers import BeamTube, InstancedLayer, LineLayer
 from mbvi.render.style import PALETTE, Sizes, Style, palette_rgb
@@ -118,6 +119,21 @@ class SceneView:
         scene moves most, slightly rotated, gravity pointing down.
     zoom : float, default: 1.0
         Camera zoom after fitting the scene (> 1 magnifies).
+
+    Raises
+    ------
+    ValueError
+        For an option out of range, or a scene no picture can show: a drawn
+        position that is not finite, or farther from the scene's centre than
+        :data:`mbvi.render.drawable.MAX_REACH` (a run that blew up).
+
+    Notes
+    -----
+    The meshes hold coordinates relative to :attr:`origin`, the centre of
+    everything drawn over all frames, and their actors stand there, so that
+    a scene far from the world's origin keeps its shape in single precision;
+    the camera, the actors' bounds and anything else added to the plotter
+    stay in world coordinates.
     """
 
     def __init__(
@@ -142,8 +158,13 @@ class SceneView:
         self.plotter = plotter
         self.data = data
         self.style = style or Style()
-        self.sizes = Sizes.for_frames(data, scale)
         self.trails = trails
+        #: the point the meshes' coordinates are relative to, m (world coordinates, shape (3,))
+        self.origin = drawing_origin(data, trails)
+        self._templates = {_shape_key(b): _shape_template(b) for b in data.rigid}
+        radii = [np.linalg.norm(t.points, axis=1).max() for t in self._templates.values() if t is not None]
+        motion = self._motion_points()
+        self.sizes = Sizes.for_frames(data, scale, extent=float(np.max(np.ptp(motion, axis=0))), rigid_radii=radii)
         self._updaters: list[Any] = []
         self._time_actor: Any = None
         self._time_fmt = _time_format(data.times)
@@ -222,7 +243,9 @@ class SceneView:
         if d.particles:
             radii = s.particle_radii(d.particle_mass)
             res = 20 if len(d.particles) <= 30 else 12
-            spheres = InstancedLayer(self.plotter, templates.sphere(1.0, res), len(d.particles), colors=pcol)
+            spheres = InstancedLayer(
+                self.plotter, templates.sphere(1.0, res), len(d.particles), colors=pcol, origin=self.origin
+            )
             scale = np.repeat(radii[:, None], 3, axis=1)
             self._updaters.append(lambda f: spheres.update(d.particle_pos[f], scale=scale))
         groups: dict[str, list[int]] = {}
@@ -231,28 +254,18 @@ class SceneView:
         for key, members in groups.items():
             tmpl = self._rigid_template(d.rigid[members[0]])
             idx = np.asarray(members)
-            layer = InstancedLayer(self.plotter, tmpl, len(members), colors=rcol[idx])
+            layer = InstancedLayer(self.plotter, tmpl, len(members), colors=rcol[idx], origin=self.origin)
             self._updaters.append(
                 lambda f, layer=layer, idx=idx: layer.update(d.rigid_pos[f, idx], rotation=d.rigid_rot[f, idx])
             )
             del key
 
     def _rigid_template(self, body: BodyGeometry) -> templates.Template:
-        if body.shape:
-            return templates.body_shape(dict(body.shape))
-        # No shape: the box with the same mass and inertia, when the geometry says it.
-        inertia = body.inertia
-        mass = body.mass
-        if inertia is not None and mass > 0:
-            moments = np.asarray(inertia, dtype=float)
-            axes = body.axes_matrix
-            if moments.ndim == 2:
-                moments, axes = np.linalg.eigh(0.5 * (moments + moments.T))
-            ext = np.sqrt(np.clip(6.0 / mass * (moments.sum() - 2.0 * moments), 0.0, None))
-            if np.all(ext > 0):
-                box = templates.box(tuple(ext))  # type: ignore[arg-type]
-                return templates.Template(box.points @ axes.T, box.normals @ axes.T, box.faces, box.n_faces)
-        return templates.box((2 * self.sizes.unit,) * 3)
+        """The mesh of ``body`` (built once per shape); a cube of two size units when nothing says its size."""
+        key = _shape_key(body)
+        if key not in self._templates:
+            self._templates[key] = _shape_template(body)
+        return self._templates[key] or templates.box((2 * self.sizes.unit,) * 3)
 
     def _add_segments(self) -> None:
         d, s, st = self.data, self.sizes, self.style
@@ -263,7 +276,7 @@ class SceneView:
             seg = d.segments[kind]
             if not len(seg):
                 continue
-            layer = InstancedLayer(self.plotter, tmpl, len(seg), color=color)
+            layer = InstancedLayer(self.plotter, tmpl, len(seg), color=color, origin=self.origin)
 
             def update(f: int, layer: InstancedLayer = layer, seg: Any = seg) -> None:
                 rot, length = segment_frames(seg.start[f], seg.end[f])
@@ -276,7 +289,7 @@ class SceneView:
             seg = d.segments[kind]
             if not len(seg):
                 continue
-            lines = LineLayer(self.plotter, [2] * len(seg), color=color, width=width)
+            lines = LineLayer(self.plotter, [2] * len(seg), color=color, width=width, origin=self.origin)
             self._updaters.append(
                 lambda f, lines=lines, seg=seg: lines.update(
                     np.stack([seg.start[f], seg.end[f]], axis=1).reshape(-1, 3)
@@ -292,7 +305,9 @@ class SceneView:
             "fixed": templates.box((1.3 * j,) * 3),
         }
         for marker in self.data.joints:
-            layer = InstancedLayer(self.plotter, shapes[marker.kind], marker.position.shape[1], color=self.style.joint)
+            layer = InstancedLayer(
+                self.plotter, shapes[marker.kind], marker.position.shape[1], color=self.style.joint, origin=self.origin
+            )
 
             def update(f: int, layer: InstancedLayer = layer, marker: Any = marker) -> None:
                 rot, _ = segment_frames(np.zeros(3), marker.axis[f])
@@ -304,7 +319,8 @@ class SceneView:
         pts = self.data.world_anchors
         if not len(pts):
             return
-        layer = InstancedLayer(self.plotter, templates.box((self.sizes.anchor,) * 3), len(pts), color=self.style.anchor)
+        anchor = templates.box((self.sizes.anchor,) * 3)
+        layer = InstancedLayer(self.plotter, anchor, len(pts), color=self.style.anchor, origin=self.origin)
         layer.update(pts)
 
     def _add_beams(self, scalar_bar: bool | None) -> None:
@@ -326,6 +342,7 @@ class SceneView:
                 cmap=self.style.strain_cmap,
                 scalar_bar=show_bar and i == 0,
                 font_size=max(7, round(self.plotter.window_size[1] / 45)),
+                origin=self.origin,
             )
             self._updaters.append(lambda f, tube=tube, beam=beam: tube.update(beam.nodes[f], beam.node_strain(f)))
 
@@ -338,7 +355,7 @@ class SceneView:
         allcol = np.concatenate([pcol, rcol]) if len(names) else np.zeros((0, 3), np.uint8)
         lookup = {n: allcol[i] for i, n in enumerate(names)}
         colors = np.asarray([lookup.get(n, palette_rgb(1)[0]) for n in tr.names], dtype=np.uint8)
-        lines = LineLayer(self.plotter, [samples] * count, color="black", width=2.5, colors=colors)
+        lines = LineLayer(self.plotter, [samples] * count, color="black", width=2.5, colors=colors, origin=self.origin)
         pts = np.transpose(tr.points, (1, 0, 2))  # (b, samples, 3)
 
         def update(f: int) -> None:
@@ -421,11 +438,17 @@ class SceneView:
         # A little below the lowest point, so that nothing seems to rest on the ground.
         height = float(heights.min() - 0.08 * (heights.max() - heights.min()))
         size = 1.25 * float(np.max(hi - lo))
-        origin = centre + (height - centre @ up) * up
-        plane = pv.Plane(center=origin, direction=up, i_size=size, j_size=size, i_resolution=12, j_resolution=12)
+        middle = centre + (height - centre @ up) * up
+        plane = pv.Plane(
+            center=middle - self.origin, direction=up, i_size=size, j_size=size, i_resolution=12, j_resolution=12
+        )  # relative to the scene's origin, as the layers (single precision far from the world's origin)
+        actors = []
         if kind == "plane":
-            self.plotter.add_mesh(plane, color=self.style.ground, specular=0.0, ambient=0.3)
-        self.plotter.add_mesh(plane.extract_all_edges(), color=self.style.grid, line_width=1.0, lighting=False)
+            actors.append(self.plotter.add_mesh(plane, color=self.style.ground, specular=0.0, ambient=0.3))
+        edges = plane.extract_all_edges()
+        actors.append(self.plotter.add_mesh(edges, color=self.style.grid, line_width=1.0, lighting=False))
+        for actor in actors:
+            actor.position = tuple(float(x) for x in self.origin)
 
     def _place_camera(self, camera: CameraSpec, zoom: float) -> None:
         if camera is not None and not isinstance(camera, str):
@@ -551,6 +574,25 @@ def _main_horizontal_normal(
         return None  # no main direction, or only round-off off the vertical (a pendulum hanging straight)
     base = v[:, small if minor else large]
     return base if base[np.argmax(np.abs(base))] < 0 else -base  # like -e_i for axis-aligned scenes
+
+
+def _shape_template(body: BodyGeometry) -> templates.Template | None:
+    """The mesh of a rigid body's shape, or without one the box of its mass and inertia; None when neither says
+    its size (the view then draws a cube sized by the scene)."""
+    if body.shape:
+        return templates.body_shape(dict(body.shape))
+    inertia = body.inertia
+    mass = body.mass
+    if inertia is not None and mass > 0:
+        moments = np.asarray(inertia, dtype=float)
+        axes = body.axes_matrix
+        if moments.ndim == 2:
+            moments, axes = np.linalg.eigh(0.5 * (moments + moments.T))
+        ext = np.sqrt(np.clip(6.0 / mass * (moments.sum() - 2.0 * moments), 0.0, None))
+        if np.all(ext > 0):
+            box = templates.box(tuple(ext))  # type: ignore[arg-type]
+            return templates.Template(box.points @ axes.T, box.normals @ axes.T, box.faces, box.n_faces)
+    return None
 
 
 def _shape_key(body: BodyGeometry) -> str:
