@@ -54,7 +54,7 @@ class SolverError(RuntimeError):
         if self.time is not None and self.step is not None:
             parts.append(f"at t = {self.time:.6g} s (step {self.step})")
         parts.append(self.reason)
-        if self.culprit:
+        if self.culprit and self.culprit not in self.reason:  # (a load's message names it already)
             parts.append(f"culprit: {self.culprit}")
         if self.suggested_dt is not None:
             parts.append(f"try dt <= {self.suggested_dt:.3g}")

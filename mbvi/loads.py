@@ -154,11 +154,11 @@ def call_load(
     try:
         value = func(t) if arity == 1 else func(t, state)
     except Exception as exc:
-        raise LoadError(f"{owner}: {what}({args}) raised {type(exc).__name__}: {exc}") from exc
+        raise LoadError(f"{owner}: {what}({args}) raised {type(exc).__name__}: {exc}", culprit=owner) from exc
     try:
         return load_value(value, owner, what, args)
     except ValueError as exc:  # not a force: the run stops there (a LoadError is a ValueError too)
-        raise LoadError(str(exc)) from None
+        raise LoadError(str(exc), culprit=owner) from None
 
 
 class StateView:

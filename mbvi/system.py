@@ -99,13 +99,15 @@ def _law_call(law: ForceLaw, what: str, method, *args, finite: bool = False):
         raise
     except Exception as exc:
         name = law.name or type(law).__name__
-        raise LoadError(f"force law {name!r}: its {what} raised {type(exc).__name__}: {exc}") from exc
+        raise LoadError(f"force law {name!r}: its {what} raised {type(exc).__name__}: {exc}",
+                        culprit=f"force law {name!r}") from exc  # fmt: skip
     if finite and not np.all(np.isfinite(value)):
         state = [a for a in args if isinstance(a, np.ndarray)]
         # a state of 1e150 and more overflows in any squared length: a blow-up's, not the law's fault
         if all(np.all(np.abs(a) < 1e150) for a in state):
             name = law.name or type(law).__name__
-            raise LoadError(f"force law {name!r}: its {what} returned non-finite values at a finite state")
+            raise LoadError(f"force law {name!r}: its {what} returned non-finite values at a finite state",
+                            culprit=f"force law {name!r}")  # fmt: skip
     return value
 
 

@@ -197,9 +197,10 @@ def test_a_force_that_returns_a_string_stops_simulate_with_a_value_error_naming_
     """Compiled in the loop (verlet, midpoint, implicit_euler) or evaluated in NumPy (explicit_euler, csm), every
     integrator reports the element, the call and what came back."""
     args = r"t=[0-9.e-]+, state" if reads_state else r"t=[0-9.e-]+"
-    expected = rf"ExternalForce 'push': force\({args}\) must return 3 finite numbers \(N\); it returned 'abc' \(str\)$"
-    with pytest.raises(ValueError, match=expected):
+    expected = rf"ExternalForce 'push': force\({args}\) must return 3 finite numbers \(N\); it returned 'abc' \(str\)"
+    with pytest.raises(ValueError, match=rf"{expected}$") as info:
         mbvi.simulate(_pushed_bob("abc", reads_state), t_end=0.01, dt=1e-3, integrator=integrator)
+    assert info.value.culprit == "ExternalForce 'push'"  # named in the message, and as the culprit, on every path
 
 
 def test_a_torque_that_returns_strings_is_a_value_error_in_simulate_batch_and_equilibrium() -> None:

@@ -195,7 +195,7 @@ class CSM(Integrator):
                 partial = RunResult(sol.t, sol.y[:n].T.copy(), sol.y[n:].T.copy())
             break
         k = failing_step(exc)
-        err = LoadError(exc.reason, time=t0 + k * self.dt, step=k)
+        err = LoadError(exc.reason, time=t0 + k * self.dt, step=k, culprit=getattr(exc, "culprit", None))
         err.partial = partial
         return err
 
