@@ -20,7 +20,7 @@ from mbvi.engine.scheme import MAX_REFINE, WEIGHT
 from mbvi.errors import LoadError, SolverError
 from mbvi.system import System
 
-__all__ = ["DRIFT_FAILED_MESSAGE", "diagnose", "engine_failure", "instability", "kernel_failure"]
+__all__ = ["DRIFT_FAILED_MESSAGE", "diagnose", "engine_failure", "instability", "kernel_failure", "stiff_kick"]
 
 #: a velocity-dependent drift whose fixed point does not settle
 DRIFT_FAILED_MESSAGE = (
@@ -153,6 +153,26 @@ def kernel_failure(callbacks, t: float, k: int, start: tuple | None = None,
     return None
 
 
+def stiff_kick(system, q: np.ndarray, v: np.ndarray, t: float, h: float) -> bool:
+    """Whether the velocity-dependent forces at the start of a step that failed kick the velocities by more than
+    they are, h |M⁻¹ F(q, v, t)| > |v| + h |g| (largest entries): damping too stiff for the step (h c / m ≫ 1).
+
+    A step whose SHAKE fails at the fixed point's first iterate (the start's velocity) is SHAKE's own failure, a
+    step too large for the joints, unless this kick is what threw it off its joints (a body moving into a damper
+    of h c / m = 1000). False without such forces, or when the force cannot be evaluated there.
+    """
+    if not getattr(system, "has_velocity_forces", False):
+        return False
+    try:
+        with np.errstate(all="ignore"):
+            kick = abs(h) * float(np.max(np.abs(system.inv_mass * system.force(q, v, t))))
+            geometry = getattr(system, "geometry", None)
+            g = float(np.linalg.norm(geometry.gravity)) if geometry is not None else 0.0
+            return bool(kick > float(np.max(np.abs(v))) + abs(h) * g)
+    except Exception:  # (the load's own failure is named elsewhere)
+        return False
+
+
 def engine_failure(system, status: int, q: np.ndarray, v: np.ndarray, t: float, k: int, h: float, lie: bool,
                    name: str, callbacks=(), scheme: np.ndarray | None = None) -> SolverError:  # fmt: skip
     """The :class:`mbvi.SolverError` for a compiled step that ended with ``status`` (:data:`mbvi.engine.fields.ST`).
@@ -166,7 +186,7 @@ def engine_failure(system, status: int, q: np.ndarray, v: np.ndarray, t: float, 
         return err
     if status == ST.NONFINITE:
         return instability(system, name, h, t, k)
-    if status == ST.DRIFT_FAILED:
+    if status == ST.DRIFT_FAILED or stiff_kick(system, q, v, t, h):
         return SolverError(DRIFT_FAILED_MESSAGE, time=t, step=k, suggested_dt=h / 4)
     with np.errstate(all="ignore"):
         culprit, hint = diagnose(system, q, v, h, system.active_constraints(q + h * v), lie)

@@ -18,14 +18,14 @@ iteration around SHAKE).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse.linalg as spla
 
-from mbvi.diagnosis import DRIFT_FAILED_MESSAGE, diagnose
+from mbvi.diagnosis import DRIFT_FAILED_MESSAGE, diagnose, stiff_kick
 from mbvi.engine import scheme as SC
 from mbvi.engine.extrapolation import best_order, extrapolated
 from mbvi.engine.fields import WARM_HISTORY, WARM_ROWS
@@ -256,8 +256,8 @@ class ShakeRattle(Compiled):
                     tol=self.tol,
                 )  # fmt: skip
             except SolverError:
-                if it == 0:  # at the first iterate (v½ = v₀) SHAKE itself fails, as it would with no such force
-                    raise
+                if it == 0 and not stiff_kick(sysm, q0, vh, t, h):  # at the first iterate (v½ = v₀) SHAKE itself
+                    raise  # fails, as it would with no such force (unless the damping's own kick threw it off)
                 break  # the fixed point ran away before SHAKE could follow
             delta = float(np.max(np.abs(vnew - vh)))
             vh = vnew
@@ -392,7 +392,7 @@ class Composition(ShakeRattle):
         base = check_composition(cls, lookup)
         w = [float(x) for x in cls.weights]  # the numbers checked (strings or Decimals from a file, arrays …)
         cls.scheme = compose(base.method(), tuple(w))
-        cls.symmetric = bool(base.symmetric) and all(abs(a - b) <= 1e-15 for a, b in zip(w, w[::-1], strict=True))
+        cls.symmetric = bool(base.symmetric) and palindrome(w)
         return cls.scheme
 
     @classmethod
@@ -438,6 +438,13 @@ def check_composition(cls: type, lookup: Callable[[str], type]) -> type[ShakeRat
     return base
 
 
+def palindrome(weights: Sequence[float]) -> bool:
+    """Whether a composition's weights are the same read backwards (to 1e-12 relative: weights computed twice may
+    differ in their last digits): with a symmetric base, a symmetric composition."""
+    w = [float(x) for x in weights]
+    return all(abs(a - b) <= 1e-12 * max(abs(a), abs(b)) for a, b in zip(w, w[::-1], strict=True))
+
+
 def _check_order(label: str, cls: type, base: type, weights: list[float]) -> None:
     """The order a composition declares against the conditions its weights must meet (ValueError when not).
 
@@ -453,12 +460,12 @@ def _check_order(label: str, cls: type, base: type, weights: list[float]) -> Non
     p, q = int(base.order), int(cls.order)
     if q <= p:
         return
-    palindrome = all(abs(a - b) <= 1e-12 * max(abs(a), abs(b)) for a, b in zip(weights, weights[::-1], strict=True))
-    if base.symmetric and q > p + 1 and not palindrome:
+    if q > p + 1 and not (base.symmetric and palindrome(weights)):
+        base_kind = f"order {p}" if base.symmetric else f"order {p}, not symmetric"
+        what = "weights that are not symmetric (the same read backwards)" if base.symmetric else "any weights"
         raise ValueError(
-            f"{label}: declares order {q}, but a composition of {cls.base!r} (order {p}) with weights that are not "
-            f"symmetric (the same read backwards) has order at most {p + 1}: past it the error keeps an "
-            f"h^{p + 2} term"
+            f"{label}: declares order {q}, but a composition of {cls.base!r} ({base_kind}) with {what} has order "
+            f"at most {p + 1}: past it the error keeps an h^{p + 2} term"
         )
     powers = range(p + 1, q + 1, 2) if base.symmetric else [p + 1]
     for k in powers:
