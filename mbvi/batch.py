@@ -259,6 +259,7 @@ def _energy_suspects(trajs: list[Trajectory], system) -> list[int]:
     if E.shape[1] >= 2 and (measured or not system.has_forces):
         for b in np.flatnonzero(calm):  # (the others get theirs from the exact judgement)
             trajs[b].info["energy_error"] = float(error[b])
+            trajs[b].info["energy_in_motion"] = float(motion[b])
     return [int(b) for b in np.flatnonzero(~calm)]
 
 

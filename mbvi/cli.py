@@ -173,7 +173,7 @@ def _energy_drift(traj: Any) -> float:
     from mbvi.runs import energy_in_motion
 
     e = traj.energy
-    return float(abs(e - e[0]).max()) / energy_in_motion(traj.kinetic, traj.potential)
+    return float(abs(e - e[0]).max()) / energy_in_motion(traj.kinetic, traj.potential, traj.info)
 
 
 def _energy_report(scene: Any, traj: Any) -> str:

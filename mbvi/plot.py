@@ -115,7 +115,7 @@ def _energy_scale(traj: Any) -> tuple[float, str]:
     ``energy_error`` is."""
     from mbvi.runs import energy_in_motion
 
-    return energy_in_motion(traj.kinetic, traj.potential), MOTION
+    return energy_in_motion(traj.kinetic, traj.potential, getattr(traj, "info", None)), MOTION
 
 
 def _work(traj: Any) -> NDArray[np.float64] | None:

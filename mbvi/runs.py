@@ -106,19 +106,25 @@ def progress_bar(nsteps: int, label: str) -> tuple[Any, Callable[[int], None]]:
     return bar, callback
 
 
-def energy_in_motion(kinetic: np.ndarray, potential: np.ndarray) -> float:
-    """The energy in motion of one run, J: the larger of its largest kinetic energy and the swing of its potential.
+def energy_in_motion(kinetic: np.ndarray, potential: np.ndarray, info: dict | None = None) -> float:
+    """The energy in motion of one run, J: what its energy error is a fraction of.
 
-    What an energy error is told relative to: unlike |E₀| it does not depend on where the potential is zero (a
-    pendulum lifted by 1 km, or released a nanometre above its pivot's level, had its error divided by 1e4 J or by
-    1e-8 J). When nothing moves, the largest |T| + |U|; 1 J when that is zero too.
+    ``info["energy_in_motion"]`` when the run's judgement recorded it (:func:`mbvi.simulate`: with its system's
+    m g L in the floor, the figure ``info["energy_error"]`` divides by); else, from the energies alone, the
+    second of :func:`energy_scales` — the larger of the largest kinetic energy and the swing of the potential,
+    at least a thousandth of the energy in play at the start. Unlike |E₀| it does not depend on where the
+    potential is zero (a pendulum lifted by 1 km, or released a nanometre above its pivot's level, had its error
+    divided by 1e4 J or by 1e-8 J). 1 J when nothing moves and nothing is in play.
     """
+    recorded = (info or {}).get("energy_in_motion")
+    if recorded is not None and np.isfinite(recorded) and recorded > 0:
+        return float(recorded)
+    kinetic, potential = np.asarray(kinetic, dtype=float), np.asarray(potential, dtype=float)
+    if not kinetic.size:
+        return 1.0
     with np.errstate(all="ignore"):
-        kinetic, potential = np.asarray(kinetic, dtype=float), np.asarray(potential, dtype=float)
-        motion = max(float(np.max(kinetic)), float(np.ptp(potential))) if kinetic.size else 0.0
-        if not motion > 0.0 or not np.isfinite(motion):
-            motion = float(np.max(np.abs(kinetic)) + np.max(np.abs(potential))) if kinetic.size else 0.0
-    return motion if motion > 0.0 and np.isfinite(motion) else 1.0
+        motion = float(energy_scales(kinetic, potential, None)[1])
+    return motion if np.isfinite(motion) and motion > 1e-300 else 1.0
 
 
 def energy_scales(kinetic: np.ndarray, potential: np.ndarray, system: Any) -> tuple[np.ndarray, np.ndarray]:

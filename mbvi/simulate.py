@@ -238,9 +238,14 @@ def energy_error(traj: Trajectory, system, work: np.ndarray | None) -> tuple[flo
         balance = e - e[0]
     # the energy in motion; at least a thousandth of the system's energy scale (a body resting in equilibrium moves
     # by round-off, and its round-off-sized energy error is no error)
-    scale = float(energy_scales(traj.kinetic, traj.potential, system)[1])
+    scale = _motion(traj, system)
     k = int(np.argmax(np.abs(balance)))
     return abs(float(balance[k])) / scale, abs(float(balance[k])), float(traj.t[k]), float(np.max(balance)) / scale
+
+
+def _motion(traj: Trajectory, system) -> float:
+    """The energy in motion a run's energy error is a fraction of, J (:func:`energy_error`)."""
+    return float(energy_scales(traj.kinetic, traj.potential, system)[1])
 
 
 def _warn_energy_error(traj: Trajectory, stepper: Integrator, system) -> None:
@@ -250,6 +255,7 @@ def _warn_energy_error(traj: Trajectory, stepper: Integrator, system) -> None:
     if err is None:
         return
     traj.info["energy_error"] = err[0]
+    traj.info["energy_in_motion"] = err[1] / err[0] if err[0] > 0 else _motion(traj, system)
     if stepper.variational or stepper.symplectic:
         if err[0] <= WARN_ENERGY:
             return

@@ -297,3 +297,21 @@ def test_constraint_error_of_a_run_without_constraints_says_so() -> None:
     free.add(mbvi.Particle("p", mass=1.0, position=(0.0, 0.0, 0.0), velocity=(1.0, 0.0, 0.0)))
     fig = plot.constraint_error(mbvi.simulate(free, 0.1, 1e-2))
     assert [t.get_text() for t in fig.axes[0].texts] == ["no constraints"]
+
+
+def test_the_energy_error_shown_is_the_runs_own_when_nothing_moves() -> None:
+    """Two masses on a spring at its rest length, no gravity: only round-off moves (4e-27 J). The plots and `mbvi
+    run` said 0.40 (divided by that), the run's own figure 1.7e-25 (floored at a thousandth of its energy scale)."""
+    import importlib
+
+    a, b = np.array([0.1, 0.2, 0.3]), np.array([0.3, 0.71, -0.13])
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.Particle("a", mass=0.7, position=tuple(a)))
+    scene.add(mbvi.Particle("b", mass=1.3, position=tuple(b)))
+    scene.add(mbvi.Spring("a", "b", stiffness=1e4, rest_length=float(np.linalg.norm(b - a)) * (1 + 1e-15)))
+    traj = mbvi.simulate(scene, t_end=2.0, dt=1e-3)
+    own = traj.info["energy_error"]
+    assert 0 < own < 1e-12 and 0 < traj.kinetic.max() < 1e-20  # (round-off moves it, and nothing else)
+    shown = float(np.nanmax(np.append(plot.energy_error(traj).axes[0].get_lines()[0].get_ydata(), 0.0)))
+    assert shown == pytest.approx(own, rel=1e-9, abs=1e-300)
+    assert importlib.import_module("mbvi.cli")._energy_drift(traj) == pytest.approx(own, rel=1e-9, abs=1e-300)

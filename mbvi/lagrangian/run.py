@@ -260,6 +260,7 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
             worst = float(change[k])
     if fine:  # (a coarse quadrature's figure would be its own error)
         traj.info["energy_error"] = worst / motion if finite else math.inf
+        traj.info["energy_in_motion"] = motion
 
     if blown:
         reason = (
