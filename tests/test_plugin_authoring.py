@@ -532,3 +532,29 @@ def test_a_composition_that_is_not_symmetric_has_the_order_the_check_allows_it()
                   for n in (128, 256, 512)]  # fmt: skip
     orders = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
     assert np.all((orders > 2.7) & (orders < 3.6)), orders
+
+
+def test_weights_symmetric_to_rounding_are_symmetric_and_no_base_lends_an_order_it_lacks() -> None:
+    """Yoshida's weights with the outer pair rounded apart by 1e-13 passed the order check as symmetric but were
+    marked not symmetric, and a triple jump on them declared order 8 was accepted (refused on the exact ones);
+    a base that is not symmetric had no cap at p + 1 at all."""
+    g = 1.0 / (2.0 - 2.0 ** (1.0 / 3.0))
+
+    class Near4(mbvi.Composition):
+        name, order, base, weights = "near4_checked", 4, "verlet", (g + 1e-13, 1 - 2 * g, g - 1e-13)
+
+    g8 = 1.0 / (2.0 - 2.0 ** (1.0 / 5.0))  # a triple jump to order 6 (declared 8)
+
+    class On8(mbvi.Composition):
+        name, order, base, weights = "on8_checked", 8, "near4_checked", (g8, 1 - 2 * g8, g8)
+
+    class Euler3(mbvi.Composition):  # Σ wᵢ² = 0 has no real solution anyway: an order-3 claim on an order-1 base
+        name, order, base, weights = "euler3_checked", 3, "symplectic_euler_a", (0.5, 0.5)
+
+    with _Registered(register_integrators=[Near4]):
+        assert Near4.symmetric
+        refused = ((On8, r"order at most 6"), (Euler3, r"not symmetric\) with any weights has order at most 2"))
+        for cls, match in refused:
+            plugin = types.SimpleNamespace(register_integrators=mbvi.hookimpl(lambda register, c=cls: register(c)))
+            with pytest.raises(mbvi.PluginError, match=match):
+                mbvi.plugins.register_plugin(plugin, name=cls.name)
