@@ -108,7 +108,9 @@ class Trajectory:
         self._links = {link.name: link for link in self.geometry.links}
 
     def __getstate__(self) -> dict:
-        """For pickling: the derived quantities computed (their functions do not pickle)."""
+        """For pickling: the derived quantities computed (their functions do not pickle), and a part of a run's
+        joint turns resolved (without the whole run)."""
+        self._resolve_turns()
         for name in _LAZY:
             getattr(self, name)
         return dict(self.__dict__)
@@ -304,11 +306,14 @@ class Trajectory:
         joint = self._joint(name, "revolute")
         angle, miss = kin.unwrap_by_rates(kin.joint_angle(self.q, *joint), kin.joint_rate(self.q, self.v, *joint),
                                           self.t)  # fmt: skip
+        turns = self.info.get("joint_turns", {}).get(name)
         origin = getattr(self, "_turns_from", None)
-        if origin is not None:  # a part of a run (frame, head of a slice): the turns the run had made by its start
+        if turns is None and origin is not None:  # a part of a run (a frame, a slice): the run's turns by its start
             run, start = origin
-            before = float(run.joint_angle(name)[start])
-            angle = angle + 2.0 * np.pi * np.round((before - angle[0]) / (2.0 * np.pi))
+            turns = 2.0 * np.pi * float(np.round((float(run.joint_angle(name)[start]) - angle[0]) / (2.0 * np.pi)))
+            self.info.setdefault("joint_turns", {})[name] = turns
+        if turns is not None:
+            angle = angle + turns
         doubt = np.flatnonzero(miss > 0.5 * np.pi)
         if doubt.size:
             import warnings
@@ -345,12 +350,24 @@ class Trajectory:
         raise ValueError(f"unknown beam {beam!r}")
 
     # -- persistence -----------------------------------------------------------------------------
+    def _resolve_turns(self) -> None:
+        """A part of a run: the turns of each revolute joint by its start, into ``info["joint_turns"]`` (rad), and
+        the run let go (a saved or pickled part keeps its turns without the whole run)."""
+        if getattr(self, "_turns_from", None) is None:
+            return
+        for name, link in self._links.items():
+            if link.kind == "revolute":
+                self.joint_angle(name)
+        del self._turns_from
+
     def save(self, path: str | os.PathLike) -> None:
         """Save to a ``.npz`` file (arrays bit-exact, geometry and info as JSON).
 
         Format 2: the geometry is :meth:`mbvi.geometry.SceneGeometry.to_dict`
-        (:meth:`load` reads format 1 files too).
+        (:meth:`load` reads format 1 files too). A part of a run (:meth:`frame`, a slice) keeps its revolute
+        joints' turns in ``info["joint_turns"]``.
         """
+        self._resolve_turns()
         arrays = {k: getattr(self, k) for k in _ARRAYS}
         if self.work is not None:
             arrays["work"] = self.work

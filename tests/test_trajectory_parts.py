@@ -53,3 +53,17 @@ def test_a_plot_of_a_trajectory_with_no_states_is_refused_by_name(wheel: mbvi.Tr
         getattr(mbvi.plot, plot)(wheel.head(0))
     with pytest.raises(ValueError, match="compare: 'empty': the trajectory has no states to plot"):
         mbvi.plot.compare({"run": wheel, "empty": wheel.head(0)})
+
+
+def test_a_part_saved_or_pickled_keeps_its_turns_without_the_whole_run(wheel: mbvi.Trajectory, tmp_path) -> None:
+    """A frame held the whole run to count its turns: pickled it was the run's size, and saved it lost them."""
+    import pickle
+
+    part = wheel.frame(1800)
+    expected = wheel.joint_angle("axle")[1800]
+    assert len(pickle.dumps(part)) < 0.05 * len(pickle.dumps(wheel))
+    assert pickle.loads(pickle.dumps(wheel.frame(1800))).joint_angle("axle")[0] == pytest.approx(expected, abs=1e-12)
+    part.save(tmp_path / "part.npz")
+    loaded = mbvi.Trajectory.load(tmp_path / "part.npz")
+    assert loaded.joint_angle("axle")[0] == pytest.approx(expected, abs=1e-12)
+    assert loaded.info["joint_turns"]["axle"] == pytest.approx(2 * math.pi)
