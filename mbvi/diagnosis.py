@@ -154,21 +154,22 @@ def kernel_failure(callbacks, t: float, k: int, start: tuple | None = None,
 
 
 def stiff_kick(system, q: np.ndarray, v: np.ndarray, t: float, h: float) -> bool:
-    """Whether the velocity-dependent forces at the start of a step that failed kick the velocities by more than
-    they are, h |M⁻¹ F(q, v, t)| > |v| + h |g| (largest entries): damping too stiff for the step (h c / m ≫ 1).
+    """Whether the part of the forces that reads the velocity kicks the velocities at the start of a step that
+    failed by more than they are: h |M⁻¹ (F(q, v, t) − F(q, 0, t))| > |v| (largest entries), damping too stiff for
+    the step (h c / m > 1).
 
     A step whose SHAKE fails at the fixed point's first iterate (the start's velocity) is SHAKE's own failure, a
     step too large for the joints, unless this kick is what threw it off its joints (a body moving into a damper
-    of h c / m = 1000). False without such forces, or when the force cannot be evaluated there.
+    of h c / m = 1000). Forces that do not change with the velocity (a hard push, a controller that reads the
+    positions) are no damping. False without such forces, or when the force cannot be evaluated there.
     """
     if not getattr(system, "has_velocity_forces", False):
         return False
     try:
         with np.errstate(all="ignore"):
-            kick = abs(h) * float(np.max(np.abs(system.inv_mass * system.force(q, v, t))))
-            geometry = getattr(system, "geometry", None)
-            g = float(np.linalg.norm(geometry.gravity)) if geometry is not None else 0.0
-            return bool(kick > float(np.max(np.abs(v))) + abs(h) * g)
+            damping = system.force(q, v, t) - system.force(q, np.zeros_like(v), t)
+            kick = abs(h) * float(np.max(np.abs(system.inv_mass * damping)))
+            return bool(kick > float(np.max(np.abs(v))))
     except Exception:  # (the load's own failure is named elsewhere)
         return False
 

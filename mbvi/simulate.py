@@ -255,7 +255,7 @@ def _warn_energy_error(traj: Trajectory, stepper: Integrator, system) -> None:
     if err is None:
         return
     traj.info["energy_error"] = err[0]
-    traj.info["energy_in_motion"] = err[1] / err[0] if err[0] > 0 else _motion(traj, system)
+    traj.info["energy_in_motion"] = _motion(traj, system)
     if stepper.variational or stepper.symplectic:
         if err[0] <= WARN_ENERGY:
             return

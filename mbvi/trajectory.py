@@ -224,13 +224,14 @@ class Trajectory:
             self.v[sl],
             geometry=self.geometry,
             scene=self.scene,
-            info=self.info,
+            info={k: v for k, v in self.info.items() if k not in _RUN_FIGURES},
             work=None if self.work is None else self.work[sl],
             **kw,
         )
         start = sl.indices(len(self.t))[0]
-        if (start or hasattr(self, "_turns_from")) and len(out.t):  # its joints' turns count on from this run's
-            out._turns_from = (self, start)  # at its first state (joint_angle), a part of a part as the part does
+        counted = start or hasattr(self, "_turns_from") or "joint_turns" in self.info
+        if counted and len(out.t):  # its joints' turns count on from this run's at its first state (joint_angle),
+            out._turns_from = (self, start)  # a part of a part, or of a saved part, as that part counts them
         return out
 
     # -- generalized coordinates (LagrangianSystem runs) ---------------------------------------------
@@ -429,6 +430,10 @@ class Trajectory:
         t, q, v = arrays.pop("t"), arrays.pop("q"), arrays.pop("v")
         return cls(t, q, v, geometry=geometry, info=info, **arrays)
 
+
+#: what ``info`` says of a whole run, not of a part of it (:meth:`Trajectory.frame`, ``head``): its energy figures
+#: (a blown-up run's head carried the whole run's 1.5e25 J scale, its error read 8.5e-20) and a part's own turns
+_RUN_FIGURES = ("energy_error", "energy_in_motion", "joint_turns")
 
 #: generalized coordinates of a body of each kind (see :mod:`mbvi.layout`)
 _NCOORDS = {"particle": 3, "rigid": 12}

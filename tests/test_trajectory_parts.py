@@ -67,3 +67,29 @@ def test_a_part_saved_or_pickled_keeps_its_turns_without_the_whole_run(wheel: mb
     loaded = mbvi.Trajectory.load(tmp_path / "part.npz")
     assert loaded.joint_angle("axle")[0] == pytest.approx(expected, abs=1e-12)
     assert loaded.info["joint_turns"]["axle"] == pytest.approx(2 * math.pi)
+
+
+def test_a_part_of_a_part_counts_from_its_own_start_and_leaves_the_run_as_it_was(wheel, tmp_path) -> None:
+    """Parts shared their run's info: a part of a part took the part's turns taken at another start (2.43 rad for
+    15.0), a saved part's frames likewise, and a sub-part wrote its turns into its parent's."""
+    whole = wheel.joint_angle("axle")
+    part = wheel._sliced(slice(500, None))
+    part.joint_angle("axle")  # (its turns now known)
+    assert part.frame(1300).joint_angle("axle")[0] == pytest.approx(whole[1800], abs=1e-12)
+    part.save(tmp_path / "part.npz")
+    loaded = mbvi.Trajectory.load(tmp_path / "part.npz")
+    assert loaded.frame(1300).joint_angle("axle")[0] == pytest.approx(whole[1800], abs=1e-12)
+    assert loaded.head(3).joint_angle("axle")[0] == pytest.approx(whole[500], abs=1e-12)
+    before = dict(part.info.get("joint_turns", {}))
+    part.frame(1300).joint_angle("axle")
+    assert part.info.get("joint_turns", {}) == before and "joint_turns" not in wheel.info
+    assert part.joint_angle("axle")[0] == pytest.approx(whole[500], abs=1e-12)
+
+
+def test_a_part_does_not_carry_the_whole_runs_energy_figures(wheel) -> None:
+    """A blown-up run's head (the SolverError's trajectory) carried the whole run's 1.5e25 J scale: its plotted
+    error read 8.5e-20 against its own 1.56."""
+    assert "energy_error" in wheel.info and "energy_in_motion" in wheel.info
+    part = wheel.head(100)
+    assert "energy_error" not in part.info and "energy_in_motion" not in part.info
+    assert part.info["integrator"] == wheel.info["integrator"]
