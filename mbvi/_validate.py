@@ -83,10 +83,11 @@ def name(value: Any, kind: str) -> str:
 def unit(value: Any, what: str, owner: str) -> np.ndarray:
     """Return ``value`` normalised to a unit 3-vector."""
     v = vector3(value, what, owner)
-    n = np.linalg.norm(v)
-    if n == 0:
+    big = float(np.max(np.abs(v)))
+    if big == 0:
         raise ValueError(f"{owner}: {what} must be non-zero")
-    return v / n
+    v = v / big  # (first: the norm of (1e200, 1e200, 0) overflows, and the axis came out zero)
+    return v / np.linalg.norm(v)
 
 
 def perpendicular_pair(axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

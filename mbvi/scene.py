@@ -60,8 +60,15 @@ class Scene:
         Raises
         ------
         ValueError
-            Duplicate name, unknown body or joint, or an element of unknown type.
+            Duplicate name, unknown body or joint, an element already in the scene (one object added twice would
+            act twice: a spring of twice the stiffness, a joint's rows twice), or an element of unknown type. A
+            composite element that fails leaves the scene as it was.
         """
+        if any(element is e for e in (*self._bodies.values(), *self._joints.values(), *self.forces,
+                                      *self.beams.values())):  # fmt: skip
+            kind = type(element).__name__
+            raise ValueError(f"{kind} {getattr(element, 'name', '')!r} is already in the scene: add a new {kind} for "
+                             "a second one")  # fmt: skip
         if isinstance(element, Body):
             if element.name in self._bodies:
                 raise ValueError(f"duplicate body name {element.name!r}")
@@ -84,9 +91,15 @@ class Scene:
         elif hasattr(element, "expand"):
             if element.name in self.beams or element.name in self._bodies:
                 raise ValueError(f"duplicate name {element.name!r}")
-            self.beams[element.name] = element
-            for part in element.expand():
-                self.add(part)
+            saved = (dict(self._bodies), dict(self._joints), list(self.forces), set(self._force_names),
+                     dict(self.beams), self.graph.copy())  # fmt: skip
+            try:
+                self.beams[element.name] = element
+                for part in element.expand():
+                    self.add(part)
+            except Exception:  # as it was: no half-added beam (its first nodes were simulated, its name taken)
+                self._bodies, self._joints, self.forces, self._force_names, self.beams, self.graph = saved
+                raise
         else:
             raise ValueError(f"cannot add {element!r} to a scene (not a body, joint or force)")
         return element

@@ -240,8 +240,8 @@ def _check(root: ET.Element) -> None:
         if inertial is not None:
             _check_origin(inertial.find("origin"), where, "inertial><origin")
             _floats(inertial.find("mass"), "value", 1, where, tag="inertial><mass")
-            for attr in _INERTIA:
-                _floats(inertial.find("inertia"), attr, 1, where, tag="inertial><inertia")
+            for attr in _INERTIA:  # all six: yourdfpy reads a missing one as 1 kg m² (the spec requires them)
+                _floats(inertial.find("inertia"), attr, 1, where, tag="inertial><inertia", required=True)
         for kind in ("visual", "collision"):
             for element in link.findall(kind):
                 _check_origin(element.find("origin"), where, f"{kind}><origin")
@@ -564,6 +564,7 @@ def scene_from_urdf(
     for r in roots:
         if r in bodies:
             scene.add(Fixed(WORLD, r))
+    dampers: list[tuple[str, float]] = []
     for name in order:
         j = parent_joint.get(name)
         if j is None:
@@ -596,13 +597,19 @@ def scene_from_urdf(
                     scene.add(Fixed(a, b, anchor=anchor, name=j.name))
                 continue
             else:  # floating: the child is a free body
+                if damping:
+                    ignore("damping of floating joints", j.name)
                 continue
             if damping > 0:
-                scene.add(JointDamping(j.name, damping, name=f"{j.name}:damping"))
+                dampers.append((j.name, damping))  # (added after every joint: their names come first)
             elif damping < 0:
                 raise ValueError(f"damping {damping:g} must be non-negative")
         except ValueError as exc:
             raise ValueError(f"URDF joint {j.name!r}: {exc}") from None
+    for name, damping in dampers:
+        law = JointDamping(name, damping, name=f"{name}:damping")
+        law.explicit_name = False  # (a joint the robot calls "j:damping" keeps its name; this one moves over)
+        scene.add(law)
     if transmissions:
         ignore("transmissions", ", ".join(transmissions))
     if missing_meshes:

@@ -107,3 +107,32 @@ def test_malformed_urdf_is_a_value_error_naming_the_element_and_attribute(xml, n
     message = str(info.value)
     for part in names:
         assert part in message, f"{part!r} not in {message!r}"
+
+
+def test_an_inertia_missing_an_attribute_is_refused_not_read_as_one() -> None:
+    """<inertia ixx="0.002"/> was read as diag(0.002, 1, 1) kg m² (yourdfpy's default for a missing attribute)."""
+    xml = """<robot name="r"><link name="base"/><link name="arm"><inertial><mass value="1"/>
+    <inertia ixx="0.002"/></inertial></link><joint name="j" type="revolute"><parent link="base"/>
+    <child link="arm"/><axis xyz="0 0 1"/></joint></robot>"""
+    with pytest.raises(ValueError, match="URDF link 'arm': <inertial><inertia ixy> is missing"):
+        mbvi.Scene.from_urdf(xml)
+
+
+def test_a_joint_named_like_a_damping_law_keeps_its_name_and_floating_damping_is_said_to_be_ignored() -> None:
+    """A joint called 'j:damping' beside a damped joint 'j' was refused as a duplicate name (mbvi's own damping law
+    took it); <dynamics damping> on a floating joint was dropped without the warning the docs promise."""
+    inertial = '<inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial>'
+    xml = f"""<robot name="r"><link name="base"/><link name="a">{inertial}</link><link name="b">{inertial}</link>
+    <joint name="j" type="revolute"><parent link="base"/><child link="a"/><origin xyz="0 0 -1"/>
+    <axis xyz="0 0 1"/><dynamics damping="1"/></joint>
+    <joint name="j:damping" type="revolute"><parent link="a"/><child link="b"/><origin xyz="0 0 -1"/>
+    <axis xyz="0 0 1"/></joint></robot>"""
+    scene = mbvi.Scene.from_urdf(xml)
+    assert {j.name for j in scene.joints} >= {"j", "j:damping"}
+    (law,) = [f for f in scene.forces if isinstance(f, mbvi.JointDamping)]
+    assert law.joint == "j" and law.name != "j:damping"
+    free = f"""<robot name="r"><link name="base">{inertial}</link><link name="a">{inertial}</link>
+    <joint name="free" type="floating"><parent link="base"/><child link="a"/><origin xyz="0 0 -1"/>
+    <dynamics damping="3"/></joint></robot>"""
+    with pytest.warns(UserWarning, match=r"mbvi ignores damping of floating joints \(free\)"):
+        mbvi.Scene.from_urdf(free)
