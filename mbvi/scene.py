@@ -45,8 +45,8 @@ class Scene:
 
     def __init__(self, gravity: Any = (0.0, 0.0, -9.81)) -> None:
         self.gravity = np.zeros(3) if gravity is None else vector3(gravity, "gravity", "Scene")
-        self.graph = nx.MultiGraph()
-        self.graph.add_node(WORLD, body=None)
+        self._graph = nx.MultiGraph()
+        self._graph.add_node(WORLD, body=None)
         self._bodies: dict[str, Body] = {}
         self._joints: dict[str, Joint] = {}
         self.forces: list[Force] = []
@@ -73,13 +73,13 @@ class Scene:
             if element.name in self._bodies:
                 raise ValueError(f"duplicate body name {element.name!r}")
             self._bodies[element.name] = element
-            self.graph.add_node(element.name, body=element)
+            self._graph.add_node(element.name, body=element)
         elif isinstance(element, Joint):
             for b in (element.a, element.b):
                 self._require_body(b, element)
             element.name = self._unique(element.name, element.explicit_name, "joint", element)
             self._joints[element.name] = element
-            self.graph.add_edge(element.a, element.b, key=element.name, joint=element)
+            self._graph.add_edge(element.a, element.b, key=element.name, joint=element)
         elif isinstance(element, Force):
             for b in element.bodies:
                 self._require_body(b, element)
@@ -92,17 +92,24 @@ class Scene:
             if element.name in self.beams or element.name in self._bodies:
                 raise ValueError(f"duplicate name {element.name!r}")
             saved = (dict(self._bodies), dict(self._joints), list(self.forces), set(self._force_names),
-                     dict(self.beams), self.graph.copy())  # fmt: skip
+                     dict(self.beams), self._graph.copy())  # fmt: skip
             try:
                 self.beams[element.name] = element
                 for part in element.expand():
                     self.add(part)
             except Exception:  # as it was: no half-added beam (its first nodes were simulated, its name taken)
-                self._bodies, self._joints, self.forces, self._force_names, self.beams, self.graph = saved
+                self._bodies, self._joints, self.forces, self._force_names, self.beams, self._graph = saved
                 raise
         else:
             raise ValueError(f"cannot add {element!r} to a scene (not a body, joint or force)")
         return element
+
+    @property
+    def graph(self) -> nx.MultiGraph:
+        """The scene as a ``networkx.MultiGraph`` (bodies as nodes with ``body=``, joints as edges with ``joint=``),
+        read-only: a scene changes through :meth:`add` (a node removed from the graph was still simulated; the
+        bodies and joints are the scene's own record)."""
+        return nx.freeze(self._graph.copy(as_view=True))
 
     def _require_body(self, name: str, element: Any) -> None:
         if name != WORLD and name not in self._bodies:
@@ -149,8 +156,8 @@ class Scene:
     def has_loops(self) -> bool:
         """True when the joint graph has a cycle (closed kinematic loop)."""
         G = nx.Graph()
-        G.add_nodes_from(self.graph.nodes)
-        for a, b, _ in self.graph.edges(keys=True):
+        G.add_nodes_from(self._graph.nodes)
+        for a, b, _ in self._graph.edges(keys=True):
             if G.has_edge(a, b) or a == b:
                 return True
             G.add_edge(a, b)
