@@ -174,3 +174,17 @@ def test_euler_energy_gain_and_loss(name, sign, pendulum):
         changes.append(sign * (energy[-1] - energy[0]))
     assert changes[0] > 1.5 * changes[1] > 0
     assert changes[0] < 4.0 * changes[1]
+
+
+def test_csm_stopped_by_its_evaluation_cap_keeps_what_it_reached() -> None:
+    """A rod pendulum under csm capped at 2000 evaluations stops at t = 2.88 s: the error said so but kept no
+    trajectory (solve_ivp keeps nothing of a run its right-hand side stopped). The states it passed are kept, each
+    the uncapped run's."""
+    with pytest.raises(mbvi.SolverError, match="2000 right-hand-side evaluations reached t = ") as info:
+        mbvi.simulate(_plain_pendulum(), 5.0, 1e-3, "csm", max_evaluations=2000)
+    partial = info.value.trajectory
+    assert partial is not None and 1.0 < partial.t[-1] <= info.value.time
+    whole = mbvi.simulate(_plain_pendulum(), 5.0, 1e-3, "csm")
+    n = len(partial.t)
+    np.testing.assert_array_equal(partial.t, whole.t[:n])
+    np.testing.assert_allclose(partial.q, whole.q[:n], rtol=0, atol=1e-9)

@@ -126,14 +126,36 @@ class CSM(Integrator):
             el = self.system.stiffest_element()
             if el is not None:
                 hint = f" (the stiffest element {el[0]!r} has ω ≈ {el[1]:.3g} rad/s)"
-            raise SolverError(
+            err = SolverError(
                 f"csm: {self._evaluations - 1} right-hand-side evaluations reached t = {stiff.t:.6g} s of "
                 f"{float(times[-1]):.6g} s — the system is stiff for method {self.method!r}{hint}; use "
                 "method='Radau' or 'BDF', or integrator='midpoint' or 'verlet' with a small dt "
                 "(raise the cap with option max_evaluations)",
                 time=float(stiff.t),
                 step=int((stiff.t - t0) / self.dt),
-            ) from None
+            )
+            err.partial = self._reached(y0, t0, times[times <= stiff.t], max_step)
+            raise err from None
+        finally:
+            self._budget = None
+
+    def _reached(self, y0: np.ndarray, t0: float, keep: np.ndarray, max_step: float | None) -> RunResult | None:
+        """The samples a run stopped by its evaluation cap had passed (solve_ivp keeps nothing of a run its
+        right-hand side stopped): solved again up to the last of them, which the same steps reach within the
+        cap (None when it passed none but the start)."""
+        if len(keep) < 2:
+            return None
+        n = self.system.nq
+        self._budget, self._evaluations = None, 0
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                sol = solve_ivp(
+                    self._rhs, (t0, float(keep[-1])), y0, method=self.method, t_eval=keep, rtol=self.rtol,
+                    atol=self.atol, **({} if max_step is None else {"max_step": max_step, "first_step": max_step}),
+                )  # fmt: skip
+        except (SolverError, ArithmeticError):
+            return None
+        return RunResult(sol.t, sol.y[:n].T.copy(), sol.y[n:].T.copy()) if sol.success else None
 
     def step(self, state: State, t: float) -> State:
         sol = self._solve(state, t, np.array([t + self.dt]))
