@@ -45,6 +45,7 @@ class Scene:
 
     def __init__(self, gravity: Any = (0.0, 0.0, -9.81)) -> None:
         self.gravity = np.zeros(3) if gravity is None else vector3(gravity, "gravity", "Scene")
+        self._added: set[int] = set()  # the ids of the elements added (one object added twice is refused)
         self._graph = nx.MultiGraph()
         self._graph.add_node(WORLD, body=None)
         self._bodies: dict[str, Body] = {}
@@ -64,8 +65,7 @@ class Scene:
             act twice: a spring of twice the stiffness, a joint's rows twice), or an element of unknown type. A
             composite element that fails leaves the scene as it was.
         """
-        if any(element is e for e in (*self._bodies.values(), *self._joints.values(), *self.forces,
-                                      *self.beams.values())):  # fmt: skip
+        if id(element) in self._added:  # (the scene holds its elements: their ids are theirs while they are in it)
             kind = type(element).__name__
             raise ValueError(f"{kind} {getattr(element, 'name', '')!r} is already in the scene: add a new {kind} for "
                              "a second one")  # fmt: skip
@@ -92,17 +92,28 @@ class Scene:
             if element.name in self.beams or element.name in self._bodies:
                 raise ValueError(f"duplicate name {element.name!r}")
             saved = (dict(self._bodies), dict(self._joints), list(self.forces), set(self._force_names),
-                     dict(self.beams), self._graph.copy())  # fmt: skip
+                     dict(self.beams), self._graph.copy(), set(self._added))  # fmt: skip
             try:
                 self.beams[element.name] = element
                 for part in element.expand():
                     self.add(part)
             except Exception:  # as it was: no half-added beam (its first nodes were simulated, its name taken)
-                self._bodies, self._joints, self.forces, self._force_names, self.beams, self._graph = saved
+                self._bodies, self._joints, self.forces, self._force_names, self.beams, self._graph, self._added = saved
                 raise
         else:
             raise ValueError(f"cannot add {element!r} to a scene (not a body, joint or force)")
+        self._added.add(id(element))
         return element
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        del state["_added"]  # (ids are this process's and these objects': rebuilt from the copies)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        elements = (*self._bodies.values(), *self._joints.values(), *self.forces, *self.beams.values())
+        self._added = {id(e) for e in elements}
 
     @property
     def graph(self) -> nx.MultiGraph:

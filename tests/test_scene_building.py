@@ -76,3 +76,21 @@ def test_the_graph_is_read_only_and_the_scene_changes_through_add() -> None:
         scene.graph.add_node("c")
     scene.add(mbvi.Particle("c", mass=1.0, position=(0.0, 0.0, -1.0)))
     assert set(scene.graph.nodes) == {"world", "b", "c"} and scene.graph.nodes["c"]["body"] is scene.body("c")
+
+
+def test_a_copied_or_unpickled_scene_knows_its_own_elements() -> None:
+    """The record of what is in a scene is rebuilt for a copy: its own elements are refused a second time, the
+    original's are new to it, and it runs as the original does."""
+    import copy
+    import pickle
+
+    scene = _pendulum()
+    scene.add(mbvi.Revolute("world", "b", anchor=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0)))
+    for other in (copy.deepcopy(scene), pickle.loads(pickle.dumps(scene))):
+        with pytest.raises(ValueError, match="already in the scene"):
+            other.add(other.joints[0])
+        np.testing.assert_array_equal(mbvi.simulate(other, 0.1, 1e-3).q, mbvi.simulate(scene, 0.1, 1e-3).q)
+    fresh = copy.deepcopy(scene)
+    spring = mbvi.Spring("world", "b", stiffness=1.0, rest_length=0.5)
+    scene.add(spring)
+    fresh.add(spring)  # (another scene's element: new to this one)
