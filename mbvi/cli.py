@@ -167,6 +167,14 @@ def _render(traj: Any, path: str, args: argparse.Namespace, progress: bool) -> N
         )
 
 
+def _integrator(args: argparse.Namespace, module: Any) -> str:
+    """The integrator a run or sweep of a scene file uses: ``--integrator`` as given (an empty name is an unknown
+    one, not the default), else the file's ``INTEGRATOR``, else the default."""
+    if args.integrator is not None:
+        return args.integrator
+    return str(getattr(module, "INTEGRATOR", _DEFAULTS["INTEGRATOR"]))
+
+
 def _energy_drift(traj: Any) -> float:
     """max |E − E₀| over the run's energy in motion (:func:`mbvi.runs.energy_in_motion`; not over |E₀|, which
     depends on where the potential is zero)."""
@@ -225,9 +233,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     module = load_scene_module(args.scene)
     t_end = args.t_end if args.t_end is not None else _scene_number(module, "T_END", args.scene)
     dt = args.dt if args.dt is not None else _scene_number(module, "DT", args.scene)
-    integrator = (
-        args.integrator if args.integrator is not None else str(getattr(module, "INTEGRATOR", _DEFAULTS["INTEGRATOR"]))
-    )
+    integrator = _integrator(args, module)
     _check_parameters(module.build, params, args.scene, "parameters")
     try:
         scene = module.build(**params)
@@ -393,9 +399,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     _check_parameters(getattr(module, "build", None), grid, args.scene, "grid parameters")
     t_end = args.t_end if args.t_end is not None else _scene_number(module, "T_END", args.scene)
     dt = args.dt if args.dt is not None else _scene_number(module, "DT", args.scene)
-    integrator = (
-        args.integrator if args.integrator is not None else str(getattr(module, "INTEGRATOR", _DEFAULTS["INTEGRATOR"]))
-    )
+    integrator = _integrator(args, module)
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     local = args.scheduler in (None, *SCHEDULERS)
     if not local and not _is_scheduler_address(args.scheduler):

@@ -216,16 +216,16 @@ def _warn_wound_springs(traj: Trajectory, system: System) -> None:
             )
 
 
-def energy_error(traj: Trajectory, system, work: np.ndarray | None) -> tuple[float, float, float, float] | None:
+def energy_error(traj: Trajectory, system, work: np.ndarray | None) -> tuple[float, float, float, float, float] | None:
     """How far the run's energy balance E − E₀ − W strayed, against the energy in motion.
 
     Returns
     -------
-    (relative, absolute, time, gain) or None
+    (relative, absolute, time, gain, motion) or None
         The largest |E − E₀ − W| (J) over the saved states, as a fraction of the energy in motion (the larger of
-        the largest kinetic energy and the swing of the potential, J), when it happened (s), and the largest
-        gain E − E₀ − W as the same fraction; None when it cannot be judged (non-conservative forces whose work
-        the run did not measure).
+        the largest kinetic energy and the swing of the potential, J), when it happened (s), the largest
+        gain E − E₀ − W as the same fraction, and that energy in motion (J); None when it cannot be judged
+        (non-conservative forces whose work the run did not measure).
     """
     e = traj.energy
     if len(e) < 2 or not np.isfinite(e).all():
@@ -238,14 +238,10 @@ def energy_error(traj: Trajectory, system, work: np.ndarray | None) -> tuple[flo
         balance = e - e[0]
     # the energy in motion; at least a thousandth of the system's energy scale (a body resting in equilibrium moves
     # by round-off, and its round-off-sized energy error is no error)
-    scale = _motion(traj, system)
+    scale = float(energy_scales(traj.kinetic, traj.potential, system)[1])
     k = int(np.argmax(np.abs(balance)))
-    return abs(float(balance[k])) / scale, abs(float(balance[k])), float(traj.t[k]), float(np.max(balance)) / scale
-
-
-def _motion(traj: Trajectory, system) -> float:
-    """The energy in motion a run's energy error is a fraction of, J (:func:`energy_error`)."""
-    return float(energy_scales(traj.kinetic, traj.potential, system)[1])
+    worst = abs(float(balance[k]))
+    return worst / scale, worst, float(traj.t[k]), float(np.max(balance)) / scale, scale
 
 
 def _warn_energy_error(traj: Trajectory, stepper: Integrator, system) -> None:
@@ -254,8 +250,7 @@ def _warn_energy_error(traj: Trajectory, stepper: Integrator, system) -> None:
     err = energy_error(traj, system, traj.work)
     if err is None:
         return
-    traj.info["energy_error"] = err[0]
-    traj.info["energy_in_motion"] = _motion(traj, system)
+    traj.info["energy_error"], traj.info["energy_in_motion"] = err[0], err[4]
     if stepper.variational or stepper.symplectic:
         if err[0] <= WARN_ENERGY:
             return

@@ -116,11 +116,7 @@ class CSM(Integrator):
         self._budget = self.max_evaluations or int(2e4 + 1000 * max(1.0, span / self.dt))
         self._evaluations = 0
         try:
-            with np.errstate(over="ignore", invalid="ignore"):
-                return solve_ivp(
-                    self._rhs, (t0, float(times[-1])), y0, method=self.method, t_eval=times, rtol=self.rtol,
-                    atol=self.atol, **({} if max_step is None else {"max_step": max_step, "first_step": max_step}),
-                )  # fmt: skip
+            return self._ivp(y0, t0, times, max_step)
         except _Stiff as stiff:
             hint = ""
             el = self.system.stiffest_element()
@@ -148,14 +144,18 @@ class CSM(Integrator):
         n = self.system.nq
         self._budget, self._evaluations = None, 0
         try:
-            with np.errstate(over="ignore", invalid="ignore"):
-                sol = solve_ivp(
-                    self._rhs, (t0, float(keep[-1])), y0, method=self.method, t_eval=keep, rtol=self.rtol,
-                    atol=self.atol, **({} if max_step is None else {"max_step": max_step, "first_step": max_step}),
-                )  # fmt: skip
+            sol = self._ivp(y0, t0, keep, max_step)
         except (SolverError, ArithmeticError):
             return None
         return RunResult(sol.t, sol.y[:n].T.copy(), sol.y[n:].T.copy()) if sol.success else None
+
+    def _ivp(self, y0: np.ndarray, t0: float, times: np.ndarray, max_step: float | None):
+        """``solve_ivp`` of the constrained dynamics from (t0, y0) to ``times[-1]``, sampled at ``times``."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return solve_ivp(
+                self._rhs, (t0, float(times[-1])), y0, method=self.method, t_eval=times, rtol=self.rtol,
+                atol=self.atol, **({} if max_step is None else {"max_step": max_step, "first_step": max_step}),
+            )  # fmt: skip
 
     def step(self, state: State, t: float) -> State:
         sol = self._solve(state, t, np.array([t + self.dt]))

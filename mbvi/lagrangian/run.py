@@ -234,7 +234,6 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
     with np.errstate(all="ignore"):
         e = traj.energy
         start, motion = (float(x) for x in energy_scales(traj.kinetic, traj.potential, None))
-        start0 = start
         what = "the energy E = v·∂L/∂v − L, conserved by this Lagrangian,"
         fine = True
         t = np.asarray(traj.t, dtype=float)
@@ -242,14 +241,14 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
         if work is not None:
             e = e - work
             big = float(np.max(np.abs(work))) if np.isfinite(work).all() else 0.0
-            start, motion = max(start, big), max(motion, big)
+            motion = max(motion, big)
             what = "the energy balance E − W (W the work of Q and of L's explicit time dependence),"
             fine = bool(np.max(np.diff(t)) <= 1.0001 * abs(dt))
         change = e - e[0]
         finite = bool(np.isfinite(e).all())
         k = int(np.argmax(np.abs(change))) if finite else int(np.argmax(~np.isfinite(e)))
         worst = abs(float(change[k])) if finite else np.inf
-        early = max(start0, _early_scale(traj.kinetic, traj.potential, work))
+        early = max(start, _early_scale(traj.kinetic, traj.potential, work))
         # a blow-up gains energy (a loss, a damped or implicit run's, is none), and its balance strays by about all
         # the energy in motion (which includes the blow-up's own kinetic energy); judged only when the work's
         # quadrature is fine enough to judge by (a forced run saved every step), or on a state that is not finite
@@ -280,7 +279,7 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
     if cls.variational or cls.symplectic:
         if worst <= WARN_ENERGY * motion or not fine:
             return
-    elif not (fine and float(np.max(change)) > WARN_ENERGY_BASELINE * motion):
+    elif not (fine and gain > WARN_ENERGY_BASELINE * motion):
         return
 
     notices.warn(

@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike, NDArray
 from mbvi.render.templates import Template
 from mbvi.render.transforms import instance_normals, instance_points, tube_faces, tube_points
 
-__all__ = ["BeamTube", "InstancedLayer", "LineLayer"]
+__all__ = ["BeamTube", "InstancedLayer", "LineLayer", "stand"]
 
 
 def _set(array: Any, values: NDArray[Any]) -> None:
@@ -35,7 +35,7 @@ def _origin(origin: ArrayLike | None) -> NDArray[np.float64]:
     return np.zeros(3) if origin is None else np.asarray(origin, dtype=float).reshape(3)
 
 
-def _stand(actor: Any, origin: NDArray[np.float64]) -> None:
+def stand(actor: Any, origin: NDArray[np.float64]) -> None:
     """Place ``actor`` at ``origin`` (double precision in VTK): its mesh holds coordinates relative to it."""
     if np.any(origin):
         actor.position = tuple(float(x) for x in origin)
@@ -91,7 +91,7 @@ class InstancedLayer:
             kwargs["color"] = color
         self.actor = plotter.add_mesh(self.mesh, **kwargs)
         self.actor.prop.interpolation = "gouraud"
-        _stand(self.actor, self.origin)
+        stand(self.actor, self.origin)
 
     def update(
         self,
@@ -176,7 +176,7 @@ class LineLayer:
             **kwargs,
             **prop,
         )
-        _stand(self.actor, self.origin)
+        stand(self.actor, self.origin)
 
     def update(self, points: NDArray[np.floating]) -> None:
         """Set all vertices, shape (total, 3), polyline-major, in world coordinates, m."""
@@ -258,7 +258,7 @@ class BeamTube:
             specular=0.2,
         )
         self.actor.prop.interpolation = "gouraud"
-        _stand(self.actor, self.origin)
+        stand(self.actor, self.origin)
 
     def update(self, nodes: NDArray[np.floating], strain: NDArray[np.floating]) -> None:
         """Move the tube onto ``nodes`` (k, 3), world coordinates in m, and colour it by node ``strain`` (k,)."""

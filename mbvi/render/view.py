@@ -21,7 +21,7 @@ from mbvi.geometry import BodyGeometry
 from mbvi.render import templates
 from mbvi.render.drawable import drawing_origin
 from mbvi.render.frames import FrameData
-from mbvi.render.layers import BeamTube, InstancedLayer, LineLayer
+from mbvi.render.layers import BeamTube, InstancedLayer, LineLayer, stand
 from mbvi.render.style import PALETTE, Sizes, Style, palette_rgb
 from mbvi.render.transforms import segment_frames
 
@@ -387,9 +387,8 @@ class SceneView:
             offsets = np.concatenate([np.eye(3), -np.eye(3)])  # (6, 3)
             ext = self.data.rigid_pos[:, :, None, :] + radii[None, :, None, None] * offsets[None, None]
             pts = np.concatenate([pts, ext.reshape(-1, 3)])
-        if self.trails is not None and self.trails.names:
+        if self.trails is not None and self.trails.names:  # (finite: drawing_origin refused the view otherwise)
             pts = np.concatenate([pts, self.trails.points.reshape(-1, 3)])
-            pts = pts[np.all(np.isfinite(pts), axis=1)]
         return pts if len(pts) else np.zeros((1, 3))
 
     def _motion_points(self) -> NDArray[np.float64]:
@@ -400,9 +399,8 @@ class SceneView:
         along every axis and would hide the plane in which a rigid pendulum swings.
         """
         pts = self.data.all_points()
-        if self.trails is not None and self.trails.names:
-            trail = self.trails.points.reshape(-1, 3)
-            pts = np.concatenate([pts, trail[np.all(np.isfinite(trail), axis=1)]])
+        if self.trails is not None and self.trails.names:  # (finite: drawing_origin refused the view otherwise)
+            pts = np.concatenate([pts, self.trails.points.reshape(-1, 3)])
         return pts if len(pts) else np.zeros((1, 3))
 
     def _hinge_axes(self) -> NDArray[np.float64]:
@@ -448,7 +446,7 @@ class SceneView:
         edges = plane.extract_all_edges()
         actors.append(self.plotter.add_mesh(edges, color=self.style.grid, line_width=1.0, lighting=False))
         for actor in actors:
-            actor.position = tuple(float(x) for x in self.origin)
+            stand(actor, self.origin)
 
     def _place_camera(self, camera: CameraSpec, zoom: float) -> None:
         if camera is not None and not isinstance(camera, str):
