@@ -483,3 +483,45 @@ def test_the_kernel_key_sees_enums_nested_code_and_a_module_s_functions() -> Non
         assert code_key(namespace["by_helper"]) != before
     finally:
         del sys.modules["mbvi_test_helpers"]
+
+
+def _arm_chain_with_pd(calls: list) -> mbvi.Scene:
+    """Three links on hinges about y, the first held by a PD torque read from the state (a Python function)."""
+
+    def pd(t, state):
+        calls[0] += 1
+        return (0.0, -20.0 * float(state.q[0] - 0.5) - 1.0 * float(state.v[0]), 0.0)
+
+    s = mbvi.Scene(gravity=(0, 0, -9.81))
+    parent = "world"
+    for i in range(3):
+        s.add(mbvi.RigidBody(f"l{i}", mass=1.0, inertia=(0.002, 0.08, 0.08), position=(i + 0.5, 0, 0)))
+        s.add(mbvi.Revolute(parent, f"l{i}", anchor=(i, 0, 0), axis=(0, 1, 0), name=f"j{i}"))
+        parent = f"l{i}"
+    s.add(mbvi.ExternalTorque("l0", pd, name="motor"))
+    return s
+
+
+@pytest.mark.parametrize("integrator", ["midpoint", "implicit_euler"])
+def test_newton_steps_of_rigid_bodies_make_a_loads_differences_only_when_newton_slows(integrator, monkeypatch):
+    """The implicit pair steps rigid bodies by Newton in NumPy; a state-reading load's Jacobians are central
+    differences (4 nq calls of the user's function). Made afresh at every step they cost 150 calls a step on
+    this chain (~10 ms); kept from an earlier step until Newton's contraction slows, ~7, and the run is the
+    same to Newton's tolerance."""
+    calls = [0]
+    steps = 200
+    traj = mbvi.simulate(_arm_chain_with_pd(calls), steps * 1e-3, 1e-3, integrator)
+    kept = calls[0] / steps
+    from mbvi.integrators import implicit
+
+    monkeypatch.setattr(
+        implicit._NewtonIntegrator,
+        "_forces_jacobians",
+        lambda self, q, v, t, refresh: self.system.force_jacobians(q, v, t),
+    )
+    calls[0] = 0
+    fresh = mbvi.simulate(_arm_chain_with_pd(calls), steps * 1e-3, 1e-3, integrator)
+    assert kept <= 20 < 100 <= calls[0] / steps
+    np.testing.assert_allclose(traj.q, fresh.q, rtol=0, atol=1e-11)
+    np.testing.assert_allclose(traj.v, fresh.v, rtol=0, atol=1e-9)
+    assert abs(traj.joint_angle("j0")[-1] - traj.joint_angle("j0")[0]) > 0.1  # it moved

@@ -35,6 +35,19 @@ class _NewtonIntegrator(Compiled):
         self.maxiter = self.check_option("maxiter", self.maxiter, integer=True)
         self._M = sp.diags(system.mass)
         self._y = np.zeros(len(system.active))
+        self._force_jacobians: tuple | None = None
+
+    def _forces_jacobians(self, q, v, t, refresh: bool) -> tuple:
+        """(∂F/∂q, ∂F/∂v) at (q, v, t) for a Newton matrix; at its first making in a step (not ``refresh``)
+        those of the last made, from an earlier step, when there are.
+
+        A load that reads the state has them by central differences, 4 nq calls of the user's function: made
+        at every step, they cost a 3-body chain with a `(t, state)` torque ~10 ms a step. Simplified Newton
+        needs only a matrix near the Jacobian, and the forces' part changes little in a step; when its
+        contraction slows, Newton makes the matrix again with them made afresh (``refresh``)."""
+        if refresh or self._force_jacobians is None:
+            self._force_jacobians = self.system.force_jacobians(q, v, t)
+        return self._force_jacobians
 
     def _solve(self, residual, jacobian, x0, culprit_q):
         sysm = self.system
@@ -89,12 +102,12 @@ class Midpoint(_NewtonIntegrator):
                 f += sysm.force(qm, v, tm)
             return M * (v - v0) - 0.5 * h * f + G0.T @ lam, sysm.active_constraints(q1)
 
-        def jacobian(q1, lam):
+        def jacobian(q1, lam, refresh):
             v = (q1 - q0) / h
             qm = 0.5 * (q0 + q1)
             K = self._M / h + 0.25 * h * sysm.potential_hessian(qm)
             if sysm.has_forces:
-                dq, dv = sysm.force_jacobians(qm, v, tm)
+                dq, dv = self._forces_jacobians(qm, v, tm, refresh)
                 K = K - 0.25 * h * dq - 0.5 * dv
             _, gd1 = sysm.active_values_and_jacobian(q1)
             return K, G0.T, sysm.active_jacobian(gd1)
@@ -138,11 +151,11 @@ class ImplicitEuler(_NewtonIntegrator):
             g, gd = sysm.active_values_and_jacobian(q1)
             return M * (v - v0) / h - f + sysm.G_rmatvec(gd, lam), g
 
-        def jacobian(q1, lam):
+        def jacobian(q1, lam, refresh):
             v = (q1 - q0) / h
             K = self._M / (h * h) + sysm.potential_hessian(q1)
             if sysm.has_forces:
-                dq, dv = sysm.force_jacobians(q1, v, t1)
+                dq, dv = self._forces_jacobians(q1, v, t1, refresh)
                 K = K - dq - dv / h
             full_lam[sysm.active] = lam
             K = K + sysm.constraint_hessian(full_lam)

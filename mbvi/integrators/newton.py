@@ -61,7 +61,7 @@ def solve_kkt(K, B, C, r1: np.ndarray, r2: np.ndarray) -> tuple[np.ndarray, np.n
 
 def newton_kkt(
     residual: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
-    jacobian: Callable[[np.ndarray, np.ndarray], tuple],
+    jacobian: Callable[[np.ndarray, np.ndarray, bool], tuple],
     x0: np.ndarray,
     y0: np.ndarray,
     *,
@@ -72,7 +72,10 @@ def newton_kkt(
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Simplified Newton on R₁(x, y) = 0, R₂(x) = 0 with Jacobian [[K, B], [C, 0]].
 
-    Converged when the update |δx|∞ ≤ xtol and max |R₂ / gscale| ≤ gtol.
+    Converged when the update |δx|∞ ≤ xtol and max |R₂ / gscale| ≤ gtol. ``jacobian(x, y, refresh)`` is
+    called at the start (``refresh`` False: parts that are costly to make, such as finite differences of a
+    load, may be those of an earlier solve) and again whenever the contraction slows (``refresh`` True: all
+    made at x).
 
     Returns
     -------
@@ -86,11 +89,12 @@ def newton_kkt(
     x, y = x0.copy(), y0.copy()
     factor = None
     prev = np.inf
+    refresh = False
     for it in range(1, maxiter + 1):
         r1, r2 = residual(x, y)
         if factor is None:
             try:
-                factor = KKTFactor(*jacobian(x, y))
+                factor = KKTFactor(*jacobian(x, y, refresh))
             except LoadError:  # a load or law raised: its own message
                 raise
             except (np.linalg.LinAlgError, RuntimeError, ValueError) as exc:
@@ -105,7 +109,8 @@ def newton_kkt(
             _, r2n = residual(x, y)
             if not len(r2n) or float(np.max(np.abs(r2n) / gscale)) <= gtol:
                 return x, y, it
-        if size > 0.1 * prev:  # contraction too slow: refresh the Jacobian
+        if size > 0.1 * prev:  # contraction too slow: refresh the Jacobian, all of it
             factor = None
+            refresh = True
         prev = size
     raise SolverError("Newton iteration on the implicit step did not converge")
