@@ -53,6 +53,7 @@ docs: setup
 bench: setup
 	$(PY) benchmarks/bench_engine.py
 	$(PY) benchmarks/bench_open.py
+	$(PY) benchmarks/bench_implicit_rigid.py
 	$(PY) benchmarks/bench_first_use.py
 	$(PY) benchmarks/bench_chain.py
 	$(PY) benchmarks/bench_batch.py

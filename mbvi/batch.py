@@ -149,7 +149,7 @@ def _members(scene, system, cls, stepper, initial_states, t0: float, nsteps: int
         out = run_kernel_batch(stepper, Q, V, float(t0), nsteps, save_every)
         if out is not None:
             return _kernel_members(stepper, system, scene, info, *out)
-    # a scheme of the engine; None: the constraints are too wide for it, or the implicit pair with rigid bodies
+    # a scheme of the engine; None: the constraints are too wide for it
     model = stepper.engine_model() if cls.compiled else None
     if model is None:  # member by member on the NumPy path
         runs: dict[int, Any] = {}

@@ -504,16 +504,17 @@ def _arm_chain_with_pd(calls: list) -> mbvi.Scene:
 
 @pytest.mark.parametrize("integrator", ["midpoint", "implicit_euler"])
 def test_newton_steps_of_rigid_bodies_make_a_loads_differences_only_when_newton_slows(integrator, monkeypatch):
-    """The implicit pair steps rigid bodies by Newton in NumPy; a state-reading load's Jacobians are central
-    differences (4 nq calls of the user's function). Made afresh at every step they cost 150 calls a step on
-    this chain (~10 ms); kept from an earlier step until Newton's contraction slows, ~7, and the run is the
-    same to Newton's tolerance."""
+    """On the NumPy path (a system too wide for the compiled solver; forced here) the implicit pair steps by
+    Newton, and a state-reading load's Jacobians are central differences (4 nq calls of the user's function).
+    Made afresh at every step they cost 150 calls a step on this chain (~10 ms); kept from an earlier step
+    until Newton's contraction slows, ~7, and the run is the same to Newton's tolerance."""
+    from mbvi.integrators import implicit
+
+    monkeypatch.setattr(mbvi.get_integrator(integrator), "compiled", False)
     calls = [0]
     steps = 200
     traj = mbvi.simulate(_arm_chain_with_pd(calls), steps * 1e-3, 1e-3, integrator)
     kept = calls[0] / steps
-    from mbvi.integrators import implicit
-
     monkeypatch.setattr(
         implicit._NewtonIntegrator,
         "_forces_jacobians",

@@ -70,7 +70,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "point_force": ("map", "force"),
     "torque": ("columns", "torque"),
     "hinge_damping": ("axis", "columns_a", "rigid_a", "columns_b", "rigid_b", "coefficient"),
-    "slider_damping": ("axis", "map", "coefficient"),
+    "slider_damping": ("axis", "map", "columns", "rigid", "coefficient"),
     "bending": ("edge_a", "edge_b", "stiffness"),
 }
 

@@ -223,6 +223,9 @@ M = Table(
         size("KGRAD", "1 when a kernel adds to ∇U (the Lie loop's force is then not constant)"),
         ints("WKOFF", "WK_COUNT", "the run workspace's layout: WI of a new run (offsets of WK's buffers in WS)"),
         size("WS_SIZE", "the length of a run's float workspace WS"),
+        # new slots go last: a plugin's step kernel cached against an earlier table keeps its offsets
+        ints("SD_CC", "9*SN_M", "prismatic joint damping: rotation columns of the body taking the couple (a, else b)"),
+        floats("SD_RC", "SN_M", "prismatic joint damping: 1 when a body of the joint is rigid (takes the couple)"),
     ],
 )
 

@@ -659,8 +659,42 @@ def _omega(I, cols, i, q, v):
 
 
 @jit
+def _spin_solve(I, cols, i, q, x0, x1, x2):
+    """S⁻¹ x for the rotation columns r_c at I[cols + 9 i …], S = ½ (Σ_c |r_c|² 1 − Σ_c r_c r_cᵀ).
+
+    S maps a rigid spin ξ of the columns to the ω = ½ Σ r_c × ṙ_c it reads, and a generalized force ½ τ × r_c to
+    the torque it exerts (S τ). S is the identity where the columns are orthonormal; the implicit pair evaluates
+    forces at (q₀ + q₁)/2, where they are not quite, and with S⁻¹ a torque is exactly τ and a rate is blind to a
+    rigid spin of the whole (:func:`mbvi.forcelaws.builtin._spin_inverse`, the NumPy path's).
+    """
+    s00 = s01 = s02 = s11 = s12 = s22 = 0.0
+    for c in range(3):
+        a = I[cols + 9 * i + 3 * c]
+        r0, r1, r2 = q[a], q[a + 1], q[a + 2]
+        s00 += r0 * r0
+        s01 += r0 * r1
+        s02 += r0 * r2
+        s11 += r1 * r1
+        s12 += r1 * r2
+        s22 += r2 * r2
+    tr = s00 + s11 + s22
+    a00, a11, a22 = 0.5 * (tr - s00), 0.5 * (tr - s11), 0.5 * (tr - s22)
+    a01, a02, a12 = -0.5 * s01, -0.5 * s02, -0.5 * s12
+    c00, c01, c02 = a11 * a22 - a12 * a12, a02 * a12 - a01 * a22, a01 * a12 - a02 * a11  # cofactors (S symmetric)
+    c11, c12, c22 = a00 * a22 - a02 * a02, a01 * a02 - a00 * a12, a00 * a11 - a01 * a01
+    det = a00 * c00 + a01 * c01 + a02 * c02
+    return (
+        (c00 * x0 + c01 * x1 + c02 * x2) / det,
+        (c01 * x0 + c11 * x1 + c12 * x2) / det,
+        (c02 * x0 + c12 * x1 + c22 * x2) / det,
+    )
+
+
+@jit
 def _torque_on_columns(I, cols, i, t0, t1, t2, scale, q, out):
-    """Generalized force ½ τ × r_c on each rotation column, times ``scale``."""
+    """Generalized force ½ (S⁻¹ τ) × r_c on each rotation column (:func:`_spin_solve`), times ``scale``: the
+    torque τ exactly, on the rotation group and off it."""
+    t0, t1, t2 = _spin_solve(I, cols, i, q, t0, t1, t2)
     for c in range(3):
         a = I[cols + 9 * i + 3 * c]
         r0, r1, r2 = q[a], q[a + 1], q[a + 2]
@@ -747,10 +781,12 @@ def nonconservative_force(I, F, q, v, t, out):
     for i in range(I[M.HD_I + 3]):
         n0, n1, n2 = _point(I, F, M.HD_I, i, q, True)
         a0 = a1 = a2 = b0 = b1 = b2 = 0.0
-        if F[ra + i] != 0.0:
-            a0, a1, a2 = _omega(I, ca, i, q, v)
+        if F[ra + i] != 0.0:  # each body's rate S⁻¹ ½ Σ r_c × ṙ_c: θ̇ blind to a rigid spin of the pair
+            w0, w1, w2 = _omega(I, ca, i, q, v)
+            a0, a1, a2 = _spin_solve(I, ca, i, q, w0, w1, w2)
         if F[rb + i] != 0.0:
-            b0, b1, b2 = _omega(I, cb, i, q, v)
+            w0, w1, w2 = _omega(I, cb, i, q, v)
+            b0, b1, b2 = _spin_solve(I, cb, i, q, w0, w1, w2)
         f = -F[coef + i] * (n0 * (b0 - a0) + n1 * (b1 - a1) + n2 * (b2 - a2))
         if F[rb + i] != 0.0:
             _torque_on_columns(I, cb, i, f * n0, f * n1, f * n2, 1.0, q, out)
@@ -762,4 +798,8 @@ def nonconservative_force(I, F, q, v, t, out):
         e0, e1, e2 = _point(I, F, M.SD_I, i, v, False)
         f = -F[coef + i] * (n0 * e0 + n1 * e1 + n2 * e2)
         _scatter(I, F, M.SD_I, i, f * n0, f * n1, f * n2, out)
+        if F[I[M.SD_RC] + i] != 0.0:  # the couple d × f the pair makes off the joint's line, cancelled on a body
+            d0, d1, d2 = _point(I, F, M.SD_I, i, q, True)
+            _torque_on_columns(I, I[M.SD_CC], i, -f * (d1 * n2 - d2 * n1), -f * (d2 * n0 - d0 * n2),
+                               -f * (d0 * n1 - d1 * n0), 1.0, q, out)  # fmt: skip
     call_kernels(I, F, opaque(CT.FORCE), q, v, t, out)

@@ -52,6 +52,7 @@ class QModel:
     def __init__(self, arrays: tuple[np.ndarray, np.ndarray] | None = None, spec: ModelSpec | None = None,
                  parts: list | None = None, kernels: list | None = None) -> None:  # fmt: skip
         self._arrays, self._spec, self._parts, self._kernels = arrays, spec, parts, kernels
+        self._model: Model | None = None  # the model of these arrays alone (configuration_model), made once
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray] | None:
         """``(Iq, Fq)``, packed the first time; None when the constraint matrix with the rotations' rows is too
@@ -340,7 +341,9 @@ def _pack_forces(pk: _Packer, nq: int, parts: list, kernels: list[tuple[int, int
     pk.float_array(M.HD_COEF, col("hinge_damping", 5))
     pk.affine("SN", maps("slider_damping", 0))
     pk.affine("SD", maps("slider_damping", 1))
-    pk.float_array(M.SD_COEF, col("slider_damping", 2))
+    pk.int_array(M.SD_CC, col("slider_damping", 2, (0, 9), np.int64))
+    pk.float_array(M.SD_RC, col("slider_damping", 3))
+    pk.float_array(M.SD_COEF, col("slider_damping", 4))
     pk.affine("BA", maps("bending", 0))
     pk.affine("BB", maps("bending", 1))
     pk.float_array(M.BE_KAPPA, col("bending", 2))
@@ -548,6 +551,28 @@ def build(spec: ModelSpec) -> Model | None:
     # every active row, in q, for the integrators that step the rotation columns: packed when one asks
     q_model = QModel(spec=spec, parts=parts, kernels=kernels)
     return Model(I, F, Iv, Fv, IL, FL, q_model, tuple(keep), tuple(calls), tuple(parts))
+
+
+def configuration_model(model: Model) -> Model | None:
+    """The model that steps every coordinate of q, a rigid body's rotation columns too, under every active row
+    (their orthonormality rows included): :attr:`Model.Iq` as a model without rigid bodies, for the loops of
+    :mod:`mbvi.engine.loop`. ``model`` itself when it has no rigid bodies; None when the rows are too wide.
+
+    The implicit pair runs rigid bodies on it: their discrete Lagrangian is the NumPy path's, in the columns
+    (constant column masses, the rotation's rows as constraints), so the compiled loop of particles takes
+    their steps unchanged.
+    """
+    if not model.rigid:
+        return model
+    qm = model.q_model
+    if qm._model is None:
+        arrays = qm.arrays()
+        if arrays is None:
+            return None
+        Iq, Fq = arrays
+        qm._model = Model(Iq, Fq, Iq, Fq, np.zeros(LT.count, np.int64), np.zeros(1), QModel((Iq, Fq)),
+                          model.kernels, model.callbacks, model.parts)  # fmt: skip
+    return qm._model
 
 
 def value_offsets(model: Model, owner: str, q_model: bool = True) -> list[tuple[np.ndarray, int, bool]]:

@@ -264,7 +264,8 @@ class Advance:
 
 
 def entry(model, scheme: np.ndarray):
-    """The compiled entry point that runs ``scheme`` on ``model``, or None (the implicit pair with rigid bodies)."""
+    """The compiled entry point that runs ``scheme`` on ``model``, or None (the implicit pair on a model whose rigid
+    bodies step on SO(3): it runs on :func:`mbvi.engine.model.configuration_model` instead)."""
     kind = int(scheme[0, SC.KIND])
     if model.rigid:
         if kind != SC.RATTLE:

@@ -22,6 +22,7 @@ from mbvi import notices
 from mbvi.diagnosis import engine_failure, instability
 from mbvi.engine import scheme as SC
 from mbvi.engine.fields import RI, ST
+from mbvi.engine.model import configuration_model
 from mbvi.engine.runner import Advancer, RunResult, RunState, entry, nsave, saved_states, saved_steps
 from mbvi.errors import RedundantConstraintWarning, SolverError
 from mbvi.integrators.base import Integrator
@@ -65,6 +66,8 @@ class Compiled(Integrator):
         if not type(self).compiled:
             return None
         model = self.system.engine_model()
+        if model is not None and model.rigid and not SC.is_rattle(self.method()):
+            model = configuration_model(model)  # the implicit pair: rotation columns under their rows
         if model is None or entry(model, self.method()) is None:
             return None
         return model

@@ -1,11 +1,13 @@
 """Implicit integrators solved by Newton on (q_{k+1}, λ): midpoint VI and implicit Euler.
 
-A run of a system without rigid bodies is one compiled call
-(:func:`mbvi.engine.loop.run_implicit`): the same equations, solved by a fixed
-point around SHAKE, and by a compiled Newton (finite-difference KKT matrix)
-where the fixed point cannot settle (stiff forces); a stiff step of a system
-too large for that dense Newton is taken here, by Newton with sparse LU, and
-systems with rigid bodies step here throughout.
+A run is one compiled call (:func:`mbvi.engine.loop.run_implicit`; rigid bodies
+step their rotation columns under their orthonormality rows, on
+:func:`mbvi.engine.model.configuration_model`): the same equations, solved by a
+fixed point around SHAKE, and by a compiled Newton (finite-difference KKT
+matrix) where the fixed point cannot settle (stiff forces). A stiff step of a
+system too large for that dense Newton is taken here, by Newton with sparse LU,
+and so is every step of a system whose constraint matrix is too wide for the
+compiled solver.
 """
 
 from __future__ import annotations
