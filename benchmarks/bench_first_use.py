@@ -74,9 +74,7 @@ def push(t, state):  # a user's controller: damps the lower bob's vertical veloc
     return (0.0, 0.0, -0.3 * state.velocity("b")[2])
 
 """
-SCRIPT = (
-    HEADER
-    + r"""
+SCRIPT = HEADER + r"""
 out = {}
 t0 = time.perf_counter()
 dp = pendulum()
@@ -97,17 +95,13 @@ out["engine_compiles"] = len(engine_compiles)
 out["total"] = time.perf_counter() - t_start
 print(json.dumps(out))
 """
-)
 
 
-RIGID_FIRST = (
-    HEADER
-    + r"""
+RIGID_FIRST = HEADER + r"""
 t0 = time.perf_counter()
 mbvi.simulate(arm(), 0.01, 1e-3)
 print(json.dumps({"rigid_alone": time.perf_counter() - t0}))
 """
-)
 
 
 def run(env: dict, script: str = SCRIPT) -> dict:

@@ -256,10 +256,8 @@ def saving(system, stepper) -> None:
                 run.advance_to(steps)
                 t = min(t, (time.perf_counter() - t0) / steps)
             WI = run.rs.WI
-            print(
-                f"   {steps * H:4.0f} s, {'every state' if save_every == 1 else 'last state '}: {t * 1e6:6.1f} µs, "
-                f"{WI[WK.DRIFTS] / steps:.2f} drifts, {WI[WK.REFACTORED] / steps:.2f} factorizations a step"
-            )
+            print(f"   {steps * H:4.0f} s, {'every state' if save_every == 1 else 'last state '}: {t * 1e6:6.1f} µs, "
+                  f"{WI[WK.DRIFTS] / steps:.2f} drifts, {WI[WK.REFACTORED] / steps:.2f} factorizations a step")
 
 
 if __name__ == "__main__":
