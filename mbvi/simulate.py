@@ -260,9 +260,24 @@ def _warn_energy_error(traj: Trajectory, stepper: Integrator, system) -> None:
     notices.warn(
         f"integrator {stepper.name!r} at dt = {stepper.dt:g} s: the energy balance E − E₀ − W strayed by "
         f"{err[1]:.3g} J, {err[0]:.0%} of the energy in motion, by t = {err[2]:.4g} s; the result is not accurate "
-        f"(reduce dt, e.g. to {stepper.dt / 4:g} s)",
+        f"({_remedy(stepper)})",
         RuntimeWarning,
     )
+
+
+#: a constraint tolerance this many times the integrator's default is loose enough to be the first suspect
+LOOSE_TOL = 100.0
+
+
+def _remedy(stepper: Integrator) -> str:
+    """What to change first: a loose ``tol`` (SHAKE stops as soon as its residual is under it, with a sign that
+    depends on the state: energy and momentum creep by about tol a step, whatever dt, and a smaller dt only
+    takes more steps), else dt."""
+    tol, default = getattr(stepper, "tol", None), type(stepper).options.get("tol")
+    if isinstance(tol, float) and isinstance(default, float) and tol > LOOSE_TOL * default:
+        return (f"tol = {tol:g} is loose: the solves' residual makes the energy creep step by step whatever dt, "
+                f"and a smaller dt only takes more steps; tighten tol, e.g. to its default {default:g}")  # fmt: skip
+    return f"reduce dt, e.g. to {stepper.dt / 4:g} s"
 
 
 def _ending_at(stepper, cls, system, state: State, t0: float, nsteps: int, save_every: int, callback, last: float,

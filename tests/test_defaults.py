@@ -46,6 +46,23 @@ def test_the_whipping_chain_keeps_its_energy_band_with_the_default_substepping()
     assert abs(np.mean(e[half:]) - np.mean(e[:half])) < np.ptp(e[:half])  # no drift
 
 
+def test_a_run_that_strays_for_a_loose_tol_says_to_tighten_tol_not_dt() -> None:
+    """SHAKE stops once its residual is under ``tol``, with a sign that depends on the state: at a loose tol the
+    energy creeps step by step whatever dt, and a quarter of the step does not help. The warning named dt."""
+    loose = {}
+    for dt in (1e-3, 2.5e-4):
+        with pytest.warns(RuntimeWarning, match=r"tol = 0\.001 is loose: .*tighten tol, e\.g\. to its default 1e-12"):
+            loose[dt] = mbvi.simulate(_whip(), 10.0, dt, tol=1e-3, save_every=round(1e-2 / dt))
+    assert loose[1e-3].info["energy_error"] > 0.1
+    assert loose[2.5e-4].info["energy_error"] > 0.5 * loose[1e-3].info["energy_error"]  # dt is not the cause
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tight = mbvi.simulate(_whip(), 10.0, 1e-3, save_every=10)  # the default tol: silent, in its band
+    assert tight.info["energy_error"] < 0.01
+    with pytest.warns(RuntimeWarning, match=r"reduce dt, e\.g\. to 0\.125 s"):  # a default tol: dt it is
+        mbvi.simulate(_pendulum(), 20.0, 0.5)
+
+
 def _pendulum(length: float = 1.1) -> mbvi.Scene:
     s = mbvi.Scene(gravity=(0.0, 0.0, -G))
     s.add(mbvi.Particle("bob", mass=1.0, position=(length * math.sin(1.0), 0.0, -length * math.cos(1.0))))
