@@ -212,6 +212,14 @@ class BilinearRows:
     def _dot3(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return (a * b).reshape(a.shape[:-1] + (self.n, 3)).sum(axis=-1)
 
+    def largest(self, q: np.ndarray) -> np.ndarray:
+        """max_r |g_r(q)| of every state of q (..., nq), shape (...,) (compiled, :mod:`mbvi.engine.rowvalues`)."""
+        from mbvi.engine.rowvalues import bilinear_values
+
+        flat = bilinear_values(self._AU, self._cu, self._AW, self._cw, self.s, self.k, self._same,
+                               q.reshape(-1, self.nq), largest=True)  # fmt: skip
+        return flat.reshape(q.shape[:-1])
+
     def values(self, q: np.ndarray) -> np.ndarray:
         """g(q), shape (..., n)."""
         if q.ndim == 1:

@@ -240,8 +240,13 @@ class System:
     # -- momentum --------------------------------------------------------------------------------
     def momentum(self, v: np.ndarray) -> np.ndarray:
         """Linear momentum Σ m ẋ, shape (..., 3), kg m/s."""
-        vt = v[..., self._trans_idx].reshape(v.shape[:-1] + (-1, 3))
-        return np.sum(vt * self._trans_mass, axis=-2)
+        if v.ndim == 1:
+            return np.sum(v[self._trans_idx].reshape(-1, 3) * self._trans_mass, axis=0)
+        from mbvi.engine.rowvalues import linear_momenta  # compiled: one pass, no gathered copy of v
+
+        blocks = self._trans_idx[::3]
+        flat = linear_momenta(v.reshape(-1, v.shape[-1]), blocks, self._trans_mass.ravel())
+        return flat.reshape(v.shape[:-1] + (3,))
 
     def angular_momentum(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Angular momentum about the origin, shape (..., 3), kg m²/s.
@@ -281,6 +286,8 @@ class System:
         """max |g(q)| over rows (batched allowed)."""
         if self.nc == 0:
             return np.zeros(q.shape[:-1]) if q.ndim > 1 else 0.0
+        if q.ndim > 1:
+            return self.rows.largest(q)
         return np.max(np.abs(self.constraints(q)), axis=-1)
 
     def stiffest_element(self) -> tuple[str, float] | None:

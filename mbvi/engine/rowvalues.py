@@ -12,14 +12,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["angular_momenta", "bilinear_values"]
+__all__ = ["angular_momenta", "bilinear_values", "linear_momenta"]
 
 
 @njit(cache=True, nogil=True)
-def _values(up, ui, ud, cu, wp, wi, wd, cw, s, k, same, Q, out):  # pragma: no cover - compiled
+def _values(up, ui, ud, cu, wp, wi, wd, cw, s, k, same, Q, out, largest):  # pragma: no cover - compiled
     n = len(s)
     for f in range(Q.shape[0]):
         q = Q[f]
+        top = 0.0
         for r in range(n):
             acc = 0.0
             for c in range(3):
@@ -34,23 +35,29 @@ def _values(up, ui, ud, cu, wp, wi, wd, cw, s, k, same, Q, out):  # pragma: no c
                     for e in range(wp[row], wp[row + 1]):
                         w += wd[e] * q[wi[e]]
                 acc += u * w
-            out[f, r] = s[r] * acc - k[r]
+            g = s[r] * acc - k[r]
+            if largest:
+                top = max(top, abs(g))
+            else:
+                out[f, r] = g
+        if largest:
+            out[f, 0] = top
 
 
 def bilinear_values(au, cu: np.ndarray, aw, cw: np.ndarray, s: np.ndarray, k: np.ndarray, same: bool,
-                    Q: np.ndarray) -> np.ndarray:  # fmt: skip
-    """g_r = s_r (U_r·W_r) − k_r at every state of Q (m, nq); shape (m, n).
+                    Q: np.ndarray, largest: bool = False) -> np.ndarray:  # fmt: skip
+    """g_r = s_r (U_r·W_r) − k_r at every state of Q (m, nq); shape (m, n), or with ``largest`` max_r |g_r| (m,).
 
     ``au``, ``aw``: the CSR matrices (3n, nq) of U and W's linear parts, ``cu``, ``cw`` (3n,) their constants,
     ``s``, ``k`` (n,) the rows' factors and offsets; ``same`` when W is U (read once).
     """
     Q = np.ascontiguousarray(Q, dtype=float)
-    out = np.empty((Q.shape[0], len(s)))
+    out = np.empty((Q.shape[0], 1 if largest else len(s)))
     _values(
         au.indptr.astype(np.int64), au.indices.astype(np.int64), au.data, cu,
-        aw.indptr.astype(np.int64), aw.indices.astype(np.int64), aw.data, cw, s, k, same, Q, out,
+        aw.indptr.astype(np.int64), aw.indices.astype(np.int64), aw.data, cw, s, k, same, Q, out, largest,
     )  # fmt: skip
-    return out
+    return out[:, 0] if largest else out
 
 
 @njit(cache=True, nogil=True)
@@ -75,4 +82,25 @@ def angular_momenta(Q: np.ndarray, V: np.ndarray, block_mass: np.ndarray) -> np.
     V = np.ascontiguousarray(V, dtype=float)
     out = np.empty((Q.shape[0], 3))
     _angular(Q, V, np.ascontiguousarray(block_mass, dtype=float), out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _linear(V, blocks, mass, out):  # pragma: no cover - compiled
+    for f in range(V.shape[0]):
+        x = y = z = 0.0
+        for i in range(len(blocks)):
+            o = blocks[i]
+            x += mass[3 * i] * V[f, o]
+            y += mass[3 * i + 1] * V[f, o + 1]
+            z += mass[3 * i + 2] * V[f, o + 2]
+        out[f, 0], out[f, 1], out[f, 2] = x, y, z
+
+
+def linear_momenta(V: np.ndarray, blocks: np.ndarray, mass: np.ndarray) -> np.ndarray:
+    """Σ over the translation blocks (start indices ``blocks``) of m ẋ at every state of V (m, nq); shape (m, 3).
+    ``mass`` (3 len(blocks),): the masses of the blocks' coordinates."""
+    V = np.ascontiguousarray(V, dtype=float)
+    out = np.empty((V.shape[0], 3))
+    _linear(V, np.ascontiguousarray(blocks, dtype=np.int64), np.ascontiguousarray(mass, dtype=float), out)
     return out
