@@ -151,35 +151,15 @@ class LoadFailure:
         return self._error
 
 
-def _spin_solve(r: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """S⁻¹ x for the rotation columns r (3 rows), operation for operation as the compiled kernel's
-    (:func:`mbvi.engine.stateview._spin_solve`): a load called back gives the same bits as one compiled."""
-    s00 = s01 = s02 = s11 = s12 = s22 = 0.0
-    for c in range(3):
-        r0, r1, r2 = float(r[c, 0]), float(r[c, 1]), float(r[c, 2])
-        s00 += r0 * r0
-        s01 += r0 * r1
-        s02 += r0 * r2
-        s11 += r1 * r1
-        s12 += r1 * r2
-        s22 += r2 * r2
-    tr = s00 + s11 + s22
-    a00, a11, a22 = 0.5 * (tr - s00), 0.5 * (tr - s11), 0.5 * (tr - s22)
-    a01, a02, a12 = -0.5 * s01, -0.5 * s02, -0.5 * s12
-    c00, c01, c02 = a11 * a22 - a12 * a12, a02 * a12 - a01 * a22, a01 * a12 - a02 * a11
-    c11, c12, c22 = a00 * a22 - a02 * a02, a01 * a02 - a00 * a12, a00 * a11 - a01 * a01
-    det = a00 * c00 + a01 * c01 + a02 * c02
-    x0, x1, x2 = float(x[0]), float(x[1]), float(x[2])
-    return np.array([(c00 * x0 + c01 * x1 + c02 * x2) / det, (c01 * x0 + c11 * x1 + c12 * x2) / det,
-                     (c02 * x0 + c12 * x1 + c22 * x2) / det])  # fmt: skip
-
-
 def _apply(q: np.ndarray, target: tuple[int, bool, np.ndarray], torque: bool, f: np.ndarray, out: np.ndarray) -> None:
     """What the compiled kernel adds (:func:`mbvi.engine.stateview.apply`), in NumPy."""
     o, rigid, anchor = target
-    if torque:  # ½ (S⁻¹ τ) × rᵢ: exactly τ off the rotation group too (S = ½ (Σ |rᵢ|² 1 − Σ rᵢ rᵢᵀ))
+    if torque:  # ½ (S⁻¹ τ) × rᵢ: exactly τ off the rotation group too (the compiled kernel's operations, bit for bit)
+        from mbvi.engine.spin import spin_solve
+
+        tau = np.array(spin_solve.py_func(q, o + 3, o + 6, o + 9, float(f[0]), float(f[1]), float(f[2])))
         r = q[o + 3 : o + 12].reshape(3, 3)
-        out[o + 3 : o + 12] += 0.5 * np.cross(_spin_solve(r, f)[None, :], r).ravel()
+        out[o + 3 : o + 12] += 0.5 * np.cross(tau[None, :], r).ravel()
         return
     out[o : o + 3] += f
     if rigid:

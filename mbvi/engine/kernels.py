@@ -22,6 +22,7 @@ from mbvi.engine import extrapolation
 from mbvi.engine import scheme as SC
 from mbvi.engine.cache import announce_compiling, ensure_fresh
 from mbvi.engine.fields import RI, RK, WARM_HISTORY, WARM_ROWS, WK, M
+from mbvi.engine.spin import spin_solve
 
 ensure_fresh()  # before the first compiled function is loaded from numba's cache
 announce_compiling()
@@ -658,36 +659,11 @@ def _omega(I, cols, i, q, v):
     return o0, o1, o2
 
 
-@jit
+@njit(inline="always")
 def _spin_solve(I, cols, i, q, x0, x1, x2):
-    """S⁻¹ x for the rotation columns r_c at I[cols + 9 i …], S = ½ (Σ_c |r_c|² 1 − Σ_c r_c r_cᵀ).
-
-    S maps a rigid spin ξ of the columns to the ω = ½ Σ r_c × ṙ_c it reads, and a generalized force ½ τ × r_c to
-    the torque it exerts (S τ). S is the identity where the columns are orthonormal; the implicit pair evaluates
-    forces at (q₀ + q₁)/2, where they are not quite, and with S⁻¹ a torque is exactly τ and a rate is blind to a
-    rigid spin of the whole (:func:`mbvi.forcelaws.builtin._spin_inverse`, the NumPy path's).
-    """
-    s00 = s01 = s02 = s11 = s12 = s22 = 0.0
-    for c in range(3):
-        a = I[cols + 9 * i + 3 * c]
-        r0, r1, r2 = q[a], q[a + 1], q[a + 2]
-        s00 += r0 * r0
-        s01 += r0 * r1
-        s02 += r0 * r2
-        s11 += r1 * r1
-        s12 += r1 * r2
-        s22 += r2 * r2
-    tr = s00 + s11 + s22
-    a00, a11, a22 = 0.5 * (tr - s00), 0.5 * (tr - s11), 0.5 * (tr - s22)
-    a01, a02, a12 = -0.5 * s01, -0.5 * s02, -0.5 * s12
-    c00, c01, c02 = a11 * a22 - a12 * a12, a02 * a12 - a01 * a22, a01 * a12 - a02 * a11  # cofactors (S symmetric)
-    c11, c12, c22 = a00 * a22 - a02 * a02, a01 * a02 - a00 * a12, a00 * a11 - a01 * a01
-    det = a00 * c00 + a01 * c01 + a02 * c02
-    return (
-        (c00 * x0 + c01 * x1 + c02 * x2) / det,
-        (c01 * x0 + c11 * x1 + c12 * x2) / det,
-        (c02 * x0 + c12 * x1 + c22 * x2) / det,
-    )
+    """S⁻¹ x for the rotation columns at I[cols + 9 i …] (:func:`mbvi.engine.spin.spin_solve`)."""
+    o = cols + 9 * i
+    return spin_solve(q, I[o], I[o + 3], I[o + 6], x0, x1, x2)
 
 
 @jit

@@ -45,6 +45,7 @@ from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic, overload, overload_method
 
 from mbvi.engine.fastcall import view_arrays
+from mbvi.engine.spin import spin_solve
 
 __all__ = [
     "F_ANCHOR",
@@ -442,39 +443,11 @@ def fail(q, v, t, ints, out):
 
 
 @njit
-def _spin_solve(q, off, x0, x1, x2):
-    """S⁻¹ x for the rotation columns rᵢ of the body at ``off``, S = ½ (Σ |rᵢ|² 1 − Σ rᵢ rᵢᵀ): the identity on the
-    rotation group; off it (the implicit pair's forces at (q₀ + q₁)/2) ½ (S⁻¹ τ) × rᵢ exerts exactly τ
-    (:func:`mbvi.engine.kernels._spin_solve`)."""
-    s00 = s01 = s02 = s11 = s12 = s22 = 0.0
-    for c in range(3):
-        j = off + 3 + 3 * c
-        r0, r1, r2 = q[j], q[j + 1], q[j + 2]
-        s00 += r0 * r0
-        s01 += r0 * r1
-        s02 += r0 * r2
-        s11 += r1 * r1
-        s12 += r1 * r2
-        s22 += r2 * r2
-    tr = s00 + s11 + s22
-    a00, a11, a22 = 0.5 * (tr - s00), 0.5 * (tr - s11), 0.5 * (tr - s22)
-    a01, a02, a12 = -0.5 * s01, -0.5 * s02, -0.5 * s12
-    c00, c01, c02 = a11 * a22 - a12 * a12, a02 * a12 - a01 * a22, a01 * a12 - a02 * a11
-    c11, c12, c22 = a00 * a22 - a02 * a02, a01 * a02 - a00 * a12, a00 * a11 - a01 * a01
-    det = a00 * c00 + a01 * c01 + a02 * c02
-    return (
-        (c00 * x0 + c01 * x1 + c02 * x2) / det,
-        (c01 * x0 + c11 * x1 + c12 * x2) / det,
-        (c02 * x0 + c12 * x1 + c22 * x2) / det,
-    )
-
-
-@njit
 def apply(q, ints, floats, f0, f1, f2, out):
     """Add the generalized force of a world force (N) at the body point, or of a world torque (N m), into out."""
     off, rigid = ints[I_OFFSET], ints[I_RIGID]
     if ints[I_TORQUE]:  # ½ (S⁻¹ τ) × rᵢ on each rotation column: exactly τ, off the rotation group too
-        f0, f1, f2 = _spin_solve(q, off, f0, f1, f2)
+        f0, f1, f2 = spin_solve(q, off + 3, off + 6, off + 9, f0, f1, f2)
         for c in range(3):
             j = off + 3 + 3 * c
             r0, r1, r2 = q[j], q[j + 1], q[j + 2]
