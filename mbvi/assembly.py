@@ -7,6 +7,7 @@ import scipy.linalg as sla
 
 from mbvi import notices
 from mbvi.bodies import RigidBody
+from mbvi.engine.spec import ROW_ROTATION
 from mbvi.errors import RedundantConstraintWarning
 from mbvi.forces import Damper, Gravity, Spring
 from mbvi.geometry import BeamGeometry, BodyGeometry, LinkGeometry, SceneGeometry, vec3
@@ -69,7 +70,7 @@ def _independent_rows(rows: BilinearRows, q: np.ndarray, owners: list[str], leng
     rank = int(np.sum(d > tol))
     if rank == G.shape[0]:
         return np.arange(G.shape[0])
-    keep = _rows_in_order(G, rank, tol, d[rank - 1])
+    keep = _ordered_choice(G, R, piv, rank, tol, owners, rows.kind != ROW_ROTATION)
     if keep is None:
         keep = np.sort(piv[:rank])
     else:
@@ -97,16 +98,89 @@ def _independent_rows(rows: BilinearRows, q: np.ndarray, owners: list[str], leng
     return keep
 
 
-#: the most dependent rows :func:`_rows_in_order` chooses around (a QR of the rows after each): beyond it the
-#: pivoted QR's choice stands
-ORDERED_DROPS_MAX = 64
+#: a dependency coefficient this small (relative to the largest of its dependency) is no dependency
+DEPENDENCY_COEFFICIENT = 1e-8
+
+
+def _dependency_groups(R: np.ndarray, piv: np.ndarray, rank: int, owners: list[str],
+                       joint: np.ndarray) -> list[np.ndarray]:  # fmt: skip
+    """The rows of each set of dependencies, apart: the closed loops (or redundant joints) of a scene.
+
+    With Gᵀ P = Q R (column-pivoted), dependent row ``piv[rank + j]`` is Σᵢ C[i, j] row ``piv[i]``,
+    C = R₁₁⁻¹ R₁₂; rows that share such a relation are in one group, with every row of a joint (``joint``:
+    a joint's row, not a rotation's) that has a row in it. Every other row is independent of all the rest. A
+    group holds the dependent rows of the pivoted choice that are in it.
+    """
+    C = sla.solve_triangular(R[:rank, :rank], R[:rank, rank:], check_finite=False)
+    parent = {}
+
+    def root(a: int) -> int:
+        while parent.setdefault(a, a) != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for j in range(C.shape[1]):
+        col = np.abs(C[:, j])
+        members = [int(piv[rank + j])] + [int(piv[i]) for i in np.flatnonzero(col > DEPENDENCY_COEFFICIENT * col.max())]
+        for m in members[1:]:
+            parent[root(m)] = root(members[0])
+    first: dict[str, int] = {}  # a joint's rows together
+    for r in np.flatnonzero(joint):
+        name = owners[r]
+        if name in first:
+            parent[root(int(r))] = root(first[name])
+        else:
+            first[name] = int(r)
+    groups: dict[int, list[int]] = {}
+    for a in list(parent):
+        groups.setdefault(root(a), []).append(a)
+    dependent = set(piv[rank:].tolist())
+    return [np.array(sorted(g), dtype=np.int64) for g in groups.values() if dependent.intersection(g)]
+
+
+def _ordered_choice(G: np.ndarray, R: np.ndarray, piv: np.ndarray, rank: int, tol: float,
+                    owners: list[str], joint: np.ndarray) -> np.ndarray | None:  # fmt: skip
+    """The independent rows the solves keep, chosen in the scene's order within each set of dependencies
+    (:func:`_dependency_groups`), or None (the pivoted QR's choice then stands).
+
+    In each group, first every joint whose rows the group's other rows imply loses them all (the latest such
+    joint first: the second of two coaxial hinges, a ball joint on a hinge's axis, a hinge beside a weld): a
+    joint's rows are then implied wherever the mechanism goes. The rest is chosen row by row in the scene's
+    order (:func:`_rows_in_order`): the closing joint of a planar loop keeps the point rows its plane does not
+    make dependent.
+    """
+    keep = np.ones(G.shape[0], dtype=bool)
+    for group in _dependency_groups(R, piv, rank, owners, joint):
+        sub = G[group]
+        sub = sub[:, np.flatnonzero(np.any(sub != 0.0, axis=0))]
+        need = len(group) - int(np.sum(np.isin(group, piv[rank:])))  # the group's rank
+        alive = np.ones(len(group), dtype=bool)
+        names = [owners[r] for r in group]
+        for name in sorted(set(names), key=lambda n: -max(i for i, m in enumerate(names) if m == n)):
+            mine = np.array([m == name for m in names])
+            trial = alive & ~mine
+            if trial.any() and _rank(sub[trial], tol) == need:
+                alive = trial
+        rest = np.flatnonzero(alive)
+        chosen = _rows_in_order(sub[rest], need, tol, float(np.abs(R[rank - 1, rank - 1])))
+        if chosen is None:
+            return None
+        keep[group] = False
+        keep[group[rest[chosen]]] = True
+    return np.flatnonzero(keep)
+
+
+def _rank(A: np.ndarray, tol: float) -> int:
+    """The rank of A's rows (column-pivoted QR, the threshold of the whole Jacobian's)."""
+    d = np.abs(np.diag(sla.qr(A.T, mode="r", pivoting=True)[0]))
+    return int(np.sum(d > tol))
 
 
 def _rows_in_order(G: np.ndarray, rank: int, tol: float, smallest: float) -> np.ndarray | None:
     """The ``rank`` independent rows of G (rows scaled to their natural size) chosen in the scene's order: each
-    row is kept when it is independent of the rows kept before it. None when that choice is not ``rank`` rows,
-    is much worse conditioned at q than the pivoted QR's (whose smallest kept pivot is ``smallest``), or would
-    take more than :data:`ORDERED_DROPS_MAX` QRs.
+    row is kept when it is independent of the rows kept before it. None when that choice is not ``rank`` rows
+    or is much worse conditioned at q than the pivoted QR's (whose smallest kept pivot is ``smallest``).
 
     The order keeps a joint's rows together: a joint whose equations the earlier ones imply loses them all, as
     the second of two coaxial hinges does. A choice by pivot size at the initial configuration alone mixed the
@@ -114,8 +188,6 @@ def _rows_in_order(G: np.ndarray, rank: int, tol: float, smallest: float) -> np.
     failed within seconds); rows implied everywhere stay implied in every configuration.
     """
     n = G.shape[0]
-    if n - rank > ORDERED_DROPS_MAX:
-        return None
     basis = np.zeros((G.shape[1], 0))
     keep: list[int] = []
     start, worst = 0, np.inf

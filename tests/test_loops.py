@@ -270,3 +270,82 @@ def test_flap_on_two_coaxial_hinges_turns_whole_turns_as_on_one(integrator: str)
     np.testing.assert_allclose(two.joint_angle("h1"), one.joint_angle("h1"), atol=1e-9)
     np.testing.assert_allclose(two.joint_angle("h2"), one.joint_angle("h1"), atol=1e-9)
     assert np.abs(system.constraints(two.q)).max() <= (1e-10 if integrator == "verlet" else 1e-6)
+
+
+def _dropped_owners(system: mbvi.System) -> list[str]:
+    return [system.rows.owner[i] for i in np.setdiff1d(np.arange(system.nc), system.active)]
+
+
+def _arm_with_flap(ball: bool) -> mbvi.Scene:
+    """An arm turning about world x carries a flap on a hinge; with ``ball``, a Spherical at another point of the
+    hinge's axis, listed first. The ball's rows are implied by the hinge's everywhere; the hinge's are not by the
+    ball's. A choice of rows that keeps one world component of the hinge's point rows loses the flap once the arm
+    has turned that component along the axis (the flap left its hinge by 2 m)."""
+    from scipy.spatial.transform import Rotation
+
+    Rx = Rotation.from_euler("x", 1.2).as_matrix()
+    s = mbvi.Scene(gravity=(0.0, 0.0, 0.0))
+    s.add(mbvi.RigidBody("arm", mass=3.0, inertia=(0.3, 0.4, 0.2), position=(0.5, 0, 0), orientation=Rx,
+                         angular_velocity=(2.0, 0, 0)))  # fmt: skip
+    arm, turn, centre, pin = np.array([2.0, 0, 0]), Rx @ (0, 0, 1.5), Rx @ (1.3, 0.2, 0.5), np.array([1.0, 0, 0])
+    s.add(mbvi.RigidBody("flap", mass=1.0, inertia=(0.05, 0.06, 0.03), position=centre, orientation=Rx,
+                         angular_velocity=arm + turn,
+                         velocity=np.cross(arm, centre) + np.cross(turn, centre - pin)))  # fmt: skip
+    s.add(mbvi.Revolute("world", "arm", anchor=(0, 0, 0), axis=(1, 0, 0), name="table"))
+    if ball:
+        s.add(mbvi.Spherical("arm", "flap", anchor=Rx @ (1.0, 0, 1.0), name="ball"))
+    s.add(mbvi.Revolute("arm", "flap", anchor=(1.0, 0, 0), axis=Rx @ (0, 0, 1), name="hinge"))
+    return s
+
+
+def test_a_joint_that_the_others_imply_everywhere_loses_all_its_rows_even_when_listed_first() -> None:
+    with pytest.warns(mbvi.RedundantConstraintWarning, match=r"3 of 25 .*: Spherical 'ball'\. "):
+        system = mbvi.assemble(_arm_with_flap(True))
+    assert _dropped_owners(system) == ["Spherical 'ball'"] * 3
+    one = mbvi.simulate(_arm_with_flap(False), 4.0, 1e-3)
+    with pytest.warns(mbvi.RedundantConstraintWarning):
+        two = mbvi.simulate(_arm_with_flap(True), 4.0, 1e-3)
+    assert abs(one.joint_angle("table")[-1]) > 2 * math.pi  # the arm turned past every angle
+    np.testing.assert_allclose(two.joint_angle("hinge"), one.joint_angle("hinge"), atol=1e-9)
+    assert np.abs(system.constraints(two.q)).max() <= 1e-10  # the ball's rows too
+
+
+def test_a_hinge_beside_a_weld_is_dropped_whole_and_the_pair_spins_as_one_body() -> None:
+    """A block hinged to a spinning turntable and welded to it (the hinge first): the weld implies the hinge,
+    not the other way round; a world point row of the weld kept for the hinge's angle lost it within a turn."""
+    w = 2.0
+    s = mbvi.Scene(gravity=(0.0, 0.0, 0.0))
+    s.add(mbvi.RigidBody("table", mass=3.0, inertia=(0.3, 0.4, 0.2), position=(0.5, 0, 0),
+                         angular_velocity=(0, 0, w), velocity=np.cross((0, 0, w), (0.5, 0, 0))))  # fmt: skip
+    s.add(mbvi.RigidBody("block", mass=1.0, inertia=(0.05, 0.06, 0.03), position=(1.3, 0.2, 0.5),
+                         angular_velocity=(0, 0, w), velocity=np.cross((0, 0, w), (1.3, 0.2, 0.5))))  # fmt: skip
+    s.add(mbvi.Revolute("world", "table", anchor=(0, 0, 0), axis=(0, 0, 1), name="spin"))
+    s.add(mbvi.Revolute("table", "block", anchor=(1.0, 0, 0), axis=(0, 0, 1), name="hinge"))
+    s.add(mbvi.Fixed("table", "block", name="weld"))
+    with pytest.warns(mbvi.RedundantConstraintWarning):
+        system = mbvi.assemble(s)
+        traj = mbvi.simulate(s, 5.0, 1e-3)
+    assert _dropped_owners(system) == ["Revolute 'hinge'"] * 5
+    assert np.abs(system.constraints(traj.q)).max() <= 1e-10
+    np.testing.assert_allclose(traj.joint_angle("spin"), w * traj.t, atol=1e-5)  # one body spinning uniformly
+
+
+def test_many_redundant_joints_are_chosen_apart_each_in_its_own_group() -> None:
+    """Twenty flaps, each on two coaxial hinges (100 dependent rows): each second hinge is dropped whole, as one
+    flap's is. The choice is made group by group (the rows of one set of dependencies), not over the whole
+    Jacobian once per dependent row."""
+    s = mbvi.Scene(gravity=(-9.81, -3.0, 0.0))
+    for i in range(20):
+        off = np.array([0.0, 0.0, 3.0 * i])
+        w = (0.0, 0.0, 1.0 + 0.1 * i)
+        s.add(mbvi.RigidBody(f"flap{i}", mass=1.0, inertia=(0.1, 0.1, 0.05), position=off + (0.3, 0, 0.5),
+                             angular_velocity=w, velocity=np.cross(w, (0.3, 0, 0))))  # fmt: skip
+        s.add(mbvi.Revolute("world", f"flap{i}", anchor=off, axis=(0, 0, 1), name=f"a{i}"))
+        s.add(mbvi.Revolute("world", f"flap{i}", anchor=off + (0, 0, 1), axis=(0, 0, 1), name=f"b{i}"))
+    with pytest.warns(mbvi.RedundantConstraintWarning, match=r"100 of 320 "):
+        system = mbvi.assemble(s)
+    assert sorted(set(_dropped_owners(system))) == sorted(f"Revolute 'b{i}'" for i in range(20))
+    with pytest.warns(mbvi.RedundantConstraintWarning):
+        traj = mbvi.simulate(s, 4.0, 1e-3)
+    assert np.ptp(traj.joint_angle("a0")) > 0.5 and np.abs(system.constraints(traj.q)).max() <= 1e-10
+    np.testing.assert_allclose(traj.joint_angle("b7"), traj.joint_angle("a7"), atol=1e-9)
