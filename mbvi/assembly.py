@@ -156,8 +156,8 @@ def _ordered_choice(G: np.ndarray, R: np.ndarray, piv: np.ndarray, rank: int, to
         sub = sub[:, np.flatnonzero(np.any(sub != 0.0, axis=0))]
         need = len(group) - int(np.sum(np.isin(group, piv[rank:])))  # the group's rank
         alive = np.ones(len(group), dtype=bool)
-        names = [owners[r] for r in group]
-        for name in sorted(set(names), key=lambda n: -max(i for i, m in enumerate(names) if m == n)):
+        names = [owners[r] if joint[r] else "" for r in group]  # a rotation's rows are never dropped
+        for name in sorted(set(names) - {""}, key=lambda n: -max(i for i, m in enumerate(names) if m == n)):
             mine = np.array([m == name for m in names])
             trial = alive & ~mine
             if trial.any() and _rank(sub[trial], tol) == need:
