@@ -254,6 +254,7 @@ class System:
         Σ over all 3-blocks of mᵦ qᵦ × vᵦ: for a rigid body this is m x × ẋ plus
         its spin Σᵢ dᵢ rᵢ × ṙᵢ = R J Rᵀ ω.
         """
+        q, v = np.broadcast_arrays(np.asarray(q, dtype=float), np.asarray(v, dtype=float))
         if q.ndim == 1:
             return np.einsum("bj,b->j", np.cross(q.reshape(-1, 3), v.reshape(-1, 3)), self.mass[::3])
         from mbvi.engine.rowvalues import angular_momenta  # compiled: one pass, no (…, nq) temporaries

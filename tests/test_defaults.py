@@ -61,6 +61,12 @@ def test_a_run_that_strays_for_a_loose_tol_says_to_tighten_tol_not_dt() -> None:
     assert tight.info["energy_error"] < 0.01
     with pytest.warns(RuntimeWarning, match=r"reduce dt, e\.g\. to 0\.125 s"):  # a default tol: dt it is
         mbvi.simulate(_pendulum(), 20.0, 0.5)
+    spring = mbvi.Scene(gravity=(0.0, 0.0, 0.0))  # no constraint rows: tol solves nothing, dt it is
+    spring.add(mbvi.Particle("m", mass=1.0, position=(1.5, 0.0, 0.0), velocity=(0.0, 1.0, 0.0)))
+    spring.add(mbvi.Spring("world", "m", stiffness=100.0, rest_length=1.0))
+    for integrator in ("verlet", "midpoint"):  # (midpoint: its solves converge below tol)
+        with pytest.warns(RuntimeWarning, match=r"reduce dt"):
+            mbvi.simulate(spring, 5.0, 0.12 if integrator == "verlet" else 0.25, integrator, tol=1e-9)
 
 
 def _pendulum(length: float = 1.1) -> mbvi.Scene:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 import mbvi
 
@@ -70,3 +71,34 @@ def test_linear_momentum_of_every_state_is_the_sum_of_m_v_over_the_bodies() -> N
     np.testing.assert_allclose(traj.momentum, expected, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(system.momentum(traj.v[-1]), expected[-1], rtol=1e-13, atol=1e-13)
     assert np.ptp(expected[:, 2]) > 0.1  # it changed (gravity and the joints' forces act)
+
+
+def test_the_momenta_of_many_states_broadcast_as_numpy_does_and_refuse_shapes_that_do_not() -> None:
+    """Q (n, nq) with one velocity v (nq,): every state with that v, as np.cross broadcast (the compiled pass read
+    past the end of v and returned 1e181s)."""
+    s = mbvi.Scene(gravity=(0.0, 0.0, 0.0))
+    s.add(mbvi.RigidBody("b", mass=2.0, inertia=(0.15, 0.2, 0.3), position=(1.0, 2.0, 3.0), velocity=(0.1, -0.2, 0.3),
+                         angular_velocity=(0.01, 3.0, 0.2)))  # fmt: skip
+    system = mbvi.assemble(s)
+    traj = mbvi.simulate(s, 0.01, 1e-3)
+    v0 = traj.v[0].copy()
+    expected = np.array([system.angular_momentum(x, v0) for x in traj.q])
+    np.testing.assert_allclose(system.angular_momentum(traj.q, v0), expected, rtol=1e-14, atol=1e-14)
+    pairs = np.array([system.angular_momentum(x, y) for x, y in zip(traj.q[:2], traj.v[:2], strict=True)])
+    np.testing.assert_allclose(
+        system.angular_momentum(traj.q[:2][None], traj.v[:2]), pairs[None], rtol=1e-14, atol=1e-14
+    )
+    with pytest.raises(ValueError):
+        system.angular_momentum(traj.q[:3], traj.v[:2])
+
+
+def test_the_constraint_error_of_many_states_keeps_a_nan() -> None:
+    """max |g| of a state that is not finite is NaN, state by state and for many at once (a compiled max dropped
+    it: 0 for a NaN state)."""
+    system = mbvi.assemble(_mixed_scene())
+    q = np.repeat(system.initial_state().q[None], 3, axis=0)
+    q[1, 0] = np.nan
+    q[2, -1] = np.nan
+    got = system.constraint_error(q)
+    assert got[0] < 1e-12 and np.isnan(got[1]) and np.isnan(got[2])
+    assert np.isnan(system.constraint_error(q[1]))

@@ -558,3 +558,38 @@ def test_weights_symmetric_to_rounding_are_symmetric_and_no_base_lends_an_order_
             plugin = types.SimpleNamespace(register_integrators=mbvi.hookimpl(lambda register, c=cls: register(c)))
             with pytest.raises(mbvi.PluginError, match=match):
                 mbvi.plugins.register_plugin(plugin, name=cls.name)
+
+
+def test_a_slider_damping_family_in_its_three_array_form_is_still_taken() -> None:
+    """The family's documented form (axis map, map, coefficient) from before its couple's body was added: the
+    missing arrays are made (no body takes a couple), and it damps as the built-in law on a joint of particles."""
+    from mbvi.engine.contract import Family
+    from mbvi.forcelaws.builtin import JointDampingLaw
+
+    scene = mbvi.Scene(gravity=(0, 0, 0))
+    scene.add(mbvi.Particle("a", mass=1.0, position=(0, 0, 0)))
+    scene.add(mbvi.Particle("b", mass=1.0, position=(0.5, 0, 0), velocity=(1, 0, 0)))
+    scene.add(mbvi.Prismatic("a", "b", axis=(1, 0, 0), name="p"))
+    scene.add(mbvi.JointDamping("p", 0.5))
+    law = next(law for law in mbvi.assemble(scene).laws if isinstance(law, JointDampingLaw))
+    full = law.compiled()[0]
+    old = Family("slider_damping", full.arrays[:3])
+    assert len(old.arrays) == 5 and not np.any(old.arrays[3]) and not np.any(old.arrays[4])
+    with pytest.raises(ValueError, match="takes 5 arrays"):
+        Family("slider_damping", full.arrays[:2])
+
+
+def test_a_composition_of_the_implicit_pair_runs_its_own_step_not_the_compiled_one_stage() -> None:
+    """The compiled implicit step takes one stage: a plugin whose scheme composes midpoint (a triple jump) has no
+    compiled model, on particles and on rigid bodies alike, and runs its own NumPy step (it ran plain midpoint)."""
+    from mbvi.engine import scheme as SC
+    from mbvi.integrators.implicit import Midpoint
+
+    class MidpointJump(Midpoint):
+        name = "midpoint_jump"
+        order = 4
+        scheme = SC.compose(Midpoint.scheme, SC.triple_jump(2))
+
+    for system in (mbvi.assemble(_pendulum()), mbvi.assemble(_arm((0.0, 0.0, 0.0)))):
+        assert Midpoint(system, 1e-3).engine_model() is not None
+        assert MidpointJump(system, 1e-3).engine_model() is None

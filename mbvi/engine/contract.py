@@ -70,8 +70,14 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "point_force": ("map", "force"),
     "torque": ("columns", "torque"),
     "hinge_damping": ("axis", "columns_a", "rigid_a", "columns_b", "rigid_b", "coefficient"),
-    "slider_damping": ("axis", "map", "columns", "rigid", "coefficient"),
+    "slider_damping": ("axis", "map", "coefficient", "columns", "rigid"),
     "bending": ("edge_a", "edge_b", "stiffness"),
+}
+
+#: trailing arrays a family may leave out (its earlier form), made for its m instances: a prismatic joint damping
+#: given without the body that takes its couple cancels none (the couple is zero on the joint's line)
+OPTIONAL: dict[str, tuple] = {
+    "slider_damping": (lambda m: np.zeros((m, 9), dtype=np.int64), lambda m: np.zeros(m)),
 }
 
 #: the role each family plays in the time loop: the gradient of a potential or a non-conservative force
@@ -108,6 +114,11 @@ class Family:
     def __post_init__(self) -> None:
         if self.name not in FAMILIES:
             raise ValueError(f"unknown kernel family {self.name!r}; known: {', '.join(FAMILIES)}")
+        full, spare = len(FAMILIES[self.name]), OPTIONAL.get(self.name, ())
+        if full - len(spare) <= len(self.arrays) < full:  # the earlier form: the trailing arrays made here
+            m = len(np.atleast_1d(self.arrays[full - len(spare) - 1]))
+            made = tuple(make(m) for make in spare[len(self.arrays) - full + len(spare) :])
+            object.__setattr__(self, "arrays", tuple(self.arrays) + made)
         if len(self.arrays) != len(FAMILIES[self.name]):
             raise ValueError(
                 f"kernel family {self.name!r} takes {len(FAMILIES[self.name])} arrays "

@@ -66,8 +66,8 @@ class QModel:
                         self._arrays = pq.arrays()
                     else:
                         _log_once("sparse-q", "constraint matrix with the rigid bodies' rotation rows too wide for the "
-                                  "compiled profile solver: integrator plugins with a compiled step run on the NumPy "
-                                  "path (sparse LU)")  # fmt: skip
+                                  "compiled profile solver: midpoint, implicit_euler and integrator plugins with a "
+                                  "compiled step run on the NumPy path (sparse LU)")  # fmt: skip
                     self._spec = self._parts = self._kernels = None
         return self._arrays
 
@@ -108,8 +108,9 @@ class Model(NamedTuple):
     @property
     def Iq(self) -> np.ndarray:
         """The configuration model with every active row, rigid bodies' orthonormality rows included (``I``
-        without rigid bodies): what compiled integrator plugins step (:mod:`mbvi.engine.api`). Built on first use:
-        the built-in loops step rotations on their group and never read it."""
+        without rigid bodies): what the implicit pair (:func:`configuration_model`) and compiled integrator plugins
+        (:mod:`mbvi.engine.api`) step. Built on first use: the RATTLE family steps rotations on their group and never
+        reads it."""
         return self._q_arrays()[0]
 
     @property
@@ -341,9 +342,9 @@ def _pack_forces(pk: _Packer, nq: int, parts: list, kernels: list[tuple[int, int
     pk.float_array(M.HD_COEF, col("hinge_damping", 5))
     pk.affine("SN", maps("slider_damping", 0))
     pk.affine("SD", maps("slider_damping", 1))
-    pk.int_array(M.SD_CC, col("slider_damping", 2, (0, 9), np.int64))
-    pk.float_array(M.SD_RC, col("slider_damping", 3))
-    pk.float_array(M.SD_COEF, col("slider_damping", 4))
+    pk.float_array(M.SD_COEF, col("slider_damping", 2))
+    pk.int_array(M.SD_CC, col("slider_damping", 3, (0, 9), np.int64))
+    pk.float_array(M.SD_RC, col("slider_damping", 4))
     pk.affine("BA", maps("bending", 0))
     pk.affine("BB", maps("bending", 1))
     pk.float_array(M.BE_KAPPA, col("bending", 2))
@@ -579,7 +580,8 @@ def value_offsets(model: Model, owner: str, q_model: bool = True) -> list[tuple[
     """Where the value of the load ``owner`` (e.g. ``"ExternalTorque 'motor'"``) is in the model's float arrays.
 
     ``q_model``: also in the rotation rows' model (:attr:`Model.Fq`, packed here if it was not), which a
-    compiled step plugin's runs read; the built-in loops never do.
+    compiled step plugin's runs read (the implicit pair's runs are given that model itself, as ``model``; the
+    RATTLE family never reads it).
 
     Returns
     -------

@@ -37,7 +37,9 @@ def _values(up, ui, ud, cu, wp, wi, wd, cw, s, k, same, Q, out, largest):  # pra
                 acc += u * w
             g = s[r] * acc - k[r]
             if largest:
-                top = max(top, abs(g))
+                a = abs(g)
+                if not a <= top:  # a NaN too, and it stays (max would drop it)
+                    top = a if not top != top else top
             else:
                 out[f, r] = g
         if largest:

@@ -634,7 +634,7 @@ class JointDampingLaw(ForceLaw):
             on_a = self.rigid_pa[:, None, None]
             cols = np.where(on_a, self.cols_pa, self.cols_pb)
             rigid = (self.rigid_pa | self.rigid_pb).astype(float)
-            parts.append(Family("slider_damping", (self.Np.terms, self.Dp.terms, _columns(cols), rigid, self.b_pri)))
+            parts.append(Family("slider_damping", (self.Np.terms, self.Dp.terms, self.b_pri, _columns(cols), rigid)))
         return parts
 
 

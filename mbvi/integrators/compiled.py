@@ -66,7 +66,10 @@ class Compiled(Integrator):
         if not type(self).compiled:
             return None
         model = self.system.engine_model()
-        if model is not None and model.rigid and not SC.is_rattle(self.method()):
+        scheme = self.method()
+        if not SC.is_rattle(scheme) and len(scheme) != 1:  # the compiled implicit step is one stage: a
+            return None  # composition of the implicit pair runs its own NumPy step
+        if model is not None and model.rigid and not SC.is_rattle(scheme):
             model = configuration_model(model)  # the implicit pair: rotation columns under their rows
         if model is None or entry(model, self.method()) is None:
             return None
