@@ -11,7 +11,7 @@ from mbvi.engine.spec import ROW_ROTATION
 from mbvi.errors import RedundantConstraintWarning
 from mbvi.forces import Damper, Gravity, Spring
 from mbvi.geometry import BeamGeometry, BodyGeometry, LinkGeometry, SceneGeometry, vec3
-from mbvi.joints import Row
+from mbvi.joints import Row, body_frame_coincidence_rows
 from mbvi.kernels import BilinearRows
 from mbvi.layout import Layout
 from mbvi.plugins import force_law_for
@@ -51,7 +51,8 @@ REDUNDANCY_PROBE = 1e-3
 REDUNDANCY_IMPLIED = 1e-3
 
 
-def _independent_rows(rows: BilinearRows, q: np.ndarray, owners: list[str], length_scale: float) -> np.ndarray:
+def _independent_rows(rows: BilinearRows, q: np.ndarray, owners: list[str],
+                      length_scale: float) -> tuple[np.ndarray, str | None]:  # fmt: skip
     """Indices of the constraint rows the solves use: a maximal independent subset (rank-revealing QR) when the
     dependence is the mechanism's own (a closed planar loop of spatial joints), else every row.
 
@@ -60,16 +61,18 @@ def _independent_rows(rows: BilinearRows, q: np.ndarray, owners: list[str], leng
     dependent rows are dropped only when they stay satisfied along a small motion allowed by the kept ones
     (:func:`_implied_residual`); else all rows are kept (the solves then meet a singular G M⁻¹ Gᵀ at q, with
     least-squares multipliers) and the warning says the configuration is singular.
+
+    Returns the rows kept and the warning to give (None when no row is dependent).
     """
     G = rows.pattern.tocsr(rows.jacobian_data(q)).toarray() / rows.scale[:, None]
     if G.shape[0] == 0:
-        return np.arange(0)
+        return np.arange(0), None
     Qf, R, piv = sla.qr(G.T, mode="economic", pivoting=True)
     d = np.abs(np.diag(R))
     tol = max(G.shape) * np.finfo(float).eps * 1e3 * (d[0] if len(d) else 1.0)
     rank = int(np.sum(d > tol))
     if rank == G.shape[0]:
-        return np.arange(G.shape[0])
+        return np.arange(G.shape[0]), None
     keep = _ordered_choice(G, R, piv, rank, tol, owners, rows.kind != ROW_ROTATION)
     if keep is None:
         keep = np.sort(piv[:rank])
@@ -80,22 +83,47 @@ def _independent_rows(rows: BilinearRows, q: np.ndarray, owners: list[str], leng
     names = sorted({owners[i] for i in dropped})
     miss = _implied_residual(rows, q, Qf[:, :rank], R[:rank, :rank], piv[:rank], np.asarray(dropped), length_scale)
     if miss > REDUNDANCY_IMPLIED:
-        notices.warn(
+        return np.arange(G.shape[0]), (
             f"{len(dropped)} of {G.shape[0]} constraint equations are dependent at the initial configuration "
             f"(rank {rank}) but not near it: {', '.join(names)}. The configuration is singular (a chain pulled "
             "taut, a linkage at a dead point); every equation is kept, with least-squares multipliers where "
-            "they are dependent.",
-            RedundantConstraintWarning,
+            "they are dependent."
         )
-        return np.arange(G.shape[0])
-    notices.warn(
+    return keep, (
         f"{len(dropped)} of {G.shape[0]} constraint equations are redundant (rank {rank}) and are "
         f"dropped from the solves: {', '.join(names)}. This is normal for closed planar loops "
         "built from spatial joints; the dropped equations stay satisfied (checked along a motion of the "
-        "mechanism).",
-        RedundantConstraintWarning,
+        "mechanism)."
     )
-    return keep
+
+
+def _turning_points(rows: list[Row], active: np.ndarray) -> set[str]:
+    """The joints only some of whose point rows were dropped (a loop's closing joint, whose implied direction the
+    loop's bodies carry)."""
+    kept = np.zeros(len(rows), dtype=bool)
+    kept[active] = True
+    count: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        if r.part == "point":
+            count.setdefault(r.owner, [0, 0])[int(kept[i])] += 1
+    return {owner for owner, (dropped, k) in count.items() if dropped and k}
+
+
+def _in_body_frames(rows: list[Row], layout: Layout, joints: list, turning: set[str]) -> list[Row] | None:
+    """``rows`` with the point rows of the ``turning`` joints along one of their rigid bodies' axes
+    (:func:`mbvi.joints.body_frame_coincidence_rows`); None when no such joint has a rigid body."""
+    new = {j.owner: body_frame_coincidence_rows(layout, j) for j in joints if j.owner in turning}
+    new = {owner: r for owner, r in new.items() if r is not None}
+    if not new:
+        return None
+    out, seen = [], dict.fromkeys(new, 0)
+    for r in rows:
+        if r.part == "point" and r.owner in new:
+            out.append(new[r.owner][seen[r.owner]])
+            seen[r.owner] += 1
+        else:
+            out.append(r)
+    return out
 
 
 #: a dependency coefficient this small (relative to the largest of its dependency) is no dependency
@@ -301,9 +329,16 @@ def assemble(scene: Scene) -> System:
         worst = int(np.argmax(rel))
         if rel[worst] > 1e-8:
             raise ValueError(f"{brows.owner[worst]}: initial positions violate the joint (residual {g0[worst]:.3g})")
-    active = np.arange(brows.n)
+    active, note = np.arange(brows.n), None
     if brows.n and scene.has_loops() and brows.n <= RANK_CHECK_MAX:
-        active = _independent_rows(brows, layout.q0, brows.owner, layout.length_scale)
+        active, note = _independent_rows(brows, layout.q0, brows.owner, layout.length_scale)
+        turning = _turning_points(rows, active)
+        body_rows = _in_body_frames(rows, layout, list(scene.joints), turning) if turning else None
+        if body_rows is not None:  # a loop's closing joint keeps point rows its bodies carry, not the world's
+            rows, brows = body_rows, BilinearRows(body_rows, layout.nq)
+            active, note = _independent_rows(brows, layout.q0, brows.owner, layout.length_scale)
+    if note is not None:
+        notices.warn(note, RedundantConstraintWarning)
     elements = list(scene.forces)
     if np.any(scene.gravity != 0):
         elements.insert(0, Gravity(scene.gravity))

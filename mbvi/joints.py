@@ -44,6 +44,8 @@ class Row:
     owner: str = ""
     #: "joint", or "rotation" for a rigid body's orthonormality rows
     kind: str = "joint"
+    #: "point" for a joint's point-coincidence rows (:func:`coincidence_rows`), else ""
+    part: str = ""
 
 
 def _diff(a: tuple[Terms, np.ndarray], b: tuple[Terms, np.ndarray]) -> tuple[Terms, np.ndarray]:
@@ -55,9 +57,29 @@ def _const(v: np.ndarray) -> tuple[Terms, np.ndarray]:
 
 
 def coincidence_rows(pa, pb, scale: float, owner: str) -> list[Row]:
-    """Three rows making two affine points coincide."""
+    """Three rows making two affine points coincide: their difference along the world axes."""
     t, c = _diff(pa, pb)
-    return [Row(t, c, [], np.eye(3)[j], 1.0, 0.0, scale, owner) for j in range(3)]
+    return [Row(t, c, [], np.eye(3)[j], 1.0, 0.0, scale, owner, part="point") for j in range(3)]
+
+
+def body_frame_coincidence_rows(layout: Layout, joint: Joint) -> list[Row] | None:
+    """The three point rows of an anchored ``joint`` along the axes of one of its rigid bodies (a, else b),
+    (p_a − p_b)·(R e_j) = 0 with e_j the world axes at assembly: still bilinear. None when neither body is rigid.
+
+    Assembly uses them for a joint of a closed loop only some of whose point rows are implied by the others
+    (:func:`mbvi.assembly.assemble`): the implied direction (a planar loop's normal, a crank's direction) is fixed
+    in the loop's bodies, not in the world, and world rows kept for the others lose rank where it turns onto them.
+    """
+    body = next((b for b in (joint.a, joint.b) if layout.kind(b) == "rigid"), None)
+    if body is None:
+        return None
+    frame = layout.joint_frames[joint.name]
+    t, c = _diff(layout.point(joint.a, frame.anchor_a), layout.point(joint.b, frame.anchor_b))
+    rows = []
+    for j in range(3):
+        w = layout.direction(body, layout.to_body_direction(body, np.eye(3)[j]))
+        rows.append(Row(t, c, w[0], w[1], 1.0, 0.0, layout.length_scale, joint.owner, part="point"))
+    return rows
 
 
 def orientation_rows(layout: Layout, a: str, b: str, frame: np.ndarray, pairs, owner: str) -> list[Row]:
