@@ -79,18 +79,25 @@ def _independent_rows(rows: BilinearRows, q: np.ndarray, owners: list[str],
     else:
         Qf, R = sla.qr(G[keep].T, mode="economic")
         piv = keep
-    dropped = sorted(set(range(G.shape[0])) - set(keep.tolist()))
-    names = sorted({owners[i] for i in dropped})
-    miss = _implied_residual(rows, q, Qf[:, :rank], R[:rank, :rank], piv[:rank], np.asarray(dropped), length_scale)
-    if miss > REDUNDANCY_IMPLIED:
-        return np.arange(G.shape[0]), (
-            f"{len(dropped)} of {G.shape[0]} constraint equations are dependent at the initial configuration "
-            f"(rank {rank}) but not near it: {', '.join(names)}. The configuration is singular (a chain pulled "
-            "taut, a linkage at a dead point); every equation is kept, with least-squares multipliers where "
+    dropped = np.array(sorted(set(range(G.shape[0])) - set(keep.tolist())), dtype=np.int64)
+    miss = _implied_residual(rows, q, Qf[:, :rank], R[:rank, :rank], piv[:rank], dropped, length_scale)
+    only_here = miss > REDUNDANCY_IMPLIED  # dependent at q only: kept (the solves meet them singular at q alone)
+    if only_here.any():
+        here = sorted({owners[i] for i in dropped[only_here]})
+        singular = (
+            f"{int(only_here.sum())} of {G.shape[0]} constraint equations are dependent at the initial "
+            f"configuration (rank {rank}) but not near it: {', '.join(here)}. The configuration is singular (a "
+            "chain pulled taut, a linkage at a dead point); they are kept, with least-squares multipliers where "
             "they are dependent."
         )
+        if only_here.all():
+            return np.arange(G.shape[0]), singular
+        keep = np.sort(np.concatenate([keep, dropped[only_here]]))
+        dropped = dropped[~only_here]
+    names = sorted({owners[i] for i in dropped})
     return keep, (
-        f"{len(dropped)} of {G.shape[0]} constraint equations are redundant (rank {rank}) and are "
+        (singular + " " if only_here.any() else "")
+        + f"{len(dropped)} of {G.shape[0]} constraint equations are redundant (rank {rank}) and are "
         f"dropped from the solves: {', '.join(names)}. This is normal for closed planar loops "
         "built from spatial joints; the dropped equations stay satisfied (checked along a motion of the "
         "mechanism)."
@@ -239,10 +246,10 @@ def _rows_in_order(G: np.ndarray, rank: int, tol: float, smallest: float) -> np.
 def _implied_residual(
     rows: BilinearRows, q: np.ndarray, Qk: np.ndarray, Rk: np.ndarray, kept: np.ndarray, dropped: np.ndarray,
     length_scale: float,
-) -> float:  # fmt: skip
-    """max |g/scale| of the ``dropped`` rows after a small motion that keeps the ``kept`` rows satisfied, relative
-    to the square of the motion's size (in units of ``length_scale``); 0 when nothing can move or the motion
-    cannot be brought back onto the kept rows (then the dependence is taken as the mechanism's own, as before).
+) -> np.ndarray:  # fmt: skip
+    """|g/scale| of each of the ``dropped`` rows after a small motion that keeps the ``kept`` rows satisfied,
+    relative to the square of the motion's size (in units of ``length_scale``); zeros when nothing can move or
+    the motion cannot be brought back onto the kept rows (then the dependence is taken as the mechanism's own).
 
     The motion is a random direction of the kept rows' tangent space at q, of length
     :data:`REDUNDANCY_PROBE` times ``length_scale`` (a quarter of it, and so on, when the chord steps back onto
@@ -254,7 +261,7 @@ def _implied_residual(
     t -= Qk @ (Qk.T @ t)
     size = float(np.max(np.abs(t)))
     if not size > 1e-12:  # the kept rows hold the mechanism still: nothing can move off the dropped ones
-        return 0.0
+        return np.zeros(len(dropped))
     scale = rows.scale
     step = REDUNDANCY_PROBE
     for _ in range(4):
@@ -267,9 +274,9 @@ def _implied_residual(
                 x = x - Qk @ sla.solve_triangular(Rk, gk, trans="T", check_finite=False)
             gd = rows.values(x)[dropped] / scale[dropped]
         if np.all(np.isfinite(gk)) and float(np.max(np.abs(gk))) < 1e-14 and np.all(np.isfinite(gd)):
-            return float(np.max(np.abs(gd))) / step**2
+            return np.abs(gd) / step**2
         step /= 4.0
-    return 0.0
+    return np.zeros(len(dropped))
 
 
 def geometry(scene: Scene, layout: Layout) -> SceneGeometry:

@@ -424,3 +424,37 @@ def test_a_loop_closing_joint_keeps_point_rows_its_bodies_carry() -> None:
         assert np.ptp(runs[-1].joint_angle("O0")) > 2.0  # it swung ±60°
     for k in range(3):
         np.testing.assert_allclose(runs[1].joint_angle(f"O{k}"), runs[0].joint_angle(f"O{k}"), atol=1e-9)
+
+
+def test_a_parallelogram_started_at_its_change_point_drops_only_the_rows_dependent_everywhere() -> None:
+    """Two equal cranks and a coupler, started collinear with the ground line (a change point) and spinning: of
+    the four rows dependent there, three (the loop's out-of-plane rows) are dependent everywhere and one only
+    there. The probe judged them as a set and kept all four: G M⁻¹ Gᵀ singular for the whole run, and verlet
+    failed at its ninth step. Judged row by row, the three are dropped and the one kept; the coupler translates
+    (a parallelogram's does not turn) and the energy holds."""
+    length, span, omega = 0.6, 1.0, 9.0
+    n = np.array([0.0, 0.0, 1.0])
+    s = mbvi.Scene(gravity=(0.0, -9.81, 0.0))
+    inertia = length**2 / 12 + 0.02**2 / 4
+    for name, x0 in (("k1", 0.0), ("k2", span)):
+        c = np.array([x0 + length / 2, 0.0, 0.0])
+        s.add(mbvi.RigidBody(name, mass=1.0, inertia=(inertia, inertia, 0.0002), position=c,
+                             orientation=np.column_stack([(0.0, 1.0, 0.0), (0.0, 0.0, 1.0), (1.0, 0.0, 0.0)]),
+                             angular_velocity=omega * n, velocity=np.cross(omega * n, c - (x0, 0, 0))))  # fmt: skip
+    s.add(mbvi.RigidBody("coupler", mass=2.0, inertia=(0.01, 1 / 6, 1 / 6), position=(length + span / 2, 0, 0),
+                         velocity=np.cross(omega * n, (length, 0, 0))))  # fmt: skip
+    s.add(mbvi.Revolute("world", "k1", anchor=(0, 0, 0), axis=n, name="A"))
+    s.add(mbvi.Revolute("k1", "coupler", anchor=(length, 0, 0), axis=n, name="B"))
+    s.add(mbvi.Revolute("k2", "coupler", anchor=(span + length, 0, 0), axis=n, name="C"))
+    s.add(mbvi.Revolute("world", "k2", anchor=(span, 0, 0), axis=n, name="D"))
+    with pytest.warns(
+        mbvi.RedundantConstraintWarning, match=r"1 of 38 .*dependent at the initial .* 3 of 38 .*redundant"
+    ):
+        system = mbvi.assemble(s)
+    assert len(system.active) == 35
+    with pytest.warns(mbvi.RedundantConstraintWarning, match="singular"):  # at the change points
+        traj = mbvi.simulate(system, 2.0, 1e-4, save_every=10)
+    assert np.abs(system.constraints(traj.q)).max() <= 1e-10
+    R = traj.rotation("coupler")
+    assert np.abs(R - R[0]).max() <= 1e-7  # the coupler translates
+    assert np.ptp(traj.energy) <= 1e-6 * abs(traj.energy[0]) and traj.joint_angle("A")[-1] > 4 * math.pi
