@@ -188,3 +188,36 @@ def test_csm_stopped_by_its_evaluation_cap_keeps_what_it_reached() -> None:
     n = len(partial.t)
     np.testing.assert_array_equal(partial.t, whole.t[:n])
     np.testing.assert_allclose(partial.q, whole.q[:n], rtol=0, atol=1e-9)
+    assert "stiff for method 'RK45'" in str(info.value)  # a rod pendulum capped early is no singular mechanism
+
+
+def test_csm_stalling_at_a_mechanisms_singular_configuration_says_so_not_stiffness() -> None:
+    """A parallelogram in a tilted plane, spun from the bottom, reaches its change point (the links collinear) a
+    quarter turn on, where csm's error control stalls. It said "the system is stiff for method 'RK45'; use
+    method='Radau'"; the rows' Jacobian there is nearly singular, and the error now says that."""
+    from scipy.spatial.transform import Rotation
+
+    R = Rotation.from_euler("xyz", [0.4, 0.9, -0.3]).as_matrix()
+    n, length, span, omega = R[:, 2], 0.6, 1.0, 9.0
+
+    def at(x: float, y: float) -> np.ndarray:
+        return R @ np.array([x, y, 0.0])
+
+    s = mbvi.Scene(gravity=tuple(9.81 * (R @ (0.0, -1.0, 0.0))))
+    inertia = length**2 / 12 + 0.02**2 / 4
+    for name, x0 in (("k1", 0.0), ("k2", span)):
+        pivot, pin = at(x0, 0.0), at(x0, -length)
+        z = (pin - pivot) / length
+        x = np.cross(n, z)
+        s.add(mbvi.RigidBody(name, mass=1.0, inertia=(inertia, inertia, 0.0002), position=(pivot + pin) / 2,
+                             orientation=np.column_stack([x, np.cross(z, x), z]), angular_velocity=omega * n,
+                             velocity=np.cross(omega * n, (pin - pivot) / 2)))  # fmt: skip
+    s.add(mbvi.RigidBody("coupler", mass=2.0, inertia=(0.01, 1 / 6, 1 / 6), position=at(span / 2, -length),
+                         orientation=R, velocity=np.cross(omega * n, at(0.0, -length))))  # fmt: skip
+    s.add(mbvi.Revolute("world", "k1", anchor=at(0, 0), axis=n, name="A"))
+    s.add(mbvi.Revolute("k1", "coupler", anchor=at(0, -length), axis=n, name="B"))
+    s.add(mbvi.Revolute("k2", "coupler", anchor=at(span, -length), axis=n, name="C"))
+    s.add(mbvi.Revolute("world", "k2", anchor=at(span, 0), axis=n, name="D"))
+    with pytest.warns(mbvi.RedundantConstraintWarning):
+        with pytest.raises(mbvi.SolverError, match=r"constraints are nearly dependent there .* singular configuration"):
+            mbvi.simulate(s, 0.3, 1e-3, "csm", max_evaluations=20000)

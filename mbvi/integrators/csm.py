@@ -49,9 +49,9 @@ def check_method(method: object) -> object:
 class _Stiff(Exception):
     """The right-hand side was evaluated more often than the work budget allows."""
 
-    def __init__(self, t: float) -> None:
+    def __init__(self, t: float, q: np.ndarray) -> None:
         super().__init__(t)
-        self.t = t
+        self.t, self.q = t, q  # the time and configuration of the evaluation over the budget
 
 
 class CSM(Integrator):
@@ -98,7 +98,7 @@ class CSM(Integrator):
     def _rhs(self, t, y):
         self._evaluations += 1
         if self._budget is not None and self._evaluations > self._budget:
-            raise _Stiff(t)
+            raise _Stiff(t, y[: self.system.nq].copy())
         n = self.system.nq
         q, v = y[:n], y[n:]
         try:
@@ -118,19 +118,26 @@ class CSM(Integrator):
         try:
             return self._ivp(y0, t0, times, max_step)
         except _Stiff as stiff:
-            hint = ""
-            el = self.system.stiffest_element()
-            if el is not None:
-                hint = f" (the stiffest element {el[0]!r} has ω ≈ {el[1]:.3g} rad/s)"
+            used = self._evaluations - 1
+            partial = self._reached(y0, t0, times[times <= stiff.t], max_step)
+            where = f"csm: {used} right-hand-side evaluations reached t = {stiff.t:.6g} s of {float(times[-1]):.6g} s"
+            spread = _rows_spread(self.system, stiff.q)  # where the solver was stepping when the cap came
+            if spread is not None and spread < SINGULAR_ROWS:
+                what = (f"{where} — the constraints are nearly dependent there (the smallest singular value of "
+                        f"their Jacobian is {spread:.1e} of the largest): a singular configuration of the "
+                        "mechanism (a linkage at a change or dead point), which an error-controlled solver "
+                        "cannot step across; use integrator='midpoint' or 'verlet'")  # fmt: skip
+            else:
+                el = self.system.stiffest_element()
+                hint = "" if el is None else f" (the stiffest element {el[0]!r} has ω ≈ {el[1]:.3g} rad/s)"
+                what = (f"{where} — the system is stiff for method {self.method!r}{hint}; use method='Radau' or "
+                        "'BDF', or integrator='midpoint' or 'verlet' with a small dt")  # fmt: skip
             err = SolverError(
-                f"csm: {self._evaluations - 1} right-hand-side evaluations reached t = {stiff.t:.6g} s of "
-                f"{float(times[-1]):.6g} s — the system is stiff for method {self.method!r}{hint}; use "
-                "method='Radau' or 'BDF', or integrator='midpoint' or 'verlet' with a small dt "
-                "(raise the cap with option max_evaluations)",
+                what + " (raise the cap with option max_evaluations)",
                 time=float(stiff.t),
                 step=int((stiff.t - t0) / self.dt),
             )
-            err.partial = self._reached(y0, t0, times[times <= stiff.t], max_step)
+            err.partial = partial
             raise err from None
         finally:
             self._budget = None
@@ -226,3 +233,24 @@ class CSM(Integrator):
 def register_integrators(register):
     """Register the CSM baseline."""
     register(CSM)
+
+
+#: the smallest singular value of the scaled constraint Jacobian, relative to its largest, below which a run that
+#: used up its evaluations is said to be at a singular configuration rather than stiff
+SINGULAR_ROWS = 1e-5
+#: the largest Jacobian (rows × coordinates) whose singular values that judgement takes
+SINGULAR_CHECK_MAX = 4_000_000
+
+
+def _rows_spread(system, q: np.ndarray) -> float | None:
+    """σ_min / σ_max of the kept constraint rows' Jacobian at q, each row scaled to its natural size; None when
+    there are no rows or too many to judge."""
+    active = system.active
+    if len(active) == 0 or len(active) * system.nq > SINGULAR_CHECK_MAX:
+        return None
+    G = system.constraint_jacobian(q)[active].toarray() / system.active_scale[:, None]
+    with np.errstate(all="ignore"):
+        sv = np.linalg.svd(G, compute_uv=False)
+    if not (len(sv) and np.all(np.isfinite(sv)) and sv[0] > 0.0):
+        return None
+    return float(sv[-1] / sv[0]) if len(sv) == len(active) else 0.0
