@@ -221,3 +221,18 @@ def test_csm_stalling_at_a_mechanisms_singular_configuration_says_so_not_stiffne
     with pytest.warns(mbvi.RedundantConstraintWarning):
         with pytest.raises(mbvi.SolverError, match=r"constraints are nearly dependent there .* singular configuration"):
             mbvi.simulate(s, 0.3, 1e-3, "csm", max_evaluations=20000)
+
+
+@pytest.mark.parametrize("far", [0.0, 1e6])
+def test_csm_stalling_on_a_stiff_spring_is_called_stiff_whatever_the_scenes_size(far: float) -> None:
+    """A hinged body on a spring of 1e9 N/m is stiff; an idle particle 1000 km away widens the scene, which scales
+    its point rows against its rotations' and made their singular values spread: the stall was called a singular
+    configuration. A configuration is singular only against the start's spread."""
+    s = mbvi.Scene(gravity=(0, -9.81, 0))
+    s.add(mbvi.RigidBody("bob", mass=1.0, inertia=(0.1, 0.1, 0.1), position=(0.5, 0, 0)))
+    s.add(mbvi.Revolute("world", "bob", anchor=(0, 0, 0), axis=(0, 0, 1), name="hinge"))
+    s.add(mbvi.Spring("world", "bob", stiffness=1e9, anchor_a=(1.0, -1.0, 0), anchor_b=(0.5, 0, 0), name="stiff"))
+    if far:
+        s.add(mbvi.Particle("buoy", mass=1.0, position=(far, 0, 0)))
+    with pytest.raises(mbvi.SolverError, match=r"stiff for method 'RK45' \(the stiffest element 'stiff'"):
+        mbvi.simulate(s, 1.0, 1e-3, "csm", max_evaluations=3000)

@@ -121,8 +121,10 @@ class CSM(Integrator):
             used = self._evaluations - 1
             partial = self._reached(y0, t0, times[times <= stiff.t], max_step)
             where = f"csm: {used} right-hand-side evaluations reached t = {stiff.t:.6g} s of {float(times[-1]):.6g} s"
-            spread = _rows_spread(self.system, stiff.q)  # where the solver was stepping when the cap came
-            if spread is not None and spread < SINGULAR_ROWS:
+            # the kept rows' spread where the solver was stepping when the cap came, against the start's: a
+            # mechanism that became singular, not a scene whose rows mix lengths of different sizes
+            spread, start = _rows_spread(self.system, stiff.q), _rows_spread(self.system, state.q)
+            if spread is not None and start is not None and spread < SINGULAR_DROP * start:
                 what = (f"{where} — the constraints are nearly dependent there (the smallest singular value of "
                         f"their Jacobian is {spread:.1e} of the largest): a singular configuration of the "
                         "mechanism (a linkage at a change or dead point), which an error-controlled solver "
@@ -235,22 +237,22 @@ def register_integrators(register):
     register(CSM)
 
 
-#: the smallest singular value of the scaled constraint Jacobian, relative to its largest, below which a run that
-#: used up its evaluations is said to be at a singular configuration rather than stiff
-SINGULAR_ROWS = 1e-5
+#: how far the spread of the constraint Jacobian's singular values (smallest / largest) must fall below the
+#: start's for a run that used up its evaluations to be said to be at a singular configuration rather than stiff
+SINGULAR_DROP = 1e-4
 #: the largest Jacobian (rows × coordinates) whose singular values that judgement takes
 SINGULAR_CHECK_MAX = 4_000_000
 
 
 def _rows_spread(system, q: np.ndarray) -> float | None:
     """σ_min / σ_max of the kept constraint rows' Jacobian at q, each row scaled to its natural size; None when
-    there are no rows or too many to judge."""
+    there are no rows, more rows than coordinates or too many to judge."""
     active = system.active
-    if len(active) == 0 or len(active) * system.nq > SINGULAR_CHECK_MAX:
+    if len(active) == 0 or len(active) > system.nq or len(active) * system.nq > SINGULAR_CHECK_MAX:
         return None
     G = system.constraint_jacobian(q)[active].toarray() / system.active_scale[:, None]
     with np.errstate(all="ignore"):
         sv = np.linalg.svd(G, compute_uv=False)
     if not (len(sv) and np.all(np.isfinite(sv)) and sv[0] > 0.0):
         return None
-    return float(sv[-1] / sv[0]) if len(sv) == len(active) else 0.0
+    return float(sv[-1] / sv[0])
