@@ -278,8 +278,7 @@ def _remedy(stepper: Integrator) -> str:
     tol, default = getattr(stepper, "tol", None), type(stepper).options.get("tol")
     # SHAKE's residual only: a RATTLE-family scheme on constraint rows (the implicit pair's solves converge
     # below tol; a system without rows solves nothing)
-    rows = len(getattr(getattr(stepper, "system", None), "active", ()))
-    shake = isinstance(stepper, Compiled) and rows > 0 and is_rattle(stepper.method())
+    shake = isinstance(stepper, Compiled) and len(stepper.system.active) > 0 and is_rattle(stepper.method())
     if shake and isinstance(tol, float) and isinstance(default, float) and tol > LOOSE_TOL * default:
         return (f"tol = {tol:g} is loose: the solves' residual makes the energy creep step by step whatever dt, "
                 f"and a smaller dt only takes more steps; tighten tol, e.g. to its default {default:g}")  # fmt: skip

@@ -630,11 +630,10 @@ class JointDampingLaw(ForceLaw):
             side_a = (_columns(self.cols_a), self.rigid_a.astype(float))
             side_b = (_columns(self.cols_b), self.rigid_b.astype(float))
             parts.append(Family("hinge_damping", (self.N.terms, *side_a, *side_b, self.b_rev)))
-        if self.pri:  # the couple on a's columns when a is rigid, else on b's (none when neither is)
-            on_a = self.rigid_pa[:, None, None]
-            cols = np.where(on_a, self.cols_pa, self.cols_pb)
-            rigid = (self.rigid_pa | self.rigid_pb).astype(float)
-            parts.append(Family("slider_damping", (self.Np.terms, self.Dp.terms, self.b_pri, _columns(cols), rigid)))
+        if self.pri:  # the couple on the body force() puts it on (on_a, on_b: a rigid a, else a rigid b)
+            cols = np.where(self.on_a[:, None, None] > 0.0, self.cols_pa, self.cols_pb)
+            parts.append(Family("slider_damping", (self.Np.terms, self.Dp.terms, self.b_pri, _columns(cols),
+                                                   self.on_a + self.on_b)))  # fmt: skip
         return parts
 
 
