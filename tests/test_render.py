@@ -609,6 +609,20 @@ def test_torus_names_its_axes_in_radians(angles_run: mbvi.Trajectory, tmp_path) 
     assert np.mean(image[:40, :200].min(axis=-1) < 128) > 0.01  # the caption is drawn in the upper left
 
 
+def test_torus_writes_a_suffix_in_any_case_and_refuses_a_video_before_drawing(angles_run, tmp_path) -> None:
+    """``.PNG`` wrote nothing (PyVista's screenshot knows lower-case suffixes only) after the whole run, where
+    the rest of the renderer takes any case; a suffix it cannot write is refused before anything is drawn."""
+    from mbvi.render.torus import torus
+
+    magic = {"x.PNG": b"\x89PNG", "y.Jpg": b"\xff\xd8\xff"}
+    for name, head in magic.items():
+        torus(angles_run, tmp_path / name, window_size=(200, 150))
+        assert (tmp_path / name).read_bytes()[: len(head)] == head
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(magic)  # under the names as given
+    with pytest.raises(ValueError, match=r"torus: cannot write .*x\.gif.*\.png"):
+        torus(angles_run, tmp_path / "x.gif")
+
+
 # ---------------------------------------------------------------- runs without bodies (a LagrangianSystem's)
 def _theta_system():
     import sympy as sp

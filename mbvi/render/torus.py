@@ -55,7 +55,8 @@ def torus(
         A run with at least two generalized coordinates (angles, rad), e.g. of
         the double pendulum as a :class:`mbvi.LagrangianSystem`.
     path : str or PathLike, optional
-        Write a PNG there; without it the :class:`pyvista.Plotter` is returned
+        Write the picture there, a PNG (``.png``, any case; ``.jpg``, ``.jpeg``, ``.bmp``, ``.tif`` and
+        ``.tiff`` write those formats); without it the :class:`pyvista.Plotter` is returned
         unrendered (for notebooks).
     i, j : int or str, default: 0, 1
         The coordinates around the ring and around the tube (index or name).
@@ -72,13 +73,16 @@ def torus(
     Raises
     ------
     ValueError
-        For a trajectory with fewer than two coordinates or an unknown name.
+        For a trajectory with fewer than two coordinates, an unknown name, or a ``path`` of another suffix.
     """
+    import imageio.v3 as iio
     import pyvista as pv
 
     from mbvi.render._headless import configure_headless
 
     configure_headless()
+    if path is not None and Path(path).suffix.lower() not in _IMAGE_SUFFIXES:
+        raise ValueError(f"torus: cannot write {str(path)!r}: use a {', '.join(_IMAGE_SUFFIXES)} file name")
     q = np.asarray(traj.q, float)
     if q.ndim != 2 or q.shape[1] < 2:
         raise ValueError("torus: the trajectory needs at least two generalized coordinates")
@@ -109,10 +113,14 @@ def torus(
     if path is not None:
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
-        plotter.screenshot(str(out))
+        # PyVista's screenshot knows lower-case suffixes only: its pixels, written by the suffix in any case
+        iio.imwrite(out, plotter.screenshot(None, return_img=True), extension=out.suffix.lower())
         plotter.close()
     return plotter
 
+
+#: the image formats :func:`torus` writes (PyVista's screenshot formats)
+_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
 
 #: tick marks on the angle axes: value, rad, and its label (VTK's fonts draw ASCII only)
 _TICKS = ((0.0, "0"), (0.5 * np.pi, "pi/2"), (np.pi, "pi"), (1.5 * np.pi, "3pi/2"))
