@@ -96,8 +96,9 @@ def _read(source: str | os.PathLike | bytes) -> tuple[bytes, Path | None]:
         raise ValueError("URDF: the input is empty (expected a URDF file's path or its XML text)")
     if isinstance(source, bytes):
         return source.strip(), None
-    if isinstance(source, str) and source.lstrip().startswith("<"):
-        return source.strip().encode(), None  # (a triple-quoted string starts with a newline)
+    if isinstance(source, str) and source.lstrip("\ufeff \t\r\n").startswith("<"):
+        # (a triple-quoted string starts with a newline; a file read as text may start with a byte-order mark)
+        return source.lstrip("\ufeff").strip().encode(), None
     path = Path(source)
     if not path.is_file():
         raise FileNotFoundError(f"URDF file not found: {str(path)!r}")
@@ -320,9 +321,12 @@ def _mesh_path(filename: str, base: Path | None) -> Path | None:
     for prefix in ("file://", "package://"):
         if name.startswith(prefix):
             name = name[len(prefix) :]
-    candidates = [Path(name)]
+    rel = Path(name)
+    # a relative name is looked up from the URDF's folder out (its package's root may be a parent), never
+    # from the working directory, whose file of the same name may be another robot's; the working
+    # directory only for URDF text, which has no folder
+    candidates = [rel] if rel.is_absolute() or base is None else []
     if base is not None:
-        rel = Path(name)
         candidates += [base / rel] + [p / rel for p in base.parents]
         if filename.startswith("package://") and len(rel.parts) > 1:  # package name dropped
             stripped = Path(*rel.parts[1:])

@@ -132,6 +132,43 @@ def test_render_draws_urdf_visuals_and_meshes(tmp_path):
     assert out.stat().st_size > 1000
 
 
+def test_a_relative_mesh_is_the_urdf_folders_not_the_working_directorys(tmp_path, monkeypatch):
+    """Run from a folder holding another robot's ``meshes/fore.stl``, the import took that one (the working
+    directory came first), and the drawing depended on where the user stood."""
+    pv = pytest.importorskip("pyvista")
+    (tmp_path / "arm" / "meshes").mkdir(parents=True)
+    (tmp_path / "meshes").mkdir()
+    pv.Cube().triangulate().save(tmp_path / "arm" / "meshes" / "fore.stl")  # the arm's own
+    pv.Sphere().save(tmp_path / "meshes" / "fore.stl")  # another robot's, beside the working directory
+    xml = ARM.read_text().replace('<sphere radius="0.04"/>', '<mesh filename="meshes/fore.stl"/>')
+    (tmp_path / "arm" / "arm.urdf").write_text(xml)
+    monkeypatch.chdir(tmp_path)
+    parts = load(Path("arm") / "arm.urdf", joint_positions=Q0).body("fore").shape.describe()["parts"]
+    assert Path(parts[1]["path"]) == (tmp_path / "arm" / "meshes" / "fore.stl").resolve()
+
+
+def test_a_corrupt_mesh_is_one_value_error_naming_the_file(tmp_path, capfd):
+    """VTK's STL and OBJ readers return an empty mesh for a file they cannot parse (and log a page about
+    it): the drawing then failed with PyVista's "Normals cannot be computed for PolyData containing only
+    vertex cells", naming nothing."""
+    pytest.importorskip("pyvista")
+    from mbvi.render.templates import mesh
+
+    (tmp_path / "bad.stl").write_text("this is not an STL file\n" * 20)
+    (tmp_path / "empty.obj").write_text("")
+    for name in ("bad.stl", "empty.obj"):
+        with pytest.raises(ValueError, match=rf"cannot read mesh '.*{name}': it holds no polygons"):
+            mesh(str(tmp_path / name))
+    captured = capfd.readouterr()
+    assert "ERROR" not in captured.err + captured.out  # VTK's own log of it is not shown
+
+
+def test_urdf_text_read_with_its_byte_order_mark_is_urdf_text():
+    """``Path.read_text()`` of a file saved with a BOM starts with U+FEFF: it was taken for a file name."""
+    scene = load("\ufeff" + ARM.read_text(), joint_positions=Q0)
+    assert {b.name for b in scene.bodies} == {b.name for b in load(ARM, joint_positions=Q0).bodies}
+
+
 # -- errors and warnings -----------------------------------------------------------------------------
 def _arm(old: str, new: str) -> str:
     xml = ARM.read_text()

@@ -193,18 +193,27 @@ def mesh(path: str, scale: Any = (1.0, 1.0, 1.0)) -> Template:
     Raises
     ------
     ValueError
-        When the file cannot be read.
+        When the file cannot be read, or holds no polygons (VTK's readers return an empty mesh for a corrupt
+        file: what they log about it is silenced, and this names the file instead).
     """
+    from vtkmodules.vtkCommonCore import vtkObject
+
+    shown = vtkObject.GetGlobalWarningDisplay()
+    vtkObject.GlobalWarningDisplayOff()
     try:
         data = pv.read(path)
     except Exception as exc:
         raise ValueError(f"cannot read mesh {path!r}: {exc}") from None
+    finally:
+        vtkObject.SetGlobalWarningDisplay(shown)
     if isinstance(data, pv.MultiBlock):
         data = data.combine()
     if not isinstance(data, pv.PolyData):
         new_api = "algorithm" in inspect.signature(data.extract_surface).parameters  # PyVista ≥ 0.47
         data = data.extract_surface(**({"algorithm": "dataset_surface"} if new_api else {}))
     surface = data
+    if surface.n_points == 0 or surface.faces.size == 0:
+        raise ValueError(f"cannot read mesh {path!r}: it holds no polygons (an empty, corrupt or point-only file)")
     surface = surface.scale(np.asarray(scale, dtype=float), inplace=False)
     return Template.from_polydata(surface)
 
