@@ -19,7 +19,7 @@ from typing import ClassVar
 import numpy as np
 
 from mbvi import notices
-from mbvi.diagnosis import engine_failure, instability
+from mbvi.diagnosis import engine_failure, instability, kernel_failure, reach
 from mbvi.engine import scheme as SC
 from mbvi.engine.fields import RI, ST
 from mbvi.engine.model import configuration_model
@@ -189,6 +189,13 @@ class Drive:
             kstart = self.k
             status, self.k, self.j = self.call(self.k, stop, nsteps, self.j)
             if status == ST.NEEDS_NUMPY:
+                # a step handed back because a load's kernel failed in it (NaN, an exception: Newton then does
+                # not converge) is that load's error, not a step for the law's NumPy twin to take quietly
+                failed = kernel_failure(self.model.callbacks, t0 + self.k * h, self.k, (rs.q, rs.v, h),
+                                        reach(self.scheme))  # fmt: skip
+                if failed is not None:
+                    failed.partial = self.partial()
+                    raise failed
                 self._numpy_burst(stop, kstart)
             elif status != ST.DONE:
                 err = engine_failure(system, status, rs.q, rs.v, t0 + self.k * h, self.k, h, self.model.rigid,
