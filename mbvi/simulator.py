@@ -250,7 +250,9 @@ class Simulator:
     system : mbvi.System
         The assembled system.
     dt : float
-        The step, s.
+        The step, s (read only: a simulator steps with the dt it was made with).
+    t0 : float
+        The start time, s (read only).
 
     Raises
     ------
@@ -281,7 +283,7 @@ class Simulator:
         dt = float(dt)
         if not (isinstance(t0, (int, float)) and math.isfinite(t0)):
             raise ValueError(f"Simulator: t0 must be a finite number of seconds, got {t0!r}")
-        self.dt, self.t0 = float(dt), float(t0)
+        self._dt, self._t0 = float(dt), float(t0)
         self._drive = self._lagrangian = self._fast = None
         self._capacity = 0
         self._view: Any = None
@@ -795,6 +797,28 @@ class Simulator:
             else:
                 work = None if self._W is None else np.array(self._W[: len(t)], dtype=float)
             return Trajectory.from_states(self.system, t, Q, V, scene=self.scene, info=dict(self._info), work=work)
+
+    @property
+    def dt(self) -> float:
+        """The step, s: fixed when the simulator is made (its compiled run steps with it)."""
+        return self._dt
+
+    @dt.setter
+    def dt(self, value: Any) -> None:
+        raise AttributeError(
+            f"Simulator.dt is fixed when the simulator is made (its compiled run steps with dt = {self._dt:g} s); "
+            "to go on with another step, make another from the state: mbvi.Simulator(scene, dt, integrator, "
+            "initial_state=sim.state, t0=sim.t)"
+        )
+
+    @property
+    def t0(self) -> float:
+        """The start time, s (:meth:`reset` goes back to it)."""
+        return self._t0
+
+    @t0.setter
+    def t0(self, value: Any) -> None:
+        raise AttributeError("Simulator.t0 is fixed when the simulator is made; make another with t0=... instead")
 
     def __repr__(self) -> str:
         return f"Simulator({self.stepper.name!r}, dt={self.dt:g} s, t={self.t:g} s)"

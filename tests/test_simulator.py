@@ -232,3 +232,22 @@ def test_a_lagrangian_system_steps_with_csm_too() -> None:
     assert np.allclose(sim.state.q, run.q[-1], atol=1e-6) and np.allclose(sim.state.v, run.v[-1], atol=1e-6)
     stepped = sim.trajectory()
     assert np.max(np.abs(stepped.energy - stepped.energy[0])) < 1e-6
+
+
+@pytest.mark.parametrize("integrator", ["verlet", "csm"])
+def test_the_step_and_the_start_time_cannot_be_changed_under_a_run(integrator: str) -> None:
+    """``sim.dt = 2e-3`` was taken: ``sim.t`` jumped with the state unmoved while the compiled run went on with
+    its old step (0.2 s simulated of a reported 0.4 s), and the trajectory's clock was a third. Now refused,
+    and the run goes on untouched, its clock the one free fall gives."""
+    s = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    s.add(mbvi.Particle("a", mass=1.0, position=(0.0, 0.0, 0.0)))
+    sim = mbvi.Simulator(s, dt=1e-3, integrator=integrator)
+    sim.step(100)
+    with pytest.raises(AttributeError, match=r"Simulator.dt is fixed .*mbvi.Simulator\(scene, dt"):
+        sim.dt = 2e-3
+    with pytest.raises(AttributeError, match=r"Simulator.t0 is fixed"):
+        sim.t0 = 1.0
+    sim.step(100)
+    z = sim.view.position("a")[2]
+    assert sim.t == pytest.approx(0.2) and sim.trajectory().t[-1] == pytest.approx(0.2)
+    assert z == pytest.approx(-0.5 * G * 0.2**2, rel=1e-6)  # free fall: the clock is the physics'
