@@ -336,7 +336,8 @@ def test_a_law_that_returns_nan_on_a_numpy_path_is_named(integrator: str) -> Non
     taken for the integrator's instability ("reduce dt")."""
     NaNLaw = type("NaNLaw", (_law(tag="nan_numpy_path"),), {"force": _nan_after(0.2)})
     with _Registered(register_force_laws=[NaNLaw]):
-        with pytest.raises(LoadError, match=r"'linear_drag_nan_numpy_path'.*returned non-finite values") as err:
+        # (midpoint: named where the compiled Newton calls it back, or on the NumPy path it hands a step to)
+        with pytest.raises(LoadError, match=r"'?linear_drag_nan_numpy_path'?.*returned non-finite values") as err:
             mbvi.simulate(_pendulum(LinearDrag("b", 0.5)), 0.5, 1e-3, integrator)
     assert 0.2 <= err.value.time <= 0.202
 
