@@ -327,6 +327,58 @@ def test_a_step_that_returns_no_state_is_a_value_error_naming_the_integrator():
         mbvi.simulate(_pendulum(), 0.01, 1e-3, TupleStep)
 
 
+def test_a_step_of_the_wrong_shape_is_a_value_error_naming_the_integrator():
+    """The template promised to check the shape of the state coming out; a run met NumPy's bare "could not
+    broadcast input array from shape (2,) into shape (6,)" where it saved the state."""
+
+    class Truncating(mbvi.Integrator):
+        name = "truncating_step"
+        order = 1
+
+        def step(self, state, t):
+            return mbvi.State(state.q[:2], state.v[:2])
+
+    system = mbvi.assemble(_pendulum())
+    for call in (lambda: mbvi.simulate(system, 0.01, 1e-3, Truncating),
+                 lambda: Truncating(system, 1e-3).step(system.initial_state(), 0.0)):  # fmt: skip
+        with pytest.raises(
+            ValueError, match=rf"'truncating_step': step\(\) returned q of shape \(2,\) .*\({system.nq},\)"
+        ):
+            call()
+
+
+def test_a_subclass_step_that_calls_super_step_reaches_its_parents_step():
+    """Every subclass's step was replaced by the one checking template, which calls the most derived
+    implementation: a subclass's ``super().step(...)`` came back to itself, a RecursionError."""
+
+    class Euler(mbvi.Integrator):
+        name = "np_symplectic_euler"
+        order = 1
+
+        def step(self, state, t):
+            v = state.v - self.dt * self.system.potential_gradient(state.q) / self.system.mass
+            return mbvi.State(state.q + self.dt * v, v)
+
+    calls = []
+
+    class Counted(Euler):
+        name = "np_symplectic_euler_counted"
+
+        def step(self, state, t):
+            calls.append(t)
+            return super().step(state, t)
+
+    s = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    s.add(mbvi.Particle("a", mass=1.0, position=(0.0, 0.0, 0.0)))
+    parent = mbvi.simulate(s, 0.1, 1e-2, Euler)
+    child = mbvi.simulate(s, 0.1, 1e-2, Counted)
+    assert len(calls) == 10
+    np.testing.assert_array_equal(child.q, parent.q)
+    assert child.position("a")[-1, 2] == pytest.approx(-9.81 * 1e-4 * sum(range(1, 11)))  # z_n = −g h² n(n+1)/2
+    with pytest.raises(ValueError, match="state must have q and v of shape"):  # the checks still run
+        Counted(mbvi.assemble(s), 1e-2).step(mbvi.State(np.zeros(2), np.zeros(2)), 0.0)
+
+
 # -- the registry stays usable, whatever a plugin does (a plugin author's review) -------------------------------
 
 _THETA = 1 / (2 - 2 ** (1 / 3))

@@ -110,11 +110,19 @@ class Integrator:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         impl = cls.__dict__.get("step")
-        if impl is not None and impl is not Integrator.step:
-            # a subclass written against the documented contract implements step() itself:
-            # keep it as the implementation and put the checking template in front of it
+        if impl is not None and impl is not Integrator.step and not getattr(impl, "checked", False):
+            # a subclass written against the documented contract implements step() itself: keep it as the
+            # implementation and put the checking template in front of it, a template of this class's own, so
+            # that a subclass's step calling super().step(...) reaches this implementation (the shared template
+            # would call the subclass's own again, for ever)
             cls._step = impl
-            cls.step = Integrator.step
+
+            def step(self: Integrator, state: State, t: float, _impl: Callable = impl) -> State:
+                return self._checked_step(state, t, _impl)
+
+            step.__doc__, step.__name__, step.__qualname__ = Integrator.step.__doc__, "step", f"{cls.__qualname__}.step"
+            step.checked = True  # type: ignore[attr-defined]
+            cls.step = step
         if (impl is not None or "_step" in cls.__dict__) and "compiled" not in cls.__dict__:
             cls.compiled = False  # its own algorithm: not the engine's scheme it inherits
 
@@ -153,6 +161,10 @@ class Integrator:
         implementation, and checks the result: a non-finite result raises
         :class:`mbvi.SolverError` (the step is unstable), never returns.
         """
+        return self._checked_step(state, t, type(self)._step)
+
+    def _checked_step(self, state: State, t: float, impl: Callable[[Any, State, float], State]) -> State:
+        """:meth:`step`'s checks around ``impl(self, state, t)``: the state going in and the one coming out."""
         nq = self.system.nq
         q, v = state.q, state.v
         if np.shape(q) != (nq,) or np.shape(v) != (nq,):
@@ -160,10 +172,26 @@ class Integrator:
         if not (np.isfinite(q).all() and np.isfinite(v).all()):
             raise ValueError(f"{self.name}: the state going into the step is not finite")
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            out = self._step(state, t)
+            out = impl(self, state, t)
+        self._check_returned(out)
         if not (np.isfinite(out.q).all() and np.isfinite(out.v).all()):
             raise instability(self.system, self.name, self.dt, t, 0)
         return out
+
+    def _check_returned(self, out: Any) -> None:
+        """ValueError naming the integrator when its step returned something other than an mbvi.State of the
+        system's shape (a plugin's step: the run would fail further on, naming nothing)."""
+        if not isinstance(out, State):
+            raise ValueError(
+                f"integrator {self.name!r}: step() returned {type(out).__name__}, not an mbvi.State "
+                "(return mbvi.State(q, v))"
+            )
+        nq = self.system.nq
+        if np.shape(out.q) != (nq,) or np.shape(out.v) != (nq,):
+            raise ValueError(
+                f"integrator {self.name!r}: step() returned q of shape {np.shape(out.q)} and v of shape "
+                f"{np.shape(out.v)}; both must be ({nq},), the system's coordinates"
+            )
 
     def _step(self, state: State, t: float) -> State:
         """The method's step (built-ins implement this; plugins may implement ``step`` instead)."""
@@ -251,11 +279,7 @@ class Integrator:
                     err = exc.located(t, k)
                     err.partial = RunResult(*rec.arrays(), _work(saved_work, measure))
                     raise err from exc
-                if not isinstance(state, State):  # a plugin's step that returns something else: say which
-                    raise ValueError(
-                        f"integrator {self.name!r}: step() returned {type(state).__name__}, not an mbvi.State "
-                        "(return mbvi.State(q, v))"
-                    )
+                self._check_returned(state)
                 if not (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
                     err = instability(self.system, self.name, self.dt, t, k)
                     err.partial = RunResult(*rec.arrays(), _work(saved_work, measure))
