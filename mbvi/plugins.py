@@ -163,6 +163,8 @@ def unregister_plugin(plugin: Any = None, name: str | None = None) -> None:
     A plugin that registers the base of a registered composition (of another plugin) is not removed: a
     :class:`PluginError` names the composition, and the registry stays as it was.
     """
+    if isinstance(plugin, str) and name is None:  # unregister_plugin("name"): the name register_plugin was given
+        plugin, name = None, plugin
     pm = get_plugin_manager()
     with _lock:
         if (plugin is not None and pm.is_registered(plugin)) or (plugin is None and pm.get_plugin(name) is not None):
@@ -280,9 +282,21 @@ def _bind(cls: type, registry: dict[str, type], chain: tuple = ()) -> None:
 
 
 def bind_composition(cls: type) -> None:
-    """Fix the scheme of a composition given as a class (not registered) from the registry (ValueError)."""
+    """Fix the scheme of a composition given as a class (not registered) from the registry (ValueError).
+
+    The class passes the checks registration makes (a name, a positive int order), and its name is not a
+    registered integrator's other than itself: a run records the name and the order as its method's.
+    """
     try:
-        _bind(cls, _integrator_registry())
+        _check_integrator(cls)
+        registry = _integrator_registry()
+        other = registry.get(cls.name)
+        if other is not None and other is not cls:
+            raise PluginError(
+                f"register_integrators: {cls.__qualname__}.name {cls.name!r} is the registered integrator "
+                f"{other.__qualname__}'s (a run records the name as its method's): give it a name of its own"
+            )
+        _bind(cls, registry)
     except PluginError as exc:
         raise ValueError(str(exc).removeprefix("register_integrators: ")) from None
 

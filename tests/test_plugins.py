@@ -456,6 +456,39 @@ def test_the_base_of_a_registered_composition_cannot_be_unregistered_from_under_
     mbvi.simulate(_pendulum(), 0.02, 0.01, "on_base_x")
 
 
+@pytest.mark.parametrize(
+    ("attrs", "match"),
+    [
+        ({"order": None}, r"Unchecked.order must be a positive int"),
+        ({"order": 0}, r"Unchecked.order must be a positive int"),
+        ({"order": 2.5}, r"Unchecked.order must be a positive int"),
+        ({"name": None}, r"Unchecked has no name"),
+        ({"name": ""}, r"Unchecked has no name"),
+        ({"name": "verlet"}, r"Unchecked.name 'verlet' is the registered integrator Verlet's"),
+    ],
+)
+def test_a_composition_given_as_a_class_passes_the_checks_registration_makes(attrs, match):
+    """Given to simulate as a class, it skipped them: order None was a bare TypeError, and order 0 or 2.5, no
+    name or the name 'verlet' ran, the run recording that name and order for another method."""
+    fields = {"name": "unchecked", "order": 2, "base": "verlet", "weights": (0.5, 0.5), **attrs}
+    cls = type("Unchecked", (mbvi.Composition,), fields)
+    with pytest.raises(ValueError, match=match):
+        mbvi.simulate(_pendulum(), 0.02, 0.01, cls)
+    with pytest.raises(ValueError, match=match):
+        mbvi.Simulator(_pendulum(), 0.01, cls)
+    good = type("Checked", (mbvi.Composition,), {**fields, "name": "halves", "order": 2})
+    assert mbvi.simulate(_pendulum(), 0.02, 0.01, good).info["integrator"] == "halves"
+
+
+def test_a_plugin_is_unregistered_by_its_name_given_positionally(registry):
+    """``unregister_plugin("m2")`` took the string for a plugin object, found it unregistered and did nothing."""
+    halves = _composition("halves_m2", (0.5, 0.5), order=2)
+    registry(_plugin("m2", register_integrators=lambda register: register(halves)), name="m2")
+    assert "halves_m2" in mbvi.integrators()
+    mbvi.plugins.unregister_plugin("m2")
+    assert "halves_m2" not in mbvi.integrators()
+
+
 def test_a_second_law_for_an_element_is_refused_naming_both(registry):
     """A plugin's law for mbvi.Drag, which the built-in DragLaw handles, was registered and silently ignored."""
     from mbvi.forcelaws.builtin import DragLaw
