@@ -84,6 +84,8 @@ def _orientation_matrix(orientation: Any, owner: str) -> np.ndarray:
     if orientation is None:
         return np.eye(3)
     if isinstance(orientation, Rotation):
+        if not orientation.single:
+            raise ValueError(f"{owner}: orientation must be a single rotation, got a stack of {len(orientation)}")
         return orientation.as_matrix()
     try:
         R = np.asarray(orientation, dtype=float)
@@ -179,7 +181,7 @@ class RigidBody(Body):
             J = np.diag(J)
         if J.shape != (3, 3) or not np.all(np.isfinite(J)):
             raise ValueError(f"{owner}: inertia must be 3 finite moments or a finite 3x3 tensor")
-        if np.max(np.abs(J - J.T)) > 1e-9 * max(1.0, np.max(np.abs(J))):
+        if np.max(np.abs(J - J.T)) > 1e-9 * np.max(np.abs(J)):  # relative: a mm-scale body's 1e-10 kg m² too
             raise ValueError(f"{owner}: inertia tensor must be symmetric")
         moments, axes = np.linalg.eigh(0.5 * (J + J.T))
         if np.any(moments <= 0):

@@ -292,6 +292,27 @@ def test_orientation_that_is_not_a_rotation_is_a_value_error() -> None:
         mbvi.RigidBody("b", mass=1.0, inertia=(1, 1, 1), orientation=2 * np.eye(3))
 
 
+def test_a_stack_of_rotations_is_a_value_error_naming_the_body() -> None:
+    """A scipy Rotation holding one or two rotations was taken as an orientation of shape (1, 3, 3) or
+    (2, 3, 3), and the run failed far away (an IndexError in a cross product, naming nothing)."""
+    for stack in ([[0.1, 0.2, 0.3]], [[0.1, 0.2, 0.3], [0.3, 0.2, 0.1]]):
+        with pytest.raises(ValueError, match=rf"RigidBody 'link': orientation must be a single rotation.*{len(stack)}"):
+            mbvi.RigidBody("link", mass=1.0, inertia=(1, 1, 1), orientation=Rotation.from_rotvec(stack))
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-6, 1e-10])
+def test_an_asymmetric_inertia_tensor_is_refused_at_every_scale(scale: float) -> None:
+    """At 1e-10 kg m² (a millimetre body) the tolerance, absolute below 1 kg m², let J₀₁ = 1, J₁₀ = 0 through,
+    silently made 0.5 each."""
+    J = scale * np.array([[2.0, 1.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 2.0]])
+    with pytest.raises(ValueError, match=r"RigidBody 'chip': inertia tensor must be symmetric"):
+        mbvi.RigidBody("chip", mass=1e-3, inertia=J)
+    rounded = 0.5 * (J + J.T)
+    rounded[0, 1] += scale * 1e-12  # asymmetric by round-off only: taken, symmetrized
+    body = mbvi.RigidBody("chip", mass=1e-3, inertia=rounded)
+    np.testing.assert_allclose(body.inertia, 0.5 * (J + J.T), rtol=0, atol=scale * 1e-11)
+
+
 # -- physical pendulum on a revolute joint ---------------------------------------------------------
 
 
