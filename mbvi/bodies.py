@@ -26,11 +26,40 @@ class Body:
     """Abstract base class of bodies (scene graph nodes)."""
 
     name: str
-    mass: float
-    position: np.ndarray
-    velocity: np.ndarray
     #: number of generalized coordinates
     ncoords: int = 0
+
+    # mass, position and velocity are checked whenever they are set: ``body.mass = 0`` after the body was made is
+    # the ValueError its constructor gives, not a run that fails later blaming the step
+    def _owner(self) -> str:
+        return f"{type(self).__name__} {getattr(self, 'name', '?')!r}"
+
+    @property
+    def mass(self) -> float:
+        """Mass, kg (positive, finite)."""
+        return self._mass
+
+    @mass.setter
+    def mass(self, value: Any) -> None:
+        self._mass = positive(value, "mass", self._owner())
+
+    @property
+    def position(self) -> np.ndarray:
+        """Initial position (of the centre of mass), m, shape (3,)."""
+        return self._position
+
+    @position.setter
+    def position(self, value: Any) -> None:
+        self._position = vector3(value, "position", self._owner())
+
+    @property
+    def velocity(self) -> np.ndarray:
+        """Initial velocity (of the centre of mass), m/s, shape (3,)."""
+        return self._velocity
+
+    @velocity.setter
+    def velocity(self, value: Any) -> None:
+        self._velocity = vector3(value, "velocity", self._owner())
 
 
 class Particle(Body):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -58,6 +59,10 @@ class Scene:
     def add(self, element: Any) -> Any:
         """Add a body, joint, force or composite element (e.g. a beam); returns it.
 
+        A joint or force without an explicit name whose default name is taken here is renamed ``name#2``, …;
+        one already in another scene is added as a renamed copy (the one returned), so that the other scene
+        keeps it under the name it knows.
+
         Raises
         ------
         ValueError
@@ -77,7 +82,7 @@ class Scene:
         elif isinstance(element, Joint):
             for b in (element.a, element.b):
                 self._require_body(b, element)
-            element.name = self._unique(element.name, element.explicit_name, "joint", element)
+            element = self._named(element, self._unique(element.name, element.explicit_name, "joint", element))
             self._joints[element.name] = element
             self._graph.add_edge(element.a, element.b, key=element.name, joint=element)
         elif isinstance(element, Force):
@@ -86,7 +91,7 @@ class Scene:
             for j in element.joints:
                 if j not in self._joints:
                     raise ValueError(f"{type(element).__name__} {element.name!r}: unknown joint {j!r}")
-            element.name = self._unique(element.name, element.explicit_name, "force", element)
+            element = self._named(element, self._unique(element.name, element.explicit_name, "force", element))
             self.forces.append(element)
         elif hasattr(element, "expand"):
             if element.name in self.beams or element.name in self._bodies:
@@ -103,7 +108,29 @@ class Scene:
         else:
             raise ValueError(f"cannot add {element!r} to a scene (not a body, joint or force)")
         self._added.add(id(element))
+        element._in_scenes = getattr(element, "_in_scenes", 0) + 1
         return element
+
+    @staticmethod
+    def _named(element: Any, name: str) -> Any:
+        """``element`` under ``name``: renamed in place, or, when it is already in another scene (under its
+        old name, which that scene files it by and its loads and joint references use), a renamed copy."""
+        if name == element.name:
+            return element
+        if getattr(element, "_in_scenes", 0):
+            element = copy.copy(element)
+            element._in_scenes = 0
+        element.name = name
+        return element
+
+    def __copy__(self) -> Scene:
+        """A scene of the same elements whose records are its own: adding to the copy leaves this one as it is."""
+        new = Scene.__new__(Scene)
+        new.__dict__.update(self.__dict__)
+        new._bodies, new._joints, new.beams = dict(self._bodies), dict(self._joints), dict(self.beams)
+        new.forces, new._force_names, new._added = list(self.forces), set(self._force_names), set(self._added)
+        new._graph = self._graph.copy()
+        return new
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)

@@ -94,3 +94,67 @@ def test_a_copied_or_unpickled_scene_knows_its_own_elements() -> None:
     spring = mbvi.Spring("world", "b", stiffness=1.0, rest_length=0.5)
     scene.add(spring)
     fresh.add(spring)  # (another scene's element: new to this one)
+
+
+def test_a_shallow_copy_of_a_scene_is_a_scene_of_its_own() -> None:
+    """``copy.copy(scene)`` shared the original's records: a body, rod and drag added to the copy were in the
+    original too, and a spring added to both acted twice in the original."""
+    import copy
+
+    base = _pendulum()
+    base.add(mbvi.Revolute("world", "b", anchor=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0)))
+    variant = copy.copy(base)
+    variant.add(mbvi.Particle("p", mass=1.0, position=(0.0, 0.0, -1.0)))
+    variant.add(mbvi.Rod("world", "p"))
+    spring = mbvi.Spring("world", "b", stiffness=10.0, rest_length=0.5)
+    variant.add(spring)
+    base.add(spring)
+    assert [b.name for b in base.bodies] == ["b"] and [j.name for j in base.joints] == ["world-b"]
+    assert [f.name for f in base.forces] == [spring.name] and set(base.graph.nodes) == {"world", "b"}
+    assert len(variant.bodies) == 2 and len(variant.joints) == 2 and len(variant.forces) == 1
+    assert variant.body("b") is base.body("b")  # the same elements, as a shallow copy of a list holds them
+    # the copy simulates as a scene built by hand would: the particle hangs at rest, the bar swings on its spring
+    traj = mbvi.simulate(variant, 0.2, 1e-3)
+    np.testing.assert_allclose(traj.position("p")[-1], (0.0, 0.0, -1.0), atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["joint", "force"])
+def test_an_element_in_two_scenes_keeps_its_name_in_the_first(kind: str) -> None:
+    """Added to a second scene that already had its default name, the element was renamed in place ('world-b'
+    became 'world-b#2' in the first scene too, which still filed it as 'world-b'): the first scene's
+    JointDamping('world-b') then failed ("not a revolute or prismatic joint"), set_load('force:b') was unknown."""
+    first, second = _pendulum(), _pendulum()
+    hinge = mbvi.Revolute("world", "b", anchor=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0))
+    push = mbvi.ExternalForce("b", force=(0.0, 0.0, 1.0))
+    shared = first.add(hinge)
+    if kind == "force":
+        shared = first.add(push)
+    second.add(mbvi.Revolute("world", "b", anchor=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0)))
+    if kind == "force":
+        second.add(mbvi.ExternalForce("b", force=(0.0, 0.0, 2.0)))
+    name = shared.name
+    again = second.add(shared)
+    assert shared.name == name and again.name == f"{name}#2" and again is not shared  # a renamed copy, returned
+    assert [e.name for e in (first.joints if kind == "joint" else first.forces)][-1] == name
+    if kind == "joint":
+        first.add(mbvi.JointDamping(name, coefficient=0.1))
+        assert mbvi.simulate(first, 0.1, 1e-3).joint_angle(name)[-1] > 0.01
+    else:
+        sim = mbvi.Simulator(first, dt=1e-3)
+        sim.set_load(name, (0.0, 0.0, 3.0))
+        sim.step(10)
+
+
+def test_a_body_checks_what_is_set_on_it_after_it_was_made() -> None:
+    """``body.mass = 0`` after construction ran into "SHAKE did not converge … reduce dt"; ``mass = -1`` an energy
+    balance against 1e-300 J; ``position = nan`` a projection of residual nan; ``velocity = 'fast'`` NumPy's
+    float conversion. Each is now the ValueError the constructor gives, naming the body."""
+    body = mbvi.Particle("bob", mass=1.0, position=(1.0, 0.0, 0.0))
+    for attr, value, match in (("mass", 0.0, "mass must be positive"), ("mass", float("nan"), "mass must be finite"),
+                               ("position", (np.nan, 0.0, 0.0), "position must be finite"),
+                               ("velocity", "fast", "velocity must be 3 numbers")):  # fmt: skip
+        with pytest.raises(ValueError, match=rf"Particle 'bob': {match}"):
+            setattr(body, attr, value)
+    assert body.mass == 1.0
+    body.mass, body.velocity = 2.0, (0.0, 1.0, 0.0)  # a good value is taken
+    assert body.mass == 2.0 and body.velocity.tolist() == [0.0, 1.0, 0.0]
