@@ -333,7 +333,7 @@ class Simulator:
 
         system = self.system
         cls = resolve(integrator)
-        state = system.initial_state(initial_state)
+        state = system.initial_state(initial_state, t=self.t0)
         self._start = State(state.q.copy(), state.v.copy())
         self.stepper = cls(system, self.dt, **options)
         self._info = run_info(cls, self.dt, options, system="lagrangian", coordinates=system.coordinate_names,
@@ -375,7 +375,7 @@ class Simulator:
         if initial_state is None:
             state = self._start
         elif self._lagrangian is not None:
-            state = system.initial_state(initial_state)
+            state = system.initial_state(initial_state, t=self.t0)
         else:
             state = given_state(system, initial_state, "Simulator.reset")
         q, v = state.q.copy(), state.v.copy()

@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 import pytest
 import sympy as sp
+from scipy import special
 
 import mbvi
 
@@ -428,3 +429,108 @@ def test_a_parameter_that_makes_l_infinite_is_named() -> None:
         ValueError, match=r"Lagrangian .* has an infinity or NaN in it with the parameters given \(m = 0\)"
     ):
         mbvi.LagrangianSystem(v_**2 / (2 * m) - x_**2 / 2, [x_], [v_], parameters={"m": 0.0})
+
+
+@pytest.mark.parametrize("integrator", ["symplectic_euler_a", "symplectic_euler_b"])
+def test_a_run_never_steps_onto_a_singular_or_indefinite_mass_matrix(integrator: str) -> None:
+    """L = (1 − q²) v²/2 from (0, 1) reaches q = 1, where ∂²L/∂v² = 0, at t = π/4. symplectic_euler_b at dt = 0.01
+    stepped past it and returned 11 states of negative mass with an energy warning; symplectic_euler_a's Newton
+    failed short of it asking for a smaller step, then a smaller one."""
+    q, v = sp.symbols("q v")
+    system = mbvi.LagrangianSystem((1 - q**2) * v**2 / 2, [q], [v], initial_state=mbvi.State([0.0], [1.0]))
+    for dt in (1e-2, 1e-3):
+        with pytest.raises(mbvi.SolverError, match=r"mass matrix ∂²L/∂v² is singular or indefinite") as err:
+            mbvi.simulate(system, 1.0, dt, integrator)
+        assert err.value.suggested_dt is None and 0.7 < err.value.time < math.pi / 4 + 2 * dt
+        assert np.all(np.abs(err.value.trajectory.q) < 1.0)  # no state of negative mass returned
+
+
+def test_backward_euler_does_not_run_through_a_mass_that_reaches_zero() -> None:
+    """m(t) = 1 − t/10 vanishes at t = 10: implicit_euler went straight through it and returned x(15) = −9.5e6
+    with no warning."""
+    x, v, t = sp.symbols("x v t")
+    system = mbvi.LagrangianSystem((1 - t / 10) * v**2 / 2 - x**2 / 2, [x], [v], time=t,
+                                   initial_state=mbvi.State([1.0], [0.0]))  # fmt: skip
+    with pytest.raises(mbvi.SolverError, match=r"mass matrix ∂²L/∂v² is singular or indefinite") as err:
+        mbvi.simulate(system, 15.0, 1e-3, "implicit_euler")
+    assert 9.9 < err.value.time < 10.0 and err.value.trajectory.t[-1] < 10.0
+
+
+def test_the_mass_matrix_is_checked_at_the_runs_start_time() -> None:
+    """It was checked at t = 0 whatever t0: m(t) = t (0 at t = 0) could not be built with a start, and
+    m(t) = 1 − t/10 ran from t0 = 12, where it is −0.2, without a word."""
+    x, v, t = sp.symbols("x v t")
+    growing = mbvi.LagrangianSystem(t * v**2 / 2, [x], [v], time=t, initial_state=mbvi.State([1.0], [0.5]))
+    run = mbvi.simulate(growing, 2.0, 1e-3, "midpoint", t0=1.0)
+    assert run.q[-1, 0] == pytest.approx(1.0 + 0.5 * math.log(2.0), abs=1e-6)  # p = t ẋ = 0.5: x = 1 + ½ ln t
+    sim = mbvi.Simulator(growing, dt=1e-3, integrator="midpoint", t0=1.0)
+    sim.step(1000)
+    assert sim.state.q[0] == pytest.approx(run.q[-1, 0], abs=1e-12)
+    with pytest.raises(ValueError, match=r"not positive definite at the initial state .* t = 0 s"):
+        mbvi.simulate(growing, 1.0, 1e-3)
+    shrinking = mbvi.LagrangianSystem((1 - t / 10) * v**2 / 2 - x**2 / 2, [x], [v], time=t)
+    start = mbvi.State([1.0], [0.0])
+    for call in (lambda: mbvi.simulate(shrinking, 14.0, 1e-3, t0=12.0, initial_state=start),
+                 lambda: mbvi.Simulator(shrinking, dt=1e-3, t0=12.0, initial_state=start)):  # fmt: skip
+        with pytest.raises(ValueError, match=r"not positive definite at the initial state .* t = 12 s"):
+            call()
+
+
+def _particle_reference(accel, x0: float, t_end: float) -> float:
+    from scipy.integrate import solve_ivp
+
+    sol = solve_ivp(lambda _t, y: [y[1], accel(y[0])], (0.0, t_end), [x0, 0.0], rtol=1e-12, atol=1e-12)
+    return float(sol.y[0, -1])
+
+
+@pytest.mark.parametrize(
+    ("potential", "accel"),
+    [
+        (lambda x: sp.erf(x), lambda x: -2 / math.sqrt(math.pi) * math.exp(-(x**2))),
+        (lambda x: -sp.besselj(0, x), lambda x: -special.j1(x)),
+        (lambda x: sp.gamma(2 + x / 3), lambda x: -special.gamma(2 + x / 3) * special.digamma(2 + x / 3) / 3),
+    ],
+    ids=["erf", "besselj", "gamma"],
+)
+def test_special_functions_run_as_written(potential, accel) -> None:
+    """U = erf(x) failed in every run ("only 0-dimensional arrays can be converted": math.erf on arrays);
+    besselj's and gamma's derivatives (polygamma) were NameErrors from generated code. Against solve_ivp."""
+    x, v = sp.symbols("x v")
+    system = mbvi.LagrangianSystem(v**2 / 2 - potential(x), [x], [v], initial_state=mbvi.State([0.5], [0.0]))
+    run = mbvi.simulate(system, 1.0, 1e-3, "verlet")
+    assert run.q[-1, 0] == pytest.approx(_particle_reference(accel, 0.5, 1.0), abs=1e-5)  # O(h²)
+    assert np.ptp(run.energy) < 1e-5
+
+
+def test_what_has_no_numerical_form_is_a_value_error_saying_so() -> None:
+    """A sympy Function of the user's own and sympy functions SciPy lacks (elliptic_k) were NameErrors from
+    generated code; L given as a Python function a TypeError ("'function' object is not iterable")."""
+    x, v = sp.symbols("x v")
+    bump = sp.Function("bump")
+
+    class Soft(sp.Function):  # differentiable, but with no numbers behind it
+        def fdiff(self, argindex=1):
+            return 1 / (1 + sp.exp(-self.args[0]))
+
+    for L in (v**2 / 2 - Soft(x), v**2 / 2 - sp.elliptic_k(x / 4)):
+        with pytest.raises(ValueError, match=r"no numerical form"):
+            mbvi.simulate(mbvi.LagrangianSystem(L, [x], [v], initial_state=mbvi.State([0.2], [0.0])), 0.01, 1e-3)
+    with pytest.raises(ValueError, match=r"undefined function"):
+        mbvi.LagrangianSystem(v**2 / 2 - bump(x), [x], [v])
+    with pytest.raises(ValueError, match=r"Lagrangian must be a sympy expression"):
+        mbvi.LagrangianSystem(lambda q, w: w**2 / 2, [x], [v])
+
+
+def test_a_start_outside_l_or_at_its_singular_point_is_named() -> None:
+    """√(1 + x) at x = −2 was a bare "math domain error"; the elastic pendulum in x, y (a spring of rest length 1
+    from the origin) a bare ZeroDivisionError when built without a start, and in equilibrium(), from q = 0."""
+    x, y, v, vx, vy = sp.symbols("x y v v_x v_y")
+    with pytest.raises(ValueError, match=r"L or its mass matrix .* is not finite at the initial state"):
+        mbvi.LagrangianSystem(v**2 / 2 - sp.sqrt(1 + x), [x], [v], initial_state=mbvi.State([-2.0], [0.1]))
+    L = (vx**2 + vy**2) / 2 - 10 * (sp.sqrt(x**2 + y**2) - 1) ** 2 / 2 - 9.81 * y
+    mbvi.LagrangianSystem(L, [x, y], [vx, vy])  # built: singular at q = 0 only
+    system = mbvi.LagrangianSystem(L, [x, y], [vx, vy], initial_state=mbvi.State([0.5, -1.0], [0.0, 0.0]))
+    np.testing.assert_allclose(mbvi.equilibrium(system).q, [0.0, -1.981], atol=1e-12)  # spring stretched by g/k
+    bare = mbvi.LagrangianSystem(L, [x, y], [vx, vy])
+    with pytest.raises(ValueError, match=r"not finite at the start q = \[0.0, 0.0\].*initial_state"):
+        mbvi.equilibrium(bare)

@@ -382,6 +382,34 @@ def _implicit_euler_step(fns, n, m, q0, v0, p0, t, h, tol, maxiter, q1, v1, p1, 
     return True
 
 
+@jit
+def _mass_positive(pb, n, A):
+    """Whether the mass matrix ∂²L/∂v² in ``pb`` (a point's kernel output) is positive definite: a Cholesky
+    factor of its symmetric part in A (scratch, n × n at least), every pivot above 1e-12 of the largest diagonal."""
+    ovv = 1 + 2 * n + 2 * n * n
+    big = 0.0
+    for i in range(n):
+        for j in range(n):
+            A[i, j] = 0.5 * (pb[ovv + i * n + j] + pb[ovv + j * n + i])
+        big = max(big, abs(A[i, i]))
+    if not big < math.inf:
+        return False
+    for j in range(n):
+        d = A[j, j]
+        for k in range(j):
+            d -= A[j, k] * A[j, k]
+        if not d > 1e-12 * big:
+            return False
+        d = math.sqrt(d)
+        A[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s / d
+    return True
+
+
 @jit_alloc
 def _workspace(n, m):
     nn = n * n
@@ -429,6 +457,10 @@ def run(fns, n, m, method, nodes, weights, quadratic, q, v, p, t0, h, k0, kstop,
             for i in range(n):
                 if not (abs(q1[i]) < math.inf and abs(v1[i]) < math.inf and abs(p1[i]) < math.inf):
                     ok = False
+        # a step that lands where the mass matrix is singular or indefinite (L = (1 − q²) v²/2 past q = 1, a mass
+        # m(t) that reaches 0) is no motion: handed back, the NumPy step says so
+        if ok and not _mass_positive(W[0], n, W[3]):
+            ok = False
         if not ok:
             status = ST.NEEDS_NUMPY
             break

@@ -12,7 +12,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Derived", "derive"]
+__all__ = ["Derived", "NoNumericForm", "derive"]
+
+
+class NoNumericForm(ValueError):
+    """An expression of L has no numerical form (a function neither math, NumPy nor SciPy defines)."""
 
 
 @dataclass(frozen=True)
@@ -73,13 +77,16 @@ def _arrays(args: list[Any], exprs: Sequence[Any], shapes: Sequence[tuple[int, .
     flat: list[Any] = []
     for e in exprs:
         flat.extend(list(e) if isinstance(e, sp.MatrixBase) else [e])
-    func = sp.lambdify(args, flat, modules=["math", "numpy"], cse=True)
+    func = _lambdify(args, flat, SCALAR_MODULES)
     sizes = [int(np.prod(s)) for s in shapes]
     bounds = np.cumsum([0, *sizes])
     pieces = [(int(a), int(b), s) for a, b, s in zip(bounds[:-1], bounds[1:], shapes, strict=True)]
 
     def wrapped(*a: Any) -> tuple:
-        out = np.array(func(*a), dtype=float)
+        try:
+            out = np.array(func(*a), dtype=float)
+        except NameError as exc:
+            raise NoNumericForm(f"LagrangianSystem: {_no_numeric_form(exc)}") from None
         return tuple(out[i] if s == () else out[i:j].reshape(s) for i, j, s in pieces)
 
     return wrapped
@@ -125,7 +132,7 @@ def derive(
     Lvv = _kinks(Lv.jacobian(vv))
     args = [list(q), list(v), t]
     exprs: dict = {"q": list(q), "v": list(v), "t": t, "L": L, "Lq": Lq, "Lv": Lv, "Lqq": Lqq, "Lqv": Lqv, "Lvv": Lvv}
-    lam = dict(modules="numpy", cse=True)
+    lam = dict(modules=ARRAY_MODULES)
     point = _arrays(args, [L, Lq, Lv, Lqq, Lqv, Lvv], [(), (n,), (n,), (n, n), (n, n), (n, n)])
     force_f = None
     if force is not None:
@@ -147,21 +154,45 @@ def derive(
     zero_v = {s: 0 for s in v}
     energy = (Lv.T * vv)[0, 0] - L
     scalar = {
-        "lagrangian": _vectorized(sp.lambdify(args, L, **lam)),
-        "energy": _vectorized(sp.lambdify(args, energy, **lam)),
-        "potential": _vectorized(sp.lambdify(args, -L.subs(zero_v), **lam)),
+        "lagrangian": _vectorized(_lambdify(args, L, **lam)),
+        "energy": _vectorized(_lambdify(args, energy, **lam)),
+        "potential": _vectorized(_lambdify(args, -L.subs(zero_v), **lam)),
     }
     # dE/dt = Q·v − ∂L/∂t: the power the run's energy balance integrates (forced or time-dependent systems)
     power = -_kinks(sp.Matrix([L.diff(t)]))[0, 0]
     if force is not None:
         power = power + (Q.T * vv)[0, 0]
     if power != 0:
-        scalar["power"] = _vectorized(sp.lambdify(args, power, **lam))
-    momentum = [_vectorized(sp.lambdify(args, Lv[i], **lam)) for i in range(n)]
-    rows = [_vectorized(sp.lambdify(args, e, **lam)) for e in constraints]
+        scalar["power"] = _vectorized(_lambdify(args, power, **lam))
+    momentum = [_vectorized(_lambdify(args, Lv[i], **lam)) for i in range(n)]
+    rows = [_vectorized(_lambdify(args, e, **lam)) for e in constraints]
     Lvt = _kinks(Lv.diff(t))
     time_f = None if all(e == 0 for e in Lvt) else _arrays(args, [Lvt], [(n,)])
     return Derived(point, force_f, constraint_f, curvature_f, scalar, momentum, time_f, tuple(Lvv), exprs, rows)
+
+
+#: lambdify's namespaces: a point's scalar derivatives take ``math`` first (a call costs microseconds); SciPy's
+#: special functions (erf, Bessel, gamma's polygamma, Fresnel, elliptic, zeta …) for what neither math nor
+#: NumPy has, and for arrays (math.erf on an array failed, "only 0-dimensional arrays can be converted")
+SCALAR_MODULES = ["math", "scipy", "numpy"]
+ARRAY_MODULES = ["scipy", "numpy"]
+
+
+def _lambdify(args: Any, expr: Any, modules: Any) -> Callable[..., Any]:
+    """sympy.lambdify with common-subexpression elimination; ValueError naming a function that has no numerical
+    form (sympy cannot print it, or prints a name no namespace defines: a user's sympy Function)."""
+    import sympy as sp
+
+    try:
+        return sp.lambdify(args, expr, modules=modules, cse=True)
+    except Exception as exc:  # sympy's PrintMethodNotImplementedError and kin
+        raise NoNumericForm(f"LagrangianSystem: {_no_numeric_form(exc)}") from None
+
+
+def _no_numeric_form(exc: BaseException) -> str:
+    what = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return (f"an expression has no numerical form ({what}): write L with functions math, NumPy or SciPy define "
+            "(a sympy Function of your own needs an implementation: sympy's implemented_function)")
 
 
 def _kinks(M: Any) -> Any:
@@ -177,8 +208,11 @@ def _vectorized(func: Callable[..., Any]) -> Callable[..., np.ndarray]:
 
     def wrapped(q: np.ndarray, v: np.ndarray, t: Any) -> np.ndarray:
         k = np.shape(q)[1]
-        with np.errstate(all="ignore"):
-            out = func(list(q), list(v), t)
+        try:
+            with np.errstate(all="ignore"):
+                out = func(list(q), list(v), t)
+        except NameError as exc:
+            raise NoNumericForm(f"LagrangianSystem: {_no_numeric_form(exc)}") from None
         return np.broadcast_to(np.asarray(out, dtype=float), (k,)).copy()
 
     return wrapped

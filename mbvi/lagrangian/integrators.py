@@ -77,12 +77,29 @@ def _solve(K: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return c * np.linalg.lstsq(Ks, b, rcond=None)[0]
 
 
+def _check_landing(integrator: Any, q1: np.ndarray, v1: np.ndarray, t1: float) -> None:
+    """SolverError when a step converged onto a state whose mass matrix ∂²L/∂v² is singular or indefinite (at
+    t1, s): symplectic Euler's step crossed q = 1 of L = (1 − q²) v²/2, backward Euler ran through a mass m(t)
+    reaching 0, and the runs went on with no motion L could give (states of negative mass returned)."""
+    w = integrator.system.mass_defect(q1, v1, t1)
+    if w is None:
+        return
+    what = ("not finite" if not len(w) else
+            f"singular or indefinite (eigenvalues {np.array2string(w, precision=3)})")  # fmt: skip
+    raise SolverError(f"integrator {integrator.name!r}: the step reached q = {np.asarray(q1).tolist()} at "
+                      f"t = {t1:g} s, where the mass matrix ∂²L/∂v² is {what}: L gives no motion there at any step "
+                      "size")  # fmt: skip
+
+
 def _singular_mass(system, q: np.ndarray, v: np.ndarray, t: float, h: float) -> str | None:
     """Why a step cannot be taken at any size, when that is why: the mass matrix ∂²L/∂v² singular, indefinite or
-    not finite at the step's start or where the motion carries it within the step (q + h v) — L = (1 − q²) v²/2
+    not finite at the step's start or where the motion carries it within a few steps (q + k h v) — L = (1 − q²) v²/2
     reaching q = 1 (:meth:`mbvi.LagrangianSystem.mass_defect`). Newton's failure there suggested a smaller step,
     which cannot help. None otherwise."""
-    for where in (np.asarray(q, dtype=float), np.asarray(q, dtype=float) + h * np.asarray(v, dtype=float)):
+    q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
+    # the start, and where the motion goes within a few steps (a symplectic Euler A step's Newton fails some
+    # steps before q = 1 of L = (1 − q²) v²/2, where v grows without bound)
+    for where in (q, q + h * v, q + 2 * h * v, q + 4 * h * v):
         w = system.mass_defect(where, v, t)
         if w is not None and not len(w):
             return f"the mass matrix ∂²L/∂v² is not finite at q = {where.tolist()}: L gives no motion there"
@@ -287,6 +304,7 @@ class _DiscreteLagrangian(LagrangianIntegrator):
             )
         _, p1, _ = self._ends(q0, q1, t, False)
         v1, p1 = self._legendre(q1, p1, t + h, (q1 - q0) / h)
+        _check_landing(self, q1, v1, t + h)
         return q1, v1, p1
 
 
@@ -433,6 +451,7 @@ class ImplicitEuler(LagrangianIntegrator):
         q1 = q0 + h * v1
         if m:
             v1 = sysm.project_velocity(q1, v1, t1)
+        _check_landing(self, q1, v1, t1)
         return q1, v1, sysm.momentum(q1, v1, t1)
 
 

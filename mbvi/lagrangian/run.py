@@ -154,7 +154,7 @@ def simulate_lagrangian(
 
     t_end, dt, t0, save_every, nsteps = run_numbers(t_end, dt, t0, save_every)  # numpy numbers too
     cls = resolve(integrator)
-    state = system.initial_state(initial_state)
+    state = system.initial_state(initial_state, t=t0)
     stepper = cls(system, dt, **options)
     info = run_info(cls, dt, options, system="lagrangian", coordinates=system.coordinate_names, constraints=system.nc,
                     angles=list(system.angles))  # fmt: skip
@@ -326,7 +326,7 @@ def simulate_lagrangian_batch(
     states = []
     for b, (q, v) in enumerate(zip(Q0, V0, strict=True)):
         try:
-            states.append(system.initial_state(State(q, v), warn=False))
+            states.append(system.initial_state(State(q, v), warn=False, t=t0))
         except ValueError as exc:
             raise ValueError(f"simulate_batch: initial state {b}: {exc}") from None
     info = run_info(cls, dt, options, system="lagrangian", coordinates=system.coordinate_names, constraints=system.nc,

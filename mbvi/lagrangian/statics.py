@@ -24,6 +24,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from mbvi.errors import SolverError
+from mbvi.lagrangian.derive import NoNumericForm
 from mbvi.lagrangian.system import LagrangianSystem
 from mbvi.state import State
 
@@ -361,10 +362,32 @@ def _tangent_problem(st: _Statics, q: np.ndarray, H: np.ndarray, G: np.ndarray) 
     return Hr, 0.5 * (Mr + Mr.T), Z
 
 
+def _start_residual(st: _Statics, q: np.ndarray, n: int) -> np.ndarray | None:
+    """The KKT residual's first n entries at the start q, or None when L cannot be evaluated there (a math function
+    off its domain, 1/0.0) or they are not finite."""
+    try:
+        with np.errstate(all="ignore"):
+            r = st.kkt(q, np.zeros(st.m))[0][:n]
+    except NoNumericForm:
+        raise
+    except (ValueError, ArithmeticError):
+        return None
+    return r if np.isfinite(r).all() else None
+
+
 def _eigh(Hr: np.ndarray, Mr: np.ndarray, q: np.ndarray, system) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues and vectors of Hr φ = μ Mr φ; a ValueError naming the configuration when the mass matrix on the
     tangent space is singular there (scipy's 'leading minor of B is not positive definite')."""
+    if not (np.isfinite(Hr).all() and np.isfinite(Mr).all()):
+        raise ValueError(
+            f"{system.name!r}: L's second derivatives are not finite at q = {np.asarray(q).tolist()} (a singular "
+            "point of L, such as r = 0 of a spring written in x and y): start the search elsewhere (initial_state=…)"
+        )
     try:
+        if Mr.size:
+            w = np.linalg.eigvalsh(Mr)  # singular to round-off (θ = 1e-24 at a spherical pole) is singular too
+            if not w[0] > 1e-12 * max(float(np.max(np.abs(w))), 1e-300):
+                raise np.linalg.LinAlgError("the mass matrix is not positive definite")
         return sla.eigh(Hr, Mr)
     except np.linalg.LinAlgError:
         raise ValueError(
@@ -450,8 +473,8 @@ def lagrangian_equilibrium(
     t : float, default: 0
         Time at which the loads Q(q, 0, t) are evaluated, s.
     initial : array_like or mbvi.State, shape (n,), optional
-        Start of the search (default: q = 0); :func:`mbvi.equilibrium` passes its
-        ``initial_state`` here.
+        Start of the search (default: q = 0, or the system's own ``initial_state`` when L cannot be evaluated
+        there, r = 0 of a spring written in x and y); :func:`mbvi.equilibrium` passes its ``initial_state`` here.
     tol : float, default: 1e-12
         Tolerance on the KKT residual, relative to the load scale.
     maxiter : int, default: 200
@@ -495,7 +518,15 @@ def lagrangian_equilibrium(
         if q.shape != (n,) or not np.isfinite(q).all():
             raise ValueError(f"equilibrium: the start must be {n} finite coordinates, got {initial!r}")
     st = _Statics(system, t)
-    start_residual = st.kkt(q, np.zeros(st.m))[0][:n]
+    start_residual = _start_residual(st, q, n)
+    if start_residual is None and initial is None and system._initial is not None:
+        q = np.array(system._initial.q, dtype=float)  # q = 0 is a singular point of L: the system's own start
+        start_residual = _start_residual(st, q, n)
+    if start_residual is None:
+        raise ValueError(
+            f"equilibrium of {system.name!r}: L's derivatives are not finite at the start q = {q.tolist()} (a "
+            "singular point of L, or outside its domain): start the search elsewhere (initial_state=…)"
+        )
     scale = max(1.0, float(np.max(np.abs(start_residual)))) if n else 1.0
     iterations = 0
     feasible = st.restore(q)

@@ -10,6 +10,7 @@ import numpy as np
 
 from mbvi import notices
 from mbvi.errors import ConstraintWarning
+from mbvi.lagrangian.derive import NoNumericForm
 from mbvi.state import State
 
 __all__ = ["LagrangianSystem"]
@@ -41,6 +42,8 @@ def _expressions(items: Any, what: str) -> list[Any]:
         items = list(items)
     elif isinstance(items, (sp.Basic, str, int, float)):
         items = [items]
+    elif callable(items) or not hasattr(items, "__iter__"):  # L as a Python function of (q, v): not iterable
+        raise ValueError(f"LagrangianSystem: {what} must be a sympy expression (or a list of them), got {items!r}")
     out = []
     for e in items:
         try:
@@ -229,13 +232,16 @@ class LagrangianSystem:
         self._angles: tuple[bool, ...] | None = None
         #: True when L is quadratic in v (M independent of v): the Legendre transform is one linear solve
         self.quadratic = all(sp.diff(e, s) == 0 for e in self._d.mass_exprs for s in self._d.exprs["v"])
+        #: True when the mass matrix ∂²L/∂v² depends on time explicitly (a run checks it at its start time)
+        self.mass_depends_on_time = any(e.has(self._d.exprs["t"]) for e in self._d.mass_exprs)
         self._initial = None if initial_state is None else self._as_state(initial_state, "initial_state")
         #: body name → (x(q), R(q)) sympy matrices, for systems built by :meth:`from_scene`
         self._kinematics: dict[str, tuple[Any, Any]] = {}
         self._position_funcs: dict[str, Any] = {}
-        if self._initial is not None:
+        # (a mass matrix that changes with time is checked at the run's start time, which is the run's)
+        if self._initial is not None and not self.mass_depends_on_time:
             self._check_mass(self._initial.q, self._initial.v, "the initial state")
-        else:
+        elif self._initial is None:
             self._check_mass_somewhere()
 
     # -- validation ------------------------------------------------------------------------------
@@ -264,18 +270,24 @@ class LagrangianSystem:
     def mass_defect(self, q: Any, v: Any, t: float = 0.0) -> np.ndarray | None:
         """What keeps the mass matrix ∂²L/∂v² at (q, v, t) from giving a motion, or None when it is symmetric
         positive definite: an empty array when it is not finite, else the eigenvalues of its symmetric part."""
-        with np.errstate(all="ignore"):  # L's other terms may be singular there (1/r at r = 0): M is checked
-            M = np.asarray(self.mass_matrix(q, v, t), dtype=float)
+        try:
+            with np.errstate(all="ignore"):  # L's other terms may be singular there (1/r at r = 0): M is checked
+                M = np.asarray(self.mass_matrix(q, v, t), dtype=float)
+        except NoNumericForm:
+            raise
+        except (ValueError, ArithmeticError):  # a math function off its domain there (1/0.0, sqrt(−1), log(0))
+            return np.zeros(0)
         if not np.all(np.isfinite(M)):
             return np.zeros(0)
         w = np.linalg.eigvalsh(0.5 * (M + M.T))
         scale = max(float(np.max(np.abs(w))), 1e-300)
         return None if np.allclose(M, M.T, atol=1e-12 * scale) and w[0] > 1e-12 * scale else w
 
-    def _check_mass(self, q: np.ndarray, v: np.ndarray, where: str) -> None:
-        w = self.mass_defect(q, v)
+    def _check_mass(self, q: np.ndarray, v: np.ndarray, where: str, t: float = 0.0) -> None:
+        w = self.mass_defect(q, v, t)
         if w is not None and not len(w):
-            raise ValueError(f"LagrangianSystem {self.name!r}: the mass matrix ∂²L/∂v² is not finite at {where}")
+            raise ValueError(f"LagrangianSystem {self.name!r}: L or its mass matrix ∂²L/∂v² is not finite at {where} "
+                             "(outside L's domain, or a singular point of it)")  # fmt: skip
         if w is not None:
             raise ValueError(
                 f"LagrangianSystem {self.name!r}: the mass matrix ∂²L/∂v² is not positive definite at {where} "
@@ -519,8 +531,9 @@ class LagrangianSystem:
         sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
         return sol[: self.nq]
 
-    def initial_state(self, state: Any = None, warn: bool = True) -> State:
-        """A checked start: ``state`` (or the constructor's ``initial_state``) on the constraints.
+    def initial_state(self, state: Any = None, warn: bool = True, t: float = 0.0) -> State:
+        """A checked start: ``state`` (or the constructor's ``initial_state``) on the constraints, at time ``t`` (s:
+        a run's start, where the mass matrix must be positive definite).
 
         Positions must satisfy g(q) = 0 (to 1e-9 of the coordinates' scale);
         velocities are projected onto G(q) v = 0 (mass-weighted), with an
@@ -540,7 +553,7 @@ class LagrangianSystem:
                 )
             state = self._initial
         s = self._as_state(state, "initial_state")
-        self._check_mass(s.q, s.v, f"the initial state q = {s.q.tolist()}, v = {s.v.tolist()}")
+        self._check_mass(s.q, s.v, f"the initial state q = {s.q.tolist()}, v = {s.v.tolist()}, t = {t:g} s", t)
         if not self.nc:
             return s
         g = self.constraints(s.q)
