@@ -285,6 +285,11 @@ class LagrangianSystem:
 
     def _check_mass(self, q: np.ndarray, v: np.ndarray, where: str, t: float = 0.0) -> None:
         w = self.mass_defect(q, v, t)
+        if w is None:  # M fine: L and its gradients must be finite too (L = v²/2 − 1/x at x = 0)
+            with np.errstate(all="ignore"):
+                L, Lq, Lv = self.point(q, v, t)[:3]
+            if not (np.isfinite(L) and np.isfinite(Lq).all() and np.isfinite(Lv).all()):
+                w = np.zeros(0)
         if w is not None and not len(w):
             raise ValueError(f"LagrangianSystem {self.name!r}: L or its mass matrix ∂²L/∂v² is not finite at {where} "
                              "(outside L's domain, or a singular point of it)")  # fmt: skip
