@@ -384,28 +384,26 @@ def _implicit_euler_step(fns, n, m, q0, v0, p0, t, h, tol, maxiter, q1, v1, p1, 
 
 @jit
 def _mass_positive(pb, n, A):
-    """Whether the mass matrix ∂²L/∂v² in ``pb`` (a point's kernel output) is positive definite: a Cholesky
-    factor of its symmetric part in A (scratch, n × n at least), every pivot above 1e-12 of the largest diagonal."""
+    """Whether the mass matrix ∂²L/∂v² in ``pb`` (a point's kernel output) is positive definite: the LDLᵀ
+    factor of its symmetric part in A (scratch, n × n at least; no square roots), every pivot above 1e-12 of the
+    largest diagonal entry."""
     ovv = 1 + 2 * n + 2 * n * n
     big = 0.0
     for i in range(n):
-        for j in range(n):
-            A[i, j] = 0.5 * (pb[ovv + i * n + j] + pb[ovv + j * n + i])
-        big = max(big, abs(A[i, i]))
+        big = max(big, abs(pb[ovv + i * n + i]))
     if not big < math.inf:
         return False
-    for j in range(n):
-        d = A[j, j]
+    for j in range(n):  # L below the diagonal (unit diagonal), D on it
+        d = pb[ovv + j * n + j]
         for k in range(j):
-            d -= A[j, k] * A[j, k]
+            d -= A[j, k] * A[j, k] * A[k, k]
         if not d > 1e-12 * big:
             return False
-        d = math.sqrt(d)
         A[j, j] = d
         for i in range(j + 1, n):
-            s = A[i, j]
+            s = 0.5 * (pb[ovv + i * n + j] + pb[ovv + j * n + i])
             for k in range(j):
-                s -= A[i, k] * A[j, k]
+                s -= A[i, k] * A[j, k] * A[k, k]
             A[i, j] = s / d
     return True
 
