@@ -26,7 +26,7 @@ log = logging.getLogger("mbvi")
 __all__ = [
     "DEFAULT_PLUGINS",
     "PluginError",
-    "bind_composition",
+    "check_given_class",
     "force_law_for",
     "force_laws",
     "get_force_law",
@@ -229,7 +229,8 @@ def _check_integrator(cls: Any) -> None:
         raise PluginError(f"register_integrators: {cls!r} is not an mbvi.Integrator subclass")
     if not isinstance(getattr(cls, "name", None), str) or not cls.name:
         raise PluginError(f"register_integrators: {cls.__qualname__} has no name")
-    if not isinstance(getattr(cls, "order", None), int) or cls.order < 1:
+    order = getattr(cls, "order", None)
+    if not isinstance(order, int) or isinstance(order, bool) or order < 1:
         raise PluginError(f"register_integrators: {cls.__qualname__}.order must be a positive int")
 
 
@@ -281,22 +282,22 @@ def _bind(cls: type, registry: dict[str, type], chain: tuple = ()) -> None:
         raise PluginError(f"register_integrators: {exc}") from None
 
 
-def bind_composition(cls: type) -> None:
-    """Fix the scheme of a composition given as a class (not registered) from the registry (ValueError).
-
-    The class passes the checks registration makes (a name, a positive int order), and its name is not a
-    registered integrator's other than itself: a run records the name and the order as its method's.
-    """
+def check_given_class(cls: type) -> None:
+    """The checks registration makes, for an integrator class given to a run rather than registered (ValueError):
+    a name, a positive int order, and a name that is not a built-in integrator's (a run records the name and the
+    order as its method's; a subclass may keep the name of the class it extends, and a plugin's author may run
+    their own version of an installed plugin's method under its name). A composition is then bound to its base."""
     try:
         _check_integrator(cls)
         registry = _integrator_registry()
         other = registry.get(cls.name)
-        if other is not None and other is not cls:
+        if other is not None and other not in cls.__mro__ and other.__module__.startswith("mbvi."):
             raise PluginError(
-                f"register_integrators: {cls.__qualname__}.name {cls.name!r} is the registered integrator "
+                f"register_integrators: {cls.__qualname__}.name {cls.name!r} is the built-in integrator "
                 f"{other.__qualname__}'s (a run records the name as its method's): give it a name of its own"
             )
-        _bind(cls, registry)
+        if _is_composition(cls) and cls.__dict__.get("scheme") is None:
+            _bind(cls, registry)
     except PluginError as exc:
         raise ValueError(str(exc).removeprefix("register_integrators: ")) from None
 

@@ -13,8 +13,7 @@ from mbvi.engine.scheme import is_rattle
 from mbvi.errors import SolverError
 from mbvi.integrators.base import Integrator
 from mbvi.integrators.compiled import Compiled
-from mbvi.integrators.rattle import Composition
-from mbvi.plugins import bind_composition, get_integrator
+from mbvi.plugins import check_given_class, get_integrator
 from mbvi.runs import (
     BLOW_UP,
     WARN_ENERGY,
@@ -60,14 +59,13 @@ def assembled(scene: Scene | System) -> tuple[System, Scene | None]:
 def resolve_integrator(integrator: str | type[Integrator]) -> type[Integrator]:
     """A registered integrator name or an :class:`mbvi.Integrator` subclass → the class.
 
-    A :class:`mbvi.Composition` given as a class is bound to its base here (ValueError naming it when its
-    weights or base are wrong).
+    A class passes the checks registration makes (:func:`mbvi.plugins.check_given_class`: ValueError naming it),
+    and a :class:`mbvi.Composition` given as a class is bound to its base here.
     """
     if isinstance(integrator, str):
         return get_integrator(integrator)
     if isinstance(integrator, type) and issubclass(integrator, Integrator):
-        if issubclass(integrator, Composition) and integrator.__dict__.get("scheme") is None:
-            bind_composition(integrator)
+        check_given_class(integrator)
         return integrator
     raise ValueError(f"integrator must be a registered name or an mbvi.Integrator subclass, got {integrator!r}")
 

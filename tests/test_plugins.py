@@ -456,6 +456,57 @@ def test_the_base_of_a_registered_composition_cannot_be_unregistered_from_under_
     mbvi.simulate(_pendulum(), 0.02, 0.01, "on_base_x")
 
 
+def test_subclasses_of_built_in_integrators_step_as_they_are_written():
+    """A subclass of verlet whose step calls super().step() recursed (the built-in writes _step, which the
+    subclass's step had replaced); a subclass overriding _step under a class that writes step was not what
+    .step() ran, while simulate ran it."""
+    calls = []
+
+    class LoggedVerlet(mbvi.get_integrator("verlet")):
+        def step(self, state, t):
+            calls.append(t)
+            return super().step(state, t)
+
+    system = mbvi.assemble(_pendulum())
+    s0 = system.initial_state()
+    ours = LoggedVerlet(system, 1e-3)
+    theirs = mbvi.get_integrator("verlet")(system, 1e-3)
+    a, b = ours.step(s0, 0.0), theirs.step(s0, 0.0)
+    assert calls == [0.0]
+    np.testing.assert_array_equal(a.q, b.q)
+
+    class Written(mbvi.Integrator):
+        name = "written_step"
+        order = 1
+
+        def step(self, state, t):
+            return mbvi.State(state.q + self.dt * state.v, state.v)
+
+    class Frozen(Written):
+        name = "frozen_step"
+
+        def _step(self, state, t):
+            return mbvi.State(state.q.copy(), state.v.copy())
+
+    frozen = Frozen(system, 1e-3)
+    moving = mbvi.State(s0.q, s0.v + 1.0)
+    np.testing.assert_array_equal(frozen.step(moving, 0.0).q, s0.q)  # its own _step, as simulate runs it
+    np.testing.assert_array_equal(mbvi.simulate(system, 0.01, 1e-3, Frozen, initial_state=moving).q[-1], s0.q)
+
+
+def test_a_plain_integrator_class_given_to_a_run_passes_the_checks_registration_makes():
+    """Only compositions were checked: a subclass named 'verlet', with order None, 0 or True ran, its run
+    recording them. A subclass keeps the name of the registered class it extends."""
+    base = mbvi.get_integrator("explicit_euler")
+    for attrs, match in (({"name": "verlet"}, r"Plain.name 'verlet' is the built-in integrator Verlet's"),
+                         ({"order": None}, "Plain.order must be a positive int"),
+                         ({"order": True}, "Plain.order must be a positive int"),
+                         ({"name": ""}, "Plain has no name")):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            mbvi.simulate(_pendulum(), 0.01, 1e-3, type("Plain", (base,), attrs))
+    assert mbvi.simulate(_pendulum(), 0.01, 1e-3, type("Plain", (base,), {})).info["integrator"] == "explicit_euler"
+
+
 @pytest.mark.parametrize(
     ("attrs", "match"),
     [
@@ -464,7 +515,7 @@ def test_the_base_of_a_registered_composition_cannot_be_unregistered_from_under_
         ({"order": 2.5}, r"Unchecked.order must be a positive int"),
         ({"name": None}, r"Unchecked has no name"),
         ({"name": ""}, r"Unchecked has no name"),
-        ({"name": "verlet"}, r"Unchecked.name 'verlet' is the registered integrator Verlet's"),
+        ({"name": "verlet"}, r"Unchecked.name 'verlet' is the built-in integrator Verlet's"),
     ],
 )
 def test_a_composition_given_as_a_class_passes_the_checks_registration_makes(attrs, match):

@@ -53,6 +53,18 @@ from mbvi.system import System
 __all__ = ["Integrator", "Recorder"]
 
 
+def _own_step(cls: type, owner: type | None) -> Callable | None:
+    """The ``_step`` a class of ``cls``'s MRO before ``owner`` writes itself (not one standing for a ``step`` a
+    class writes), the most derived first; None when there is none."""
+    for k in cls.__mro__:
+        if k is owner:
+            return None
+        f = k.__dict__.get("_step")
+        if f is not None and not getattr(f, "stands_for_step", False):
+            return f
+    return None
+
+
 class Recorder:
     """Preallocated storage for saved states (used by :meth:`Integrator.integrate`)."""
 
@@ -112,13 +124,20 @@ class Integrator:
         impl = cls.__dict__.get("step")
         if impl is not None and impl is not Integrator.step and not getattr(impl, "checked", False):
             # a subclass written against the documented contract implements step() itself: keep it as the
-            # implementation and put the checking template in front of it, a template of this class's own, so
-            # that a subclass's step calling super().step(...) reaches this implementation (the shared template
-            # would call the subclass's own again, for ever)
-            cls._step = impl
+            # implementation (``_step``, marked as standing for it) and put the checking template in front of it,
+            # a template of this class's own. The template runs the implementation of the most derived class
+            # below it that writes ``_step`` itself, else this class's: a subclass's ``super().step(...)`` then
+            # reaches this implementation (the one shared template called the subclass's own again, for ever),
+            # and a subclass that overrides ``_step`` alone is what ``step`` runs, as ``simulate`` does
 
-            def step(self: Integrator, state: State, t: float, _impl: Callable = impl) -> State:
-                return self._checked_step(state, t, _impl)
+            def _step(self: Integrator, state: State, t: float, _impl: Callable = impl) -> State:
+                return _impl(self, state, t)
+
+            _step.stands_for_step = True  # type: ignore[attr-defined]
+            cls._step = _step
+
+            def step(self: Integrator, state: State, t: float, _impl: Callable = impl, _owner: type = cls) -> State:
+                return self._checked_step(state, t, _own_step(type(self), _owner) or _impl)
 
             step.__doc__, step.__name__, step.__qualname__ = Integrator.step.__doc__, "step", f"{cls.__qualname__}.step"
             step.checked = True  # type: ignore[attr-defined]
@@ -161,7 +180,7 @@ class Integrator:
         implementation, and checks the result: a non-finite result raises
         :class:`mbvi.SolverError` (the step is unstable), never returns.
         """
-        return self._checked_step(state, t, type(self)._step)
+        return self._checked_step(state, t, _own_step(type(self), None) or Integrator._step)
 
     def _checked_step(self, state: State, t: float, impl: Callable[[Any, State, float], State]) -> State:
         """:meth:`step`'s checks around ``impl(self, state, t)``: the state going in and the one coming out."""
