@@ -31,6 +31,13 @@ class Body:
 
     # mass, position and velocity are checked whenever they are set: ``body.mass = 0`` after the body was made is
     # the ValueError its constructor gives, not a run that fails later blaming the step
+    def __setstate__(self, state: dict) -> None:
+        # a body pickled before these were checked properties kept them under their own names
+        for key in ("mass", "position", "velocity"):
+            if key in state:
+                state[f"_{key}"] = state.pop(key)
+        self.__dict__.update(state)
+
     def _owner(self) -> str:
         return f"{type(self).__name__} {getattr(self, 'name', '?')!r}"
 

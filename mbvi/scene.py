@@ -108,6 +108,9 @@ class Scene:
         else:
             raise ValueError(f"cannot add {element!r} to a scene (not a body, joint or force)")
         self._added.add(id(element))
+        original = getattr(element, "_copied_from", None)
+        if original is not None:  # a renamed copy: the object given is in the scene too (a second add is refused)
+            self._added.add(id(original))
         element._in_scenes = getattr(element, "_in_scenes", 0) + 1
         return element
 
@@ -118,8 +121,8 @@ class Scene:
         if name == element.name:
             return element
         if getattr(element, "_in_scenes", 0):
-            element = copy.copy(element)
-            element._in_scenes = 0
+            original, element = element, copy.copy(element)
+            element._in_scenes, element._copied_from = 0, original  # (holds it: its id stays its own)
         element.name = name
         return element
 
@@ -127,6 +130,7 @@ class Scene:
         """A scene of the same elements whose records are its own: adding to the copy leaves this one as it is."""
         new = Scene.__new__(Scene)
         new.__dict__.update(self.__dict__)
+        new.gravity = self.gravity.copy()
         new._bodies, new._joints, new.beams = dict(self._bodies), dict(self._joints), dict(self.beams)
         new.forces, new._force_names, new._added = list(self.forces), set(self._force_names), set(self._added)
         new._graph = self._graph.copy()

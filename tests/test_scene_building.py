@@ -135,6 +135,8 @@ def test_an_element_in_two_scenes_keeps_its_name_in_the_first(kind: str) -> None
     name = shared.name
     again = second.add(shared)
     assert shared.name == name and again.name == f"{name}#2" and again is not shared  # a renamed copy, returned
+    with pytest.raises(ValueError, match="is already in the scene"):  # the object given is in it, as its copy
+        second.add(shared)
     assert [e.name for e in (first.joints if kind == "joint" else first.forces)][-1] == name
     if kind == "joint":
         first.add(mbvi.JointDamping(name, coefficient=0.1))
@@ -158,3 +160,15 @@ def test_a_body_checks_what_is_set_on_it_after_it_was_made() -> None:
     assert body.mass == 1.0
     body.mass, body.velocity = 2.0, (0.0, 1.0, 0.0)  # a good value is taken
     assert body.mass == 2.0 and body.velocity.tolist() == [0.0, 1.0, 0.0]
+
+
+def test_a_body_pickled_before_its_attributes_were_checked_still_loads() -> None:
+    """Bodies pickled by the previous release keep ``mass``, ``position`` and ``velocity`` in their state; the
+    checked properties read ``_mass`` …, and such a scene failed with an AttributeError."""
+    body = mbvi.Particle.__new__(mbvi.Particle)
+    body.__setstate__({"name": "bob", "mass": 2.0, "position": np.array([1.0, 0.0, 0.0]), "velocity": np.zeros(3)})
+    assert body.mass == 2.0 and body.position.tolist() == [1.0, 0.0, 0.0]
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(body)
+    scene.add(mbvi.Rod("world", "bob"))
+    assert mbvi.simulate(scene, 0.1, 1e-3).position("bob")[-1, 2] < 0.0  # it swings down

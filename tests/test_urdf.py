@@ -161,6 +161,10 @@ def test_a_corrupt_mesh_is_one_value_error_naming_the_file(tmp_path, capfd):
             mesh(str(tmp_path / name))
     captured = capfd.readouterr()
     assert "ERROR" not in captured.err + captured.out  # VTK's own log of it is not shown
+    import pyvista as pv
+
+    pv.Sphere().strip().save(tmp_path / "strips.vtk")  # triangle strips only: polygons, drawn
+    assert mesh(str(tmp_path / "strips.vtk")).n_faces > 0
 
 
 def test_urdf_text_read_with_its_byte_order_mark_is_urdf_text():

@@ -212,7 +212,7 @@ def mesh(path: str, scale: Any = (1.0, 1.0, 1.0)) -> Template:
         new_api = "algorithm" in inspect.signature(data.extract_surface).parameters  # PyVista ≥ 0.47
         data = data.extract_surface(**({"algorithm": "dataset_surface"} if new_api else {}))
     surface = data
-    if surface.n_points == 0 or surface.faces.size == 0:
+    if surface.n_points == 0 or (surface.faces.size == 0 and surface.strips.size == 0):
         raise ValueError(f"cannot read mesh {path!r}: it holds no polygons (an empty, corrupt or point-only file)")
     surface = surface.scale(np.asarray(scale, dtype=float), inplace=False)
     return Template.from_polydata(surface)
