@@ -431,7 +431,7 @@ def test_a_parameter_that_makes_l_infinite_is_named() -> None:
         mbvi.LagrangianSystem(v_**2 / (2 * m) - x_**2 / 2, [x_], [v_], parameters={"m": 0.0})
 
 
-@pytest.mark.parametrize("integrator", ["symplectic_euler_a", "symplectic_euler_b"])
+@pytest.mark.parametrize("integrator", ["symplectic_euler_a", "symplectic_euler_b", "explicit_euler", "csm"])
 def test_a_run_never_steps_onto_a_singular_or_indefinite_mass_matrix(integrator: str) -> None:
     """L = (1 − q²) v²/2 from (0, 1) reaches q = 1, where ∂²L/∂v² = 0, at t = π/4. symplectic_euler_b at dt = 0.01
     stepped past it and returned 11 states of negative mass with an energy warning; symplectic_euler_a's Newton
@@ -468,6 +468,9 @@ def test_the_mass_matrix_is_checked_at_the_runs_start_time() -> None:
     assert sim.state.q[0] == pytest.approx(run.q[-1, 0], abs=1e-12)
     with pytest.raises(ValueError, match=r"not positive definite at the initial state .* t = 0 s"):
         mbvi.simulate(growing, 1.0, 1e-3)
+    bare = mbvi.LagrangianSystem(t * v**2 / 2, [x], [v], time=t)  # built: its mass is checked where a run starts
+    assert mbvi.simulate(bare, 2.0, 1e-3, "midpoint", t0=1.0, initial_state=mbvi.State([1.0], [0.5])).q[-1, 0] == (
+        pytest.approx(run.q[-1, 0], abs=1e-12))  # fmt: skip
     shrinking = mbvi.LagrangianSystem((1 - t / 10) * v**2 / 2 - x**2 / 2, [x], [v], time=t)
     start = mbvi.State([1.0], [0.0])
     for call in (lambda: mbvi.simulate(shrinking, 14.0, 1e-3, t0=12.0, initial_state=start),

@@ -77,10 +77,16 @@ def _solve(K: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return c * np.linalg.lstsq(Ks, b, rcond=None)[0]
 
 
-def _check_landing(integrator: Any, q1: np.ndarray, v1: np.ndarray, t1: float) -> None:
+def _check_landing(integrator: Any, q1: np.ndarray, v1: np.ndarray, t1: float, Lvv: np.ndarray | None = None) -> None:
     """SolverError when a step converged onto a state whose mass matrix ∂²L/∂v² is singular or indefinite (at
     t1, s): symplectic Euler's step crossed q = 1 of L = (1 − q²) v²/2, backward Euler ran through a mass m(t)
-    reaching 0, and the runs went on with no motion L could give (states of negative mass returned)."""
+    reaching 0, and the runs went on with no motion L could give (states of negative mass returned).
+
+    ``Lvv``: the mass matrix there when the step has it (the check is then an LDLᵀ's pivots, a few µs)."""
+    if Lvv is not None and _positive_definite(Lvv):
+        return
+    if not (np.isfinite(q1).all() and np.isfinite(v1).all()):  # a blow-up: the run's non-finite check says so
+        return
     w = integrator.system.mass_defect(q1, v1, t1)
     if w is None:
         return
@@ -89,6 +95,31 @@ def _check_landing(integrator: Any, q1: np.ndarray, v1: np.ndarray, t1: float) -
     raise SolverError(f"integrator {integrator.name!r}: the step reached q = {np.asarray(q1).tolist()} at "
                       f"t = {t1:g} s, where the mass matrix ∂²L/∂v² is {what}: L gives no motion there at any step "
                       "size")  # fmt: skip
+
+
+def _positive_definite(M: np.ndarray) -> bool:
+    """Whether the symmetric part of M is positive definite, every pivot of its Cholesky factor above 1e-12 of
+    the largest diagonal entry (:meth:`mbvi.LagrangianSystem.mass_defect`'s threshold, without eigenvalues)."""
+    n = len(M)
+    if n > 4:
+        S = 0.5 * (M + M.T)
+        try:
+            d = np.diag(np.linalg.cholesky(S)) ** 2
+        except np.linalg.LinAlgError:
+            return False
+        return bool(np.all(d > 1e-12 * np.max(np.abs(np.diag(S)))))
+    a = M.tolist()  # the few coordinates written by hand: LDLᵀ in floats, ~1 µs against ~10 through NumPy
+    floor = 1e-12 * max(abs(a[i][i]) for i in range(n))
+    L = [[0.0] * n for _ in range(n)]
+    D = [0.0] * n
+    for j in range(n):
+        d = a[j][j] - sum(L[j][k] * L[j][k] * D[k] for k in range(j))
+        if not d > floor:
+            return False
+        D[j] = d
+        for i in range(j + 1, n):
+            L[i][j] = (0.5 * (a[i][j] + a[j][i]) - sum(L[i][k] * L[j][k] * D[k] for k in range(j))) / d
+    return True
 
 
 def _singular_mass(system, q: np.ndarray, v: np.ndarray, t: float, h: float) -> str | None:
@@ -217,6 +248,7 @@ class LagrangianIntegrator:
                 break
         else:
             raise SolverError(f"integrator {self.name!r}: the discrete Legendre transform did not converge")
+        self._mass_at_end = Lvv  # (the mass matrix where the step lands: _check_landing reads it)
         return v, (p - G.T @ mu if m else p)
 
 
@@ -304,7 +336,7 @@ class _DiscreteLagrangian(LagrangianIntegrator):
             )
         _, p1, _ = self._ends(q0, q1, t, False)
         v1, p1 = self._legendre(q1, p1, t + h, (q1 - q0) / h)
-        _check_landing(self, q1, v1, t + h)
+        _check_landing(self, q1, v1, t + h, self._mass_at_end)
         return q1, v1, p1
 
 
@@ -402,7 +434,9 @@ class ExplicitEuler(LagrangianIntegrator):
         if sysm.nc and self.project:
             q1 = _project_position(sysm, q1, v1, t + h)
             v1 = sysm.project_velocity(q1, v1, t + h)
-        return q1, v1, sysm.momentum(q1, v1, t + h)
+        _, _, p1, _, _, Lvv = sysm.point(q1, v1, t + h)
+        _check_landing(self, q1, v1, t + h, Lvv)
+        return q1, v1, p1
 
 
 class ImplicitEuler(LagrangianIntegrator):
@@ -451,8 +485,9 @@ class ImplicitEuler(LagrangianIntegrator):
         q1 = q0 + h * v1
         if m:
             v1 = sysm.project_velocity(q1, v1, t1)
-        _check_landing(self, q1, v1, t1)
-        return q1, v1, sysm.momentum(q1, v1, t1)
+        _, _, p1, _, _, Lvv = sysm.point(q1, v1, t1)
+        _check_landing(self, q1, v1, t1, Lvv)
+        return q1, v1, p1
 
 
 class CSM(LagrangianIntegrator):
@@ -528,7 +563,10 @@ class CSM(LagrangianIntegrator):
         P = sysm.momentum(Q, V, T) if len(T) else np.zeros((0, n))
         if not sol.success:
             k = round((float(T[-1]) - t0) / self.dt) if len(T) else 0
-            err = SolverError(f"csm: solve_ivp failed ({sol.message})", time=float(T[-1]) if len(T) else t0, step=k)
+            # solve_ivp stalls where the mass matrix turns singular (L = (1 − q²) v²/2 at q = 1): say so
+            why = _singular_mass(sysm, Q[-1], V[-1], float(T[-1]), self.dt) if len(T) else None
+            err = SolverError(f"csm: solve_ivp failed ({sol.message})" + (f": {why}" if why else ""),
+                              time=float(T[-1]) if len(T) else t0, step=k)  # fmt: skip
             err.partial = (T, Q, V, P)
             raise err
         return T, Q, V, P

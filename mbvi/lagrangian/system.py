@@ -238,10 +238,12 @@ class LagrangianSystem:
         #: body name → (x(q), R(q)) sympy matrices, for systems built by :meth:`from_scene`
         self._kinematics: dict[str, tuple[Any, Any]] = {}
         self._position_funcs: dict[str, Any] = {}
-        # (a mass matrix that changes with time is checked at the run's start time, which is the run's)
-        if self._initial is not None and not self.mass_depends_on_time:
+        # (a mass matrix that changes with time is checked at the run's start time only, which is the run's)
+        if self.mass_depends_on_time:
+            pass
+        elif self._initial is not None:
             self._check_mass(self._initial.q, self._initial.v, "the initial state")
-        elif self._initial is None:
+        else:
             self._check_mass_somewhere()
 
     # -- validation ------------------------------------------------------------------------------
