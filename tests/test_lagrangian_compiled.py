@@ -134,3 +134,29 @@ def test_the_generated_source_is_cached_by_its_hash() -> None:
     assert path.is_file() and path.name.startswith("mbvi_lagrangian_")
     text = path.read_text()
     assert "def point(" in text and "math.cos" in text
+
+
+def test_a_negative_integer_power_at_zero_is_inf_in_the_compiled_kernel(capfd) -> None:
+    """numba raises ZeroDivisionError for 0.0 ** -2, which a cfunc cannot pass on: it printed "Exception ignored
+    in numba CPUContext" and the loop read garbage. Printed as 1.0 / x ** 2 it is inf, as NumPy gives."""
+    import numba
+    import numpy as np
+    import sympy as sp
+
+    import mbvi
+    from mbvi.engine.lagrange import _point
+    from mbvi.lagrangian.codegen import kernels, source
+
+    x, v = sp.symbols("x v")
+    system = mbvi.LagrangianSystem(v**2 / 2 + x**-2, [x], [v])  # (a power alone: sympy printed x**(-2))
+    assert "**(-" not in source(system).replace(" ", "")
+    compiled = kernels(system)
+
+    @numba.njit
+    def point(fns, q, w, out):
+        _point(fns, 1, q, w, 0.0, out)
+
+    out = np.zeros(6)
+    point(compiled.fns, np.zeros(1), np.zeros(1), out)
+    assert out[0] == np.inf and out[1] == -np.inf and out[5] == 1.0  # L, ∂L/∂x, and M = 1
+    assert "Exception ignored" not in capfd.readouterr().err

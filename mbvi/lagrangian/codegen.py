@@ -76,6 +76,14 @@ def _printer():
         def _print_Float(self, expr: Any) -> str:
             return repr(float(expr))
 
+        def _print_Pow(self, expr: Any, rational: bool = False) -> str:
+            # numba raises ZeroDivisionError for 0.0 ** -2 (an integer power), which a cfunc cannot pass on: it
+            # printed "Exception ignored" and returned garbage; 1.0 / 0.0 ** 2 is inf under error_model='numpy'
+            exp = expr.exp
+            if exp.is_Integer and exp < 0:
+                return f"(1.0 / ({self._print(expr.base)}) ** {int(-exp)})"
+            return super()._print_Pow(expr, rational=rational)
+
     return Printer({"standard": "python3", "fully_qualified_modules": True})
 
 
