@@ -222,16 +222,24 @@ def _collect(hook_name: str, check) -> dict[str, type]:
     return registry
 
 
-def _check_integrator(cls: Any) -> None:
+def _check_integrator(cls: Any, registering: bool = True) -> None:
+    """A registered integrator class's checks (PluginError): a name (a registry's key; a class given to a run
+    alone may leave it unset, ``registering=False``: the run records the class's own name) and a positive int
+    order."""
+    import numbers
+
     from mbvi.integrators.base import Integrator
 
     if not (isinstance(cls, type) and issubclass(cls, Integrator)):
         raise PluginError(f"register_integrators: {cls!r} is not an mbvi.Integrator subclass")
-    if not isinstance(getattr(cls, "name", None), str) or not cls.name:
-        raise PluginError(f"register_integrators: {cls.__qualname__} has no name")
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or (registering and not name):
+        raise PluginError(f"register_integrators: {cls.__qualname__} has no name: give it a class attribute "
+                          f"name = \"...\" (a str; got {name!r})")  # fmt: skip
     order = getattr(cls, "order", None)
-    if not isinstance(order, int) or isinstance(order, bool) or order < 1:
-        raise PluginError(f"register_integrators: {cls.__qualname__}.order must be a positive int")
+    if not isinstance(order, numbers.Integral) or isinstance(order, bool) or order < 1:
+        raise PluginError(f"register_integrators: {cls.__qualname__}.order must be a positive int (the order of "
+                          f"accuracy it promises), got {order!r}")  # fmt: skip
 
 
 def _check_force_law(cls: Any) -> None:
@@ -288,7 +296,7 @@ def check_given_class(cls: type) -> None:
     order as its method's; a subclass may keep the name of the class it extends, and a plugin's author may run
     their own version of an installed plugin's method under its name). A composition is then bound to its base."""
     try:
-        _check_integrator(cls)
+        _check_integrator(cls, registering=False)
         registry = _integrator_registry()
         other = registry.get(cls.name)
         if other is not None and other not in cls.__mro__ and other.__module__.startswith("mbvi."):

@@ -88,7 +88,8 @@ def _count(val: Any, label: str, who: str) -> int:
 def run_info(cls: Any, dt: float, options: dict, **extra: Any) -> dict:
     """The metadata a Trajectory keeps about its run: integrator, step, order, options (as repr)."""
     options = {k: repr(v) for k, v in options.items()}
-    return {"integrator": cls.name, "dt": float(dt), "order": cls.order, "options": options, **extra}
+    name = cls.name or cls.__qualname__  # (a class given to a run may leave name unset)
+    return {"integrator": name, "dt": float(dt), "order": int(cls.order), "options": options, **extra}
 
 
 def progress_bar(nsteps: int, label: str) -> tuple[Any, Callable[[int], None]]:

@@ -463,7 +463,11 @@ def sweep(
         raise ValueError(f"sweep: scheduler must be one of {', '.join(map(repr, SCHEDULERS))}, got {scheduler!r}")
     names, values = _check_grid(grid)
     step_count(t_end, dt, 0.0, save_every, who="sweep")
-    cls = resolve_integrator(integrator)
+    from mbvi.lagrangian.integrators import LagrangianIntegrator
+
+    # (a LagrangianIntegrator class is for a build that returns a LagrangianSystem: each member resolves it)
+    is_lagrangian = isinstance(integrator, type) and issubclass(integrator, LagrangianIntegrator)
+    cls = integrator if is_lagrangian else resolve_integrator(integrator)
     settings = {
         "t_end": float(t_end),
         "dt": float(dt),

@@ -108,6 +108,12 @@ def test_sweep_accepts_a_build_that_returns_a_lagrangian_system() -> None:
             np.testing.assert_array_equal(ds.q.sel(coordinate=name).values[i], ref.q[:, j])
             np.testing.assert_array_equal(ds.v.sel(coordinate=name).values[i], ref.v[:, j])
     assert (ds.error.values == "").all()
+    # the integrator given as a LagrangianIntegrator class (as simulate takes it) was refused by the sweep
+    from mbvi.lagrangian.integrators import INTEGRATORS
+
+    by_class = mbvi.sweep(SCENES / "double_pendulum_angles.py", {"m2": [1.0, 2.0]}, 0.2, 1e-3,
+                          integrator=INTEGRATORS["symplectic_euler_b"], scheduler="synchronous")  # fmt: skip
+    np.testing.assert_array_equal(by_class.energy.values, ds.energy.values)
 
 
 @pytest.mark.parametrize("integrator", ["symplectic_euler_b", "midpoint", "explicit_euler"])

@@ -538,3 +538,20 @@ def test_a_start_outside_l_or_at_its_singular_point_is_named() -> None:
     bare = mbvi.LagrangianSystem(L, [x, y], [vx, vy])
     with pytest.raises(ValueError, match=r"not finite at the start q = \[0.0, 0.0\].*initial_state"):
         mbvi.equilibrium(bare)
+
+
+@pytest.mark.parametrize(("integrator", "dt"), [("verlet", 0.08), ("symplectic_euler_a", 0.06)])
+def test_a_step_too_large_near_a_singular_mass_suggests_half_of_it(integrator: str, dt: float) -> None:
+    """L = (1 − q²) v²/2 − 200 q² from (0, 6) swings within |q| ≤ 0.35, far from q = 1; a step too large for the
+    stiff spring overshoots past it. That was called "no motion at any step size" (a straight line ahead of the
+    step, or its landing, taken for where the motion goes); two half steps that stay inside say it is the step."""
+    q, v = sp.symbols("q v")
+    system = mbvi.LagrangianSystem((1 - q**2) * v**2 / 2 - 200 * q**2, [q], [v],
+                                   initial_state=mbvi.State([0.0], [6.0]))  # fmt: skip
+    with pytest.raises(mbvi.SolverError) as err:
+        mbvi.simulate(system, 1.0, dt, integrator)
+    assert err.value.suggested_dt == pytest.approx(dt / 2) and "any step size" not in str(err.value)
+    with warnings.catch_warnings():  # it runs (a coarse step: its energy warning is right, and not the point)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        run = mbvi.simulate(system, 1.0, err.value.suggested_dt, integrator)
+    assert np.max(np.abs(run.q)) < 0.45

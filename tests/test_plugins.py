@@ -488,6 +488,17 @@ def test_subclasses_of_built_in_integrators_step_as_they_are_written():
         def _step(self, state, t):
             return mbvi.State(state.q.copy(), state.v.copy())
 
+    class Both(mbvi.Integrator):  # writes _step and a step that calls it: the step recursed (its _step replaced)
+        name = "both_steps"
+        order = 1
+
+        def _step(self, state, t):
+            return mbvi.State(state.q + self.dt * state.v, state.v)
+
+        def step(self, state, t):
+            return self._step(state, t)
+
+    np.testing.assert_array_equal(Both(system, 1e-3).step(s0, 0.0).q, s0.q + 1e-3 * s0.v)
     frozen = Frozen(system, 1e-3)
     moving = mbvi.State(s0.q, s0.v + 1.0)
     np.testing.assert_array_equal(frozen.step(moving, 0.0).q, s0.q)  # its own _step, as simulate runs it
@@ -501,10 +512,14 @@ def test_a_plain_integrator_class_given_to_a_run_passes_the_checks_registration_
     for attrs, match in (({"name": "verlet"}, r"Plain.name 'verlet' is the built-in integrator Verlet's"),
                          ({"order": None}, "Plain.order must be a positive int"),
                          ({"order": True}, "Plain.order must be a positive int"),
-                         ({"name": ""}, "Plain has no name")):  # fmt: skip
+                         ({"name": 3}, "Plain has no name: give it a class attribute name")):  # fmt: skip
         with pytest.raises(ValueError, match=match):
             mbvi.simulate(_pendulum(), 0.01, 1e-3, type("Plain", (base,), attrs))
     assert mbvi.simulate(_pendulum(), 0.01, 1e-3, type("Plain", (base,), {})).info["integrator"] == "explicit_euler"
+    # a quick class of a notebook, with no name of its own and a NumPy order, runs under its class's name
+    quick = type("Quick", (base,), {"name": "", "order": np.int64(1)})
+    info = mbvi.simulate(_pendulum(), 0.01, 1e-3, quick).info
+    assert info["integrator"] == "Quick" and info["order"] == 1
 
 
 @pytest.mark.parametrize(
@@ -514,7 +529,6 @@ def test_a_plain_integrator_class_given_to_a_run_passes_the_checks_registration_
         ({"order": 0}, r"Unchecked.order must be a positive int"),
         ({"order": 2.5}, r"Unchecked.order must be a positive int"),
         ({"name": None}, r"Unchecked has no name"),
-        ({"name": ""}, r"Unchecked has no name"),
         ({"name": "verlet"}, r"Unchecked.name 'verlet' is the built-in integrator Verlet's"),
     ],
 )

@@ -134,7 +134,8 @@ class Integrator:
                 return _impl(self, state, t)
 
             _step.stands_for_step = True  # type: ignore[attr-defined]
-            cls._step = _step
+            if "_step" not in cls.__dict__:  # (one it writes itself stays: its step may call it)
+                cls._step = _step
 
             def step(self: Integrator, state: State, t: float, _impl: Callable = impl, _owner: type = cls) -> State:
                 return self._checked_step(state, t, _own_step(type(self), _owner) or _impl)

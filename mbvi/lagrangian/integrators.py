@@ -77,12 +77,16 @@ def _solve(K: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return c * np.linalg.lstsq(Ks, b, rcond=None)[0]
 
 
-def _check_landing(integrator: Any, q1: np.ndarray, v1: np.ndarray, t1: float, Lvv: np.ndarray | None = None) -> None:
+def _check_landing(integrator: Any, q1: np.ndarray, v1: np.ndarray, t1: float, Lvv: np.ndarray | None,
+                   start: tuple) -> None:  # fmt: skip
     """SolverError when a step converged onto a state whose mass matrix ∂²L/∂v² is singular or indefinite (at
     t1, s): symplectic Euler's step crossed q = 1 of L = (1 − q²) v²/2, backward Euler ran through a mass m(t)
     reaching 0, and the runs went on with no motion L could give (states of negative mass returned).
 
-    ``Lvv``: the mass matrix there when the step has it (the check is then an LDLᵀ's pivots, a few µs)."""
+    ``Lvv``: the mass matrix there when the step has it (the check is then an LDLᵀ's pivots, a few µs).
+    ``start``: the step's (q₀, v₀, p₀, t₀): when two steps of half the size from it stay where L gives a motion,
+    the step was only too large (a stiff spring's overshoot), and the error suggests half of it; else no step
+    size helps, and it says so."""
     if Lvv is not None and _positive_definite(Lvv):
         return
     if not (np.isfinite(q1).all() and np.isfinite(v1).all()):  # a blow-up: the run's non-finite check says so
@@ -92,9 +96,29 @@ def _check_landing(integrator: Any, q1: np.ndarray, v1: np.ndarray, t1: float, L
         return
     what = ("not finite" if not len(w) else
             f"singular or indefinite (eigenvalues {np.array2string(w, precision=3)})")  # fmt: skip
-    raise SolverError(f"integrator {integrator.name!r}: the step reached q = {np.asarray(q1).tolist()} at "
-                      f"t = {t1:g} s, where the mass matrix ∂²L/∂v² is {what}: L gives no motion there at any step "
-                      "size")  # fmt: skip
+    where = f"integrator {integrator.name!r}: the step reached q = {np.asarray(q1).tolist()} at t = {t1:g} s, where "
+    if _half_steps_work(integrator, *start):
+        raise SolverError(where + f"the mass matrix ∂²L/∂v² is {what}, a step too large: two of half its size stay "
+                          "where L gives a motion", suggested_dt=integrator.dt / 2)  # fmt: skip
+    raise SolverError(where + f"the mass matrix ∂²L/∂v² is {what}: L gives no motion there at any step size")
+
+
+def _half_steps_work(integrator: Any, q0: np.ndarray, v0: np.ndarray, p0: np.ndarray, t0: float) -> bool:
+    """Whether two steps of half ``integrator``'s size from (q₀, v₀, p₀) at t₀ are taken (no SolverError: they
+    stay where L gives a motion). A step that fails at every size fails at half of it too; only such a failure's
+    verdict pays for this (two NumPy steps)."""
+    if getattr(integrator, "_halved", False):  # (a half step's own failure is final, not halved again)
+        return False
+    half = type(integrator)(integrator.system, integrator.dt / 2,
+                            **{k: getattr(integrator, k) for k in integrator.options})  # fmt: skip
+    half._halved = True
+    try:
+        with np.errstate(all="ignore"):
+            q, v, p = half.step(np.array(q0, dtype=float), np.array(v0, dtype=float), np.array(p0, dtype=float), t0)
+            q, v, p = half.step(q, v, p, t0 + half.dt)
+    except (SolverError, ValueError, ArithmeticError, np.linalg.LinAlgError):
+        return False
+    return bool(np.isfinite(q).all() and np.isfinite(v).all())
 
 
 def _positive_definite(M: np.ndarray) -> bool:
@@ -122,16 +146,15 @@ def _positive_definite(M: np.ndarray) -> bool:
     return True
 
 
-def _singular_mass(system, q: np.ndarray, v: np.ndarray, t: float, h: float) -> str | None:
-    """Why a step cannot be taken at any size, when that is why: the mass matrix ∂²L/∂v² singular, indefinite or
-    not finite at the step's start or where the motion carries it within a few steps (q + k h v) — L = (1 − q²) v²/2
-    reaching q = 1 (:meth:`mbvi.LagrangianSystem.mass_defect`). Newton's failure there suggested a smaller step,
-    which cannot help. None otherwise."""
+def _singular_mass(system, q: np.ndarray, v: np.ndarray, t: float, h: float, ahead: bool = False) -> str | None:
+    """Where the mass matrix ∂²L/∂v² is singular, indefinite or not finite on the way of a step that failed: at
+    its start or where the motion carries it (q + h v at t + h; with ``ahead``, also q + 2 h v and q + 4 h v, a
+    straight line that only a check with half steps can confirm: :func:`_newton_failure`) — L = (1 − q²) v²/2
+    reaching q = 1 (:meth:`mbvi.LagrangianSystem.mass_defect`). None otherwise."""
     q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
-    # the start, and where the motion goes within a few steps (a symplectic Euler A step's Newton fails some
-    # steps before q = 1 of L = (1 − q²) v²/2, where v grows without bound)
-    for where in (q, q + h * v, q + 2 * h * v, q + 4 * h * v):
-        w = system.mass_defect(where, v, t)
+    for k in (0, 1, 2, 4) if ahead else (0, 1):
+        where = q + k * h * v
+        w = system.mass_defect(where, v, t + k * h)
         if w is not None and not len(w):
             return f"the mass matrix ∂²L/∂v² is not finite at q = {where.tolist()}: L gives no motion there"
         if w is not None:
@@ -139,6 +162,23 @@ def _singular_mass(system, q: np.ndarray, v: np.ndarray, t: float, h: float) -> 
                     f"{np.array2string(w, precision=3)}), where the motion goes: L gives no motion there at any "
                     "step size")  # fmt: skip
     return None
+
+
+def _newton_failure(integrator: Any, q0: np.ndarray, v0: np.ndarray, p0: np.ndarray, t: float,
+                    what: str) -> SolverError:  # fmt: skip
+    """The SolverError of a step whose Newton did not converge: "no step size helps" when the motion heads where
+    the mass matrix is singular within the step, or a few steps ahead and two half steps fail too (Newton of
+    symplectic Euler A fails short of q = 1 of L = (1 − q²) v²/2, where v grows without bound: halving dt
+    again and again did not help); else "try half the step"."""
+    h = integrator.dt
+    singular = _singular_mass(integrator.system, q0, v0, t, h)
+    if singular is None:
+        singular = _singular_mass(integrator.system, q0, v0, t, h, ahead=True)
+        if singular is not None and _half_steps_work(integrator, q0, v0, p0, t):
+            singular = None
+    if singular is not None:
+        return SolverError(f"integrator {integrator.name!r}: Newton did not converge: {singular}")
+    return SolverError(f"integrator {integrator.name!r}: {what}", suggested_dt=h / 2)
 
 
 class LagrangianIntegrator:
@@ -326,17 +366,11 @@ class _DiscreteLagrangian(LagrangianIntegrator):
                 break
             prev = size
         else:
-            singular = _singular_mass(sysm, q0, v0, t, h)
-            if singular is not None:
-                raise SolverError(f"integrator {self.name!r}: Newton did not converge: {singular}")
-            raise SolverError(
-                f"integrator {self.name!r}: Newton did not converge in {self.maxiter} iterations "
-                f"(last correction {np.max(np.abs(dz[:n])):.3g})",
-                suggested_dt=h / 2,
-            )
+            raise _newton_failure(self, q0, v0, p0, t, f"Newton did not converge in {self.maxiter} iterations "
+                                  f"(last correction {np.max(np.abs(dz[:n])):.3g})")  # fmt: skip
         _, p1, _ = self._ends(q0, q1, t, False)
         v1, p1 = self._legendre(q1, p1, t + h, (q1 - q0) / h)
-        _check_landing(self, q1, v1, t + h, self._mass_at_end)
+        _check_landing(self, q1, v1, t + h, self._mass_at_end, (q0, v0, p0, t))
         return q1, v1, p1
 
 
@@ -435,7 +469,7 @@ class ExplicitEuler(LagrangianIntegrator):
             q1 = _project_position(sysm, q1, v1, t + h)
             v1 = sysm.project_velocity(q1, v1, t + h)
         _, _, p1, _, _, Lvv = sysm.point(q1, v1, t + h)
-        _check_landing(self, q1, v1, t + h, Lvv)
+        _check_landing(self, q1, v1, t + h, Lvv, (q, v, p, t))
         return q1, v1, p1
 
 
@@ -478,15 +512,12 @@ class ImplicitEuler(LagrangianIntegrator):
             if np.max(np.abs(h * dz[:n])) <= self.tol * (1.0 + np.max(np.abs(q1))):
                 break
         else:
-            singular = _singular_mass(sysm, q0, v0, t, h)
-            if singular is not None:
-                raise SolverError(f"integrator {self.name!r}: Newton did not converge: {singular}")
-            raise SolverError(f"integrator {self.name!r}: Newton did not converge", suggested_dt=h / 2)
+            raise _newton_failure(self, q0, v0, p0, t, "Newton did not converge")
         q1 = q0 + h * v1
         if m:
             v1 = sysm.project_velocity(q1, v1, t1)
         _, _, p1, _, _, Lvv = sysm.point(q1, v1, t1)
-        _check_landing(self, q1, v1, t1, Lvv)
+        _check_landing(self, q1, v1, t1, Lvv, (q0, v0, p0, t))
         return q1, v1, p1
 
 
@@ -564,7 +595,7 @@ class CSM(LagrangianIntegrator):
         if not sol.success:
             k = round((float(T[-1]) - t0) / self.dt) if len(T) else 0
             # solve_ivp stalls where the mass matrix turns singular (L = (1 − q²) v²/2 at q = 1): say so
-            why = _singular_mass(sysm, Q[-1], V[-1], float(T[-1]), self.dt) if len(T) else None
+            why = _singular_mass(sysm, Q[-1], V[-1], float(T[-1]), self.dt, ahead=True) if len(T) else None
             err = SolverError(f"csm: solve_ivp failed ({sol.message})" + (f": {why}" if why else ""),
                               time=float(T[-1]) if len(T) else t0, step=k)  # fmt: skip
             err.partial = (T, Q, V, P)
