@@ -167,6 +167,11 @@ def _members(scene, system, cls, stepper, initial_states, t0: float, nsteps: int
         )  # fmt: skip
     else:
         t, Qs, Vs, W, status = _engine_members(model, stepper, Q, V, float(t0), nsteps, save_every)
+    for cb in model.callbacks:  # a KeyboardInterrupt or SystemExit a load met is the user's: raised as it is
+        exc = getattr(cb, "error", None)  # (the members the loop hands back run again below, and it was lost)
+        if exc is not None and not isinstance(exc, Exception):
+            cb.reset()
+            raise exc
     with np.errstate(over="ignore", invalid="ignore"):  # (each member's work as its run alone measures it)
         trajs = Trajectory.many_from_states(system, t, Qs, Vs, status[:, RI.SAVED], scene=scene, info=info, work=W)
     stopped: dict[int, Any] = {b: None for b in range(len(Q)) if status[b, RI.STATUS] not in (ST.DONE, ST.NEEDS_NUMPY)}

@@ -108,6 +108,56 @@ def reach(scheme: np.ndarray | None) -> tuple[float, float]:
     return min(0.0, float(ends.min())), max(1.0, float(ends.max()))
 
 
+def _load_error(cb, t: float, k: int) -> SolverError:
+    """The LoadError naming the callback ``cb`` whose recorded error stopped the run at step k (time t); a
+    KeyboardInterrupt or SystemExit is raised as it is (the user's)."""
+    exc = cb.error
+    if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: the user's, as they are
+        cb.reset()
+        raise exc
+    # the loads check and name their element themselves (a ValueError); anything else is named here
+    if isinstance(exc, ValueError):  # the loads check what they return and name their element
+        return LoadError(exc.reason if isinstance(exc, SolverError) else str(exc), time=t, step=k, culprit=cb.name)
+    if isinstance(exc, NonFinite):  # NaN or inf from a law called as Python, at a finite state
+        return LoadError(f"{cb.name}: {exc}", time=t, step=k, culprit=cb.name)
+    return LoadError(f"{cb.name}: its {cb.role} raised {type(exc).__name__}: {exc}", time=t, step=k,
+                     culprit=cb.name)  # fmt: skip
+
+
+def recorded_failure(callbacks, t0: float, h: float, t_end: float) -> SolverError | None:
+    """The error a load or force law called as Python recorded during a compiled call that went on, or None.
+
+    A callback cannot raise through C: it records its exception and returns NaN, and the step fails. But the
+    run may take that step again and succeed (the implicit pair's Newton handing it to NumPy, the Simulator's
+    fast call re-run, a transient failure), and an evaluation for the work alone fails no step: the exception
+    was lost, a KeyboardInterrupt too. The earliest one recorded stops the run at the step it was met in
+    (``err.step``; the step that ends at the time it was met, when it was met at a step's end). One met at the
+    call's end ``t_end`` (s), where only the work reads the loads (symplectic Euler A), is forgotten: no step
+    took it, and the next call's first step evaluates it again. A KeyboardInterrupt or SystemExit is raised as
+    it is, wherever it was met.
+    """
+    first = None
+    slack = 1e-9 * max(1.0, abs(t_end))
+    for cb in callbacks:
+        exc = getattr(cb, "error", None)
+        if exc is None:
+            continue
+        if not isinstance(exc, Exception):
+            cb.reset()
+            raise exc
+        when = float(getattr(cb, "time", getattr(cb, "error_time", t0)))
+        if when >= t_end - slack:
+            cb.reset()
+            continue
+        if first is None or when < first[0]:
+            first = (when, cb)
+    if first is None:
+        return None
+    when, cb = first
+    k = max(0, math.ceil((when - t0) / h - 1e-9) - 1) if h > 0 else 0
+    return _load_error(cb, t0 + k * h, k)
+
+
 def kernel_failure(callbacks, t: float, k: int, start: tuple | None = None,
                    span: tuple[float, float] = (0.0, 1.0)) -> SolverError | None:  # fmt: skip
     """The error for a step whose load or force law raised (a Python callback of the compiled loop), if one did.
@@ -131,18 +181,7 @@ def kernel_failure(callbacks, t: float, k: int, start: tuple | None = None,
         if when < first or when > end:
             continue
         if cb.error is not None:
-            exc = cb.error
-            if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: the user's, as they are
-                cb.reset()
-                raise exc
-            # the loads check and name their element themselves (a ValueError); anything else is named here
-            if isinstance(exc, ValueError):  # the loads check what they return and name their element
-                return LoadError(exc.reason if isinstance(exc, SolverError) else str(exc), time=t, step=k,
-                                 culprit=cb.name)  # fmt: skip
-            if isinstance(exc, NonFinite):  # NaN or inf from a law called as Python, at a finite state
-                return LoadError(f"{cb.name}: {exc}", time=t, step=k, culprit=cb.name)
-            return LoadError(f"{cb.name}: its {cb.role} raised {type(exc).__name__}: {exc}", time=t, step=k,
-                             culprit=cb.name)  # fmt: skip
+            return _load_error(cb, t, k)
     if start is not None:
         q, v, h = start
         for cb in callbacks:

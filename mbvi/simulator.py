@@ -628,6 +628,8 @@ class Simulator:
                     if call(frame, k, k + n, drive.j) == 0:  # ST.DONE
                         drive.k = k + n
                         drive.j += n
+                        if self._watched and any(cb.error is not None for cb in self._watched):
+                            self._recorded_failure()  # a load raised in a step the call then took again
                         if drive.j >= self._judge_at:
                             self._judge()
                         return
@@ -666,11 +668,31 @@ class Simulator:
         try:
             drive.advance_to(kstop)
         except SolverError as err:
-            drive.restore()
-            drive.k = drive.j - 1
-            self._judge(failure=err)  # a blow-up before the failing step: back to before it, and said so
-            err.trajectory = self._states()
-            raise
+            self._fail(err)
+        finally:
+            self._arm()
+
+    def _fail(self, err: SolverError) -> None:
+        """Back to the last good state (the failing step's start), and raise ``err`` with every state before it."""
+        drive = self._drive
+        drive.restore()
+        drive.k = drive.j - 1
+        self._judge(failure=err)  # a blow-up before the failing step: back to before it, and said so
+        err.trajectory = self._states()
+        raise err
+
+    def _recorded_failure(self) -> None:
+        """The fast call went on past a load's error (recorded, not raised: a callback cannot raise through C):
+        the run stops at the step it was met in (:func:`mbvi.diagnosis.recorded_failure`)."""
+        from mbvi.diagnosis import recorded_failure
+
+        drive = self._drive
+        err = recorded_failure(drive.model.callbacks, drive.t0, drive.h, drive.t0 + drive.k * drive.h)
+        if err is None:
+            return
+        drive.back_to(err.step)
+        try:
+            self._fail(err)
         finally:
             self._arm()
 
@@ -679,6 +701,8 @@ class Simulator:
         drive = self._drive
         call = drive.call
         self._fast = None
+        #: the loads called as Python, whose recorded errors a fast call that went on must not drop
+        self._watched = [cb for cb in drive.model.callbacks if hasattr(cb, "reset")]
         self._capacity = len(drive.Q) - 1
         drive.k, drive.j = int(drive.k), int(drive.j)  # Python ints: the types the fast path's entry takes
         if call.frame is not None and not drive.rs.fresh:

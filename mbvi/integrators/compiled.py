@@ -19,7 +19,7 @@ from typing import ClassVar
 import numpy as np
 
 from mbvi import notices
-from mbvi.diagnosis import engine_failure, instability, kernel_failure, reach
+from mbvi.diagnosis import engine_failure, instability, kernel_failure, reach, recorded_failure
 from mbvi.engine import scheme as SC
 from mbvi.engine.fields import RI, ST
 from mbvi.engine.model import configuration_model
@@ -188,6 +188,12 @@ class Drive:
             stop = kstop if callback is None else min(kstop, self.k + CHUNK)
             kstart = self.k
             status, self.k, self.j = self.call(self.k, stop, nsteps, self.j)
+            if status in (ST.DONE, ST.NEEDS_NUMPY):  # a load that raised in a step the call then took again
+                failed = recorded_failure(self.model.callbacks, t0, h, t0 + self.k * h)
+                if failed is not None:
+                    self.back_to(failed.step)
+                    failed.partial = self.partial()
+                    raise failed
             if status == ST.NEEDS_NUMPY:
                 # a step handed back because a load's kernel failed in it (NaN, an exception: Newton then does
                 # not converge) is that load's error, not a step for the law's NumPy twin to take quietly
@@ -204,6 +210,12 @@ class Drive:
                 raise err
             if callback is not None:
                 callback(self.k)
+
+    def back_to(self, k: int) -> None:
+        """Forget the steps from step ``k`` on (a failure met there): the states saved up to its start are kept."""
+        if k < self.k:
+            self.k = k
+            self.j = min(self.j, k // self.save_every + 1)
 
     def _numpy_burst(self, stop: int, kstart: int) -> None:
         """The integrator's NumPy step takes 1, 2, 4 … steps the engine handed back; the engine resumes, cold."""
