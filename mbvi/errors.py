@@ -112,4 +112,8 @@ def member_failure(cause: SolverError, failed: list[int], count: int, trajectori
     )  # fmt: skip
     err.member = b
     err.members = list(failed)
+    if cause.verified_dt is not None:
+        err.verified_dt = cause.verified_dt
+    # a batch does not re-run a member to verify a step it suggests (simulate of that member does)
+    err.unverified("mbvi.simulate of that member verifies a step size by re-running")
     return err

@@ -106,6 +106,8 @@ def test_a_failing_member_keeps_every_members_trajectory(integrator: str) -> Non
     err = info.value
     assert err.member == 2 and err.members == [2]
     assert str(err).count("member 2 of 4") == 1
+    if err.suggested_dt is not None:  # a batch re-runs no member to verify it (it said "try dt <= …" as if sure)
+        assert err.verified_dt is False and "not verified" in str(err)
     trajs = err.trajectory
     assert isinstance(trajs, list) and len(trajs) == 4
     assert all(isinstance(traj, mbvi.Trajectory) for traj in trajs)

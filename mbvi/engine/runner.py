@@ -79,21 +79,27 @@ def physical_memory() -> float:
 
 #: the share of the machine's memory a run's saved states may take
 MEMORY_SHARE = 0.5
+#: arrays of a saved-state array's size a run holds at its peak: its positions and velocities, and the
+#: trajectory's work of them (measured: a run whose arrays were 0.7 GiB each peaked at 2.43 GiB)
+RUN_ARRAYS = 4
 
 
 def check_memory(
     shape: tuple[int, ...],
     what: str = "the run's saved states",
     advice: str = "keep fewer (save_every), run shorter or fewer members",
+    copies: int = 1,
 ) -> None:
-    """A ValueError saying how much and what to change when float64 arrays of ``shape`` would take more than
-    :data:`MEMORY_SHARE` of this machine's memory (rather than numpy's MemoryError, or minutes of swapping)."""
-    need = 8.0 * math.prod(int(n) for n in shape)
+    """A ValueError saying how much and what to change when ``copies`` float64 arrays of ``shape`` would take
+    more than :data:`MEMORY_SHARE` of this machine's memory (rather than numpy's MemoryError, an out-of-memory
+    kill, or minutes of swapping)."""
+    need = 8.0 * math.prod(int(n) for n in shape) * copies
     have = physical_memory()
     if need > MEMORY_SHARE * have:
+        each = f"{copies} arrays of " if copies > 1 else ""
         raise ValueError(
-            f"{what}, {' × '.join(str(int(n)) for n in shape)} numbers, would take {need / 2**30:.3g} GiB of this "
-            f"machine's {have / 2**30:.3g} GiB: {advice}"
+            f"{what}, {each}{' × '.join(str(int(n)) for n in shape)} numbers, would take {need / 2**30:.3g} GiB of "
+            f"this machine's {have / 2**30:.3g} GiB: {advice}"
         )
 
 
@@ -122,10 +128,11 @@ def saved_states(shape: tuple[int, ...], zero: bool = False) -> np.ndarray:
     Raises
     ------
     ValueError
-        When the states would take more than half of this machine's memory (saying how much, and what to
-        change), rather than numpy's MemoryError or a machine swapping for minutes.
+        When the run holding such states (:data:`RUN_ARRAYS` arrays of this size at its peak) would take more
+        than half of this machine's memory (saying how much, and what to change), rather than numpy's
+        MemoryError, an out-of-memory kill or a machine swapping for minutes.
     """
-    check_memory(shape)
+    check_memory(shape, copies=RUN_ARRAYS)  # (the run's peak, not this array's alone)
     make = np.zeros if zero else np.empty
     if _HUGEPAGE is None:
         return make(shape)
