@@ -3,18 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from scene_loader import load_scene
 
 import mbvi
 import mbvi.engine.runner as runner
-
-
-def _double_pendulum() -> mbvi.Scene:
-    s = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
-    s.add(mbvi.Particle("a", mass=1.0, position=(1.0, 0.0, 0.0)))
-    s.add(mbvi.Particle("b", mass=1.0, position=(2.0, 0.0, 0.0)))
-    s.add(mbvi.Rod("world", "a"))
-    s.add(mbvi.Rod("a", "b"))
-    return s
 
 
 def test_the_guard_counts_every_array_the_run_holds(monkeypatch) -> None:
@@ -23,8 +15,8 @@ def test_the_guard_counts_every_array_the_run_holds(monkeypatch) -> None:
     counts the run's :data:`RUN_ARRAYS` arrays: 0.3 GiB arrays (1.2 GiB in all) are refused before anything
     is allocated, saying how much and what to change."""
     monkeypatch.setattr(runner, "physical_memory", lambda: 2.0 * 2**30)
-    nq, dt = 6, 1e-3
+    nq, dt = 6, 1e-3  # (the double pendulum's two particles)
     steps = int(0.3 * 2**30 / (8 * nq))
     with pytest.raises(ValueError, match=r"4 arrays of .* would take 1.2 GiB of this machine's 2 GiB: keep fewer"):
-        mbvi.simulate(_double_pendulum(), steps * dt, dt)
+        mbvi.simulate(load_scene("double_pendulum").build(), steps * dt, dt)
     assert runner.RUN_ARRAYS * 0.1 * 2**30 < runner.MEMORY_SHARE * 2.0 * 2**30  # 0.1 GiB arrays would run
