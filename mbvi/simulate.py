@@ -299,6 +299,8 @@ def _ending_at(stepper, cls, system, state: State, t0: float, nsteps: int, save_
         if head is not None and err.partial is not None:
             err.partial = head
         raise
+    if callback is not None:  # the last, shorter step is one of the run's (a progress bar closed one short)
+        callback(nsteps)
     if head is None:
         return tail
     work = None

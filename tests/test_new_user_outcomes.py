@@ -123,3 +123,23 @@ def test_a_trajectory_pickled_before_work_existed_still_slices() -> None:
 def test_a_window_size_in_real_numbers_is_rounded_as_before(tmp_path: Path) -> None:
     image = mbvi.render.snapshot(pendulum(), tmp_path / "x.png", window_size=(1920 / 24, 1080 / 18))
     assert image.shape[:2] == (60, 80)
+
+
+@pytest.mark.parametrize("which", ["scene", "lagrangian"])
+def test_a_progress_bar_counts_the_last_shorter_step(which: str, monkeypatch) -> None:
+    """With t_end not a multiple of dt the run ends with one shorter step, which the bar did not count: it
+    closed at 537 of 538 steps."""
+    import tqdm.auto
+    from scene_loader import load_scene
+
+    closed = []
+
+    class Recording(tqdm.auto.tqdm):
+        def close(self):
+            closed.append((self.n, self.total))
+            super().close()
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Recording)
+    scene = load_scene("double_pendulum" if which == "scene" else "double_pendulum_angles").build()
+    traj = mbvi.simulate(scene, 0.5375, 1e-3, progress=True)
+    assert traj.t[-1] == pytest.approx(0.5375) and closed[0] == (538, 538)  # (tqdm may close it again)

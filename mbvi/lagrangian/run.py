@@ -187,6 +187,8 @@ def _to_the_end(stepper, state: State, t0: float, nsteps: int, save_every: int, 
         return stepper.integrate(state.q, state.v, t0, nsteps, save_every, callback)
     t, q, v, p = stepper.integrate(state.q, state.v, t0, nsteps - 1, save_every, callback)
     tail = type(stepper)(stepper.system, last, **options).integrate(q[-1], v[-1], float(t[-1]), 1, 1)
+    if callback is not None:  # the last, shorter step is one of the run's (a progress bar closed one short)
+        callback(nsteps)
     # the head keeps its last state; off the save_every grid it is not one of the run's (as a scene's run,
     # mbvi.simulate._ending_at): the same saved times for the same options
     keep = slice(None) if (nsteps - 1) % save_every == 0 else slice(None, -1)
