@@ -249,8 +249,12 @@ def _check_force_law(cls: Any) -> None:
         raise PluginError(f"register_force_laws: {cls!r} is not an mbvi.ForceLaw subclass")
     if not isinstance(getattr(cls, "name", None), str) or not cls.name:
         raise PluginError(f"register_force_laws: {cls.__qualname__} has no name")
-    if not isinstance(getattr(cls, "element", None), type) or cls.element is object:
-        raise PluginError(f"register_force_laws: {cls.__qualname__}.element must be the force element class")
+    from mbvi.forces import Force
+
+    element = getattr(cls, "element", None)
+    if not (isinstance(element, type) and issubclass(element, Force)):  # (int was taken)
+        raise PluginError(f"register_force_laws: {cls.__qualname__}.element must be the force element class (an "
+                          f"mbvi.Force subclass), got {element!r}")  # fmt: skip
 
 
 def _integrator_registry() -> dict[str, type]:

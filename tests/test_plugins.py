@@ -554,6 +554,19 @@ def test_a_plugin_is_unregistered_by_its_name_given_positionally(registry):
     assert "halves_m2" not in mbvi.integrators()
 
 
+def test_a_law_whose_element_is_not_a_force_class_is_refused(registry):
+    """``element = int`` was registered (only None and object were refused): the law could never be used."""
+    from mbvi.forcelaws.builtin import DragLaw
+
+    class IntLaw(DragLaw):
+        name = "int_law"
+        element = int
+
+    with pytest.raises(mbvi.PluginError, match=r"IntLaw.element must be the force element class .*<class 'int'>"):
+        registry(_plugin("int_law", register_force_laws=lambda register: register(IntLaw)))
+    assert "int_law" not in mbvi.force_laws() and "drag" in mbvi.force_laws()
+
+
 def test_a_second_law_for_an_element_is_refused_naming_both(registry):
     """A plugin's law for mbvi.Drag, which the built-in DragLaw handles, was registered and silently ignored."""
     from mbvi.forcelaws.builtin import DragLaw
