@@ -702,7 +702,12 @@ def equilibrium(
                         break
                 alpha *= 0.5
             else:
-                raise SolverError(f"equilibrium: line search failed at iteration {it} (KKT residual {res:.3g})")
+                raise SolverError(
+                    f"equilibrium: line search failed at iteration {it} (KKT residual {res:.3g}): no step lowers "
+                    "U − W and the loads still do not balance. A load that nothing resists (a torque on a free "
+                    "hinge or body, or one larger than its spring can hold) has no equilibrium; otherwise start "
+                    "elsewhere (initial_state=…)"
+                )
             q = trial
             grad, G, lam, r, scale = found
         else:

@@ -506,3 +506,17 @@ def test_a_constraint_force_is_read_only_on_a_body_of_its_joint() -> None:
         eq.constraint_force("world-a", body="nosuch")
     with pytest.raises(ValueError, match="joint 'c-world' joins 'c' to the world: its force is read on body='c'"):
         eq.constraint_force("c-world")
+
+
+def test_a_torque_nothing_resists_is_said_to_have_no_equilibrium() -> None:
+    """A hinge turned by a constant torque, with no spring: "line search failed at iteration 1 (KKT residual
+    1.5)" said nothing of why (the force case says there is no equilibrium); it now names the likely cause."""
+    sc = mbvi.Scene(gravity=(0.0, 0.0, 0.0))
+    sc.add(mbvi.RigidBody("b", mass=1.0, shape=mbvi.Box((1.0, 0.1, 0.1)), position=(0.5, 0.0, 0.0)))
+    sc.add(mbvi.Revolute("world", "b", anchor=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0), name="h"))
+    sc.add(mbvi.ExternalTorque("b", torque=(0.0, 0.0, 1.0)))
+    with pytest.raises(mbvi.SolverError, match=r"A load that nothing resists .* has no equilibrium"):
+        mbvi.equilibrium(sc)
+    sc.add(mbvi.TorsionSpring("h", stiffness=4.0))  # resisted: it turns by τ/k = 0.25 rad
+    centre = mbvi.equilibrium(sc).position("b")
+    np.testing.assert_allclose(centre, (0.5 * np.cos(0.25), 0.5 * np.sin(0.25), 0.0), atol=1e-9)
