@@ -22,6 +22,24 @@ __all__ = ["WORLD", "Body", "Particle", "RigidBody"]
 WORLD = "world"
 
 
+class _Checked:
+    """A body attribute checked whenever it is set, by the constructor's own check ``check(value, what, owner)``:
+    ``body.mass = 0`` after the body was made is the ValueError its constructor gives, not a run that fails later
+    blaming the step. Kept as ``_<name>`` on the body."""
+
+    def __init__(self, check: Any, doc: str) -> None:
+        self.check, self.__doc__ = check, doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name, self.slot = name, f"_{name}"
+
+    def __get__(self, body: Any, owner: type | None = None) -> Any:
+        return self if body is None else getattr(body, self.slot)
+
+    def __set__(self, body: Any, value: Any) -> None:
+        setattr(body, self.slot, self.check(value, self.name, f"{type(body).__name__} {getattr(body, 'name', '?')!r}"))
+
+
 class Body:
     """Abstract base class of bodies (scene graph nodes)."""
 
@@ -29,44 +47,16 @@ class Body:
     #: number of generalized coordinates
     ncoords: int = 0
 
-    # mass, position and velocity are checked whenever they are set: ``body.mass = 0`` after the body was made is
-    # the ValueError its constructor gives, not a run that fails later blaming the step
+    mass = _Checked(positive, "Mass, kg (positive, finite).")
+    position = _Checked(vector3, "Initial position (of the centre of mass), m, shape (3,).")
+    velocity = _Checked(vector3, "Initial velocity (of the centre of mass), m/s, shape (3,).")
+
     def __setstate__(self, state: dict) -> None:
-        # a body pickled before these were checked properties kept them under their own names
+        # a body pickled before these were checked attributes kept them under their own names
         for key in ("mass", "position", "velocity"):
             if key in state:
                 state[f"_{key}"] = state.pop(key)
         self.__dict__.update(state)
-
-    def _owner(self) -> str:
-        return f"{type(self).__name__} {getattr(self, 'name', '?')!r}"
-
-    @property
-    def mass(self) -> float:
-        """Mass, kg (positive, finite)."""
-        return self._mass
-
-    @mass.setter
-    def mass(self, value: Any) -> None:
-        self._mass = positive(value, "mass", self._owner())
-
-    @property
-    def position(self) -> np.ndarray:
-        """Initial position (of the centre of mass), m, shape (3,)."""
-        return self._position
-
-    @position.setter
-    def position(self, value: Any) -> None:
-        self._position = vector3(value, "position", self._owner())
-
-    @property
-    def velocity(self) -> np.ndarray:
-        """Initial velocity (of the centre of mass), m/s, shape (3,)."""
-        return self._velocity
-
-    @velocity.setter
-    def velocity(self, value: Any) -> None:
-        self._velocity = vector3(value, "velocity", self._owner())
 
 
 class Particle(Body):
