@@ -268,8 +268,10 @@ class LagrangianIntegrator:
         return get() if get is not None else None
 
     # -- shared pieces -----------------------------------------------------------------------
-    def _legendre(self, q: np.ndarray, p: np.ndarray, t: float, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """v with ∂L/∂v(q, v) + Gᵀμ = p, G v = 0; returns (v, p − Gᵀμ). Newton from ``v``."""
+    def _legendre(self, q: np.ndarray, p: np.ndarray, t: float, v: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+        """v with ∂L/∂v(q, v) + Gᵀμ = p, G v = 0; returns (v, p − Gᵀμ, the mass matrix ∂²L/∂v² it solved
+        with: where the step lands, for :func:`_check_landing`). Newton from ``v``."""
         sysm, n, m = self.system, self.system.nq, self.system.nc
         G = sysm.constraint_jacobian(q) if m else None
         mu = np.zeros(m)
@@ -288,8 +290,7 @@ class LagrangianIntegrator:
                 break
         else:
             raise SolverError(f"integrator {self.name!r}: the discrete Legendre transform did not converge")
-        self._mass_at_end = Lvv  # (the mass matrix where the step lands: _check_landing reads it)
-        return v, (p - G.T @ mu if m else p)
+        return v, (p - G.T @ mu if m else p), Lvv
 
 
 class _DiscreteLagrangian(LagrangianIntegrator):
@@ -369,8 +370,8 @@ class _DiscreteLagrangian(LagrangianIntegrator):
             raise _newton_failure(self, q0, v0, p0, t, f"Newton did not converge in {self.maxiter} iterations "
                                   f"(last correction {np.max(np.abs(dz[:n])):.3g})")  # fmt: skip
         _, p1, _ = self._ends(q0, q1, t, False)
-        v1, p1 = self._legendre(q1, p1, t + h, (q1 - q0) / h)
-        _check_landing(self, q1, v1, t + h, self._mass_at_end, (q0, v0, p0, t))
+        v1, p1, Lvv = self._legendre(q1, p1, t + h, (q1 - q0) / h)
+        _check_landing(self, q1, v1, t + h, Lvv, (q0, v0, p0, t))
         return q1, v1, p1
 
 
