@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from mbvi import notices
-from mbvi.diagnosis import engine_failure
+from mbvi.diagnosis import engine_failure, raise_interrupts
 from mbvi.engine import lockstep
 from mbvi.engine.fields import LT, RI, ST
 from mbvi.engine.runner import RunResult, RunState, advance, nsave, run_batch, saved_states, saved_steps, threads
@@ -167,11 +167,9 @@ def _members(scene, system, cls, stepper, initial_states, t0: float, nsteps: int
         )  # fmt: skip
     else:
         t, Qs, Vs, W, status = _engine_members(model, stepper, Q, V, float(t0), nsteps, save_every)
-    for cb in model.callbacks:  # a KeyboardInterrupt or SystemExit a load met is the user's: raised as it is
-        exc = getattr(cb, "error", None)  # (the members the loop hands back run again below, and it was lost)
-        if exc is not None and not isinstance(exc, Exception):
-            cb.reset()
-            raise exc
+    # a KeyboardInterrupt or SystemExit a load met is the user's (the members the loop hands back run again
+    # below, and it was lost)
+    raise_interrupts(model.callbacks)
     with np.errstate(over="ignore", invalid="ignore"):  # (each member's work as its run alone measures it)
         trajs = Trajectory.many_from_states(system, t, Qs, Vs, status[:, RI.SAVED], scene=scene, info=info, work=W)
     stopped: dict[int, Any] = {b: None for b in range(len(Q)) if status[b, RI.STATUS] not in (ST.DONE, ST.NEEDS_NUMPY)}

@@ -108,13 +108,21 @@ def reach(scheme: np.ndarray | None) -> tuple[float, float]:
     return min(0.0, float(ends.min())), max(1.0, float(ends.max()))
 
 
+def raise_interrupts(callbacks) -> None:
+    """Raise, as it is, a KeyboardInterrupt or SystemExit that a load or force law called as Python met (the
+    user's: a callback cannot raise through C, it records it)."""
+    for cb in callbacks:
+        exc = getattr(cb, "error", None)
+        if exc is not None and not isinstance(exc, Exception):
+            cb.reset()
+            raise exc
+
+
 def _load_error(cb, t: float, k: int) -> SolverError:
     """The LoadError naming the callback ``cb`` whose recorded error stopped the run at step k (time t); a
     KeyboardInterrupt or SystemExit is raised as it is (the user's)."""
+    raise_interrupts((cb,))
     exc = cb.error
-    if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: the user's, as they are
-        cb.reset()
-        raise exc
     # the loads check and name their element themselves (a ValueError); anything else is named here
     if isinstance(exc, ValueError):  # the loads check what they return and name their element
         return LoadError(exc.reason if isinstance(exc, SolverError) else str(exc), time=t, step=k, culprit=cb.name)
@@ -136,15 +144,12 @@ def recorded_failure(callbacks, t0: float, h: float, t_end: float) -> SolverErro
     took it, and the next call's first step evaluates it again. A KeyboardInterrupt or SystemExit is raised as
     it is, wherever it was met.
     """
+    raise_interrupts(callbacks)
     first = None
     slack = 1e-9 * max(1.0, abs(t_end))
     for cb in callbacks:
-        exc = getattr(cb, "error", None)
-        if exc is None:
+        if getattr(cb, "error", None) is None:
             continue
-        if not isinstance(exc, Exception):
-            cb.reset()
-            raise exc
         when = float(getattr(cb, "time", getattr(cb, "error_time", t0)))
         if when >= t_end - slack:
             cb.reset()
