@@ -701,8 +701,11 @@ class Simulator:
         drive = self._drive
         call = drive.call
         self._fast = None
-        #: the loads called as Python, whose recorded errors a fast call that went on must not drop
-        self._watched = [cb for cb in drive.model.callbacks if hasattr(cb, "reset")]
+        from mbvi.engine.callbacks import CompiledWatch
+
+        #: the loads that record their errors (called as Python, or compiled loads' failure records), which a
+        #: fast call that went on must not drop (a CompiledWatch records none: it probes after a failure)
+        self._watched = [cb for cb in drive.model.callbacks if not isinstance(cb, CompiledWatch)]
         self._capacity = len(drive.Q) - 1
         drive.k, drive.j = int(drive.k), int(drive.j)  # Python ints: the types the fast path's entry takes
         if call.frame is not None and not drive.rs.fresh:
