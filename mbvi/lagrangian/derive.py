@@ -132,7 +132,6 @@ def derive(
     Lvv = _kinks(Lv.jacobian(vv))
     args = [list(q), list(v), t]
     exprs: dict = {"q": list(q), "v": list(v), "t": t, "L": L, "Lq": Lq, "Lv": Lv, "Lqq": Lqq, "Lqv": Lqv, "Lvv": Lvv}
-    lam = dict(modules=ARRAY_MODULES)
     point = _arrays(args, [L, Lq, Lv, Lqq, Lqv, Lvv], [(), (n,), (n,), (n, n), (n, n), (n, n)])
     force_f = None
     if force is not None:
@@ -154,18 +153,18 @@ def derive(
     zero_v = {s: 0 for s in v}
     energy = (Lv.T * vv)[0, 0] - L
     scalar = {
-        "lagrangian": _vectorized(_lambdify(args, L, **lam)),
-        "energy": _vectorized(_lambdify(args, energy, **lam)),
-        "potential": _vectorized(_lambdify(args, -L.subs(zero_v), **lam)),
+        "lagrangian": _vectorized(_lambdify(args, L, ARRAY_MODULES)),
+        "energy": _vectorized(_lambdify(args, energy, ARRAY_MODULES)),
+        "potential": _vectorized(_lambdify(args, -L.subs(zero_v), ARRAY_MODULES)),
     }
     # dE/dt = Q·v − ∂L/∂t: the power the run's energy balance integrates (forced or time-dependent systems)
     power = -_kinks(sp.Matrix([L.diff(t)]))[0, 0]
     if force is not None:
         power = power + (Q.T * vv)[0, 0]
     if power != 0:
-        scalar["power"] = _vectorized(_lambdify(args, power, **lam))
-    momentum = [_vectorized(_lambdify(args, Lv[i], **lam)) for i in range(n)]
-    rows = [_vectorized(_lambdify(args, e, **lam)) for e in constraints]
+        scalar["power"] = _vectorized(_lambdify(args, power, ARRAY_MODULES))
+    momentum = [_vectorized(_lambdify(args, Lv[i], ARRAY_MODULES)) for i in range(n)]
+    rows = [_vectorized(_lambdify(args, e, ARRAY_MODULES)) for e in constraints]
     Lvt = _kinks(Lv.diff(t))
     time_f = None if all(e == 0 for e in Lvt) else _arrays(args, [Lvt], [(n,)])
     return Derived(point, force_f, constraint_f, curvature_f, scalar, momentum, time_f, tuple(Lvv), exprs, rows)
@@ -191,8 +190,10 @@ def _lambdify(args: Any, expr: Any, modules: Any) -> Callable[..., Any]:
 
 def _no_numeric_form(exc: BaseException) -> str:
     what = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return (f"an expression has no numerical form ({what}): write L with functions math, NumPy or SciPy define "
-            "(a sympy Function of your own needs an implementation: sympy's implemented_function)")
+    return (
+        f"an expression has no numerical form ({what}): write L with functions math, NumPy or SciPy define "
+        "(a sympy Function of your own needs an implementation: sympy's implemented_function)"
+    )
 
 
 def _kinks(M: Any) -> Any:

@@ -239,12 +239,11 @@ class LagrangianSystem:
         self._kinematics: dict[str, tuple[Any, Any]] = {}
         self._position_funcs: dict[str, Any] = {}
         # (a mass matrix that changes with time is checked at the run's start time only, which is the run's)
-        if self.mass_depends_on_time:
-            pass
-        elif self._initial is not None:
-            self._check_mass(self._initial.q, self._initial.v, "the initial state")
-        else:
-            self._check_mass_somewhere()
+        if not self.mass_depends_on_time:
+            if self._initial is not None:
+                self._check_mass(self._initial.q, self._initial.v, "the initial state")
+            else:
+                self._check_mass_somewhere()
 
     # -- validation ------------------------------------------------------------------------------
     @staticmethod
