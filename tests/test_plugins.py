@@ -505,6 +505,33 @@ def test_subclasses_of_built_in_integrators_step_as_they_are_written():
     np.testing.assert_array_equal(mbvi.simulate(system, 0.01, 1e-3, Frozen, initial_state=moving).q[-1], s0.q)
 
 
+def test_a_subclass_of_a_compiled_step_plugin_runs_its_own_step_not_the_inherited_kernel():
+    """A subclass of leapfrog writing its own step inherited ``kernel``: simulate ran leapfrog's compiled step,
+    the subclass's step never called (the pendulum fell where the frozen step holds it)."""
+    leapfrog = pytest.importorskip("mbvi_leapfrog").Leapfrog
+
+    class FrozenLeapfrog(leapfrog):
+        name = "frozen_leapfrog"
+
+        def step(self, state, t):
+            return mbvi.State(state.q.copy(), state.v.copy())
+
+    class CompiledAgain(leapfrog):  # says its compiled step is the one it extends': runs it
+        name = "compiled_again"
+        kernel = leapfrog.kernel
+
+        def step(self, state, t):
+            return mbvi.State(state.q.copy(), state.v.copy())
+
+    system = mbvi.assemble(_pendulum())
+    s0 = system.initial_state()
+    assert FrozenLeapfrog.kernel is None and leapfrog.kernel is not None
+    np.testing.assert_array_equal(mbvi.simulate(system, 0.05, 1e-2, FrozenLeapfrog).q[-1], s0.q)
+    moved = mbvi.simulate(system, 0.05, 1e-2, CompiledAgain).q[-1]
+    np.testing.assert_allclose(moved, mbvi.simulate(system, 0.05, 1e-2, "leapfrog").q[-1], rtol=0, atol=1e-12)
+    assert np.abs(moved - s0.q).max() > 1e-4
+
+
 def test_a_plain_integrator_class_given_to_a_run_passes_the_checks_registration_makes():
     """Only compositions were checked: a subclass named 'verlet', with order None, 0 or True ran, its run
     recording them. A subclass keeps the name of the registered class it extends."""

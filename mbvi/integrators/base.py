@@ -143,8 +143,11 @@ class Integrator:
             step.__doc__, step.__name__, step.__qualname__ = Integrator.step.__doc__, "step", f"{cls.__qualname__}.step"
             step.checked = True  # type: ignore[attr-defined]
             cls.step = step
-        if (impl is not None or "_step" in cls.__dict__) and "compiled" not in cls.__dict__:
-            cls.compiled = False  # its own algorithm: not the engine's scheme it inherits
+        if impl is not None or "_step" in cls.__dict__:  # its own algorithm: not the engine's scheme it inherits,
+            if "compiled" not in cls.__dict__:
+                cls.compiled = False
+            if "kernel" not in cls.__dict__:  # nor the compiled step of the class it extends (unless it says so)
+                cls.kernel = None
 
     def __init__(self, system: System, dt: float, **options: Any) -> None:
         label = self.name or type(self).__name__
