@@ -88,11 +88,12 @@ def _missing_roles(law: ForceLaw, name: str, parts: list) -> list:
     return [PythonKernel(**missing, name=name)]
 
 
-def _law_call(law: ForceLaw, what: str, method, *args, finite: bool = False):
+def _law_call(law: ForceLaw, what: str, method, *args, finite: bool = False, nq: int | None = None):
     """``method(*args)`` of a law; what it raises (but a SolverError, already located) as a
     :class:`~mbvi.errors.LoadError` naming the law: the run stops there, with its time and trajectory. With
     ``finite`` (a force or a gradient), so does a value with NaN or inf at a finite, moderate state (on the NumPy
-    path it was taken for the integrator's instability: "reduce dt")."""
+    path it was taken for the integrator's instability: "reduce dt"), and with ``nq`` a value not of shape (nq,)
+    (NumPy broadcast it, or failed naming nothing, as the compiled loop does not)."""
     try:
         value = method(*args)
     except SolverError:
@@ -101,6 +102,10 @@ def _law_call(law: ForceLaw, what: str, method, *args, finite: bool = False):
         name = law.name or type(law).__name__
         raise LoadError(f"force law {name!r}: its {what} raised {type(exc).__name__}: {exc}",
                         culprit=f"force law {name!r}") from exc  # fmt: skip
+    if nq is not None and np.shape(value) != (nq,):
+        name = law.name or type(law).__name__
+        raise LoadError(f"force law {name!r}: its {what} returned shape {np.shape(value)}, expected ({nq},)",
+                        culprit=f"force law {name!r}")  # fmt: skip
     if finite and not np.all(np.isfinite(value)):
         state = [a for a in args if isinstance(a, np.ndarray)]
         # a state of 1e150 and more overflows in any squared length: a blow-up's, not the law's fault
@@ -195,7 +200,7 @@ class System:
         """∇U(q), shape (nq,)."""
         grad = np.zeros(self.nq)
         for law in self.potential_laws:
-            grad += _law_call(law, "gradient(q)", law.gradient, q, finite=True)
+            grad += _law_call(law, "gradient(q)", law.gradient, q, finite=True, nq=self.nq)
         return grad
 
     def potential_hessian(self, q: np.ndarray) -> sp.csr_matrix:
@@ -214,7 +219,7 @@ class System:
         """Non-conservative generalized force F(q, v, t), shape (nq,)."""
         f = np.zeros(self.nq)
         for law in self.force_laws:
-            f += _law_call(law, "force(q, v, t)", law.force, q, v, t, finite=True)
+            f += _law_call(law, "force(q, v, t)", law.force, q, v, t, finite=True, nq=self.nq)
         return f
 
     def force_jacobians(self, q: np.ndarray, v: np.ndarray, t: float) -> tuple[sp.csr_matrix, sp.csr_matrix]:

@@ -413,6 +413,20 @@ def test_a_numpy_law_that_raises_on_a_numpy_path_is_a_load_error_naming_it() -> 
     assert 0.2 <= err.value.time <= 0.202 and err.value.trajectory.t[-1] <= err.value.time
 
 
+@pytest.mark.parametrize("integrator", ["explicit_euler", "midpoint", "implicit_euler", "csm", "verlet"])
+def test_a_numpy_law_returning_a_wrong_shape_is_a_load_error_naming_it_on_every_path(integrator) -> None:
+    """A force of shape (nq, 1) was broadcast by NumPy on the NumPy paths: "non-broadcastable output operand with
+    shape (3,) doesn't match the broadcast shape (3,3)", naming nothing (the compiled loop named the law)."""
+
+    class Column(_law(tag="numpy_column")):
+        def force(self, q, v, t):
+            return super().force(q, v, t)[:, None]
+
+    with _Registered(register_force_laws=[Column]):
+        with pytest.raises(LoadError, match=r"linear_drag_numpy_column.*force\(q, v, t\) returned shape \(6, 1\)"):
+            mbvi.simulate(_pendulum(LinearDrag("b", 0.5)), 0.01, 1e-3, integrator)
+
+
 # ----------------------------------------------------------------------------------------- compositions
 #: weights of verlet with Σ wᵢ = 1 and Σ wᵢ³ = 0 that are not symmetric: order 3, not 4 (accepted as 4, measured 3.2)
 _S, _P = 1 - 1.2, ((1 - 1.2) ** 3 + 1.2**3) / (3 * (1 - 1.2))
