@@ -221,3 +221,22 @@ def test_positions_that_are_not_finite_are_refused_naming_the_body_and_time() ->
             SceneView(plotter, data)
     finally:
         plotter.close()
+
+
+def test_a_spring_scene_draws_alike_at_any_size() -> None:
+    """The coil was built 1 m long and stretched to the spring's length, its wire with it: at 20 m the spring was
+    a solid column through its anchor (twice the foreground pixels of the 1-m scene), at 100 m a pillar taller
+    than the picture."""
+
+    def spring_scene(scale: float) -> mbvi.Scene:
+        scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+        scene.add(mbvi.Particle("s", mass=1.0, position=(0.0, 0.0, -scale)))
+        scene.add(mbvi.Particle("p", mass=1.0, position=(scale, 0.0, -scale)))
+        scene.add(mbvi.Spring("world", "s", stiffness=50.0))
+        scene.add(mbvi.Rod("s", "p"))
+        return scene
+
+    pictures = [foreground(render.snapshot(spring_scene(s), window_size=SIZE)) for s in (1.0, 20.0, 100.0)]
+    for other in pictures[1:]:
+        assert np.mean(pictures[0] != other) < 0.01, np.mean(pictures[0] != other)
+    assert 0.01 < pictures[0].mean() < 0.1

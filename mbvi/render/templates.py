@@ -122,8 +122,12 @@ def helix(
     lead: float = 0.1,
     samples_per_turn: int = 16,
     sides: int = 8,
+    length: float = 1.0,
 ) -> Template:
-    """A coil spring spanning ``z = 0 … 1`` with straight leads at both ends.
+    """A coil spring spanning ``z = 0 … length`` with straight leads at both ends.
+
+    Drawn at another length L, the template is stretched along ``z`` by L / ``length``, and the wire and its end
+    caps with it: build it at about the length it is drawn at.
 
     Parameters
     ----------
@@ -140,6 +144,8 @@ def helix(
         Centre-line samples per turn.
     sides : int, default: 8
         Sides of the wire tube.
+    length : float, default: 1
+        Length of the template along ``z``, m.
     """
     n = int(turns * samples_per_turn) + 1
     s = np.linspace(0.0, 1.0, n)
@@ -148,6 +154,7 @@ def helix(
     path = np.vstack(
         [[0.0, 0.0, 0.0], [coil_radius, 0.0, lead * 0.5], coil, [coil[-1, 0], coil[-1, 1], 1 - lead * 0.5], [0, 0, 1.0]]
     )
+    path[:, 2] *= length
     line = pv.lines_from_points(path)
     return Template.from_polydata(line.tube(radius=wire_radius, n_sides=sides, capping=True), feature_angle=80.0)
 

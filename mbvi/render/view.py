@@ -20,7 +20,7 @@ from mbvi._validate import is_number
 from mbvi.geometry import BodyGeometry
 from mbvi.render import templates
 from mbvi.render.drawable import drawing_origin
-from mbvi.render.frames import FrameData
+from mbvi.render.frames import FrameData, SegmentSet
 from mbvi.render.layers import BeamTube, InstancedLayer, LineLayer, stand
 from mbvi.render.style import PALETTE, Sizes, Style, palette_rgb
 from mbvi.render.transforms import segment_frames
@@ -269,22 +269,23 @@ class SceneView:
 
     def _add_segments(self) -> None:
         d, s, st = self.data, self.sizes, self.style
-        for kind, tmpl, color in (
-            ("rod", templates.unit_rod(s.rod, 16 if len(d.segments["rod"]) <= 50 else 10), st.rod),
-            ("spring", templates.helix(s.coil, s.wire), st.spring),
-        ):
-            seg = d.segments[kind]
-            if not len(seg):
-                continue
-            layer = InstancedLayer(self.plotter, tmpl, len(seg), color=color, origin=self.origin)
-
-            def update(f: int, layer: InstancedLayer = layer, seg: Any = seg) -> None:
-                rot, length = segment_frames(seg.start[f], seg.end[f])
-                scale = np.ones((len(length), 3))
-                scale[:, 2] = length
-                layer.update(seg.start[f], rotation=rot, scale=scale)
-
-            self._updaters.append(update)
+        rods = d.segments["rod"]
+        if len(rods):
+            self._add_stretched(rods, templates.unit_rod(s.rod, 16 if len(rods) <= 50 else 10), 1.0, st.rod)
+        springs = d.segments["spring"]
+        if len(springs):
+            # a coil is stretched along its axis, its wire with it: each group of springs of about one length
+            # (within a factor 1.5) gets a coil built at that length (one built 1 m long, drawn 20 m long, was a
+            # solid column through its anchors)
+            typical = np.median(np.linalg.norm(springs.end - springs.start, axis=-1), axis=0)
+            typical = np.where(typical > 0.0, typical, s.unit)
+            group = np.round(np.log(typical) / np.log(1.5)).astype(int)
+            for g in np.unique(group):
+                members = np.flatnonzero(group == g)
+                built = float(np.median(typical[members]))
+                names = [springs.names[i] for i in members]
+                part = SegmentSet(names, springs.start[:, members], springs.end[:, members])
+                self._add_stretched(part, templates.helix(s.coil, s.wire, length=built), built, st.spring)
         for kind, color, width in (("damper", st.damper, s.damper), ("bone", st.bone, 2.0)):
             seg = d.segments[kind]
             if not len(seg):
@@ -295,6 +296,18 @@ class SceneView:
                     np.stack([seg.start[f], seg.end[f]], axis=1).reshape(-1, 3)
                 )
             )
+
+    def _add_stretched(self, seg: SegmentSet, tmpl: templates.Template, built: float, color: Any) -> None:
+        """One instanced layer of ``tmpl`` (built ``built`` m long along z) from each segment's start to its end."""
+        layer = InstancedLayer(self.plotter, tmpl, len(seg), color=color, origin=self.origin)
+
+        def update(f: int) -> None:
+            rot, length = segment_frames(seg.start[f], seg.end[f])
+            scale = np.ones((len(length), 3))
+            scale[:, 2] = length / built
+            layer.update(seg.start[f], rotation=rot, scale=scale)
+
+        self._updaters.append(update)
 
     def _add_joints(self) -> None:
         j = self.sizes.joint
