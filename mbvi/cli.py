@@ -87,13 +87,17 @@ def parse_params(items: Sequence[str], option: str = "--param") -> dict[str, Any
     return params
 
 
+#: simulate()'s own parameters but save_every: never integrator options (``--option t0=0.5`` started the run late)
+_RUN_SETTINGS = frozenset({"scene", "t_end", "dt", "integrator", "t0", "initial_state", "progress", "_verify"})
+
+
 def _window_size(text: str) -> tuple[int, int]:
     try:
         w, h = (int(x) for x in text.lower().split("x"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT such as 640x480, got {text!r}") from None
-    if w <= 0 or h <= 0:
-        raise argparse.ArgumentTypeError(f"window size must be positive, got {text!r}")
+    if not (0 < w <= 16384 and 0 < h <= 16384):  # (checked before the run, not after it)
+        raise argparse.ArgumentTypeError(f"window size must be 1 … 16384 pixels each way, got {text!r}")
     return w, h
 
 
@@ -230,6 +234,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     save_every = options.pop("save_every", 1)
     if isinstance(save_every, bool) or not isinstance(save_every, int) or save_every < 1:
         raise CLIError(f"--option save_every={save_every!r}: expected a positive integer")
+    own = sorted(set(options) & _RUN_SETTINGS)  # simulate's own keywords took them: t0=0.5 moved the start
+    if own:
+        raise CLIError(f"--option {own[0]}: not an integrator option but a setting of the run itself "
+                       "(the command line sets it: --t-end, --dt, --integrator, --progress)")  # fmt: skip
     module = load_scene_module(args.scene)
     t_end = args.t_end if args.t_end is not None else _scene_number(module, "T_END", args.scene)
     dt = args.dt if args.dt is not None else _scene_number(module, "DT", args.scene)
@@ -246,9 +254,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             f"build() of {args.scene!r} returned {type(scene).__name__}, not an mbvi.Scene or mbvi.LagrangianSystem"
         )
     if args.render and Path(args.render).suffix.lower() in _VIDEO:  # the frames it asks for, before the run
-        from mbvi.render.frames import frame_count
+        from mbvi.render.frames import check_fps, frame_count
 
         try:
+            check_fps(args.fps)
             frame_count(t_end, args.fps, args.speed)
         except ValueError as exc:
             raise CLIError(f"--render {args.render}: --fps and --speed: {exc}") from None

@@ -256,6 +256,41 @@ def test_bad_option_is_named(scene_file: Path, option: str, needle: str, capsys)
     assert needle in _error_line(capsys)
 
 
+@pytest.mark.parametrize("option", ["t0=0.5", "_verify=False", "integrator='csm'", "progress=True"])
+def test_an_option_of_the_run_itself_is_refused(scene_file: Path, option: str, capsys) -> None:
+    """simulate()'s own keywords took them: t0=0.5 started the run at 0.5 s silently, integrator=... raised a
+    TypeError ("got multiple values")."""
+    assert main(["run", str(scene_file), "--option", option]) == 1
+    line = _error_line(capsys)
+    assert f"--option {option.split('=')[0]}: not an integrator option" in line
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (["--render", "x.gif", "--fps", "0.001"], "fps must be a finite number of frames per second, at least 0.01"),
+    (["--render", "x.mp4", "--fps", "1e-7"], "at least 0.01"),
+    (["--render", "x.png", "--size", "20000x100"], "window size must be 1 … 16384 pixels"),
+])  # fmt: skip
+def test_render_settings_out_of_range_stop_before_the_run(scene_file, tmp_path, extra, needle, capsys,
+                                                          monkeypatch) -> None:  # fmt: skip
+    """An fps of 1e-3 ran the whole simulation, then failed with OverflowError (a GIF delay is a 16-bit count of
+    hundredths of a second; ffmpeg rounded 1e-7 to 0: a broken pipe and six lines); --size 20000x100 likewise."""
+
+    def fail(*args, **kwargs):
+        raise AssertionError("simulated before checking the render settings")
+
+    monkeypatch.setattr(mbvi, "simulate", fail)
+    extra = [str(tmp_path / a) if a.startswith("x.") else a for a in extra]
+    code = main(["run", str(scene_file), *extra]) if "--size" not in extra else None
+    if code is None:  # argparse's own check: exit status 2
+        with pytest.raises(SystemExit) as exc:
+            main(["run", str(scene_file), *extra])
+        assert exc.value.code == 2
+        assert needle in capsys.readouterr().err
+        return
+    assert code == 1
+    assert needle in _error_line(capsys)
+
+
 @pytest.mark.parametrize(
     ("flag", "name", "needle"),
     [

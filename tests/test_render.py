@@ -775,3 +775,96 @@ def test_render_command_writes_jpeg(pendulum: mbvi.Trajectory, tmp_path, capsys,
     image = iio.imread(tmp_path / name)
     assert image.shape[:2] == (120, 160)
     assert foreground_fraction(image) > 0.005
+
+
+# ---------------------------------------------------------------- options checked before drawing
+@pytest.mark.parametrize(("options", "match"), [
+    ({"anti_aliasing": "bogus"}, "anti_aliasing must be one of 'fxaa', 'ssaa', 'msaa' or None, got 'bogus'"),
+    ({"anti_aliasing": True}, "anti_aliasing must be one of"),
+    ({"camera": "top"}, "camera must be None, 'iso', 'xy', 'xz', 'yz' or a camera position"),
+    ({"camera": [(1, 2)]}, "camera must be None"),
+    ({"camera": [(1, 0, 0), (0, 0, 0), (0, 0, 0)]}, "camera must be None"),
+    ({"style": "dark"}, "style must be an mbvi.render.Style or None, got 'dark'"),
+    ({"quality": 0}, r"quality must be a number in 1 … 10"),
+    ({"fps": 1e-3}, "fps must be a finite number of frames per second, at least 0.01, got 0.001"),
+    ({"fps": "30"}, "fps must be a finite number"),
+    ({"workers": "2"}, "workers must be a whole number of processes"),
+    ({"workers": 0}, "workers must be a whole number of processes"),
+])  # fmt: skip
+def test_animation_options_are_checked_before_anything_is_drawn(pendulum, tmp_path, options, match) -> None:
+    """They failed in worker processes, seconds later (a RuntimeError naming PyVista's aa_type), or as an
+    AssertionError of imageio-ffmpeg (quality 0, which the docs allowed), an AttributeError, a TypeError, or an
+    OverflowError after the whole run (fps 1e-3: a GIF delay is a 16-bit count of hundredths of a second)."""
+    suffix = ".mp4" if "quality" in options else ".gif"
+    with pytest.raises(ValueError, match=match):
+        render.animate(pendulum, tmp_path / f"x{suffix}", window_size=SMALL, **options)
+    assert not (tmp_path / f"x{suffix}").exists()
+
+
+def test_pictures_refuse_a_bad_window_size_and_round_a_fractional_one(tmp_path) -> None:
+    """torus() with window_size (-5, 10) had VTK allocate without bound and abort the interpreter
+    (std::bad_alloc), and (100.5, 80) raised VTK's TypeError, through snapshot() of a LagrangianSystem's run too."""
+    import sympy as sp
+
+    from mbvi.render.torus import torus
+
+    a, b = sp.symbols("a b")
+    da, db = sp.symbols("da db")
+    system = mbvi.LagrangianSystem(sp.Rational(1, 2) * (da**2 + db**2) + sp.cos(a) + sp.cos(b), [a, b], [da, db],
+                                   initial_state=([0.5, 0.2], [1.0, 0.3]))  # fmt: skip
+    run = mbvi.simulate(system, t_end=0.5, dt=0.01)
+    with pytest.raises(ValueError, match=r"torus\(\): window_size must be two numbers of pixels"):
+        torus(run, tmp_path / "t.png", window_size=(-5, 10))
+    assert not (tmp_path / "t.png").exists()
+    torus(run, tmp_path / "t.png", window_size=(100.5, 80))
+    assert iio.imread(tmp_path / "t.png").shape[:2] == (80, 100)
+    assert render.snapshot(run, window_size=(100.4, 80)).shape[:2] == (80, 100)
+
+
+def test_empty_trajectories_are_refused_naming_the_call(pendulum, tmp_path) -> None:
+    """head(0) gave IndexError: index -1 is out of bounds (animate), frame -1 out of range (snapshot)."""
+    with pytest.raises(ValueError, match=r"animate\(\): the trajectory has no states to draw"):
+        render.animate(pendulum.head(0), tmp_path / "x.gif", window_size=SMALL)
+    with pytest.raises(ValueError, match=r"snapshot\(\): the trajectory has no states to draw"):
+        render.snapshot(pendulum.head(0), window_size=SMALL)
+
+
+def _marked_axes() -> mbvi.Scene:
+    """A small ball at the origin, a big one at +y, and a weightless world."""
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.RigidBody("o", shape=mbvi.Sphere(0.05), density=1000.0, position=(0.0, 0.0, 0.0)))
+    scene.add(mbvi.RigidBody("y", shape=mbvi.Sphere(0.2), density=1000.0, position=(0.0, 1.0, 0.0)))
+    scene.add(mbvi.RigidBody("z", shape=mbvi.Sphere(0.1), density=1000.0, position=(0.0, 0.0, 1.0)))
+    return scene
+
+
+def test_the_yz_view_puts_y_to_the_right_and_z_up() -> None:
+    """camera="yz" looked from −x: +y was drawn to the left (a mirror image); "xy" and "xz" had their first axis
+    to the right."""
+    image = render.snapshot(_marked_axes(), window_size=(200, 200), camera="yz")
+    mask = np.any(image[..., :3].astype(int) < 200, axis=-1)
+    rows = np.nonzero(mask)[0]
+    left_half, right_half = np.count_nonzero(mask[:, :100]), np.count_nonzero(mask[:, 100:])
+    assert right_half > 2 * left_half  # the big ball at +y is on the right
+    assert rows.min() < 60  # the ball at +z is at the top
+
+
+def test_zoom_applies_to_a_camera_position_too() -> None:
+    """With camera=[position, focus, up], zoom=3 gave the very picture of zoom=1."""
+    camera = [(0.0, -6.0, 1.0), (0.0, 0.0, 0.5), (0.0, 0.0, 1.0)]
+    near = render.snapshot(_marked_axes(), window_size=SMALL, camera=camera)
+    far = render.snapshot(_marked_axes(), window_size=SMALL, camera=camera, zoom=3.0)
+    assert foreground_fraction(far) > 4 * foreground_fraction(near)
+
+
+def test_a_weightless_planar_motion_is_seen_face_on() -> None:
+    """Without gravity the camera took +z for up and looked 14° above the plane of an x–y orbit: the drawn
+    motion's height was a quarter of its width (a circle as a flat ellipse)."""
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.Particle("a", mass=1.0, position=(1, 0, 0), velocity=(0, 1, 0)))
+    scene.add(mbvi.Particle("b", mass=1.0, position=(-1, 0, 0), velocity=(0, -1, 0)))
+    scene.add(mbvi.Rod("a", "b"))
+    run = mbvi.simulate(scene, t_end=2 * np.pi, dt=1e-2)  # a whole turn: the trails are circles
+    image = render.snapshot(run, window_size=(240, 240), trail=True)
+    rows, cols = np.nonzero(np.any(image[..., :3].astype(int) < 200, axis=-1))
+    assert 0.75 < (np.ptp(rows) + 1) / (np.ptp(cols) + 1) < 1.35

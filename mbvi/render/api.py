@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from mbvi._validate import is_number
 from mbvi.render.drawable import drawing_origin
-from mbvi.render.frames import FrameData, TrajectoryLike, animation_indices, nearest_indices
+from mbvi.render.frames import FrameData, TrajectoryLike, animation_indices, nearest_indices, window_pixels
 from mbvi.render.video import VideoWriter, render_parallel
 from mbvi.render.view import SceneView, TrailSpec, check_view_options
 
@@ -37,13 +37,16 @@ _IMAGE_FORMATS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def _as_trajectory(scene_or_traj: Any) -> TrajectoryLike:
-    """A trajectory for ``scene_or_traj``: a Scene becomes its initial state."""
+def _as_trajectory(scene_or_traj: Any, func: str) -> TrajectoryLike:
+    """A trajectory for ``scene_or_traj``: a Scene becomes its initial state; a trajectory of no states (``head(0)``)
+    is a ValueError naming ``func`` (it was an IndexError from deep inside)."""
     from mbvi.scene import Scene
     from mbvi.trajectory import Trajectory
 
     if isinstance(scene_or_traj, Scene):
         return Trajectory.from_scene(scene_or_traj)
+    if not len(np.atleast_1d(np.asarray(scene_or_traj.t))):
+        raise ValueError(f"{func}(): the trajectory has no states to draw")
     return scene_or_traj  # type: ignore[no-any-return]
 
 
@@ -107,7 +110,7 @@ def _state_space_picture(traj: Any, frame: int, window_size: tuple[int, int]) ->
     try:
         with tempfile.TemporaryDirectory(prefix="mbvi-render-") as tmp:
             out = Path(tmp) / "picture.png"
-            picture(traj.head(frame + 1), out, window_size=window_size)
+            picture(traj.head(frame + 1), out, window_size=window_pixels(window_size, "snapshot"))
             image = iio.imread(out)
     finally:
         for number in set(plt.get_fignums()) - figures:  # the phase portrait's pyplot figure: never shown
@@ -118,22 +121,25 @@ def _state_space_picture(traj: Any, frame: int, window_size: tuple[int, int]) ->
     return np.ascontiguousarray(image[..., :3])
 
 
-def _check_options(opts: dict[str, Any], func: str, window_size: Any = (1, 1), trail_length: Any = None) -> None:
+#: anti-aliasing methods (``anti_aliasing``: one of them or None)
+ANTI_ALIASING = ("fxaa", "ssaa", "msaa")
+
+
+def _check_options(opts: dict[str, Any], func: str, window_size: Any = (1, 1), trail_length: Any = None,
+                   anti_aliasing: Any = None) -> None:  # fmt: skip
     """Unknown options a TypeError; values out of range a ValueError naming them, before anything is drawn (a
-    negative window size had VTK allocate 7e13 elements and abort the process)."""
+    negative window size had VTK allocate 7e13 elements and abort the process; a misspelt anti-aliasing or
+    camera failed in a worker process, seconds later, naming PyVista's arguments)."""
+    if anti_aliasing is not None and not (isinstance(anti_aliasing, str) and anti_aliasing.lower() in ANTI_ALIASING):
+        raise ValueError(f"{func}(): anti_aliasing must be one of {', '.join(map(repr, ANTI_ALIASING))} or None, "
+                         f"got {anti_aliasing!r}")  # fmt: skip
     unknown = sorted(set(opts) - _VIEW_OPTIONS)
     if unknown:
         raise TypeError(
             f"{func}() got unexpected keyword argument(s) {', '.join(unknown)}; "
             f"rendering options are {', '.join(sorted(_VIEW_OPTIONS | {'anti_aliasing', 'trail', 'trail_length'}))}"
         )
-    try:
-        w, h = window_size
-        ok = all(is_number(x) and 1 <= round(float(x)) <= 16384 for x in (w, h))
-    except (TypeError, ValueError, OverflowError):
-        ok = False
-    if not ok:
-        raise ValueError(f"{func}(): window_size must be two numbers of pixels in 1 … 16384, got {window_size!r}")
+    window_pixels(window_size, func)
     if trail_length is not None and not (is_number(trail_length) and 0 < float(trail_length) < math.inf):
         raise ValueError(f"{func}(): trail_length must be a positive number of seconds or None, got {trail_length!r}")
     check_view_options(opts, func)
@@ -257,9 +263,9 @@ def snapshot(
     >>> scene.add(mbvi.Rod("world", "a"))  # doctest: +SKIP
     >>> mbvi.render.snapshot(scene, "scene.png")  # doctest: +SKIP
     """
-    _check_options(opts, "snapshot", window_size, trail_length)
+    _check_options(opts, "snapshot", window_size, trail_length, anti_aliasing)
     image_format = None if path is None else _image_format(path)
-    traj = _as_trajectory(scene_or_traj)
+    traj = _as_trajectory(scene_or_traj, "snapshot")
     f = _check_frame(frame, len(np.asarray(traj.t)))
     if _nothing_to_draw(traj):  # a LagrangianSystem run: its state-space picture, as `mbvi run --render` draws
         image = _state_space_picture(traj, f, window_size)
@@ -338,7 +344,7 @@ def animate(
         Anti-aliasing method (``"ssaa"`` is smoother and slower). FXAA does
         not work with the headless EGL window, which then uses SSAA.
     quality : float, default: 7
-        MP4 quality, 0 … 10.
+        MP4 quality, 1 (worst) … 10 (best).
     workers : int, optional
         Processes that draw the frames. Default: 2 (1 on a one-core machine)
         for animations of at least 48 frames, else 1 (this process). Workers
@@ -377,9 +383,11 @@ def animate(
     ``speed`` without drifting. Pillow merges consecutive identical frames
     (adding their durations); the time label keeps frames distinct.
     """
-    _check_options(opts, "animate", window_size, trail_length)
+    _check_options(opts, "animate", window_size, trail_length, anti_aliasing)
+    if workers is not None and not (is_number(workers) and float(workers).is_integer() and workers >= 1):
+        raise ValueError(f"animate(): workers must be a whole number of processes >= 1 or None, got {workers!r}")
     opts.setdefault("time_label", True)
-    traj = _as_trajectory(traj)
+    traj = _as_trajectory(traj, "animate")
     out = Path(path)
     writer = VideoWriter(out, fps, quality=quality)  # validates the suffix before any work
     if _nothing_to_draw(traj):
@@ -390,6 +398,7 @@ def animate(
     drawing_origin(data, trails)  # a run that blew up is refused here, not in a worker
     if workers is None:
         workers = min(2, os.cpu_count() or 1) if len(indices) >= _PARALLEL_MIN_FRAMES else 1
+    workers = int(workers)
     bar = _progress(len(indices), progress, out.name)
     if workers > 1:
         with writer:
@@ -483,8 +492,8 @@ def show(
     IndexError
         If ``frame`` is out of range.
     """
-    _check_options(opts, "show", window_size)
-    traj = _as_trajectory(scene_or_traj)
+    _check_options(opts, "show", window_size, anti_aliasing=anti_aliasing)
+    traj = _as_trajectory(scene_or_traj, "show")
     if _nothing_to_draw(traj):
         raise ValueError(f"cannot show it: {_no_bodies_message(traj, 'the view')}")
     notebook = _in_notebook()

@@ -75,6 +75,38 @@ def nearest_indices(t: ArrayLike, times: ArrayLike) -> NDArray[np.intp]:
     return np.where(choose_left, left, right).astype(np.intp)
 
 
+#: the lowest frame rate a video may have, 1/s (a frame per 100 s: a GIF's frame delay is a 16-bit count of
+#: hundredths of a second, and ffmpeg rounded a rate of 1e-7 to 0)
+MIN_FPS = 0.01
+
+
+def check_fps(fps: float) -> None:
+    """A ValueError naming ``fps`` unless it is a finite number of frames per second of at least :data:`MIN_FPS`."""
+    if not (isinstance(fps, (int, float, np.integer, np.floating)) and not isinstance(fps, bool)
+            and MIN_FPS <= float(fps) < math.inf):  # fmt: skip
+        raise ValueError(f"fps must be a finite number of frames per second, at least {MIN_FPS:g}, got {fps!r}")
+
+
+#: the largest picture side, pixels (Mesa's largest framebuffer)
+MAX_PIXELS = 16384
+
+
+def window_pixels(window_size: object, func: str) -> tuple[int, int]:
+    """``window_size`` as (width, height) whole pixels, each 1 … :data:`MAX_PIXELS`; a ValueError naming ``func``'s
+    ``window_size`` otherwise (a negative size had VTK allocate 7e13 elements and abort the process)."""
+    try:
+        w, h = window_size  # type: ignore[misc]
+        pixels = [round(float(x)) for x in (w, h) if not isinstance(x, (bool, str))]
+        ok = len(pixels) == 2 and all(1 <= x <= MAX_PIXELS for x in pixels)
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"{func}(): window_size must be two numbers of pixels in 1 … {MAX_PIXELS}, got {window_size!r}"
+        )
+    return pixels[0], pixels[1]
+
+
 #: the most frames an animation may have (an hour at 60 fps is 216 000): past it, fps or speed is a slip
 MAX_FRAMES = 1_000_000
 
@@ -114,11 +146,11 @@ def animation_indices(t: ArrayLike, fps: float, speed: float = 1.0) -> NDArray[n
     Raises
     ------
     ValueError
-        If ``fps`` or ``speed`` is not positive.
+        If ``fps`` is under :data:`MIN_FPS` or not finite, or ``speed`` is not positive and finite.
     """
-    if not (fps > 0 and math.isfinite(fps)):
-        raise ValueError(f"fps must be a positive finite number, got {fps}")
-    if not (speed > 0 and math.isfinite(speed)):
+    check_fps(fps)
+    if isinstance(speed, bool) or not (isinstance(speed, (int, float, np.integer, np.floating)) and speed > 0
+                                       and math.isfinite(speed)):  # fmt: skip
         raise ValueError(f"speed must be a positive finite number, got {speed}")
     t = np.asarray(t, dtype=float)
     duration = float(t[-1] - t[0])

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from mbvi.render.frames import window_pixels
+
 __all__ = ["torus", "torus_points"]
 
 
@@ -73,7 +75,8 @@ def torus(
     Raises
     ------
     ValueError
-        For a trajectory with fewer than two coordinates, an unknown name, or a ``path`` of another suffix.
+        For a trajectory with fewer than two coordinates, an unknown name, a ``path`` of another suffix, or a
+        ``window_size`` that is not two numbers of pixels in 1 … 16384.
     """
     import imageio.v3 as iio
     import pyvista as pv
@@ -81,6 +84,7 @@ def torus(
     from mbvi.render._headless import configure_headless
 
     configure_headless()
+    window_size = window_pixels(window_size, "torus")
     if path is not None and Path(path).suffix.lower() not in _IMAGE_SUFFIXES:
         raise ValueError(f"torus: cannot write {str(path)!r}: use a {', '.join(_IMAGE_SUFFIXES)} file name")
     q = np.asarray(traj.q, float)

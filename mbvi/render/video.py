@@ -25,6 +25,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from mbvi._validate import is_number
+from mbvi.render.frames import check_fps
+
 __all__ = ["GIF_MAX_FPS", "VIDEO_SUFFIXES", "VideoWriter", "encode_frame", "gif_durations", "render_parallel"]
 
 #: File suffixes :class:`VideoWriter` can write.
@@ -43,12 +46,14 @@ class VideoWriter:
     fps : float
         Frames per second.
     quality : float, default: 7
-        MP4 quality, 0 (worst) … 10 (best), as in imageio-ffmpeg.
+        MP4 quality, 1 (worst) … 10 (best), as imageio-ffmpeg takes it.
 
     Raises
     ------
     ValueError
-        For a suffix other than ``.gif`` or ``.mp4``.
+        For a suffix other than ``.gif`` or ``.mp4``, an ``fps`` under :data:`MIN_FPS` (a GIF's frame delay is
+        a 16-bit count of hundredths of a second; ffmpeg rounded a rate of 1e-7 to 0) or a ``quality`` out of
+        its range.
 
     Warns
     -----
@@ -69,11 +74,14 @@ class VideoWriter:
 
     def __init__(self, path: str | Path, fps: float, *, quality: float = 7.0) -> None:
         self.path = Path(path)
-        self.fps = float(fps)
-        self.quality = quality
         self.suffix = self.path.suffix.lower()
         if self.suffix not in VIDEO_SUFFIXES:
             raise ValueError(f"cannot write video {str(self.path)!r}: use a .gif or .mp4 file name")
+        check_fps(fps)
+        if not (is_number(quality) and 1.0 <= float(quality) <= 10.0):
+            raise ValueError(f"quality must be a number in 1 … 10 (MP4 quality, 10 best), got {quality!r}")
+        self.fps = float(fps)
+        self.quality = float(quality)
         if self.suffix == ".gif" and self.fps > GIF_MAX_FPS:
             warnings.warn(
                 f"a GIF at fps={self.fps:g} plays slower than that: GIF delays are whole hundredths of a second "

@@ -9,6 +9,7 @@ updating arrays in place.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,11 +26,13 @@ from mbvi.render.layers import BeamTube, InstancedLayer, LineLayer, stand
 from mbvi.render.style import PALETTE, Sizes, Style, palette_rgb
 from mbvi.render.transforms import segment_frames
 
-__all__ = ["CameraSpec", "SceneView", "TrailSpec", "default_view_direction"]
+__all__ = ["CameraSpec", "SceneView", "TrailSpec", "default_view_direction", "weightless_up"]
 
 #: ``None`` (automatic), ``"iso"``, ``"xy"``, ``"xz"``, ``"yz"`` or a PyVista
 #: camera position ``[(position), (focal point), (view up)]``.
 CameraSpec = str | Sequence[Sequence[float]] | None
+#: the named camera placements
+CAMERA_NAMES = ("iso", "xy", "xz", "yz")
 
 
 class TrailSpec:
@@ -88,6 +91,25 @@ def check_view_options(opts: dict[str, Any], func: str) -> None:
     for name in ("scale", "zoom"):
         if name in opts and not (is_number(opts[name]) and 0 < float(opts[name]) < np.inf):
             raise ValueError(f"{func}(): {name} must be a positive number, got {opts[name]!r}")
+    if opts.get("style") is not None and not isinstance(opts["style"], Style):
+        raise ValueError(f"{func}(): style must be an mbvi.render.Style or None, got {opts['style']!r}")
+    camera = opts.get("camera")
+    if camera is not None and not (isinstance(camera, str) and camera in CAMERA_NAMES) and not _camera_position(camera):
+        raise ValueError(
+            f"{func}(): camera must be None, {', '.join(map(repr, CAMERA_NAMES))} or a camera position "
+            f"[(position), (focal point), (view up)] of three finite 3-vectors, got {camera!r}"
+        )
+
+
+def _camera_position(camera: Any) -> bool:
+    """Whether ``camera`` is three finite 3-vectors: a position, a focal point and a view-up direction."""
+    if isinstance(camera, str):
+        return False
+    try:
+        rows = np.asarray(camera, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return rows.shape == (3, 3) and bool(np.isfinite(rows).all()) and bool(np.any(rows[2]))
 
 
 class SceneView:
@@ -382,9 +404,10 @@ class SceneView:
 
     # ------------------------------------------------------- ground and camera
     def _up(self) -> NDArray[np.float64]:
+        """The picture's up: against gravity; without gravity, see :func:`weightless_up`."""
         g = self.data.gravity
         n = float(np.linalg.norm(g))
-        return -g / n if n > 0 else np.array([0.0, 0.0, 1.0])
+        return -g / n if n > 0 else weightless_up(self._motion_points())
 
     def _scene_points(self) -> NDArray[np.float64]:
         """Every point the camera should keep in view, shape (N, 3) (computed once)."""
@@ -464,11 +487,14 @@ class SceneView:
     def _place_camera(self, camera: CameraSpec, zoom: float) -> None:
         if camera is not None and not isinstance(camera, str):
             self.plotter.camera_position = [tuple(map(float, v)) for v in camera]
+            if zoom != 1.0:  # (it was ignored with a camera position)
+                self.plotter.camera.zoom(float(zoom))
             return
         up = self._up()
         if camera in ("xy", "xz", "yz"):
+            # from +z, −y and +x: the first axis named to the right, the second up (from −x, "yz" was mirrored)
             normal = {"xy": 2, "xz": 1, "yz": 0}[camera]
-            direction = np.eye(3)[normal] * (1.0 if camera == "xy" else -1.0)
+            direction = np.eye(3)[normal] * (-1.0 if camera == "xz" else 1.0)
             view_up = np.eye(3)[{"xy": 1, "xz": 2, "yz": 2}[camera]]
         elif camera in (None, "iso"):
             lo, hi = self._extent_points()
@@ -504,6 +530,25 @@ class SceneView:
         cam.up = tuple(true_up)
         if zoom != 1.0:
             cam.zoom(zoom)
+
+
+def weightless_up(points: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The up direction of a picture of a scene without gravity, from the spread of its ``points`` (N, 3), m.
+
+    World +z, unless the points spread in a plane about level with x–y (their least principal axis within
+    45° of z): then the plane's smaller in-plane axis (towards +y), so that the default camera, which looks
+    across the larger horizontal spread, sees the plane face-on (with +z a planar orbit in x–y was seen almost
+    edge-on, a flat ellipse of a quarter of its height).
+    """
+    z = np.array([0.0, 0.0, 1.0])
+    pts = np.asarray(points, dtype=float).reshape(-1, 3)
+    if len(pts) < 3:
+        return z
+    spread, axes = np.linalg.eigh((pts - pts.mean(axis=0)).T @ (pts - pts.mean(axis=0)))  # ascending
+    if not (spread[1] > 0.0 and spread[0] < 0.25 * spread[1] and abs(axes[2, 0]) > math.sqrt(0.5)):
+        return z  # no plane (a point, a line, a ball), or one the camera already sees across
+    up = axes[:, 1]
+    return up if (up[1], up[0]) >= (0.0, 0.0) else -up
 
 
 def default_view_direction(
