@@ -61,6 +61,8 @@ def run_numbers(
         raise ValueError(f"{who}: t_end ({t_end}) is before t0 ({t0})")
     save_every = _count(save_every, "save_every", who)
     ratio = (t_end - t0) / dt
+    if not ratio <= 10**10:  # (an infinite ratio, dt = 1e-310, was an OverflowError of round())
+        raise ValueError(f"{who}: dt = {dt!r} over {t_end - t0!r} s is {ratio:.3g} steps; that is too many")
     nsteps = round(ratio) if whole_steps(t_end, dt, t0) else math.ceil(ratio)
     if nsteps > 10**10:
         raise ValueError(f"{who}: dt = {dt!r} over {t_end - t0!r} s is {nsteps:.3g} steps; that is too many")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 
 import numpy as np
 import scipy.sparse as sp
@@ -250,7 +251,8 @@ class System:
         from mbvi.engine.rowvalues import linear_momenta  # compiled: one pass, no gathered copy of v
 
         blocks = self._trans_idx[::3]
-        flat = linear_momenta(v.reshape(-1, v.shape[-1]), blocks, self._trans_mass.ravel())
+        rows = math.prod(v.shape[:-1])  # (not -1: a scene without bodies has v of shape (n, 0))
+        flat = linear_momenta(v.reshape(rows, v.shape[-1]), blocks, self._trans_mass.ravel())
         return flat.reshape(v.shape[:-1] + (3,))
 
     def angular_momentum(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -264,7 +266,8 @@ class System:
             return np.einsum("bj,b->j", np.cross(q.reshape(-1, 3), v.reshape(-1, 3)), self.mass[::3])
         from mbvi.engine.rowvalues import angular_momenta  # compiled: one pass, no (…, nq) temporaries
 
-        flat = angular_momenta(q.reshape(-1, q.shape[-1]), v.reshape(-1, v.shape[-1]), self.mass[::3])
+        rows = math.prod(q.shape[:-1])
+        flat = angular_momenta(q.reshape(rows, q.shape[-1]), v.reshape(rows, v.shape[-1]), self.mass[::3])
         return flat.reshape(q.shape[:-1] + (3,))
 
     # -- constraints -----------------------------------------------------------------------------

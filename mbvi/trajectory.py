@@ -29,9 +29,10 @@ class _OnFirstUse:
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         if obj is None:
             return self
-        make = obj.__dict__.pop("_make_" + self.name)
-        value = np.asarray(make(), dtype=float)
+        make = obj.__dict__["_make_" + self.name]
+        value = np.asarray(make(), dtype=float)  # (a failure or a Ctrl-C here leaves the trajectory as it was)
         obj.__dict__[self.name] = value
+        del obj.__dict__["_make_" + self.name]
         return value
 
 

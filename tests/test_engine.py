@@ -263,6 +263,8 @@ def test_absurd_step_counts_are_refused() -> None:
     scene = _far_scene(0.0)
     with pytest.raises(ValueError, match="too many"):
         mbvi.simulate(scene, 1.0, 1e-300)
+    with pytest.raises(ValueError, match="inf steps; that is too many"):  # was OverflowError: float infinity
+        mbvi.simulate(scene, 1.0, 1e-310)
     with pytest.raises(ValueError, match="dt"):
         mbvi.simulate(scene, 1.0, True)
 

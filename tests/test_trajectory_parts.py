@@ -93,3 +93,36 @@ def test_a_part_does_not_carry_the_whole_runs_energy_figures(wheel) -> None:
     part = wheel.head(100)
     assert "energy_error" not in part.info and "energy_in_motion" not in part.info
     assert part.info["integrator"] == wheel.info["integrator"]
+
+
+def test_a_scene_without_bodies_has_a_trajectory_that_saves_and_loads(tmp_path) -> None:
+    """Its momentum raised "cannot reshape array of size 0 into shape (0)", after which the trajectory had lost
+    the means to compute it (KeyError '_make_momentum') and could not be saved: `mbvi run --out` wrote nothing."""
+    traj = mbvi.simulate(mbvi.Scene(), t_end=0.01, dt=0.001)
+    assert traj.q.shape == (11, 0)
+    np.testing.assert_array_equal(traj.momentum, np.zeros((11, 3)))
+    np.testing.assert_array_equal(traj.angular_momentum, np.zeros((11, 3)))
+    traj.save(tmp_path / "empty.npz")
+    back = mbvi.Trajectory.load(tmp_path / "empty.npz")
+    np.testing.assert_array_equal(back.t, traj.t)
+
+
+def test_a_derived_quantity_that_fails_once_can_be_read_again() -> None:
+    """The function computing it was dropped before it ran: a failure (or a Ctrl-C) while computing it left the
+    trajectory without it for good (KeyError '_make_momentum' at every later read, and at save)."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("p", mass=2.0, position=(0.0, 0.0, 0.0), velocity=(1.0, 0.0, 0.0)))
+    part = mbvi.simulate(scene, t_end=0.1, dt=0.01)
+    make = part.__dict__["_make_momentum"]
+    calls = []
+
+    def interrupted():
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return make()
+
+    part.__dict__["_make_momentum"] = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        _ = part.momentum
+    np.testing.assert_allclose(part.momentum, 2.0 * part.v, rtol=0, atol=1e-15)
