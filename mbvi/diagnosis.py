@@ -72,8 +72,9 @@ def diagnose(
 IMPLICIT = frozenset({"midpoint", "implicit_euler"})
 
 
-def instability(system, name: str, dt: float, t: float, k: int) -> SolverError:
-    """The error for a run that blew up, naming the stiffest element when an explicit step explains it."""
+def instability(system, name: str, dt: float, t: float, k: int, *, finite: bool = False) -> SolverError:
+    """The error for a run that blew up, naming the stiffest element when an explicit step explains it (``finite``:
+    its states are still finite, its energy balance broke)."""
     stiff = system.stiffest_element() if isinstance(system, System) else None
     if stiff is not None and 2.0 / stiff[1] < 1.5 * dt:
         element, omega = stiff
@@ -91,9 +92,8 @@ def instability(system, name: str, dt: float, t: float, k: int) -> SolverError:
             culprit=element,
             suggested_dt=1.8 / omega,
         )
-    return SolverError(
-        f"integrator {name!r} produced non-finite values (unstable; reduce dt)", time=t, step=k, suggested_dt=dt / 4
-    )
+    what = "went unstable, its energy growing without bound" if finite else "produced non-finite values"
+    return SolverError(f"integrator {name!r} {what} (unstable; reduce dt)", time=t, step=k, suggested_dt=dt / 4)
 
 
 def reach(scheme: np.ndarray | None) -> tuple[float, float]:
