@@ -281,7 +281,7 @@ class Simulator:
         if not (is_number(dt) and math.isfinite(float(dt)) and float(dt) > 0):
             raise ValueError(f"Simulator: dt must be a positive finite number of seconds, got {dt!r}")
         dt = float(dt)
-        if not (isinstance(t0, (int, float)) and math.isfinite(t0)):
+        if not (is_number(t0) and math.isfinite(float(t0))):  # (as simulate: NumPy numbers too, not a bool)
             raise ValueError(f"Simulator: t0 must be a finite number of seconds, got {t0!r}")
         self._dt, self._t0 = float(dt), float(t0)
         self._drive = self._lagrangian = self._fast = None

@@ -273,3 +273,25 @@ def test_an_accurate_driven_run_is_not_called_a_blow_up() -> None:
     sim.step(round(t_end / dt))
     np.testing.assert_allclose(sim.trajectory().q, run.q, rtol=0, atol=1e-9 * np.abs(run.q).max())
 
+
+
+def test_csm_failing_before_its_first_output_is_a_solver_error() -> None:
+    """A torque of 1e40 N m set mid-run: solve_ivp gave up before any output, leaving sol.y an empty list, and the
+    simulator's step raised AttributeError: 'list' object has no attribute 'T'."""
+    sim = mbvi.Simulator(arm(), 1e-3, "csm")
+    sim.step(3)
+    sim.set_load("motor", (0.0, 1e40, 0.0))
+    with pytest.raises(mbvi.SolverError, match="solve_ivp failed"):
+        sim.step()
+
+
+@pytest.mark.parametrize("t0", [np.float32(2.0), np.int64(2), True])
+def test_the_simulator_takes_the_start_times_simulate_takes(t0) -> None:
+    """It refused NumPy numbers (a t0 read off a time array) and took True for 1 s; simulate does the opposite."""
+    if t0 is True:
+        for run in (lambda: mbvi.simulate(arm(), 2.1, 1e-2, t0=t0), lambda: mbvi.Simulator(arm(), 1e-2, t0=t0)):
+            with pytest.raises(ValueError, match="t0"):
+                run()
+        return
+    sim = mbvi.Simulator(arm(), 1e-2, t0=t0)
+    assert sim.t == 2.0 and mbvi.simulate(arm(), 2.1, 1e-2, t0=t0).t[0] == 2.0

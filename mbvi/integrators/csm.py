@@ -185,7 +185,8 @@ class CSM(Integrator):
             sol = self._solve(state, t0, times)
         except LoadError as exc:
             raise self._load_failure(exc, state, t0, times, nsteps) from exc
-        q, v = sol.y[:n].T.copy(), sol.y[n:].T.copy()
+        y = np.asarray(sol.y, dtype=float).reshape(2 * n, -1)  # (an empty list when it failed before any output)
+        q, v = y[:n].T.copy(), y[n:].T.copy()
         if callback is not None:
             callback(nsteps)
         if not sol.success:
