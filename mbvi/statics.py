@@ -21,6 +21,7 @@ negative curvature, so that the result is a local minimum.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg as sla
 
+from mbvi import notices
 from mbvi.assembly import assemble
 from mbvi.errors import SolverError
 from mbvi.kernels import AffineMap
@@ -154,8 +156,13 @@ _EPS = float(np.finfo(float).eps)
 #: eigenvalues below this fraction of the largest are recomputed on their own subspace (see :func:`_graded_eigh`)
 _REFINE = 1e-6
 
-#: a mode whose curvature is below this fraction of its bodies' own stiffness scale counts as zero
-_ZERO = 1e-12
+#: a mode whose curvature is below this fraction of its bodies' own stiffness scale counts as zero (the round-off
+#: of a steel bar's sideways modes, neutral without tension, is 1e-14 of its nodes' axial scale E/ρℓ²)
+_ZERO = 1e-13
+
+#: a beam whose lowest bending curvature is below this fraction of its nodes' axial scale E/ρℓ² is not resolved
+#: (:func:`_unresolved_beams`): twice :data:`_ZERO`
+_BEAM_RESOLVED = 2 * _ZERO
 
 #: round-off of a force, in units of ε times the size of the terms it is computed from (|H| |q|, the forces)
 _NOISE = 8 * float(np.finfo(float).eps)
@@ -297,6 +304,35 @@ class _Coordinates:
         top = np.zeros(self.nbodies)
         np.maximum.at(top, self.body, np.abs(diag))
         return top[self.body]
+
+
+class UnresolvedBeamWarning(UserWarning):
+    """A beam too slender, for its number of segments, for statics to resolve its bending (see :func:`equilibrium`)."""
+
+
+def _unresolved_beams(scene: Scene) -> None:
+    """An :class:`UnresolvedBeamWarning` naming each beam whose bending statics cannot resolve beside its axial
+    stiffness, and the segments it may have.
+
+    A cantilever's lowest bending ω² is 12.4 EI/(ρA L⁴); its nodes' axial scale is E/(ρℓ²) (ℓ = L/N). Their
+    ratio 12.4 (I/A) ℓ²/L⁴ is ~b² ℓ²/L⁴ for a section of thickness b: a steel wire 1 m long, 10 µm thick, in 100
+    segments is at 1e-14, where round-off of the axial terms is as large as the bending, and equilibrium came
+    back with a third of the deflection and ``stable`` False, saying nothing. Fewer segments raise the ratio.
+    """
+    for beam in scene.beams.values():
+        if not beam.second_moment:
+            continue
+        ratio = 12.4 * beam.second_moment / beam.area * beam.segment_length**2 / beam.length**4
+        if ratio < _BEAM_RESOLVED:
+            most = int(beam.segments * math.sqrt(ratio / _BEAM_RESOLVED))
+            fix = (f"use at most {most} segments" if most >= 2 else
+                   "even 2 segments are too many: model it as a rod, a rigid body or a LagrangianSystem")  # fmt: skip
+            notices.warn(
+                f"Beam {beam.name!r}: its bending is {ratio:.2g} of its nodes' axial stiffness, below the "
+                f"{_BEAM_RESOLVED:g} that equilibrium and modes resolve in double precision (deflections and "
+                f"frequencies may be wrong); {fix}",
+                UnresolvedBeamWarning,
+            )
 
 
 def _tangent_basis(G: np.ndarray, coords: _Coordinates) -> np.ndarray:
@@ -518,6 +554,7 @@ def equilibrium(
         return lagrangian_equilibrium(scene, t=t, initial=initial_state, tol=min(tol, 1e-12), maxiter=int(maxiter))
     if not isinstance(scene, Scene):
         raise ValueError(f"equilibrium: expected an mbvi.Scene or mbvi.LagrangianSystem, got {type(scene).__name__}")
+    _unresolved_beams(scene)
     sysm = assemble(scene)
     coords = _Coordinates(sysm)
     try:

@@ -238,3 +238,37 @@ def test_beam_rejects_bad_input(kwargs: dict, match: str) -> None:
             "youngs_modulus": 1.0} | kwargs  # fmt: skip
     with pytest.raises(ValueError, match=match):
         mbvi.Beam(**args)
+
+
+def _wire(thickness: float, segments: int) -> tuple[mbvi.Scene, float, float]:
+    """A 1 m steel cantilever of square section, its tip loaded for a deflection of 1e-3 m (Euler–Bernoulli): the
+    scene, that deflection and the first bending frequency (rad/s)."""
+    area, second = thickness**2, thickness**4 / 12
+    load = 1e-3 * 3 * E * second
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.Beam("w", start=(0, 0, 0), end=(1.0, 0, 0), segments=segments, density=RHO, area=area,
+                        youngs_modulus=E, second_moment=second, clamp="start"))  # fmt: skip
+    scene.add(mbvi.ExternalForce(f"w[{segments}]", force=(0, 0, -load)))
+    return scene, 1e-3, BETA[0] ** 2 * math.sqrt(E * second / (RHO * area))
+
+
+@pytest.mark.parametrize(("thickness", "segments"), [(1e-4, 100), (3e-4, 300), (1e-5, 20)])
+def test_slender_wires_bend_as_euler_bernoulli_says(thickness: float, segments: int) -> None:
+    """A 0.1 mm wire in 100 segments (its lowest bending 1e-12 of its nodes' axial stiffness): its bending modes
+    counted as zero, ``stable`` False, ω₁ = 0 — statics took curvatures below 1e-12 of that scale for none."""
+    scene, deflection, omega1 = _wire(thickness, segments)
+    eq = mbvi.equilibrium(scene)
+    assert eq.stable
+    np.testing.assert_allclose(-eq.position(f"w[{segments}]")[2], deflection, rtol=3e-3)
+    omega, _ = mbvi.modes(eq, count=1)
+    np.testing.assert_allclose(omega[0], omega1, rtol=3e-3)
+
+
+def test_a_wire_too_slender_for_its_segments_is_named_with_the_segments_it_may_have() -> None:
+    """A 10 µm wire in 100 segments (bending 1e-14 of the axial scale) came back with a third of its deflection,
+    saying nothing; with the segments the warning names it is right."""
+    with pytest.warns(mbvi.statics.UnresolvedBeamWarning, match=r"Beam 'w': .* use at most 22 segments"):
+        mbvi.equilibrium(_wire(1e-5, 100)[0])
+    scene, deflection, _ = _wire(1e-5, 22)
+    eq = mbvi.equilibrium(scene)  # (no warning: the suite turns warnings into errors)
+    np.testing.assert_allclose(-eq.position("w[22]")[2], deflection, rtol=3e-3)
