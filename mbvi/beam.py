@@ -66,7 +66,7 @@ class Beam:
         owner = f"Beam {self.name!r}"
         self.start = vector3(start, "start", owner)
         self.end = vector3(end, "end", owner)
-        if not isinstance(segments, (int, np.integer)) or segments < 1:
+        if isinstance(segments, bool) or not isinstance(segments, (int, np.integer)) or segments < 1:
             raise ValueError(f"{owner}: segments must be a positive integer, got {segments!r}")
         self.segments = int(segments)
         self.density = positive(density, "density", owner)
@@ -80,6 +80,21 @@ class Beam:
         if self.length == 0:
             raise ValueError(f"{owner}: start and end coincide")
         self.segment_length = self.length / self.segments
+
+    #: what the beam's nodes, springs, bending element and clamps are built from (:meth:`expand`, when the beam is
+    #: added): fixed once the beam is made
+    _FIXED = frozenset({"start", "end", "segments", "density", "area", "youngs_modulus", "second_moment", "clamp",
+                        "length", "segment_length"})  # fmt: skip
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        """Refuses to change a parameter the beam is built from: ``b.youngs_modulus = -2e11`` after ``scene.add(b)``
+        was taken unchecked and half applied (the bending law read it again, the springs were built already)."""
+        if key in self._FIXED and key in self.__dict__:
+            raise AttributeError(
+                f"Beam {self.__dict__.get('name')!r}: {key} is fixed once the beam is made (its nodes, springs and "
+                "clamps are built from it); make a new Beam"
+            )
+        super().__setattr__(key, value)
 
     @property
     def nodes(self) -> list[str]:

@@ -71,7 +71,17 @@ def build(
         Pulse length, s (default: 0.2 L/c, a pulse 0.2 L long).
 
     The load is the force ``"tip_load"``; gravity is off.
+
+    Raises
+    ------
+    ValueError
+        For a length or duration that is not a positive finite number (a negative length turned the bar to −x,
+        so that the tip load compressed it; a negative duration never applied the pulse, a zero one divided by
+        zero mid-run).
     """
+    for what, value in (("length", length), ("duration", 1.0 if duration is None else duration)):
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < math.inf):
+            raise ValueError(f"axial_beam: {what} must be a positive number, got {value!r}")
     scene = mbvi.Scene(gravity=None)
     bar = scene.add(
         mbvi.Beam(

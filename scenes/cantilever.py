@@ -15,6 +15,8 @@ and still resolves the slow bending motion.
 
 from __future__ import annotations
 
+import math
+
 import mbvi
 
 T_END = 0.5
@@ -50,7 +52,16 @@ def build(
         Downward tip force P, N (the force ``"tip_load"``).
     g : float, default: 9.81
         Gravitational acceleration along −z, m/s² (0 for none).
+
+    Raises
+    ------
+    ValueError
+        For a length, width or height that is not a positive finite number (the Beam checks the others; a
+        negative length made a beam along −x, a negative section a positive area and I).
     """
+    for what, value in (("length", length), ("width", width), ("height", height)):
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < math.inf):
+            raise ValueError(f"cantilever: {what} must be a positive number of metres, got {value!r}")
     scene = mbvi.Scene(gravity=(0.0, 0.0, -g))
     beam = scene.add(
         mbvi.Beam(

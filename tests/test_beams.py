@@ -272,3 +272,33 @@ def test_a_wire_too_slender_for_its_segments_is_named_with_the_segments_it_may_h
     scene, deflection, _ = _wire(1e-5, 22)
     eq = mbvi.equilibrium(scene)  # (no warning: the suite turns warnings into errors)
     np.testing.assert_allclose(-eq.position("w[22]")[2], deflection, rtol=3e-3)
+
+
+def test_a_beam_keeps_the_parameters_it_was_made_with() -> None:
+    """b.youngs_modulus = -2.1e11 after scene.add(b) was taken unchecked, and half applied: the bending law read it
+    again while the springs were built already (equilibrium folded the beam back on itself); b.end swung the
+    clamp's tangent round. segments=True was a beam of one segment."""
+    beam = mbvi.Beam("b", start=(0, 0, 0), end=(1, 0, 0), segments=4, density=RHO, area=1e-4, youngs_modulus=E,
+                     second_moment=1e-9, clamp="start")  # fmt: skip
+    scene = mbvi.Scene(gravity=(0, 0, -9.81))
+    scene.add(beam)
+    for key, value in (("youngs_modulus", -2.1e11), ("end", (0, 1, 0)), ("segments", 8)):
+        with pytest.raises(AttributeError, match=f"Beam 'b': {key} is fixed once the beam is made"):
+            setattr(beam, key, value)
+    assert beam.youngs_modulus == E and beam.segments == 4
+    with pytest.raises(ValueError, match="segments must be a positive integer, got True"):
+        mbvi.Beam("c", start=(0, 0, 0), end=(1, 0, 0), segments=True, density=RHO, area=1e-4, youngs_modulus=E)
+
+
+@pytest.mark.parametrize(("scene", "params", "match"), [
+    ("cantilever", {"length": -1.0}, "cantilever: length must be a positive number of metres, got -1.0"),
+    ("cantilever", {"width": -0.02, "height": -0.01}, "cantilever: width must be"),
+    ("axial_beam", {"length": -1.0}, "axial_beam: length must be a positive number"),
+    ("axial_beam", {"duration": -1.0}, "axial_beam: duration must be a positive number"),
+    ("axial_beam", {"duration": 0.0}, "axial_beam: duration must be a positive number"),
+])  # fmt: skip
+def test_the_beam_scenes_refuse_what_would_make_another_scene(scene: str, params: dict, match: str) -> None:
+    """A negative length built the beam along −x (the bar's tip load then compressed it), a negative section a
+    positive area and I; a negative pulse duration never applied the load, a zero one divided by zero mid-run."""
+    with pytest.raises(ValueError, match=match):
+        load_scene(scene).build(**params)
