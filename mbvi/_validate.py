@@ -98,3 +98,10 @@ def perpendicular_pair(axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     u1 /= np.linalg.norm(u1)
     u2 = cross(a, u1)
     return u1, u2
+
+
+def coordinate_key(name: Any) -> Any:
+    """A generalized coordinate's name as the runs keep it: a sympy Symbol (anything with a ``name`` string, as
+    the LagrangianSystem was built from) by its name; anything else as it is."""
+    key = getattr(name, "name", None)
+    return key if isinstance(key, str) and not isinstance(name, str) else name

@@ -19,7 +19,8 @@ def load_scene_module(path: str | Path) -> ModuleType:
     """Import a scene file by path.
 
     The module is registered in ``sys.modules`` under a name derived from the file's
-    absolute path, so importing the same file twice gives the module of the first time.
+    absolute path (functions it defines pickle by that name, for Dask's workers). Each call runs
+    the file afresh, so an edited file is read again, and its module-level code runs every time.
 
     Parameters
     ----------

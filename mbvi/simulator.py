@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from mbvi import notices
-from mbvi._validate import is_number
+from mbvi._validate import coordinate_key, is_number
 from mbvi.engine.fields import RI
 from mbvi.engine.runner import saved_states
 from mbvi.errors import SolverError
@@ -205,7 +205,7 @@ class CoordinateView(_StateArrays):
         self._index = {name: i for i, name in enumerate(system.coordinate_names)}
 
     def _i(self, name: str) -> int:
-        i = self._index.get(name)
+        i = self._index.get(coordinate_key(name))  # (the Symbol the system was built from too)
         if i is None:
             raise ValueError(f"unknown coordinate {name!r}; the coordinates are {list(self._index)}")
         return i

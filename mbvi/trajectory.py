@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from mbvi import kinematics as kin
+from mbvi._validate import coordinate_key
 from mbvi.bodies import WORLD
 from mbvi.geometry import BodyGeometry, LinkGeometry, SceneGeometry
 
@@ -245,7 +246,7 @@ class Trajectory:
 
     def coordinate(self, name: str) -> np.ndarray:
         """One generalized coordinate of a LagrangianSystem run, by name, shape (n,)."""
-        names = self.coordinate_names
+        names, name = self.coordinate_names, coordinate_key(name)  # (the Symbol the system was built from too)
         if name not in names:
             raise ValueError(f"unknown coordinate {name!r}; the coordinates are {names}")
         return self.q[:, names.index(name)].copy()
@@ -472,6 +473,8 @@ def _check_consistent(path: str | os.PathLike, arrays: dict[str, np.ndarray], ge
     if t.ndim != 1:
         raise ValueError(f"{where}: t has shape {t.shape}, expected one dimension")
     n = len(t)
+    if n > 1 and not np.all(np.diff(t) > 0):  # (a reversed file loaded, and rendering it failed with an IndexError)
+        raise ValueError(f"{where}: its times t do not increase")
     try:
         nq = _coordinate_count(geometry)
     except ValueError as exc:
@@ -494,5 +497,5 @@ def _check_consistent(path: str | os.PathLike, arrays: dict[str, np.ndarray], ge
             raise ValueError(f"{where}: {name} has shape {a.shape}, expected ({n},) for the {n} times in t")
     for name in ("momentum", "angular_momentum"):
         a = arrays[name]
-        if a.ndim != 2 or a.shape[0] != n:
-            raise ValueError(f"{where}: {name} has shape {a.shape}, expected {n} rows for the {n} times in t")
+        if a.shape != (n, 3):
+            raise ValueError(f"{where}: {name} has shape {a.shape}, expected ({n}, 3) for the {n} times in t")

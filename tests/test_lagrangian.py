@@ -369,3 +369,21 @@ def test_an_undefined_function_or_a_complex_lagrangian_is_a_value_error() -> Non
         mbvi.LagrangianSystem(vx**2 / 2 + sp.I * x, [x], [vx])
     with pytest.raises(ValueError, match=r"undefined function.* g"):
         mbvi.LagrangianSystem(vx**2 / 2, [x], [vx], constraints=[sp.Function("g")(x)])
+
+
+def test_coordinates_are_read_by_the_symbols_the_system_was_built_from() -> None:
+    """view.coordinate(theta), with the Symbol of the Lagrangian, was "unknown coordinate theta; the coordinates
+    are ['theta']"; so were a trajectory's and an equilibrium's."""
+    import sympy as sp
+
+    theta, omega = sp.symbols("theta omega")
+    system = mbvi.LagrangianSystem(omega**2 / 2 + 9.81 * sp.cos(theta), [theta], [omega],
+                                   initial_state=mbvi.State([0.5], [0.0]))  # fmt: skip
+    sim = mbvi.Simulator(system, 1e-2)
+    sim.step(10)
+    assert sim.view.coordinate(theta) == sim.view.coordinate("theta") == sim.state.q[0]
+    traj = sim.trajectory()
+    np.testing.assert_array_equal(traj.coordinate(theta), traj.q[:, 0])
+    assert mbvi.equilibrium(system).coordinate(theta) == pytest.approx(0.0, abs=1e-9)
+    with pytest.raises(ValueError, match="unknown coordinate 'phi'"):
+        traj.coordinate(sp.Symbol("phi"))

@@ -148,6 +148,9 @@ def _inconsistent_cases(traj: mbvi.Trajectory) -> dict[str, tuple[dict, str]]:
         "constraint_error": ({"constraint_error": traj.constraint_error[:1]}, r"constraint_error has shape"),
         "momentum": ({"momentum": traj.momentum[:2]}, r"momentum has shape \(2, "),
         "angular_momentum": ({"angular_momentum": np.zeros(n)}, r"angular_momentum has shape"),
+        # these two loaded: rendering the reversed file failed with an IndexError
+        "momentum columns": ({"momentum": traj.momentum[:, :2]}, rf"momentum has shape \({n}, 2\), expected"),
+        "t reversed": ({"t": traj.t[::-1].copy()}, r"its times t do not increase"),
     }
 
 

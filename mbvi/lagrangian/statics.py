@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 
+from mbvi._validate import coordinate_key
 from mbvi.errors import SolverError
 from mbvi.lagrangian.derive import NoNumericForm
 from mbvi.lagrangian.system import LagrangianSystem
@@ -83,7 +84,7 @@ class LagrangianEquilibrium:
 
     def coordinate(self, name: str) -> float:
         """The equilibrium value of one coordinate, by name."""
-        names = self.system.coordinate_names
+        names, name = self.system.coordinate_names, coordinate_key(name)  # (the Symbol it was built from too)
         if name not in names:
             raise ValueError(f"unknown coordinate {name!r}; the coordinates are {names}")
         return float(self.q[names.index(name)])
