@@ -495,7 +495,11 @@ def _check_consistent(path: str | os.PathLike, arrays: dict[str, np.ndarray], ge
         a = arrays[name]
         if a.shape != (n,):
             raise ValueError(f"{where}: {name} has shape {a.shape}, expected ({n},) for the {n} times in t")
+    lagrangian = bool(geometry.extra.get("coordinates"))  # its momentum: p = ∂L/∂q̇, one column a coordinate
     for name in ("momentum", "angular_momentum"):
         a = arrays[name]
-        if a.shape != (n, 3):
-            raise ValueError(f"{where}: {name} has shape {a.shape}, expected ({n}, 3) for the {n} times in t")
+        if a.ndim != 2 or a.shape[0] != n:
+            raise ValueError(f"{where}: {name} has shape {a.shape}, expected {n} rows for the {n} times in t")
+        width = arrays["q"].shape[1] if lagrangian and name == "momentum" else 3 if not lagrangian else a.shape[1]
+        if a.shape[1] != width:
+            raise ValueError(f"{where}: {name} has shape {a.shape}, expected ({n}, {width}) for the {n} times in t")

@@ -149,7 +149,7 @@ def _inconsistent_cases(traj: mbvi.Trajectory) -> dict[str, tuple[dict, str]]:
         "momentum": ({"momentum": traj.momentum[:2]}, r"momentum has shape \(2, "),
         "angular_momentum": ({"angular_momentum": np.zeros(n)}, r"angular_momentum has shape"),
         # these two loaded: rendering the reversed file failed with an IndexError
-        "momentum columns": ({"momentum": traj.momentum[:, :2]}, rf"momentum has shape \({n}, 2\), expected"),
+        "momentum columns": ({"momentum": np.zeros((n, 5))}, rf"momentum has shape \({n}, 5\), expected"),
         "t reversed": ({"t": traj.t[::-1].copy()}, r"its times t do not increase"),
     }
 
