@@ -295,3 +295,17 @@ def test_the_simulator_takes_the_start_times_simulate_takes(t0) -> None:
         return
     sim = mbvi.Simulator(arm(), 1e-2, t0=t0)
     assert sim.t == 2.0 and mbvi.simulate(arm(), 2.1, 1e-2, t0=t0).t[0] == 2.0
+
+
+def test_a_diverging_midpoint_step_is_a_solver_error_not_the_torque_laws_fault() -> None:
+    """A torque of 1e200 N m from t = 0.25 s: the Newton iterate left the rotations, S of the torque law's spin
+    read became singular, and the run stopped with "force law 'external_torque': its force(q, v, t) raised
+    LinAlgError: Singular matrix", blaming a law that had done nothing wrong."""
+
+    def torque(t, state):
+        return (0.0, 1e200 if t >= 0.25 else 1.0 - 5.0 * state.joint_angle("hinge"), 0.0)
+
+    with pytest.raises(mbvi.SolverError) as info:
+        mbvi.simulate(arm(torque), 1.0, 1e-3, "midpoint")
+    assert not isinstance(info.value, mbvi.errors.LoadError) and "LinAlgError" not in str(info.value)
+    assert 0.25 <= info.value.time <= 0.252

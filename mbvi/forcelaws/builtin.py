@@ -11,6 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from mbvi.engine.contract import Family
+from mbvi.errors import SolverError
 from mbvi.forcelaws.base import ForceLaw
 from mbvi.forces import (
     Damper,
@@ -403,7 +404,13 @@ def _spin_inverse(q: np.ndarray, cols: np.ndarray, rigid: np.ndarray) -> np.ndar
     r = q[cols]
     S = 0.5 * (np.einsum("mci,mci->m", r, r)[:, None, None] * np.eye(3) - np.einsum("mci,mcj->mij", r, r))
     S[~rigid] = np.eye(3)
-    return np.linalg.inv(S)
+    try:
+        return np.linalg.inv(S)
+    except np.linalg.LinAlgError:  # an iterate far off the rotations (a diverging Newton step), not the law's fault
+        raise SolverError(
+            "a rigid body's rotation columns became singular at an iterate of the step (its iteration diverged); "
+            "reduce dt"
+        ) from None
 
 
 def _spin_inverse_times(q: np.ndarray, cols: np.ndarray, rigid: np.ndarray, x: np.ndarray) -> np.ndarray:
