@@ -105,3 +105,33 @@ def coordinate_key(name: Any) -> Any:
     the LagrangianSystem was built from) by its name; anything else as it is."""
     key = getattr(name, "name", None)
     return key if isinstance(key, str) and not isinstance(name, str) else name
+
+
+class Checked:
+    """An element's attribute checked whenever it is set, by the constructor's own check ``check(value, what,
+    owner)``: ``body.mass = 0`` or ``spring.stiffness = nan`` after the element was made is the ValueError its
+    constructor gives, not a run that fails later blaming the step. Kept as ``_<name>`` on the element."""
+
+    def __init__(self, check: Any, doc: str) -> None:
+        self.check, self.__doc__ = check, doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name, self.slot = name, f"_{name}"
+
+    def __get__(self, element: Any, owner: type | None = None) -> Any:
+        return self if element is None else getattr(element, self.slot)
+
+    def __set__(self, element: Any, value: Any) -> None:
+        owner = f"{type(element).__name__} {getattr(element, 'name', '?')!r}"
+        setattr(element, self.slot, self.check(value, self.name, owner))
+
+
+def renamed_state(state: dict, cls: type) -> dict:
+    """A copy of an element's pickled ``state`` in which each attribute that ``cls`` now checks (a
+    :class:`Checked` or a property of it) is kept as ``_<name>``, where they read it: an element pickled before they
+    were checked kept them under their own names. (A copy: ``copy.copy`` hands over the original's own dict.)"""
+    out = dict(state)
+    for key in state:
+        if not key.startswith("_") and isinstance(getattr(cls, key, None), (Checked, property)):
+            out[f"_{key}"] = out.pop(key)
+    return out

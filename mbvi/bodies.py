@@ -13,31 +13,13 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from mbvi._validate import Checked, positive, renamed_state, vector3
 from mbvi._validate import name as check_name
-from mbvi._validate import positive, vector3
 from mbvi.shapes import Shape
 
 __all__ = ["WORLD", "Body", "Particle", "RigidBody"]
 
 WORLD = "world"
-
-
-class _Checked:
-    """A body attribute checked whenever it is set, by the constructor's own check ``check(value, what, owner)``:
-    ``body.mass = 0`` after the body was made is the ValueError its constructor gives, not a run that fails later
-    blaming the step. Kept as ``_<name>`` on the body."""
-
-    def __init__(self, check: Any, doc: str) -> None:
-        self.check, self.__doc__ = check, doc
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name, self.slot = name, f"_{name}"
-
-    def __get__(self, body: Any, owner: type | None = None) -> Any:
-        return self if body is None else getattr(body, self.slot)
-
-    def __set__(self, body: Any, value: Any) -> None:
-        setattr(body, self.slot, self.check(value, self.name, f"{type(body).__name__} {getattr(body, 'name', '?')!r}"))
 
 
 class Body:
@@ -47,16 +29,12 @@ class Body:
     #: number of generalized coordinates
     ncoords: int = 0
 
-    mass = _Checked(positive, "Mass, kg (positive, finite).")
-    position = _Checked(vector3, "Initial position (of the centre of mass), m, shape (3,).")
-    velocity = _Checked(vector3, "Initial velocity (of the centre of mass), m/s, shape (3,).")
+    mass = Checked(positive, "Mass, kg (positive, finite).")
+    position = Checked(vector3, "Initial position (of the centre of mass), m, shape (3,).")
+    velocity = Checked(vector3, "Initial velocity (of the centre of mass), m/s, shape (3,).")
 
     def __setstate__(self, state: dict) -> None:
-        # a body pickled before these were checked attributes kept them under their own names
-        for key in ("mass", "position", "velocity"):
-            if key in state:
-                state[f"_{key}"] = state.pop(key)
-        self.__dict__.update(state)
+        self.__dict__.update(renamed_state(state, type(self)))
 
 
 class Particle(Body):
@@ -160,6 +138,10 @@ class RigidBody(Body):
         orientation that is not a rotation.
     """
 
+    orientation = Checked(lambda value, what, owner: _orientation_matrix(value, owner),
+                           "Initial orientation, a rotation matrix (body frame to world), shape (3, 3).")  # fmt: skip
+    angular_velocity = Checked(vector3, "Initial angular velocity, rad/s, world frame, shape (3,).")
+
     ncoords = 12
 
     def __init__(
@@ -181,10 +163,11 @@ class RigidBody(Body):
         if shape is not None and not isinstance(shape, Shape):
             raise ValueError(f"{owner}: shape must be an mbvi shape (Box, Sphere, Cylinder, Capsule)")
         self.shape = shape
+        if density is not None:  # (checked with a mass too: density=nan or "heavy" beside one was taken silently)
+            density = positive(density, "density", owner)  # its message names the body already
         if mass is None:
             if shape is None or density is None:
                 raise ValueError(f"{owner}: give a mass, or a shape and a density")
-            density = positive(density, "density", owner)  # its message names the body already
             try:
                 mass = shape.mass_properties(density)[0]
             except ValueError as exc:  # the shape's message names the shape: prefix the body once

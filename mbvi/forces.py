@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from mbvi._validate import finite, positive, vector3
+from mbvi._validate import Checked, finite, positive, renamed_state, vector3
 from mbvi._validate import name as check_name
 
 __all__ = [
@@ -39,8 +39,36 @@ class Force:
 
     name: str
     explicit_name: bool = False
-    bodies: tuple[str, ...] = ()
-    joints: tuple[str, ...] = ()
+
+    @property
+    def bodies(self) -> tuple[str, ...]:
+        """Names of the bodies the element acts on (the scene checks they exist)."""
+        return self.__dict__.get("_bodies", ())
+
+    @bodies.setter
+    def bodies(self, names: Any) -> None:
+        self._bodies = self._names(names, "body")
+
+    @property
+    def joints(self) -> tuple[str, ...]:
+        """Names of the joints the element refers to (the scene checks they exist)."""
+        return self.__dict__.get("_joints", ())
+
+    @joints.setter
+    def joints(self, names: Any) -> None:
+        self._joints = self._names(names, "joint")
+
+    def _names(self, names: Any, kind: str) -> tuple[str, ...]:
+        """``names`` as a tuple of names, a ValueError naming the element otherwise (a list given for a body name
+        was a TypeError, "unhashable type: 'list'", when the scene looked it up)."""
+        out = tuple(names)
+        for value in out:
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"{self.owner}: a {kind} name must be a non-empty string, got {value!r}")
+        return out
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(renamed_state(state, type(self)))
 
     def _init_name(self, name: str | None, default: str) -> None:
         self.explicit_name = name is not None
@@ -64,6 +92,28 @@ class Force:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
+
+
+def _non_negative(value: Any, what: str, owner: str) -> float:
+    return positive(value, what, owner, allow_zero=True)
+
+
+def _optional_non_negative(value: Any, what: str, owner: str) -> float | None:
+    return None if value is None else positive(value, what, owner, allow_zero=True)
+
+
+def _anchor(value: Any, what: str, owner: str) -> np.ndarray:
+    return np.zeros(3) if value is None else vector3(value, what, owner)
+
+
+
+
+def _anchor_attribute() -> Checked:
+    return Checked(_anchor, "Body-frame attachment point, m, shape (3,) (the world's: a world point).")
+
+
+def _non_negative_attribute(doc: str) -> Checked:
+    return Checked(_non_negative, doc)
 
 
 def _vector_or_callable(value: Any, what: str, owner: str) -> np.ndarray | Callable[[float], Any]:
@@ -101,6 +151,9 @@ class Spring(Force):
 
     #: True for the axial springs a :class:`mbvi.Beam` adds (drawn as the beam, not as springs)
     internal: bool = False
+    stiffness = _non_negative_attribute("k, N/m (≥ 0).")
+    rest_length = Checked(_optional_non_negative, "Rest length L₀, m (≥ 0), or None: the initial distance.")
+    anchor_a, anchor_b = _anchor_attribute(), _anchor_attribute()
 
     def __init__(
         self,
@@ -116,12 +169,9 @@ class Spring(Force):
         self.bodies = (a, b)
         self.a, self.b = a, b
         self._check_pair()
-        self.stiffness = positive(stiffness, "stiffness", self.owner, allow_zero=True)
-        self.rest_length = (
-            None if rest_length is None else positive(rest_length, "rest_length", self.owner, allow_zero=True)
-        )
-        self.anchor_a = np.zeros(3) if anchor_a is None else vector3(anchor_a, "anchor_a", self.owner)
-        self.anchor_b = np.zeros(3) if anchor_b is None else vector3(anchor_b, "anchor_b", self.owner)
+        self.stiffness = stiffness
+        self.rest_length = rest_length
+        self.anchor_a, self.anchor_b = anchor_a, anchor_b
 
 
 class Damper(Force):
@@ -137,6 +187,9 @@ class Damper(Force):
     name : str, optional
     """
 
+    damping = _non_negative_attribute("c, N s/m (≥ 0).")
+    anchor_a, anchor_b = _anchor_attribute(), _anchor_attribute()
+
     def __init__(
         self, a: str, b: str, damping: float, anchor_a: Any = None, anchor_b: Any = None, name: str | None = None
     ) -> None:
@@ -144,9 +197,8 @@ class Damper(Force):
         self.bodies = (a, b)
         self.a, self.b = a, b
         self._check_pair()
-        self.damping = positive(damping, "damping", self.owner, allow_zero=True)
-        self.anchor_a = np.zeros(3) if anchor_a is None else vector3(anchor_a, "anchor_a", self.owner)
-        self.anchor_b = np.zeros(3) if anchor_b is None else vector3(anchor_b, "anchor_b", self.owner)
+        self.damping = damping
+        self.anchor_a, self.anchor_b = anchor_a, anchor_b
 
 
 class Drag(Force):
@@ -162,13 +214,16 @@ class Drag(Force):
     name : str, optional
     """
 
+    coefficient = _non_negative_attribute("c, N s/m (≥ 0).")
+    anchor = _anchor_attribute()
+
     def __init__(self, body: str, coefficient: float, anchor: Any = None, name: str | None = None) -> None:
         self._init_name(name, f"drag:{body}")
         self.bodies = (body,)
         self.body = body
         self._check_not_world()
-        self.coefficient = positive(coefficient, "coefficient", self.owner, allow_zero=True)
-        self.anchor = np.zeros(3) if anchor is None else vector3(anchor, "anchor", self.owner)
+        self.coefficient = coefficient
+        self.anchor = anchor
 
 
 class JointDamping(Force):
@@ -183,11 +238,13 @@ class JointDamping(Force):
     name : str, optional
     """
 
+    coefficient = _non_negative_attribute("b, N m s/rad or N s/m (≥ 0).")
+
     def __init__(self, joint: str, coefficient: float, name: str | None = None) -> None:
         self._init_name(name, f"joint-damping:{joint}")
         self.joints = (joint,)
         self.joint = joint
-        self.coefficient = positive(coefficient, "coefficient", self.owner, allow_zero=True)
+        self.coefficient = coefficient
 
 
 class TorsionSpring(Force):
@@ -210,11 +267,13 @@ class TorsionSpring(Force):
     name : str, optional
     """
 
+    stiffness = _non_negative_attribute("k, N m/rad (≥ 0).")
+
     def __init__(self, joint: str, stiffness: float, rest_angle: float = 0.0, name: str | None = None) -> None:
         self._init_name(name, f"torsion-spring:{joint}")
         self.joints = (joint,)
         self.joint = joint
-        self.stiffness = positive(stiffness, "stiffness", self.owner, allow_zero=True)
+        self.stiffness = stiffness
         self.rest_angle = finite(rest_angle, "rest_angle", self.owner)
         if abs(self.rest_angle) > math.pi:
             raise ValueError(

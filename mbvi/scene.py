@@ -97,13 +97,20 @@ class Scene:
             if element.name in self.beams or element.name in self._bodies:
                 raise ValueError(f"duplicate name {element.name!r}")
             saved = (dict(self._bodies), dict(self._joints), list(self.forces), set(self._force_names),
-                     dict(self.beams), self._graph.copy(), set(self._added))  # fmt: skip
+                     dict(self.beams), set(self._added))  # fmt: skip
+            edges, nodes = set(self._graph.edges(keys=True)), set(self._graph)
             try:
                 self.beams[element.name] = element
                 for part in element.expand():
                     self.add(part)
-            except Exception:  # as it was: no half-added beam (its first nodes were simulated, its name taken)
-                self._bodies, self._joints, self.forces, self._force_names, self.beams, self._graph, self._added = saved
+            except Exception:  # as it was: no half-added beam (its first nodes were simulated, its name taken);
+                # in place, so that a view of the graph (or the forces list) taken before stays the scene's
+                for held, before in zip((self._bodies, self._joints, self.forces, self._force_names, self.beams,
+                                         self._added), saved, strict=True):  # fmt: skip
+                    held.clear()
+                    (held.extend if isinstance(held, list) else held.update)(before)
+                self._graph.remove_edges_from([e for e in self._graph.edges(keys=True) if e not in edges])
+                self._graph.remove_nodes_from([n for n in list(self._graph) if n not in nodes])
                 raise
         else:
             raise ValueError(f"cannot add {element!r} to a scene (not a body, joint or force)")

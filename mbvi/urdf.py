@@ -565,9 +565,6 @@ def scene_from_urdf(
             raise ValueError(f"URDF link {name!r}: {exc}") from None
 
     # -- joints -----------------------------------------------------------------------------------
-    for r in roots:
-        if r in bodies:
-            scene.add(Fixed(WORLD, r))
     dampers: list[tuple[str, float]] = []
     for name in order:
         j = parent_joint.get(name)
@@ -610,6 +607,9 @@ def scene_from_urdf(
                 raise ValueError(f"damping {damping:g} must be non-negative")
         except ValueError as exc:
             raise ValueError(f"URDF joint {j.name!r}: {exc}") from None
+    for r in roots:  # after the robot's joints: their names come first (a joint named "world-base" was refused)
+        if r in bodies:
+            scene.add(Fixed(WORLD, r))
     for name, damping in dampers:
         law = JointDamping(name, damping, name=f"{name}:damping")
         law.explicit_name = False  # (a joint the robot calls "j:damping" keeps its name; this one moves over)

@@ -125,6 +125,11 @@ class SpringLaw(ForceLaw):
         self.k = np.array([e.stiffness for e in elements])
         d0 = np.linalg.norm(self.D(layout.q0), axis=-1)
         self.L0 = np.array([d0[i] if e.rest_length is None else e.rest_length for i, e in enumerate(elements)])
+        for i in np.flatnonzero((d0 == 0.0) & (self.L0 > 0.0) & (self.k > 0.0)):
+            # its direction, and so its force, is undefined there: verlet pulled the bob down, midpoint and
+            # implicit_euler launched it up (a Hessian of −k L₀/1e-300)
+            raise ValueError(f"{elements[i].owner}: its anchors coincide at the start, where a spring of rest "
+                             f"length {self.L0[i]:g} m pushes in no defined direction; start them apart")  # fmt: skip
 
     def potential(self, q):
         r = np.linalg.norm(self.D(q), axis=-1)
