@@ -379,6 +379,9 @@ def _parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
         try:
             values = list(ast.literal_eval(f"[{raw}]"))  # numbers, strings, tuples: (0, 0, 1),(1, 0, 0)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            if any(c in raw for c in "([{"):  # bare strings beside tuples: a split on every comma cut the tuples up
+                raise CLIError(f"--grid {key}={raw.strip()}: not a list of values; quote the strings beside "
+                               f"tuples or lists, e.g. {key}='a',(1, 2)") from None  # fmt: skip
             values = [parse_params([f"v={v.strip()}"], "--grid")["v"] for v in raw.split(",")]  # bare strings
         grid[key] = values
     return grid
@@ -404,6 +407,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         raise CLIError("give at least one --grid name=value1,value2,...")
     grid = _parse_grid(args.grid)
     options = parse_params(args.option or [], "--option")
+    own = sorted(set(options) & (_RUN_SETTINGS | {"save_every"}))  # (sweep() got multiple values for save_every)
+    if own:
+        flag = "--save-every" if own[0] == "save_every" else "--t-end, --dt, --integrator, --progress"
+        raise CLIError(f"--option {own[0]}: not an integrator option but a setting of the sweep itself ({flag})")
     module = load_scene_module(args.scene)
     _check_parameters(getattr(module, "build", None), grid, args.scene, "grid parameters")
     t_end = args.t_end if args.t_end is not None else _scene_number(module, "T_END", args.scene)

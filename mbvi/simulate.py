@@ -480,7 +480,6 @@ def _verify_suggestion(err: SolverError, scene: Scene | System, cls, dt: float, 
     """Replace the solver's step-size hint by one that a re-run confirms (halving from it), within a budget: the
     re-run must complete and keep its energy error within :data:`VERIFY_ENERGY` of the energy in motion."""
     import time
-    import warnings
 
     hint = err.suggested_dt
     if hint is None or not hint < dt or err.time is None:
@@ -506,8 +505,10 @@ def _verify_suggestion(err: SolverError, scene: Scene | System, cls, dt: float, 
         tried.append(candidate)
         nsteps = max(1, round((t_end - t0) / candidate))
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # judged here: the energy band decides
+            # judged here (the energy band decides): its warnings kept quietly, in this thread alone (the process's
+            # filters set to "ignore" by members side by side in a threads sweep stayed so, every later warning
+            # lost; and a member's warnings caught this re-run's, of a dt that was none of the user's)
+            with notices.kept(quiet=True):
                 run = simulate(scene, t_end, candidate, cls, t0=t0, initial_state=state,
                                save_every=max(1, nsteps // 256), _verify=False, **options)  # fmt: skip
         except SolverError:

@@ -219,7 +219,8 @@ def run_members(
     Returns
     -------
     list of MemberResult
-        In the order of ``members``. An invalid scene (``ValueError``) or a
+        In the order of ``members``. An invalid scene (``ValueError``, or an
+        ``ArithmeticError`` of its parameters, a division by zero) or a
         failed solve (:class:`mbvi.SolverError`, with its partial trajectory)
         is recorded, not raised; any other exception propagates with the
         member's parameters added as a note.
@@ -524,6 +525,16 @@ def _check_grid(grid: Mapping[str, Sequence[Any]]) -> tuple[list[str], list[list
         vals = list(vals)
         if not vals:
             raise ValueError(f"sweep: grid[{name!r}] has no values")
+        seen: set = set()
+        for v in vals:  # (a repeated value made a coordinate with two rows for it: .sel gave both, alignment failed)
+            try:
+                hash(v)
+                key = v
+            except TypeError:  # a list or an array: by its values
+                key = repr(np.asarray(v, dtype=object).tolist())
+            if key in seen:
+                raise ValueError(f"sweep: grid[{name!r}] has the value {v!r} twice")
+            seen.add(key)
         names.append(name)
         values.append(vals)
     return names, values
@@ -682,14 +693,16 @@ def _coordinate(values: list[Any]) -> np.ndarray:
 
 def _time_axis(settings: dict[str, Any]) -> np.ndarray:
     """The saved times of a complete run, s: every ``save_every``-th step and the last one."""
-    from mbvi.runs import step_count
+    from mbvi.runs import step_count, whole_steps
 
     nsteps = step_count(settings["t_end"], settings["dt"], 0.0, settings["save_every"], who="sweep")
     steps = np.arange(0, nsteps + 1, settings["save_every"])
     if steps[-1] != nsteps:
         steps = np.append(steps, nsteps)
     t = steps * settings["dt"]
-    t[-1] = min(t[-1], settings["t_end"])  # a shorter last step ends the run at t_end, as each member's does
+    if not whole_steps(settings["t_end"], settings["dt"]):  # a shorter last step ends the run at t_end, as each
+        # member's does; a whole one at nsteps·dt, as theirs (3 × 0.1, not 0.3: the axes of two sweeps differed)
+        t[-1] = settings["t_end"]
     return t
 
 

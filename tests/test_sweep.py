@@ -270,3 +270,60 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys) -> None:
     assert err.startswith("mbvi: error: ") and err.count("\n") == 1 and "--grid" in err
     assert main(["sweep", str(PENDULUM), "--grid", "length=1", "--out", str(tmp_path / "x.csv")]) == 1
     assert "unsupported" in capsys.readouterr().err
+
+
+def _whirl(w: float = 0.0) -> mbvi.Scene:
+    """A double pendulum whose first bob is thrown at w m/s: at w = 300 and dt = 0.05 its SHAKE fails."""
+    scene = mbvi.Scene(gravity=(0, 0, -9.81))
+    scene.add(mbvi.Particle("a", mass=1.0, position=(1, 0, 0), velocity=(0, 0, w)))
+    scene.add(mbvi.Particle("b", mass=1.0, position=(2, 0, 0)))
+    scene.add(mbvi.Rod("world", "a"))
+    scene.add(mbvi.Rod("a", "b"))
+    return scene
+
+
+@pytest.mark.parametrize("scheduler", ["synchronous", "threads"])
+def test_a_failed_members_warning_is_its_own_and_the_filters_are_left_as_they_were(scheduler: str) -> None:
+    """The re-runs that verify a failed run's suggested dt silenced their warnings with warnings.catch_warnings:
+    process-wide, so members side by side in threads left a catch-all "ignore" filter behind (every later
+    warning lost), and the member's own record caught a re-run's warning of a dt that was none of its own
+    ("at dt = 0.0015625 s … reduce dt, e.g. to 0.00039 s", beside the error's verified 0.000256 s)."""
+    filters = list(warnings.filters)
+    ds = mbvi.sweep(_whirl, {"w": [300.0, 301.0, 302.0, 303.0]}, t_end=0.5, dt=0.05, scheduler=scheduler)
+    assert all(str(e).startswith("SolverError:") for e in ds.error.values)
+    assert [str(w) for w in ds.warning.values] == [""] * 4
+    assert list(warnings.filters) == filters
+
+
+def test_an_all_failed_sweep_has_the_time_axis_of_one_that_ran() -> None:
+    """The axis of a sweep whose members all failed ended at t_end (0.3) and that of one that ran at 3 × 0.1 =
+    0.30000000000000004: two parts of a grid combined into five times, NaN in the middle of a good member."""
+
+    def build(length: float = 1.0):
+        return _whirl(0.0) if length > 0 else _whirl(300.0)
+
+    ran = mbvi.sweep(build, {"length": [1.0]}, t_end=0.3, dt=0.1, scheduler="synchronous")
+    failed = mbvi.sweep(build, {"length": [-1.0]}, t_end=0.3, dt=0.1, scheduler="synchronous")
+    assert failed.error.values[0].startswith("SolverError:") and not ran.error.values[0]
+    assert np.array_equal(failed.time.values, ran.time.values)
+    assert np.array_equal(ran.time.values, mbvi.simulate(_whirl(), 0.3, 0.1).t)
+    both = xr.concat([ran, failed], dim="length")
+    assert both.sizes["time"] == 4 and np.isfinite(both.energy.sel(length=1.0).values).all()
+
+
+def test_a_grid_value_given_twice_is_refused() -> None:
+    """{"L": [1.0, 1.0, 2.0]} made a coordinate with two rows for 1.0: .sel gave both, alignment failed."""
+    with pytest.raises(ValueError, match=r"grid\['w'\] has the value 300.0 twice"):
+        mbvi.sweep(_whirl, {"w": [300.0, 300.0]}, t_end=0.1, dt=0.01, scheduler="synchronous")
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--grid", "theta1=a,(1, 2)"], "quote the strings beside tuples"),
+    (["--grid", "theta1=0.5", "--option", "save_every=10"], "--option save_every: not an integrator option"),
+])  # fmt: skip
+def test_the_sweep_command_refuses_what_it_would_misread(args, needle, capsys) -> None:
+    """'a,(1, 2)' was split at every comma into three members 'a', '(1', '2)'; --option save_every=10 was a
+    TypeError: sweep() got multiple values for keyword argument 'save_every'."""
+    assert main(["sweep", str(DOUBLE), "--t-end", "0.1", "--dt", "0.01", *args]) == 1
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
