@@ -70,6 +70,11 @@ class Force:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(renamed_state(state, type(self)))
 
+    def check_targets(self, body_kind: Callable[[str], str], joint_kind: Callable[[str], str]) -> None:
+        """A ValueError naming the element when it cannot act on its bodies or joints, of kinds ``body_kind(name)``
+        ("world", "particle", "rigid") and ``joint_kind(name)`` ("revolute", "rod", …): checked by
+        :meth:`mbvi.Scene.add`, so that the scene never holds an element its law refuses at assembly."""
+
     def _init_name(self, name: str | None, default: str) -> None:
         self.explicit_name = name is not None
         self.name = check_name(name if name is not None else default, type(self).__name__)
@@ -240,6 +245,10 @@ class JointDamping(Force):
 
     coefficient = _non_negative_attribute("b, N m s/rad or N s/m (≥ 0).")
 
+    def check_targets(self, body_kind: Callable[[str], str], joint_kind: Callable[[str], str]) -> None:
+        if joint_kind(self.joint) not in ("revolute", "prismatic"):
+            raise ValueError(f"{self.owner}: joint {self.joint!r} is not a revolute or prismatic joint")
+
     def __init__(self, joint: str, coefficient: float, name: str | None = None) -> None:
         self._init_name(name, f"joint-damping:{joint}")
         self.joints = (joint,)
@@ -268,6 +277,10 @@ class TorsionSpring(Force):
     """
 
     stiffness = _non_negative_attribute("k, N m/rad (≥ 0).")
+
+    def check_targets(self, body_kind: Callable[[str], str], joint_kind: Callable[[str], str]) -> None:
+        if joint_kind(self.joint) != "revolute":
+            raise ValueError(f"{self.owner}: joint {self.joint!r} is not a revolute joint")
 
     def __init__(self, joint: str, stiffness: float, rest_angle: float = 0.0, name: str | None = None) -> None:
         self._init_name(name, f"torsion-spring:{joint}")
@@ -319,6 +332,10 @@ class ExternalTorque(Force):
         (a read-only :class:`mbvi.StateView`), as for :class:`ExternalForce`.
     name : str, optional
     """
+
+    def check_targets(self, body_kind: Callable[[str], str], joint_kind: Callable[[str], str]) -> None:
+        if body_kind(self.body) != "rigid":
+            raise ValueError(f"{self.owner}: body {self.body!r} is not a rigid body (a torque needs orientation)")
 
     def __init__(self, body: str, torque: Any, name: str | None = None) -> None:
         self._init_name(name, f"torque:{body}")

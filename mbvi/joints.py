@@ -13,6 +13,7 @@ the same term structure and evaluates each group in one vectorized call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +99,11 @@ class Joint:
     kind: str = "joint"
     name: str
     a: str
+
+    def check_bodies(self, kind: Callable[[str], str]) -> None:
+        """A ValueError naming the joint when it cannot join its bodies, of kinds ``kind(name)`` ("world",
+        "particle", "rigid"): checked by :meth:`mbvi.Scene.add`, so that the scene never holds a joint assembly
+        refuses (its rows check again, for bodies changed since)."""
     b: str
 
     def _init_names(self, a: str, b: str, name: str | None) -> None:
@@ -216,9 +222,10 @@ class _AnchoredJoint(Joint):
             layout.point(self.a, frame.anchor_a), layout.point(self.b, frame.anchor_b), layout.length_scale, self.owner
         )
 
-    def _require_orientation(self, layout: Layout) -> None:
+    def _require_orientation(self, layout: Layout | Callable[[str], str]) -> None:
+        kind = layout if callable(layout) else layout.kind
         for body in (self.a, self.b):
-            if layout.kind(body) == "particle":
+            if kind(body) == "particle":
                 raise ValueError(
                     f"{self.owner}: body {body!r} is a particle and has no orientation; "
                     "use Spherical or Rod for particles"
@@ -260,6 +267,11 @@ class Spherical(_AnchoredJoint):
         return self._anchor_rows(layout, self._described(layout))
 
 
+#: a rigid body on a particle's rail
+_RAIL = ("{owner}: rigid body {b!r} cannot slide on particle {a!r} (a particle has no orientation to hold {b!r}'s "
+         "rotation to); make the rigid body the rail: Prismatic({b!r}, {a!r})")  # fmt: skip
+
+
 class Revolute(_AnchoredJoint):
     """Hinge: a spherical joint whose bodies also share an axis.
 
@@ -284,6 +296,9 @@ class Revolute(_AnchoredJoint):
     """
 
     kind = "revolute"
+
+    def check_bodies(self, kind: Callable[[str], str]) -> None:
+        self._require_orientation(kind)
 
     def __init__(
         self,
@@ -348,6 +363,10 @@ class Prismatic(_AnchoredJoint):
 
     kind = "prismatic"
 
+    def check_bodies(self, kind: Callable[[str], str]) -> None:
+        if (kind(self.a), kind(self.b)) == ("particle", "rigid"):
+            raise ValueError(_RAIL.format(owner=self.owner, a=self.a, b=self.b))
+
     def __init__(
         self,
         a: str,
@@ -382,11 +401,7 @@ class Prismatic(_AnchoredJoint):
             rows.append(Row(t, c, w[0], w[1], 1.0, 0.0, layout.length_scale, self.owner))
         kinds = (layout.kind(self.a), layout.kind(self.b))
         if kinds[1] == "rigid" and kinds[0] == "particle":
-            raise ValueError(
-                f"{self.owner}: rigid body {self.b!r} cannot slide on particle {self.a!r} (a particle has no "
-                f"orientation to hold {self.b!r}'s rotation to); make the rigid body the rail: "
-                f"Prismatic({self.b!r}, {self.a!r})"
-            )
+            raise ValueError(_RAIL.format(owner=self.owner, a=self.a, b=self.b))
         if "rigid" in kinds and "particle" not in kinds:  # a particle sliding on a body has no rotation to lock
             rows += orientation_rows(layout, self.a, self.b, F, [(0, 1), (1, 2), (2, 0)], self.owner)
         return rows
@@ -413,6 +428,9 @@ class Fixed(_AnchoredJoint):
     """
 
     kind = "fixed"
+
+    def check_bodies(self, kind: Callable[[str], str]) -> None:
+        self._require_orientation(kind)
 
     def __init__(self, a: str, b: str, anchor: Any = None, name: str | None = None) -> None:
         self._init_names(a, b, name)

@@ -11,7 +11,7 @@ import networkx as nx
 import numpy as np
 
 from mbvi._validate import vector3
-from mbvi.bodies import WORLD, Body
+from mbvi.bodies import WORLD, Body, RigidBody
 from mbvi.forces import Force
 from mbvi.joints import Joint
 
@@ -82,6 +82,7 @@ class Scene:
         elif isinstance(element, Joint):
             for b in (element.a, element.b):
                 self._require_body(b, element)
+            element.check_bodies(self._body_kind)  # (a hinge on a particle was taken, and refused at assembly)
             element = self._named(element, self._unique(element.name, element.explicit_name, "joint", element))
             self._joints[element.name] = element
             self._graph.add_edge(element.a, element.b, key=element.name, joint=element)
@@ -91,6 +92,8 @@ class Scene:
             for j in element.joints:
                 if j not in self._joints:
                     raise ValueError(f"{type(element).__name__} {element.name!r}: unknown joint {j!r}")
+            if hasattr(element, "check_targets"):  # (a plugin's element may be no mbvi.Force subclass)
+                element.check_targets(self._body_kind, lambda j: self._joints[j].kind)
             element = self._named(element, self._unique(element.name, element.explicit_name, "force", element))
             self.forces.append(element)
         elif hasattr(element, "expand"):
@@ -159,6 +162,12 @@ class Scene:
         read-only: a scene changes through :meth:`add` (a node removed from the graph was still simulated; the
         bodies and joints are the scene's own record)."""
         return nx.freeze(self._graph.copy(as_view=True))
+
+    def _body_kind(self, name: str) -> str:
+        """"world", "particle" or "rigid" (a beam's nodes are particles)."""
+        if name == WORLD:
+            return "world"
+        return "rigid" if isinstance(self._bodies[name], RigidBody) else "particle"
 
     def _require_body(self, name: str, element: Any) -> None:
         if name != WORLD and name not in self._bodies:

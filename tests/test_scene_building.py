@@ -245,3 +245,26 @@ def test_a_force_pickled_before_its_parameters_were_checked_still_loads() -> Non
     scene = _pendulum()
     scene.add(spring)
     assert len(mbvi.simulate(scene, 0.01, 1e-3).t) == 11
+
+
+def test_what_assembly_would_refuse_is_refused_when_it_is_added() -> None:
+    """A hinge or a weld on a particle, a rigid body on a particle's rail, a torque on a particle, joint damping or
+    a torsion spring on a rod: scene.add took each, and only simulate refused them, with no way to take them out
+    of the scene but to build it again."""
+    scene = mbvi.Scene()
+    scene.add(mbvi.Particle("p", mass=1.0, position=(1.0, 0.0, 0.0)))
+    scene.add(mbvi.RigidBody("b", mass=1.0, inertia=(1.0, 1.0, 1.0), position=(2.0, 0.0, 0.0)))
+    scene.add(mbvi.Rod("world", "p", name="rod"))
+    for element, match in (
+        (mbvi.Revolute("world", "p"), "Revolute 'world-p': body 'p' is a particle and has no orientation"),
+        (mbvi.Fixed("b", "p"), "Fixed 'b-p': body 'p' is a particle"),
+        (mbvi.Prismatic("p", "b"), "rigid body 'b' cannot slide on particle 'p'"),
+        (mbvi.ExternalTorque("p", (0.0, 0.0, 1.0)), "body 'p' is not a rigid body"),
+        (mbvi.JointDamping("rod", 0.1), "joint 'rod' is not a revolute or prismatic joint"),
+        (mbvi.TorsionSpring("rod", 1.0), "joint 'rod' is not a revolute joint"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            scene.add(element)
+    assert [j.name for j in scene.joints] == ["rod"] and not scene.forces
+    scene.add(mbvi.Prismatic("b", "p", axis=(1.0, 0.0, 0.0)))  # the rigid body as the rail: fine
+    assert len(mbvi.simulate(scene, 0.01, 1e-3).t) == 11
