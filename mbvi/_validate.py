@@ -112,14 +112,20 @@ class Checked:
     owner)``: ``body.mass = 0`` or ``spring.stiffness = nan`` after the element was made is the ValueError its
     constructor gives, not a run that fails later blaming the step. Kept as ``_<name>`` on the element."""
 
-    def __init__(self, check: Any, doc: str) -> None:
-        self.check, self.__doc__ = check, doc
+    _UNSET = object()
+
+    def __init__(self, check: Any, doc: str, default: Any = _UNSET) -> None:
+        self.check, self.__doc__, self.default = check, doc, default
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name, self.slot = name, f"_{name}"
 
     def __get__(self, element: Any, owner: type | None = None) -> Any:
-        return self if element is None else getattr(element, self.slot)
+        if element is None:
+            return self
+        if self.default is Checked._UNSET:
+            return getattr(element, self.slot)
+        return getattr(element, self.slot, self.default)
 
     def __set__(self, element: Any, value: Any) -> None:
         owner = f"{type(element).__name__} {getattr(element, 'name', '?')!r}"

@@ -30,6 +30,16 @@ __all__ = [
 ]
 
 
+def _element_names(names: Any, kind: str, owner: str) -> tuple[str, ...]:
+    """``names`` as a tuple of names, a ValueError naming the element otherwise (a list given for a body name was a
+    TypeError, "unhashable type: 'list'", when the scene looked it up)."""
+    out = tuple(names)
+    for value in out:
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{owner}: a {kind} name must be a non-empty string, got {value!r}")
+    return out
+
+
 class Force:
     """Abstract base class of force elements.
 
@@ -40,32 +50,10 @@ class Force:
     name: str
     explicit_name: bool = False
 
-    @property
-    def bodies(self) -> tuple[str, ...]:
-        """Names of the bodies the element acts on (the scene checks they exist)."""
-        return self.__dict__.get("_bodies", ())
-
-    @bodies.setter
-    def bodies(self, names: Any) -> None:
-        self._bodies = self._names(names, "body")
-
-    @property
-    def joints(self) -> tuple[str, ...]:
-        """Names of the joints the element refers to (the scene checks they exist)."""
-        return self.__dict__.get("_joints", ())
-
-    @joints.setter
-    def joints(self, names: Any) -> None:
-        self._joints = self._names(names, "joint")
-
-    def _names(self, names: Any, kind: str) -> tuple[str, ...]:
-        """``names`` as a tuple of names, a ValueError naming the element otherwise (a list given for a body name
-        was a TypeError, "unhashable type: 'list'", when the scene looked it up)."""
-        out = tuple(names)
-        for value in out:
-            if not isinstance(value, str) or not value:
-                raise ValueError(f"{self.owner}: a {kind} name must be a non-empty string, got {value!r}")
-        return out
+    bodies = Checked(lambda names, what, owner: _element_names(names, "body", owner),
+                     "Names of the bodies the element acts on (the scene checks they exist).", default=())  # fmt: skip
+    joints = Checked(lambda names, what, owner: _element_names(names, "joint", owner),
+                     "Names of the joints the element refers to (the scene checks them).", default=())  # fmt: skip
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(renamed_state(state, type(self)))
