@@ -19,6 +19,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from mbvi._validate import is_number
 from mbvi.geometry import JOINT_KINDS, SEGMENT_KINDS, BodyGeometry, SceneGeometry
 
 __all__ = [
@@ -82,8 +83,7 @@ MIN_FPS = 0.01
 
 def check_fps(fps: float) -> None:
     """A ValueError naming ``fps`` unless it is a finite number of frames per second of at least :data:`MIN_FPS`."""
-    if not (isinstance(fps, (int, float, np.integer, np.floating)) and not isinstance(fps, bool)
-            and MIN_FPS <= float(fps) < math.inf):  # fmt: skip
+    if not (is_number(fps) and MIN_FPS <= float(fps) < math.inf):
         raise ValueError(f"fps must be a finite number of frames per second, at least {MIN_FPS:g}, got {fps!r}")
 
 
@@ -96,8 +96,9 @@ def window_pixels(window_size: object, func: str) -> tuple[int, int]:
     ``window_size`` otherwise (a negative size had VTK allocate 7e13 elements and abort the process)."""
     try:
         w, h = window_size  # type: ignore[misc]
-        pixels = [round(float(x)) for x in (w, h) if not isinstance(x, (bool, str))]
-        ok = len(pixels) == 2 and all(1 <= x <= MAX_PIXELS for x in pixels)
+        ok = is_number(w) and is_number(h)
+        pixels = [round(float(x)) for x in (w, h)] if ok else []
+        ok = ok and all(1 <= x <= MAX_PIXELS for x in pixels)
     except (TypeError, ValueError, OverflowError):
         ok = False
     if not ok:
@@ -149,8 +150,7 @@ def animation_indices(t: ArrayLike, fps: float, speed: float = 1.0) -> NDArray[n
         If ``fps`` is under :data:`MIN_FPS` or not finite, or ``speed`` is not positive and finite.
     """
     check_fps(fps)
-    if isinstance(speed, bool) or not (isinstance(speed, (int, float, np.integer, np.floating)) and speed > 0
-                                       and math.isfinite(speed)):  # fmt: skip
+    if not (is_number(speed) and 0 < float(speed) < math.inf):
         raise ValueError(f"speed must be a positive finite number, got {speed}")
     t = np.asarray(t, dtype=float)
     duration = float(t[-1] - t[0])
