@@ -156,7 +156,8 @@ class Trajectory:
         counts : sequence of int, length B
             How many saved states of each member are valid (a failed member stops early).
         work : ndarray, shape (B, nsave), optional
-            The work of the non-conservative forces at each saved state, J, as the batch loop measured it.
+            The work of the non-conservative forces at each saved state, J, as the batch loop measured it (zero
+            when the system has no such forces, as :meth:`from_states` has it).
         """
         Q, V = np.asarray(Q, dtype=float), np.asarray(V, dtype=float)
         kin = system.kinetic(V)
@@ -167,6 +168,8 @@ class Trajectory:
             "angular_momentum": np.asarray(system.angular_momentum(Q, V), dtype=float),
             "constraint_error": np.asarray(system.constraint_error(Q), dtype=float),
         }  # fmt: skip
+        if work is None and not system.has_forces:  # nothing does work: zero, as from_states has it
+            work = np.zeros(Q.shape[:2])
         if work is not None:
             fields["work"] = np.asarray(work, dtype=float)
         # one template, copied per member (the per-member constructor's checks cost ~10 µs a member)

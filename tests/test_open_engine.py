@@ -239,6 +239,18 @@ def test_batch_equals_serial_for_compositions_and_compiled_plugin_steps(integrat
         else:
             assert np.array_equal(member.q, serial.q) and np.array_equal(member.v, serial.v)
         assert serial.constraint_error.max() <= 1e-10
+        assert (member.work is None) == (serial.work is None)
+
+
+@pytest.mark.parametrize("integrator", ["leapfrog", "verlet"])
+def test_a_batch_without_forces_has_zero_work_as_a_run_alone(integrator: str) -> None:
+    built = _double_pendulum()
+    s0 = mbvi.assemble(built).initial_state()
+    batch = mbvi.simulate_batch(built, 0.05, 1e-3, initial_states=[s0, s0], integrator=integrator)
+    alone = mbvi.simulate(built, 0.05, 1e-3, integrator)
+    assert alone.work is not None and not alone.work.any()
+    for member in batch:
+        assert member.work is not None and np.array_equal(member.work, alone.work)
 
 
 @pytest.mark.parametrize("scene", ["double_pendulum", "rigid"])
