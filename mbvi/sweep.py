@@ -618,7 +618,8 @@ def _probe(spec, members, settings, bar) -> tuple[list[MemberResult], str]:
     The first member's time is an upper bound (it pays for loading the compiled kernels): when even that
     times the rest stays within :data:`POOL_WORTH`, the rest runs here. Otherwise the second member,
     timed without that cost, decides. Failed members (an error in ``build``, an early ``SolverError``)
-    say nothing of the others' cost; with no member run to its end the pool is the safe choice.
+    say nothing of the others' cost; with no member run to its end the pool is the safe choice, unless a
+    single member is left (a pool would run it alone, after seconds of starting).
     """
     first: list[MemberResult] = []
     scheduler = "processes"
@@ -627,7 +628,7 @@ def _probe(spec, members, settings, bar) -> tuple[list[MemberResult], str]:
         bar.update(1)
         rest = len(members) - len(first)
         ran = [r.wall_time for r in first if not r.error]
-        if rest == 0 or (ran and ran[-1] * rest <= POOL_WORTH):
+        if rest <= 1 or (ran and ran[-1] * rest <= POOL_WORTH):
             scheduler = "synchronous"
             break
     estimate = f"~{ran[-1] * rest:.2g} s" if ran else "unknown (no member ran to its end)"

@@ -165,6 +165,22 @@ def test_a_failed_first_member_does_not_set_the_estimate(caplog: pytest.LogCaptu
     assert (ds.error.sel(length=[1.0, 0.5]) == "").all()
 
 
+def test_one_member_left_after_failed_probes_is_not_sent_to_a_pool(caplog: pytest.LogCaptureFixture) -> None:
+    """Both probes fail at once (no estimate): the one member left runs here, not alone in a pool."""
+    saved = SWEEP.POOL_WORTH
+    SWEEP.POOL_WORTH = 0.0  # whatever the estimate, a pool of one member is not worth starting
+    try:
+        with caplog.at_level("INFO", logger="mbvi.sweep"):
+            ds = mbvi.sweep(str(PENDULUM), {"mass": [0.0, -1.0, 1.0]}, t_end=0.5, dt=DT)
+    finally:
+        SWEEP.POOL_WORTH = saved
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.endswith("unknown (no member ran to its end) here: synchronous") for m in messages)
+    assert not any("local processes scheduler" in m for m in messages)
+    assert str(ds.error.sel(mass=-1.0).values).startswith("ValueError:")
+    assert str(ds.error.sel(mass=1.0).values) == ""
+
+
 def test_a_zero_length_rod_is_that_members_error_and_the_others_run() -> None:
     grid = {"length": [1.0, 0.0, 0.5], "theta0": [0.3]}
     ds = mbvi.sweep(str(PENDULUM), grid, t_end=2.0, dt=DT, scheduler="synchronous")
