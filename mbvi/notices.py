@@ -56,12 +56,16 @@ def kept(quiet: bool = False) -> Iterator[list[str]]:
     ----------
     quiet : bool, default: False
         Keep them without giving them (the caller gives one warning for all it watched); else they are given as
-        usual too.
+        usual too, and kept for the block around this one, if any (given only when that one gives them). A quiet
+        block speaks for what it watched, or hides it (a run that verifies a suggested dt): the block around it
+        does not see its messages.
     """
     before, was_quiet = getattr(_local, "notes", None), getattr(_local, "quiet", False)
     notes: list[str] = []
-    _local.notes, _local.quiet = notes, quiet
+    _local.notes, _local.quiet = notes, quiet or was_quiet
     try:
         yield notes
     finally:
         _local.notes, _local.quiet = before, was_quiet
+        if before is not None and not quiet:
+            before.extend(m for m in notes if m not in before)

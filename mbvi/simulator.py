@@ -788,10 +788,9 @@ class Simulator:
         self._judge()
         traj = self._states()
         if not self._warned and len(traj.t) > 1:
-            import warnings
-
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
+            # what it warned, kept in this thread (warnings.catch_warnings changes the process's filters: a
+            # simulator in another thread would lose its warnings meanwhile)
+            with notices.kept() as given:
                 if self._lagrangian is not None:
                     from mbvi.lagrangian.run import judge_energy
 
@@ -800,9 +799,7 @@ class Simulator:
                     from mbvi.simulate import _warn_energy_error
 
                     _warn_energy_error(traj, self.stepper, self.system)
-            for w in caught:
-                self._warned = self._warned or "energy" in str(w.message)
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            self._warned = any("energy" in message for message in given)
         return traj
 
     def _states(self) -> Trajectory:

@@ -309,3 +309,48 @@ def test_a_diverging_midpoint_step_is_a_solver_error_not_the_torque_laws_fault()
         mbvi.simulate(arm(torque), 1.0, 1e-3, "midpoint")
     assert not isinstance(info.value, mbvi.errors.LoadError) and "LinAlgError" not in str(info.value)
     assert 0.25 <= info.value.time <= 0.252
+
+
+def _coarse_oscillator() -> mbvi.Scene:
+    """1 kg on a 1 N/m spring along a slider, 0.5 m out: at dt = 1.5 s (stable, h ω < 2) verlet's energy
+    strays by about half the energy in motion, (h ω)²/4, so a run's trajectory warns."""
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.Particle("p", mass=1.0, position=(1.5, 0.0, 0.0)))
+    scene.add(mbvi.Prismatic("world", "p", axis=(1, 0, 0), name="slide"))
+    scene.add(mbvi.Spring("world", "p", stiffness=1.0, rest_length=1.0))
+    return scene
+
+
+def test_the_energy_warning_leaves_the_process_warning_filters_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trajectory's energy warning is given once a simulator, without ``warnings.catch_warnings`` (it changes
+    the process's filters: a simulator in another thread lost its warnings meanwhile)."""
+    sim = mbvi.Simulator(_coarse_oscillator(), dt=1.5)
+    sim.step(40)
+    with warnings.catch_warnings(record=True) as given:
+        warnings.simplefilter("always")
+
+        def refused(*args, **kwargs):
+            raise AssertionError("warnings.catch_warnings called while judging a trajectory")
+
+        monkeypatch.setattr(warnings, "catch_warnings", refused)
+        sim.trajectory()
+        sim.trajectory()
+        monkeypatch.undo()
+    energy = [w for w in given if "strayed" in str(w.message)]
+    assert len(energy) == 1 and "56%" in str(energy[0].message)  # (h ω)² / 4 = 0.5625
+    assert energy[0].filename == __file__  # it names the line of the user's code
+
+
+def test_a_watched_simulator_keeps_its_energy_warning_for_the_watcher() -> None:
+    """Inside a block that keeps warnings quietly (a sweep member's), the simulator's warning is the block's, not
+    given to the process."""
+    from mbvi import notices
+
+    sim = mbvi.Simulator(_coarse_oscillator(), dt=1.5)
+    sim.step(40)
+    with warnings.catch_warnings(record=True) as given:
+        warnings.simplefilter("always")
+        with notices.kept(quiet=True) as kept:
+            sim.trajectory()
+    assert not given
+    assert len(kept) == 1 and "strayed" in kept[0]
