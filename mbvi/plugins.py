@@ -282,7 +282,7 @@ def _bind(cls: type, registry: dict[str, type], chain: tuple = ()) -> None:
         base = registry.get(name)
         if base is None:
             raise ValueError(f"unknown integrator {name!r}")
-        if _is_composition(base) and base.__dict__.get("scheme") is None:
+        if _is_composition(base) and not base.bound():
             if base in chain:
                 raise ValueError(f"compositions {' → '.join(c.__qualname__ for c in (*chain, base))} form a loop")
             _bind(base, registry, (*chain, cls))
@@ -308,7 +308,7 @@ def check_given_class(cls: type) -> None:
                 f"register_integrators: {cls.__qualname__}.name {cls.name!r} is the built-in integrator "
                 f"{other.__qualname__}'s (a run records the name as its method's): give it a name of its own"
             )
-        if _is_composition(cls) and cls.__dict__.get("scheme") is None:
+        if _is_composition(cls) and not cls.bound():  # (bound again when changed since: a notebook)
             _bind(cls, registry)
     except PluginError as exc:
         raise ValueError(str(exc).removeprefix("register_integrators: ")) from None

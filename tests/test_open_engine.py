@@ -198,6 +198,61 @@ def test_a_bad_composition_is_refused_naming_it(weights, base, match) -> None:
     assert "verlet" in mbvi.integrators()
 
 
+def test_a_composition_changed_after_a_run_runs_its_new_weights_checked() -> None:
+    """In a notebook: a composition's weights changed after a run are the next run's (the old scheme ran on,
+    unchecked), and new weights that do not sum to 1 are refused."""
+
+    class Mine(mbvi.Composition):
+        name = "mine_changed"
+        order = 2
+        base = "verlet"
+        weights = (0.5, 0.5)
+
+    scene = _double_pendulum()
+    halves = mbvi.simulate(scene, 0.5, 0.05, Mine)
+    Mine.weights, Mine.order = mbvi.get_integrator("forest_ruth").weights, 4
+    fourth = mbvi.simulate(scene, 0.5, 0.05, Mine)
+    assert np.array_equal(fourth.q, mbvi.simulate(scene, 0.5, 0.05, "forest_ruth").q)
+    assert not np.allclose(fourth.q, halves.q, rtol=0, atol=1e-6)
+    assert fourth.info["order"] == 4
+    Mine.weights = (0.7, 0.7)
+    with pytest.raises(ValueError, match=r"composition .*Mine.*sum to 1"):
+        mbvi.simulate(scene, 0.5, 0.05, Mine)
+    with pytest.raises(ValueError, match="changed after it was bound"):  # the old scheme is not taken silently
+        Mine.method()
+
+
+def test_a_composition_of_a_plugin_that_takes_its_own_step_is_refused() -> None:
+    """A subclass of verlet that writes its own step does not take the scheme it inherits: composing that scheme
+    ran two half steps of RATTLE under its name."""
+
+    class Frozen(mbvi.get_integrator("verlet")):
+        name = "frozen_step"
+
+        def step(self, state, t):
+            return state
+
+    class Twice(mbvi.Composition):
+        name = "twice_frozen"
+        order = 2
+        base = "frozen_step"
+        weights = (0.5, 0.5)
+
+    class Module:
+        @mbvi.hookimpl
+        def register_integrators(self, register):
+            register(Frozen)
+            register(Twice)
+
+    module = Module()
+    try:
+        with pytest.raises(mbvi.PluginError, match="Twice: base 'frozen_step' takes a step of its own"):
+            mbvi.plugins.register_plugin(module, name="frozen")
+    finally:
+        mbvi.plugins.unregister_plugin(module)
+    assert "verlet" in mbvi.integrators()
+
+
 def test_a_composition_given_as_a_class_runs_compiled_as_the_same_weights_written_out() -> None:
     """A composition of yoshida4 (itself a composition of verlet) is the flat composition of verlet it stands for."""
 

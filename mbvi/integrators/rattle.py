@@ -393,7 +393,14 @@ class Composition(ShakeRattle):
         w = [float(x) for x in cls.weights]  # the numbers checked (strings or Decimals from a file, arrays …)
         cls.scheme = compose(base.method(), tuple(w))
         cls.symmetric = bool(base.symmetric) and palindrome(w)
+        cls._bound_to = _declared(cls)
         return cls.scheme
+
+    @classmethod
+    def bound(cls) -> bool:
+        """Whether :meth:`bind` fixed the scheme from the weights, base and order the class declares now (a
+        class changed after it was bound, in a notebook, is bound again when given to a run)."""
+        return cls.__dict__.get("scheme") is not None and cls.__dict__.get("_bound_to") == _declared(cls)
 
     @classmethod
     def method(cls) -> np.ndarray:
@@ -404,7 +411,21 @@ class Composition(ShakeRattle):
                 f"composition {cls.__qualname__} is not bound to its base {cls.base!r}: register it "
                 "(mbvi.plugins.register_plugin) or pass the class to mbvi.simulate"
             )
+        if not cls.bound():
+            raise ValueError(
+                f"composition {cls.__qualname__}: its weights, base or order changed after it was bound to its "
+                "base; pass the class to mbvi.simulate (which binds it again, checking them) or register it again"
+            )
         return scheme
+
+
+def _declared(cls: type) -> tuple:
+    """What a composition's scheme is made from, as the class declares it now."""
+    try:
+        weights = tuple(cls.weights)
+    except TypeError:
+        weights = cls.weights
+    return (weights, cls.base, cls.order)
 
 
 def check_composition(cls: type, lookup: Callable[[str], type]) -> type[ShakeRattle]:
@@ -434,6 +455,10 @@ def check_composition(cls: type, lookup: Callable[[str], type]) -> type[ShakeRat
     if base is cls or not (isinstance(base, type) and issubclass(base, ShakeRattle)) or not is_rattle(base.method()):
         raise ValueError(f"{label}: base {cls.base!r} is not a member of the RATTLE family (verlet, "
                          "symplectic_euler_a/_b or a composition of them)")  # fmt: skip
+    if not base.compiled:  # a subclass that writes its own step: the scheme it inherits is not what it takes
+        raise ValueError(f"{label}: base {cls.base!r} takes a step of its own ({base.__qualname__} writes step or "
+                         "_step); a composition composes the engine's scheme of a RATTLE-family method, which it "
+                         "would not take")  # fmt: skip
     _check_order(label, cls, base, values)
     return base
 
