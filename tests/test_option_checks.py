@@ -141,3 +141,22 @@ def test_numpy_numbers_are_numbers_as_options(integrator: str, options: dict) ->
     for bad in (np.bool_(True), np.float64("nan"), np.array([1.0, 2.0])):
         with pytest.raises(ValueError, match="option 'rtol'"):
             mbvi.simulate(_pendulum(), 0.2, 1e-2, "csm", rtol=bad)
+
+
+@pytest.mark.parametrize("project", ["no", float("nan"), 2, None])
+def test_explicit_euler_takes_project_as_a_bool_only(project) -> None:
+    """``project="no"`` or nan projected (truthy), None silently did not: each is refused naming the option."""
+    with pytest.raises(ValueError, match=r"option 'project' must be True or False"):
+        mbvi.simulate(_pendulum(), 0.1, 1e-2, "explicit_euler", project=project)
+
+
+def test_explicit_euler_without_projection_drifts_off_the_rod_and_with_it_stays() -> None:
+    on = mbvi.simulate(_pendulum(), 1.0, 1e-2, "explicit_euler", project=np.bool_(True))
+    off = mbvi.simulate(_pendulum(), 1.0, 1e-2, "explicit_euler", project=False)
+    assert on.constraint_error.max() <= 1e-10
+    assert off.constraint_error.max() >= 1e-3  # a first-order drift, h² a step: some 1e-3 m after a second
+
+
+def test_explicit_euler_of_a_lagrangian_system_takes_project_as_a_bool_only() -> None:
+    with pytest.raises(ValueError, match=r"'explicit_euler': option 'project' must be True or False, got 'no'"):
+        mbvi.simulate(_angles(), 0.1, 1e-2, "explicit_euler", project="no")
