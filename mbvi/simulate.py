@@ -161,7 +161,7 @@ def simulate(
                                                         work=work)  # fmt: skip
             # a step that failed on non-finite values after the balance had already broken: the blow-up's start
             # is the error, with the states up to it (not those of 1e140 J the run went on to)
-            earlier = _blow_up(err.trajectory, stepper, system)
+            earlier = _blow_up(err.trajectory, stepper, system, failed=True)
             if earlier is not None and earlier.step is not None and (err.step is None or earlier.step < err.step):
                 err = earlier
         if _verify:
@@ -431,10 +431,12 @@ def _check_energy_balance(traj: Trajectory, stepper: Integrator, system) -> None
         raise err
 
 
-def _blow_up(traj: Trajectory, stepper: Integrator, system, warn: bool = False) -> SolverError | None:
+def _blow_up(traj: Trajectory, stepper: Integrator, system, warn: bool = False,
+             failed: bool = False) -> SolverError | None:  # fmt: skip
     """The :class:`SolverError` of a run whose energy balance broke (W: ``traj.work``), at the first state past the
     bound, with the states up to it; None when it held. A baseline's (not variational) broken balance warns (with
-    ``warn``)."""
+    ``warn``), unless the run ``failed`` at a step after it: the blow-up is then the error (a projection that did
+    not converge at 1e32 J named no culprit and kept the states of the blow-up)."""
     e, work = traj.energy, traj.work
     if len(e) < 2:
         return None
@@ -465,7 +467,7 @@ def _blow_up(traj: Trajectory, stepper: Integrator, system, warn: bool = False) 
         f"the energy balance broke: E − E₀ − W reached {drift:.3g} J against an energy scale of {scale:.3g} J "
         f"by t = {traj.t[k]:.6g} s (the run blew up); {err.reason}"
     )
-    if stepper.variational or stepper.symplectic:
+    if stepper.variational or stepper.symplectic or failed:
         out = SolverError(reason, time=float(traj.t[k]), step=step, culprit=err.culprit, suggested_dt=err.suggested_dt)
         with np.errstate(all="ignore"):  # (the run's later states may be huge)
             out.trajectory = traj.head(k + 1)  # the states up to the one that broke the balance

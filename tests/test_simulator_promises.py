@@ -354,3 +354,19 @@ def test_a_watched_simulator_keeps_its_energy_warning_for_the_watcher() -> None:
             sim.trajectory()
     assert not given
     assert len(kept) == 1 and "strayed" in kept[0]
+
+
+def test_a_baseline_failing_after_its_balance_broke_reports_the_blow_up() -> None:
+    """explicit_euler's projection failed at 5e38 J: the error named no step size and kept the states of the
+    blow-up. The blow-up's start is the error, with a step size and the states up to it."""
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.Particle("a", mass=1.0, position=(0, 0, 0), velocity=(0.0, 1.0, 0.0)))
+    scene.add(mbvi.Particle("b", mass=2.0, position=(1, 0, 0), velocity=(0.0, -0.5, 0.2)))
+    scene.add(mbvi.Rod("a", "b"))
+    with pytest.raises(mbvi.SolverError, match="the energy balance broke") as err:
+        mbvi.simulate(scene, t_end=200.0, dt=5e-2, integrator="explicit_euler")
+    e = err.value
+    assert e.suggested_dt is not None and e.suggested_dt < 5e-2
+    traj = e.trajectory
+    assert traj.t[-1] == pytest.approx(e.time) and e.step == len(traj.t) - 1
+    assert np.isfinite(traj.energy).all() and traj.energy[-1] < 1e8  # cut where it broke, not at 5e38 J
