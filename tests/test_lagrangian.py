@@ -244,6 +244,38 @@ def test_double_pendulum_scene_in_joint_and_in_maximal_coordinates() -> None:
     assert 3.0 < diffs[0] / diffs[1] < 5.0  # both second order: they agree to O(dt²)
 
 
+def _bob_on_a_rod(*forces) -> mbvi.Scene:
+    scene = mbvi.Scene(gravity=(0, 0, -9.81))
+    scene.add(mbvi.Particle("bob", mass=1.0, position=(math.sin(0.5), 0.0, -math.cos(0.5))))
+    scene.add(mbvi.Rod("world", "bob"))
+    for f in forces:
+        scene.add(f)
+    return scene
+
+
+@pytest.mark.parametrize("pull", ["spring off the plane", "gravity force off the plane", "gravity force twice"])
+def test_joint_coordinates_keep_every_force_of_the_scene(pull: str) -> None:
+    """A spring to a point off the rod's plane, or a Gravity force across it, pulls the bob out of the plane: the
+    joint coordinates took the motion as planar (one angle) and kept y = 0 where the bob swung out 0.97 m. A
+    Gravity force equal to the scene's was dropped (the maximal assembly applies both: twice the field)."""
+    force = {
+        "spring off the plane": mbvi.Spring("world", "bob", stiffness=20.0, rest_length=0.0, anchor_a=(0, 1, 0)),
+        "gravity force off the plane": mbvi.Gravity((0.0, 3.0, 0.0)),
+        "gravity force twice": mbvi.Gravity((0.0, 0.0, -9.81)),
+    }[pull]
+    scene = _bob_on_a_rod(force)
+    joint = mbvi.LagrangianSystem.from_scene(scene)
+    planar = pull == "gravity force twice"
+    assert len(joint.coordinates) == (1 if planar else 2)
+    maximal = mbvi.simulate(scene, 2.0, 1e-3, integrator="verlet")
+    minimal = mbvi.simulate(joint, 2.0, 1e-3, integrator="verlet")
+    assert minimal.potential[0] == pytest.approx(maximal.potential[0], rel=1e-12)
+    gap = np.max(np.abs(maximal.position("bob") - joint.body_position("bob", minimal.q)))
+    assert gap < 1e-4  # both second order: they agree to O(dt²) (the lost motion was 0.97 m, 0.85 m)
+    if not planar:
+        assert np.abs(maximal.position("bob")[:, 1]).max() > 0.4  # it does leave the plane
+
+
 def test_rigid_pendulum_on_a_revolute_joint_in_joint_coordinates() -> None:
     scene = mbvi.Scene(gravity=(0, 0, -9.81))
     scene.add(mbvi.RigidBody("link", mass=2.0, inertia=(0.2, 0.3, 0.15), position=(0.5, 0, 0)))

@@ -41,17 +41,33 @@ def _rodrigues(sp: Any, n: np.ndarray, th: Any) -> Any:
 
 
 def _plane(scene: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """(e_down, e_side, normal) when every particle, anchor, velocity and gravity lies in one plane, else None."""
+    """(e_down, e_side, normal) when every particle, anchor (of the rods, springs and dampers), velocity and
+    gravity (the scene's and every Gravity force's) lies in one plane, else None."""
     pts, dirs = [], []
+
+    def point(body: str, anchor: Any) -> np.ndarray:
+        anchor = np.asarray(anchor, float)
+        return anchor if body == WORLD else np.asarray(scene.body(body).position, float) + anchor
+
     for j in scene.joints:
         if type(j).__name__ != "Rod":
             return None
         for body, anchor in ((j.a, j.anchor_a), (j.b, j.anchor_b)):
-            pts.append(anchor if body == WORLD else scene.body(body).position + anchor)
+            pts.append(point(body, anchor))
+    extra = np.zeros(3)  # the Gravity forces' field (applied on top of the scene's)
+    for f in scene.forces:
+        kind = type(f).__name__
+        if kind in ("Spring", "Damper"):  # a spring to a point off the plane pulls the motion out of it
+            pts += [point(f.a, f.anchor_a), point(f.b, f.anchor_b)]
+        elif kind == "Gravity":
+            dirs.append(np.asarray(f.g, float))
+            extra = extra + np.asarray(f.g, float)
     for b in scene.bodies:
         pts.append(b.position)
         dirs.append(b.velocity)
     g = np.asarray(scene.gravity, float)
+    if not np.linalg.norm(g) > 0:  # no scene gravity: down is the Gravity forces' field, if any
+        g = extra
     dirs.append(g)
     P = np.array(pts)
     rows = np.vstack([P - P[0], np.array(dirs)])
@@ -247,10 +263,9 @@ def from_scene(scene: Any, name: str | None = None, *, system_type: type) -> Any
     Qf = sp.zeros(len(q), 1)
     for f in scene.forces:
         kind = type(f).__name__
-        if kind == "Gravity":
-            if f.g is not scene.gravity and not np.array_equal(f.g, scene.gravity):
-                for n, b in bodies.items():
-                    U -= b.mass * (sp.Matrix(f.g).T * X[n])[0, 0]
+        if kind == "Gravity":  # on top of the scene's gravity, as the maximal-coordinate assembly applies it
+            for n, b in bodies.items():
+                U -= b.mass * (sp.Matrix(np.asarray(f.g, float)).T * X[n])[0, 0]
         elif kind in ("Spring", "Damper"):
             d = world_point(f.b, f.anchor_b) - world_point(f.a, f.anchor_a)
             dist = sp.sqrt((d.T * d)[0, 0])
