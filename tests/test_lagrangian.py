@@ -401,6 +401,16 @@ def test_an_undefined_function_or_a_complex_lagrangian_is_a_value_error() -> Non
         mbvi.LagrangianSystem(vx**2 / 2 + sp.I * x, [x], [vx])
     with pytest.raises(ValueError, match=r"undefined function.* g"):
         mbvi.LagrangianSystem(vx**2 / 2, [x], [vx], constraints=[sp.Function("g")(x)])
+    # one given a NumPy implementation too (the docs once advised it): L's second derivatives need its formula
+    from sympy.utilities.lambdify import implemented_function
+
+    U = implemented_function("U", lambda q: q**4 / 4 - q**2)
+    with pytest.raises(ValueError, match=r"undefined function.* U: write them out") as err:
+        mbvi.LagrangianSystem(vx**2 / 2 - U(x), [x], [vx])
+    assert "implemented_function" not in str(err.value)
+    start = mbvi.State([1.0], [0.0])
+    written_out = mbvi.LagrangianSystem(vx**2 / 2 - (x**4 / 4 - x**2), [x], [vx], initial_state=start)
+    assert mbvi.simulate(written_out, 0.1, 1e-2).energy[0] == pytest.approx(-0.75, rel=1e-12)  # U(1) = 1/4 − 1
 
 
 def test_coordinates_are_read_by_the_symbols_the_system_was_built_from() -> None:

@@ -192,7 +192,7 @@ def _no_numeric_form(exc: BaseException) -> str:
     what = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return (
         f"an expression has no numerical form ({what}): write L with functions math, NumPy or SciPy define "
-        "(a sympy Function of your own needs an implementation: sympy's implemented_function)"
+        "(a function of your own written out in sympy's, which mbvi differentiates twice)"
     )
 
 
