@@ -156,6 +156,10 @@ _EPS = float(np.finfo(float).eps)
 #: eigenvalues below this fraction of the largest are recomputed on their own subspace (see :func:`_graded_eigh`)
 _REFINE = 1e-6
 
+#: descents in a row whose step, cut a millionfold, lowers neither U − W (beyond its round-off) nor the imbalance
+#: before equilibrium says no step does: a load nothing resists and no work potential sees (a torque on a free
+#: hinge) took 200 such steps, then said "U − W keeps falling" at U − W = 0
+_STUCK = 3
 #: a mode whose curvature is below this fraction of its bodies' own stiffness scale counts as zero (the round-off
 #: of a steel bar's sideways modes, neutral without tension, is 1e-14 of its nodes' axial scale E/ρℓ²)
 _ZERO = 1e-13
@@ -591,6 +595,14 @@ def equilibrium(
         excess = np.maximum(np.abs(r) / coords.root_weight - noise, 0.0)
         return float(np.max(excess / scale)) if len(r) else 0.0
 
+    def no_step(it: int, res: float) -> SolverError:
+        return SolverError(
+            f"equilibrium: line search failed at iteration {it} (KKT residual {res:.3g}): no step lowers "
+            "U − W and the loads still do not balance. A load that nothing resists (a torque on a free "
+            "hinge or body, or one larger than its spring can hold) has no equilibrium; otherwise start "
+            "elsewhere (initial_state=…)"
+        )
+
     def relax(x: np.ndarray, split: float, metric: np.ndarray, enough: float) -> tuple[np.ndarray, bool]:
         """``x`` relaxed along its stiff modes (curvature above ``split``): Newton on U − W restricted to them.
 
@@ -632,6 +644,7 @@ def equilibrium(
 
     res = np.inf
     grad, G, lam, r, scale = balance(q)
+    stuck = 0  # descents in a row that took only a round-off step (neither U − W nor the imbalance fell)
     polish = False
     it = 0
     first = 1  # the first iteration of the current descent
@@ -713,6 +726,7 @@ def equilibrium(
                 break
             f0 = merit(q)
             slope = float(r @ dq)
+            fnoise = noise  # (the forces' round-off, N; noise is U − W's from here, J)
             noise = 1e3 * _EPS * (abs(f0) + float(np.abs(grad) @ np.abs(q)))
             # stiff modes: curvature far above the curvature along the step (its Rayleigh quotient); the step
             # stretches them at second order, so each trial point is relaxed along them before it is judged
@@ -730,21 +744,26 @@ def equilibrium(
                 if relaxations and merit(trial) > accept:
                     trial, relaxed = relax(trial, split, metric, 1e-2 * alpha * abs(slope) + noise)
                     relaxations = relaxations - 1 if relaxed else 0  # where it does not help, not again
-                if merit(trial) <= accept or alpha * float(np.max(np.abs(du))) < 1e-14 * ls:
+                fx = merit(trial)
+                if fx <= accept or alpha * float(np.max(np.abs(du))) < 1e-14 * ls:
                     found = balance(trial)
+                    # a step cut a millionfold, within U − W's round-off, that leaves the imbalance as it was (to a
+                    # millionth: what maxiter steps could not finish) is no progress: along a load nothing resists
+                    # they go on for ever (a slender wire's full steps within the round-off do move it on)
+                    idle = (alpha < 1e-6 and fx >= f0 - noise
+                            and relative(found[3], scale, fnoise) > (1.0 - 1e-6) * rel)  # fmt: skip
+                    stuck = stuck + 1 if idle else 0
+                    if stuck >= _STUCK:
+                        raise no_step(it, res)
                     break
-                if good.all():
+                if good.all():  # judged on this point's force scale: the trial's own shrinks with the multipliers
                     found = balance(trial)
-                    if relative(found[3], found[4], noise) <= (1.0 - 1e-4 * alpha) * rel:
+                    if relative(found[3], scale, fnoise) <= (1.0 - 1e-4 * alpha) * rel:
+                        stuck = 0
                         break
                 alpha *= 0.5
             else:
-                raise SolverError(
-                    f"equilibrium: line search failed at iteration {it} (KKT residual {res:.3g}): no step lowers "
-                    "U − W and the loads still do not balance. A load that nothing resists (a torque on a free "
-                    "hinge or body, or one larger than its spring can hold) has no equilibrium; otherwise start "
-                    "elsewhere (initial_state=…)"
-                )
+                raise no_step(it, res)
             q = trial
             grad, G, lam, r, scale = found
         else:

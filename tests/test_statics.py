@@ -520,3 +520,34 @@ def test_a_torque_nothing_resists_is_said_to_have_no_equilibrium() -> None:
     sc.add(mbvi.TorsionSpring("h", stiffness=4.0))  # resisted: it turns by τ/k = 0.25 rad
     centre = mbvi.equilibrium(sc).position("b")
     np.testing.assert_allclose(centre, (0.5 * np.cos(0.25), 0.5 * np.sin(0.25), 0.0), atol=1e-9)
+
+
+def _bar_on_a_hinge(*loads) -> mbvi.Scene:
+    sc = mbvi.Scene(gravity=(0.0, 0.0, 0.0))
+    sc.add(mbvi.RigidBody("bar", mass=1.0, shape=mbvi.Box((1.0, 0.1, 0.1)), position=(0.5, 0.0, 0.0)))
+    sc.add(mbvi.Revolute("world", "bar", anchor=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0), name="h"))
+    for load in loads:
+        sc.add(load)
+    return sc
+
+
+@pytest.mark.parametrize("case", ["pd particle", "pd hinge", "torsion spring 1", "torsion spring 2"])
+def test_loads_without_a_work_potential_find_their_equilibrium(case: str) -> None:
+    """A PD load (it reads the state: no work potential) and a constant torque held by a torsion spring: the
+    search judged each trial's imbalance on the trial's own force scale, which shrinks with the multipliers, and
+    refused the steps that balance ("line search failed … no equilibrium"). Closed forms: x = target, θ = τ/k."""
+    if case == "pd particle":
+        sc = mbvi.Scene(gravity=(0.0, 0.0, 0.0))
+        sc.add(mbvi.Particle("p", mass=1.0, position=(0.0, 0.0, 0.0)))
+        sc.add(mbvi.ExternalForce("p", force=lambda t, s: tuple(-10.0 * (s.position("p") - (0.1, 0.0, 0.0)))))
+        assert mbvi.equilibrium(sc).position("p")[0] == pytest.approx(0.1, abs=1e-10)
+        return
+    if case == "pd hinge":
+        sc = _bar_on_a_hinge(mbvi.ExternalTorque("bar", torque=lambda t, s: (0, 0, -2.0 * (s.joint_angle("h") - 0.1))))
+        expected = 0.1
+    else:
+        tau = float(case.split()[-1])
+        sc = _bar_on_a_hinge(mbvi.TorsionSpring("h", stiffness=1.0), mbvi.ExternalTorque("bar", torque=(0, 0, tau)))
+        expected = tau
+    centre = mbvi.equilibrium(sc).position("bar")
+    np.testing.assert_allclose(centre, (0.5 * np.cos(expected), 0.5 * np.sin(expected), 0.0), atol=1e-9)
