@@ -12,12 +12,13 @@ from __future__ import annotations
 import functools
 import logging
 import math
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
 
 from mbvi import notices
-from mbvi.engine.contract import Family, Kernel, PythonKernel, numpy_kernels
+from mbvi.engine.contract import Family, Kernel, PythonKernel, kernel_as_numpy, numpy_kernels
 from mbvi.engine.spec import ROW_ROTATION, Bodies, ModelSpec, Pattern
 from mbvi.errors import ConstraintWarning, LoadError, SolverError
 from mbvi.forcelaws.base import ForceLaw
@@ -60,6 +61,43 @@ def _compiled_parts(law: ForceLaw) -> list:
             f"{{family: arrays}}; got {got}"
         )
     return parts + _missing_roles(law, name, parts)
+
+
+#: the NumPy method of each role a kernel plays, and the law's attribute that declares the role
+_NUMPY_METHODS = {"force": "has_force", "gradient": "has_potential", "potential": "has_potential"}
+
+
+def _numpy_from_kernels(law: ForceLaw) -> None:
+    """A law that gives a role it declares only as a compiled kernel (it does not write the NumPy method) has that
+    method call the kernel as Python: the NumPy paths (explicit_euler, csm, statics, energies) took it as zero — a
+    tether given as a gradient kernel was free fall under explicit_euler, with no word."""
+    missing = [role for role, flag in _NUMPY_METHODS.items()
+               if getattr(law, flag) and getattr(type(law), role) is getattr(ForceLaw, role)]  # fmt: skip
+    if not missing:
+        return
+    made = law.compiled()
+    parts = made if isinstance(made, (list, tuple)) else [made]
+    for part in parts:
+        if not isinstance(part, Kernel):
+            continue
+        for role, fn in part.roles():
+            if role in missing:
+                setattr(law, role, _KernelMethod(role, kernel_as_numpy(fn, part, role), part, law.nq))
+                missing.remove(role)
+
+
+class _KernelMethod:
+    """The NumPy method ``role`` of a law, calling its kernel ``fn(q, v, t, ints, floats, out)`` as Python (an
+    object, not a closure: a System holding it pickles)."""
+
+    def __init__(self, role: str, fn: Callable, part: Kernel, nq: int) -> None:
+        self.role, self.fn, self.ints, self.floats, self.nq = role, fn, part.ints, part.floats, nq
+
+    def __call__(self, q: np.ndarray, v: np.ndarray | None = None, t: float = 0.0) -> np.ndarray | float:
+        out = np.zeros(1 if self.role == "potential" else self.nq)
+        v = np.zeros(self.nq) if v is None else np.asarray(v, dtype=float)
+        self.fn(np.asarray(q, dtype=float), v, float(t), self.ints, self.floats, out)
+        return float(out[0]) if self.role == "potential" else out
 
 
 #: the roles the time loop calls, and the law's attribute that declares each
@@ -162,6 +200,8 @@ class System:
         self.tolerance = 1e-12
         self.length_scale = layout.length_scale
         self.laws = laws
+        for law in laws:
+            _numpy_from_kernels(law)
         self.potential_laws = [law for law in laws if law.has_potential]
         self.force_laws = [law for law in laws if law.has_force]
         self.has_forces = bool(self.force_laws)

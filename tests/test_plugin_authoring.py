@@ -611,3 +611,52 @@ def test_a_composition_of_the_implicit_pair_runs_its_own_step_not_the_compiled_o
     for system in (mbvi.assemble(_pendulum()), mbvi.assemble(_arm((0.0, 0.0, 0.0)))):
         assert Midpoint(system, 1e-3).engine_model() is not None
         assert MidpointJump(system, 1e-3).engine_model() is None
+
+
+# ------------------------------------------------------------------- a role given only as a compiled kernel
+class _Tether(mbvi.Force):
+    """U = ½ k |x|² on one particle (f = −k x): a law that gives its gradient only as a kernel."""
+
+    def __init__(self, body: str, k: float) -> None:
+        self.explicit_name, self.name = False, f"tether:{body}"
+        self.body, self.bodies, self.k = body, (body,), float(k)
+
+
+@numba.njit
+def _tether_gradient(q, v, t, ints, floats, out):
+    for i in range(3):
+        out[ints[0] + i] += floats[0] * q[ints[0] + i]
+
+
+class _TetherLaw(mbvi.ForceLaw):
+    name = "tether_kernel_only"
+    element = _Tether
+    has_potential = True
+
+    def __init__(self, elements, layout) -> None:
+        super().__init__(elements, layout)
+        self.o, self.k = layout.offset[elements[0].body], elements[0].k
+
+    def potential(self, q):
+        x = q[self.o : self.o + 3]
+        return 0.5 * self.k * float(x @ x)
+
+    def compiled(self):
+        return mbvi.Kernel(gradient=_tether_gradient, ints=[self.o], floats=[self.k], name=self.name)
+
+
+def test_a_role_given_only_as_a_kernel_is_the_same_force_on_every_path() -> None:
+    """A tether whose gradient is only a compiled kernel was a zero force on the NumPy paths: explicit_euler and
+    csm fell freely, equilibrium found no balance. Closed forms: x(t) = x₀ cos ωt, z(t) = −(g/ω²)(1 − cos ωt)
+    (ω² = k/m), and the equilibrium z = −m g / k."""
+    k = 4.0
+    with _Registered(register_force_laws=[_TetherLaw]):
+        scene = mbvi.Scene(gravity=(0.0, 0.0, -G))
+        scene.add(mbvi.Particle("p", mass=1.0, position=(0.1, 0.0, 0.0)))
+        scene.add(_Tether("p", k))
+        w = math.sqrt(k)
+        exact = np.array([0.1 * math.cos(w), 0.0, -(G / k) * (1.0 - math.cos(w))])
+        for integrator, tol in (("verlet", 1e-5), ("csm", 1e-6), ("explicit_euler", 5e-3)):
+            end = mbvi.simulate(scene, 1.0, 1e-3, integrator).position("p")[-1]
+            np.testing.assert_allclose(end, exact, atol=tol, err_msg=integrator)
+        assert mbvi.equilibrium(scene).position("p")[2] == pytest.approx(-G / k, rel=1e-9)
