@@ -155,6 +155,32 @@ def _law_call(law: ForceLaw, what: str, method, *args, finite: bool = False, nq:
     return value
 
 
+def _potential_of(law: ForceLaw, q: np.ndarray) -> np.ndarray:
+    """A law's ``potential(q)``, checked: one number a configuration of q (..., nq), finite where q is below 1e100
+    (beyond, a blow-up's squared lengths overflow: not the law's fault); else a LoadError naming the law (a NaN was
+    taken for the integrator's instability, "reduce dt"; None was a TypeError naming nothing; a batched law that
+    summed its batch gave every state the same energy)."""
+    value = _law_call(law, "potential(q)", law.potential, q)
+    name = law.name or type(law).__name__
+    try:
+        if value is None:  # (NumPy makes it NaN)
+            raise TypeError
+        u = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise LoadError(f"force law {name!r}: its potential(q) returned {type(value).__name__}, not a number (J)",
+                        culprit=f"force law {name!r}") from None  # fmt: skip
+    if u.shape != q.shape[:-1]:
+        each = "one a configuration: batched = True" if q.ndim > 1 else "one number"
+        raise LoadError(f"force law {name!r}: its potential(q) returned shape {u.shape} for q of shape {q.shape}, "
+                        f"expected {q.shape[:-1]} ({each})", culprit=f"force law {name!r}")  # fmt: skip
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(u) & (np.max(np.abs(q), axis=-1, initial=0.0) < 1e100)
+    if np.any(bad):
+        raise LoadError(f"force law {name!r}: its potential(q) returned non-finite values at a finite state",
+                        culprit=f"force law {name!r}")  # fmt: skip
+    return u
+
+
 class System:
     """A mechanical system in generalized coordinates (built by :func:`mbvi.assemble`).
 
@@ -228,13 +254,21 @@ class System:
         return 0.5 * np.einsum("...i,i,...i->...", v, self.mass, v)
 
     def potential(self, q: np.ndarray) -> np.ndarray | float:
-        """Potential energy U(q), J (q may be batched (..., nq))."""
+        """Potential energy U(q), J (q may be batched (..., nq)).
+
+        Raises
+        ------
+        mbvi.LoadError
+            A law's ``potential`` raised, or returned something not a number (a batched law: not one a
+            configuration), or NaN or inf at a configuration below 1e100 (naming the law).
+        """
         total = np.zeros(q.shape[:-1])
         for law in self.potential_laws:
             if law.batched or q.ndim == 1:
-                total = total + law.potential(q)
+                total = total + _potential_of(law, q)
             else:
-                total = total + np.array([law.potential(x) for x in q.reshape(-1, self.nq)]).reshape(q.shape[:-1])
+                rows = q.reshape(-1, self.nq)
+                total = total + np.array([_potential_of(law, x) for x in rows]).reshape(q.shape[:-1])
         return total if q.ndim > 1 else float(total)
 
     def potential_gradient(self, q: np.ndarray) -> np.ndarray:

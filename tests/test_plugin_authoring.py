@@ -660,3 +660,33 @@ def test_a_role_given_only_as_a_kernel_is_the_same_force_on_every_path() -> None
             end = mbvi.simulate(scene, 1.0, 1e-3, integrator).position("p")[-1]
             np.testing.assert_allclose(end, exact, atol=tol, err_msg=integrator)
         assert mbvi.equilibrium(scene).position("p")[2] == pytest.approx(-G / k, rel=1e-9)
+
+
+@pytest.mark.parametrize(("returned", "match"), [
+    ("nan", "its potential\\(q\\) returned non-finite values at a finite state"),
+    ("none", "its potential\\(q\\) returned NoneType, not a number"),
+    ("summed", "its potential\\(q\\) returned shape \\(\\) for q of shape \\(\\d+, 3\\), expected \\(\\d+,\\)"),
+])  # fmt: skip
+@pytest.mark.parametrize("integrator", ["verlet", "explicit_euler"])
+def test_a_bad_potential_is_named_not_blamed_on_the_step(returned: str, match: str, integrator: str) -> None:
+    """The law's NumPy potential was never checked: NaN was the integrator's instability ("reduce dt"), None a
+    TypeError naming nothing, and a batched law that summed its batch gave every state one energy."""
+
+    class Bad(_TetherLaw):
+        name = "tether_bad_potential"
+        batched = returned == "summed"
+
+        def potential(self, q):
+            if returned == "nan":
+                return math.nan
+            if returned == "none":
+                return None
+            x = q[..., self.o : self.o + 3]
+            return 0.5 * self.k * float(np.sum(x * x))  # the whole batch summed
+
+    with _Registered(register_force_laws=[Bad]):
+        scene = mbvi.Scene(gravity=(0.0, 0.0, -G))
+        scene.add(mbvi.Particle("p", mass=1.0, position=(0.1, 0.0, 0.0)))
+        scene.add(_Tether("p", 4.0))
+        with pytest.raises(LoadError, match=f"force law 'tether_bad_potential': {match}"):
+            mbvi.simulate(scene, 0.2, 1e-3, integrator)
