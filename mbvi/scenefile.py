@@ -3,6 +3,7 @@ sweeps, the scenes that build on one another and the tests)."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import sys
 from pathlib import Path
@@ -44,7 +45,9 @@ def load_scene_module(path: str | Path) -> ModuleType:
         raise FileNotFoundError(f"{str(path)!r} is a directory, not a scene file (a .py module with build())")
     if not file.is_file():
         raise FileNotFoundError(f"scene file not found: {str(path)!r}")
-    name = f"_mbvi_scene_{abs(hash(str(file.resolve())))}"
+    # a name the same in every process (hash() of a str is not): a callable of the file keeps its compiled kernel,
+    # whose cache key holds its module's name (each `mbvi run` compiled it again, and left one more on disk)
+    name = "_mbvi_scene_" + hashlib.sha1(str(file.resolve()).encode()).hexdigest()[:16]
     spec = importlib.util.spec_from_file_location(name, file)
     if spec is None or spec.loader is None:
         raise SceneFileError(f"cannot import scene file {str(path)!r} (is it a .py file?)")

@@ -349,3 +349,13 @@ def test_render_of_an_npz_that_is_not_a_trajectory(tmp_path: Path, capsys) -> No
 def test_cli_docs_say_scene_files_run_as_code() -> None:
     text = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
     assert "run as Python code" in text and "--option" in text
+
+
+def test_a_scene_file_is_the_same_module_in_every_process(scene_file: Path) -> None:
+    """The module a scene file is loaded as was named by hash() of its path, which changes with each process: a
+    callable of the file (a lambda load) was a new kernel to compile at each ``mbvi run``, and one more on disk."""
+    code = ("from mbvi.scenefile import load_scene_module; "
+            f"print(load_scene_module({str(scene_file)!r}).build.__module__)")  # fmt: skip
+    names = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+             for _ in range(2)}  # fmt: skip
+    assert len(names) == 1 and next(iter(names)).startswith("_mbvi_scene_")
