@@ -224,13 +224,15 @@ def _judge_energy(trajs: list[Trajectory], stepper, system) -> None:
     """Every member judged as :func:`mbvi.simulate` judges its run: one that blew up is a SolverError naming it
     (keeping every member's trajectory, the blown-up ones up to where they broke), for the integrators that
     promise a bounded energy; otherwise one RuntimeWarning names the members whose energy error is large."""
-    from mbvi.simulate import _check_energy_balance, _warn_energy_error
+    from mbvi.simulate import _check_energy_balance, _warn_energy_error, _warn_wound_springs, torsion_springs
 
     def judge(traj: Trajectory) -> None:
         _check_energy_balance(traj, stepper, system)  # (W: the member's work, as its run alone measures it)
         _warn_energy_error(traj, stepper, system)
 
     judge_members(trajs, judge, _energy_suspects(trajs, system))
+    if torsion_springs(system):  # a spring wound past half a turn, named as simulate names it (every member)
+        judge_members(trajs, lambda traj: _warn_wound_springs(traj, system))
 
 
 def _energy_suspects(trajs: list[Trajectory], system) -> list[int]:

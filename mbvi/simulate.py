@@ -191,15 +191,19 @@ def simulate(
     return traj
 
 
+def torsion_springs(system: System) -> list:
+    """The system's :class:`mbvi.TorsionSpring` elements."""
+    from mbvi.forces import TorsionSpring
+
+    return [e for law in system.laws for e in getattr(law, "elements", ()) if isinstance(e, TorsionSpring)]
+
+
 def _warn_wound_springs(traj: Trajectory, system: System) -> None:
     """A TorsionSpring whose joint turned more than half a turn from rest met its law's cusp (the law is periodic:
     :class:`mbvi.TorsionSpring`): a RuntimeWarning names it."""
     import math
 
-    from mbvi.forces import TorsionSpring
-
-    springs = [e for law in system.laws for e in getattr(law, "elements", ()) if isinstance(e, TorsionSpring)]
-    for spring in springs:
+    for spring in torsion_springs(system):
         if spring.stiffness == 0.0 or len(traj.t) < 2:
             continue
         with np.errstate(invalid="ignore"):

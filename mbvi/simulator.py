@@ -290,6 +290,7 @@ class Simulator:
         self._loads: dict = {}
         # the energy balance, judged every JUDGE_EVERY states (see _judge)
         self._judged, self._judge_at, self._warned = 1, JUDGE_EVERY, False
+        self._wound = False  # a TorsionSpring wound past half a turn was named (once a simulator)
         self._balance0: tuple[float, float, float] | None = None  # (E₀, the energy scale of the start, U₀), J
         self._motion = 0.0  # the largest energy in motion judged so far (a start with no energy in play), J
         self._room = 0  # kept states the memory check has allowed
@@ -389,6 +390,7 @@ class Simulator:
             self._Q[0], self._V[0], self._W = q, v, [0.0]
         self._rewind(0)
         self._balance0, self._warned, self._work, self._motion = None, False, np.zeros(1), 0.0
+        self._wound = False
 
     # -- the energy balance ---------------------------------------------------------------------
     def _saved(self) -> int:
@@ -800,6 +802,12 @@ class Simulator:
 
                     _warn_energy_error(traj, self.stepper, self.system)
             self._warned = any("energy" in message for message in given)
+        if not self._wound and self._lagrangian is None and len(traj.t) > 1:
+            from mbvi.simulate import _warn_wound_springs
+
+            with notices.kept() as given:
+                _warn_wound_springs(traj, self.system)  # as simulate names it
+            self._wound = bool(given)
         return traj
 
     def _states(self) -> Trajectory:

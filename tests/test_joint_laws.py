@@ -68,6 +68,23 @@ def test_a_torsion_spring_wound_past_half_a_turn_warns_naming_it() -> None:
     assert np.max(np.abs(traj.joint_angle("h"))) > math.pi
 
 
+def test_a_wound_torsion_spring_is_named_by_a_batch_and_a_simulator_too() -> None:
+    """simulate_batch's member and a Simulator's run of the same steps said nothing (each is judged as simulate
+    judges its run); the Simulator names it once, and a member's is a warning naming the member."""
+    scene = torsion_rotor(5.0)
+    state = mbvi.assemble(scene).initial_state()
+    with pytest.warns(RuntimeWarning, match=r"member 1 of 2: TorsionSpring 'torsion-spring:h'.*past half a turn"):
+        batch = mbvi.simulate_batch(scene, 8.0, 1e-3, initial_states=[mbvi.State(state.q, 0.1 * state.v), state])
+    assert np.max(np.abs(batch[0].joint_angle("h"))) < math.pi < np.max(np.abs(batch[1].joint_angle("h")))
+    sim = mbvi.Simulator(scene, dt=1e-3)
+    sim.step(8000)
+    with warnings.catch_warnings(record=True) as given:
+        warnings.simplefilter("always")
+        sim.trajectory()
+        sim.trajectory()
+    assert len(given) == 1 and str(given[0].message).startswith("TorsionSpring 'torsion-spring:h': joint 'h' turned")
+
+
 @pytest.mark.parametrize(("initial_angle", "rest_angle", "spin"), [(4.0, 4.0 - 2 * math.pi, 0.0), (-3.0, 3.0, 0.3)])
 def test_a_joint_that_starts_a_turn_away_from_the_rest_angle_is_not_wound(initial_angle, rest_angle, spin) -> None:
     """The joint's angle counts turns from its initial_angle, the law reads θ − θ₀ in (−π, π]: a hinge assembled at
