@@ -99,8 +99,6 @@ def _anchor(value: Any, what: str, owner: str) -> np.ndarray:
     return np.zeros(3) if value is None else vector3(value, what, owner)
 
 
-
-
 def _anchor_attribute() -> Checked:
     return Checked(_anchor, "Body-frame attachment point, m, shape (3,) (the world's: a world point).")
 
@@ -113,6 +111,16 @@ def _vector_or_callable(value: Any, what: str, owner: str) -> np.ndarray | Calla
     if callable(value):
         return value
     return vector3(value, what, owner)
+
+
+def _rest_angle(value: Any, what: str, owner: str) -> float:
+    angle = finite(value, what, owner)
+    if abs(angle) > math.pi:
+        raise ValueError(
+            f"{owner}: {what} must be within [−π, π] rad (the spring's law is periodic: it knows the joint angle up "
+            f"to whole turns), got {angle!r}; {angle - 2 * math.pi * round(angle / (2 * math.pi))!r} is the same rest"
+        )
+    return angle
 
 
 class Gravity(Force):
@@ -265,6 +273,7 @@ class TorsionSpring(Force):
     """
 
     stiffness = _non_negative_attribute("k, N m/rad (≥ 0).")
+    rest_angle = Checked(_rest_angle, "θ₀, rad, in [−π, π].")
 
     def check_targets(self, body_kind: Callable[[str], str], joint_kind: Callable[[str], str]) -> None:
         if joint_kind(self.joint) != "revolute":
@@ -275,13 +284,7 @@ class TorsionSpring(Force):
         self.joints = (joint,)
         self.joint = joint
         self.stiffness = stiffness
-        self.rest_angle = finite(rest_angle, "rest_angle", self.owner)
-        if abs(self.rest_angle) > math.pi:
-            raise ValueError(
-                f"{self.owner}: rest_angle must be within [−π, π] rad (the spring's law is periodic: it knows the "
-                f"joint angle up to whole turns), got {self.rest_angle!r}; "
-                f"{self.rest_angle - 2 * math.pi * round(self.rest_angle / (2 * math.pi))!r} is the same rest"
-            )
+        self.rest_angle = rest_angle
 
 
 class ExternalForce(Force):
@@ -299,13 +302,16 @@ class ExternalForce(Force):
     name : str, optional
     """
 
+    force = Checked(_vector_or_callable, "N, world frame, shape (3,), or a callable of (t) or (t, state).")
+    anchor = _anchor_attribute()
+
     def __init__(self, body: str, force: Any, anchor: Any = None, name: str | None = None) -> None:
         self._init_name(name, f"force:{body}")
         self.bodies = (body,)
         self.body = body
         self._check_not_world()
-        self.force = _vector_or_callable(force, "force", self.owner)
-        self.anchor = np.zeros(3) if anchor is None else vector3(anchor, "anchor", self.owner)
+        self.force = force
+        self.anchor = anchor
 
 
 class ExternalTorque(Force):
@@ -321,6 +327,8 @@ class ExternalTorque(Force):
     name : str, optional
     """
 
+    torque = Checked(_vector_or_callable, "N m, world frame, shape (3,), or a callable of (t) or (t, state).")
+
     def check_targets(self, body_kind: Callable[[str], str], joint_kind: Callable[[str], str]) -> None:
         if body_kind(self.body) != "rigid":
             raise ValueError(f"{self.owner}: body {self.body!r} is not a rigid body (a torque needs orientation)")
@@ -330,4 +338,4 @@ class ExternalTorque(Force):
         self.bodies = (body,)
         self.body = body
         self._check_not_world()
-        self.torque = _vector_or_callable(torque, "torque", self.owner)
+        self.torque = torque

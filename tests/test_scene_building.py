@@ -196,6 +196,30 @@ def test_rigid_bodies_and_force_elements_check_what_is_set_on_them_after_they_we
     assert spring.stiffness == 20.0 and spring.rest_length == 0.5
 
 
+def test_loads_and_torsion_springs_check_what_is_set_on_them_after_they_were_made() -> None:
+    """``push.anchor = (nan, 0, 0)``, ``push.force = (nan, 0, 0)``, ``torque.torque = (0, inf, 0)`` and
+    ``spring.rest_angle = nan`` ran into "SHAKE did not converge … culprit: RigidBody 'b'" after seconds of
+    re-runs; ``rest_angle = 5`` ran, though the constructor refuses it; ``force = "abc"`` named nothing."""
+    push = mbvi.ExternalForce("b", force=(0.0, 0.0, 1.0))
+    torque = mbvi.ExternalTorque("b", torque=(0.0, 0.0, 1.0))
+    spring = mbvi.TorsionSpring("h", stiffness=1.0)
+    for element, attr, value, match in (
+        (push, "anchor", (np.nan, 0.0, 0.0), "ExternalForce 'force:b': anchor must be finite"),
+        (push, "force", (np.nan, 0.0, 0.0), "ExternalForce 'force:b': force must be finite"),
+        (push, "force", "abc", "ExternalForce 'force:b': force must be 3 numbers"),
+        (torque, "torque", (0.0, np.inf, 0.0), "ExternalTorque 'torque:b': torque must be finite"),
+        (spring, "rest_angle", np.nan, "TorsionSpring 'torsion-spring:h': rest_angle must be finite"),
+        (spring, "rest_angle", 5.0, r"rest_angle must be within \[−π, π\] rad .* -1.28318530717958\d* is the same"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            setattr(element, attr, value)
+    np.testing.assert_array_equal(push.anchor, 0.0)
+    np.testing.assert_array_equal(push.force, (0.0, 0.0, 1.0))
+    assert spring.rest_angle == 0.0
+    push.force, torque.torque, spring.rest_angle = (lambda t: (0.0, 0.0, t)), (1.0, 0.0, 0.0), -3.0  # good: taken
+    assert callable(push.force) and torque.torque[0] == 1.0 and spring.rest_angle == -3.0
+
+
 def test_force_elements_refuse_names_that_are_not_strings() -> None:
     """Drag(["p"], 1) was made, and scene.add failed with TypeError: unhashable type: 'list'."""
     for make, kind in ((lambda: mbvi.Drag(["p"], 1.0), "body"), (lambda: mbvi.Spring(["p"], "world", 1.0), "body"),
