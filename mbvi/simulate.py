@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -482,26 +483,36 @@ def _blow_up(traj: Trajectory, stepper: Integrator, system, warn: bool = False,
 
 
 def _verify_suggestion(err: SolverError, scene: Scene | System, cls, dt: float, t_end: float, t0: float, state,
-                       options):  # fmt: skip
+                       options, rerun: Callable[[float, int], Trajectory] | None = None):  # fmt: skip
     """Replace the solver's step-size hint by one that a re-run confirms (halving from it), within a budget: the
-    re-run must complete and keep its energy error within :data:`VERIFY_ENERGY` of the energy in motion."""
+    re-run must complete and keep its energy error within :data:`VERIFY_ENERGY` of the energy in motion.
+
+    ``rerun(dt, save_every)``, when given, is the re-run (a LagrangianSystem's, compiled); else :func:`simulate`
+    of ``scene``, when its run is compiled (a NumPy-path re-run may take long: the hint is then halved, unverified).
+    """
     import time
 
     hint = err.suggested_dt
     if hint is None or not hint < dt or err.time is None:
         return
-    compiled = cls.compiled or cls.kernel is not None
-    if compiled:
-        try:
-            system = scene if isinstance(scene, System) else assemble(scene)
-            compiled = cls(system, dt, **options).engine_model() is not None if cls.compiled else True
-        except ValueError:
+    if rerun is None:
+        compiled = cls.compiled or cls.kernel is not None
+        if compiled:
+            try:
+                system = scene if isinstance(scene, System) else assemble(scene)
+                compiled = cls(system, dt, **options).engine_model() is not None if cls.compiled else True
+            except ValueError:
+                return
+        if not compiled:
+            # a NumPy-path re-run may take long: give the hint a margin instead, and say it is not verified
+            err.suggested_dt = hint / 2
+            err.unverified()
             return
-    if not compiled:
-        # a NumPy-path re-run may take long: give the hint a margin instead, and say it is not verified
-        err.suggested_dt = hint / 2
-        err.unverified()
-        return
+
+        def rerun(candidate: float, every: int) -> Trajectory:
+            return simulate(scene, t_end, candidate, cls, t0=t0, initial_state=state, save_every=every,
+                            _verify=False, **options)  # fmt: skip
+
     start = time.perf_counter()
     candidate = float(hint)
     tried: list[float] = []
@@ -515,8 +526,7 @@ def _verify_suggestion(err: SolverError, scene: Scene | System, cls, dt: float, 
             # filters set to "ignore" by members side by side in a threads sweep stayed so, every later warning
             # lost; and a member's warnings caught this re-run's, of a dt that was none of the user's)
             with notices.kept(quiet=True):
-                run = simulate(scene, t_end, candidate, cls, t0=t0, initial_state=state,
-                               save_every=max(1, nsteps // 256), _verify=False, **options)  # fmt: skip
+                run = rerun(candidate, max(1, nsteps // 256))
         except SolverError:
             candidate /= 2
             continue

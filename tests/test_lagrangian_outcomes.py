@@ -41,11 +41,30 @@ def test_a_step_too_large_for_a_conservative_lagrangian_warns_naming_the_energy_
     assert abs(fine.energy[-1] - fine.energy[0]) < 0.05 * abs(fine.energy[0])
 
 
-def test_a_failed_step_says_its_hint_is_not_verified() -> None:
+def test_a_failed_step_gives_a_hint_a_run_has_verified() -> None:
+    """Kepler at e = 0.9, 100 steps an orbit: the hint was dt/4, said "not verified"; the compiled run verifies it
+    by re-running (as a scene's), and a run at it completes the three orbits."""
     system, period = kepler()
-    with pytest.raises(mbvi.SolverError, match=r"try dt <= .* \(not verified\)") as err:
+    with pytest.raises(mbvi.SolverError, match=r"try dt <= .* \(verified: a run at that dt completes") as err:
         mbvi.simulate(system, 3 * period, period / 100, "verlet")
-    assert err.value.verified_dt is False and err.value.trajectory is not None
+    assert err.value.verified_dt is True and err.value.trajectory is not None
+    assert err.value.suggested_dt < period / 100
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # within 1 % of the energy in motion: no warning
+        run = mbvi.simulate(system, 3 * period, err.value.suggested_dt, "verlet", save_every=50)
+    assert run.t[-1] == pytest.approx(3 * period)
+
+
+def test_a_numpy_path_blow_up_names_its_start_and_says_its_hint_is_not_verified() -> None:
+    """explicit_euler (NumPy: a re-run may take long, so its hint is said to be unverified) on a stiff oscillator
+    at dt = 0.01 failed on non-finite values at step 10; the balance broke well before, where the error now is."""
+    x, v = sp.symbols("x v")
+    system = mbvi.LagrangianSystem(v**2 / 2 - 1e6 * x**2 / 2 - 1e6 * x**4, [x], [v],
+                                   initial_state=mbvi.State([0.1], [0.0]))  # fmt: skip
+    with pytest.raises(mbvi.SolverError, match=r"the run blew up.*try dt <= .* \(not verified\)") as err:
+        mbvi.simulate(system, 1.0, 0.01, "explicit_euler")
+    assert err.value.verified_dt is False and err.value.step < 10
+    assert np.isfinite(err.value.trajectory.energy).all()
 
 
 @pytest.mark.parametrize("integrator", ["verlet", "midpoint", "explicit_euler", "csm"])
@@ -550,8 +569,29 @@ def test_a_step_too_large_near_a_singular_mass_suggests_half_of_it(integrator: s
                                    initial_state=mbvi.State([0.0], [6.0]))  # fmt: skip
     with pytest.raises(mbvi.SolverError) as err:
         mbvi.simulate(system, 1.0, dt, integrator)
-    assert err.value.suggested_dt == pytest.approx(dt / 2) and "any step size" not in str(err.value)
+    # half of it, or less: the run at dt/2 completes, and one within 1 % of the energy in motion is verified
+    assert err.value.suggested_dt <= dt / 2 and err.value.verified_dt and "any step size" not in str(err.value)
     with warnings.catch_warnings():  # it runs (a coarse step: its energy warning is right, and not the point)
         warnings.simplefilter("ignore", RuntimeWarning)
         run = mbvi.simulate(system, 1.0, err.value.suggested_dt, integrator)
     assert np.max(np.abs(run.q)) < 0.45
+
+
+def test_a_lagrangian_blow_up_keeps_its_start_and_a_verified_step() -> None:
+    """A stiff quartic oscillator (ω ≈ 1e3 rad/s) at dt = 0.01: the error kept the blown-up states (x up to 1e186,
+    energy inf, kinetic NaN) and named the first non-finite step; its hint, dt/4, was never verified, and failed
+    again. Now the states stop where the balance broke, all finite, and the hint is a dt whose run completes."""
+    x, v = sp.symbols("x v")
+    system = mbvi.LagrangianSystem(v**2 / 2 - 1e6 * x**2 / 2 - 1e6 * x**4, [x], [v],
+                                   initial_state=mbvi.State([0.1], [0.0]))  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # (inf − inf leaked a RuntimeWarning)
+        with pytest.raises(mbvi.SolverError, match=r"the run blew up.*\(verified") as err:
+            mbvi.simulate(system, 1.0, 0.01, integrator="symplectic_euler_b")
+    e = err.value
+    assert e.verified_dt and e.suggested_dt < 2.0 / 1.06e3  # below the stability bound 2/ω
+    traj = e.trajectory
+    assert np.isfinite(traj.energy).all() and np.isfinite(traj.kinetic).all() and np.abs(traj.q).max() < 1e10
+    assert e.step == len(traj.t) - 1
+    again = mbvi.simulate(system, 1.0, e.suggested_dt, integrator="symplectic_euler_b", save_every=100)
+    assert again.t[-1] == pytest.approx(1.0)

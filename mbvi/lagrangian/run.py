@@ -108,13 +108,14 @@ def trajectory(system: LagrangianSystem, t: Any, q: Any, v: Any, p: Any = None, 
     with np.errstate(all="ignore"):
         energy = system.energy(q, v, t)
         potential = system.potential(q, t)
+        kinetic = energy - potential  # (inf − inf at a blow-up's last states)
         p = system.momentum(q, v, t) if p is None else np.asarray(p, float)
     return Trajectory(
         t,
         q,
         v,
         energy=energy,
-        kinetic=energy - potential,
+        kinetic=kinetic,
         potential=potential,
         momentum=p,
         angular_momentum=np.zeros((len(t), 0)),
@@ -135,6 +136,7 @@ def simulate_lagrangian(
     initial_state: State | None = None,
     save_every: int = 1,
     progress: bool = False,
+    _verify: bool = True,
     **options: Any,
 ) -> Trajectory:
     """:func:`mbvi.simulate` for a :class:`mbvi.LagrangianSystem` (it dispatches here).
@@ -168,16 +170,62 @@ def simulate_lagrangian(
         t, q, v, p = _to_the_end(stepper, state, float(t0), nsteps, save_every, last, options, callback)
     except SolverError as err:
         pt, pq, pv, pp = getattr(err, "partial", ([], [], [], []))
+        earlier = None
         if len(pt):
             err.trajectory = trajectory(system, pt, pq, pv, pp, info=info)
-        err.unverified()
+            earlier = _blow_up_start(err.trajectory, system, cls, dt)
+        if earlier is not None and earlier.step is not None and (err.step is None or earlier.step < err.step):
+            # the blow-up's start, with the states up to it (not those of 1e186 it went on to)
+            _verified(earlier, system, stepper, t_end, t0, initial_state, options, _verify)
+            raise earlier from err
+        _verified(err, system, stepper, t_end, t0, initial_state, options, _verify)
         raise
     finally:
         if bar is not None:
             bar.close()
     traj = trajectory(system, t, q, v, p, info=info)
-    judge_energy(traj, system, cls, dt)
+    try:
+        judge_energy(traj, system, cls, dt)
+    except SolverError as err:
+        _verified(err, system, stepper, t_end, t0, initial_state, options, _verify)
+        raise
     return traj
+
+
+def _verified(err: SolverError, system: LagrangianSystem, stepper, t_end: float, t0: float, state, options: dict,
+              verify: bool) -> None:  # fmt: skip
+    """The error's step-size hint checked by re-running, as a scene's (:func:`mbvi.simulate._verify_suggestion`),
+    when the integrator runs compiled (a NumPy-path re-run may take long: the hint is left, said unverified)."""
+    from mbvi.simulate import _verify_suggestion
+
+    cls, dt = type(stepper), stepper.dt
+    if not verify or stepper.compiled_kernels() is None:
+        err.unverified()
+        return
+
+    def rerun(candidate: float, every: int) -> Trajectory:
+        return simulate_lagrangian(system, t_end, candidate, cls, t0=t0, initial_state=state, save_every=every,
+                                   _verify=False, **options)  # fmt: skip
+
+    _verify_suggestion(err, system, cls, dt, t_end, t0, state, options, rerun=rerun)
+
+
+def _blow_up_start(traj: Trajectory, system: LagrangianSystem, cls: type, dt: float) -> SolverError | None:
+    """The :class:`SolverError` of the first state past the blow-up bound among a failed run's finite states (as
+    :func:`judge_energy` judges a completed run), None when they held."""
+    from mbvi import notices
+
+    with np.errstate(all="ignore"):
+        ok = np.isfinite(traj.q).all(axis=1) & np.isfinite(traj.v).all(axis=1) & np.isfinite(traj.energy)
+    n = len(ok) if ok.all() else int(np.argmax(~ok))
+    if n < 2:
+        return None
+    with notices.kept(quiet=True):  # (its warnings are of a partial run: the error speaks)
+        try:
+            judge_energy(traj.head(n), system, cls, dt, failed=True)
+        except SolverError as exc:
+            return exc
+    return None
 
 
 def _to_the_end(stepper, state: State, t0: float, nsteps: int, save_every: int, last: float, options: dict,
@@ -216,7 +264,7 @@ def _early_scale(kinetic: np.ndarray, potential: np.ndarray, work: np.ndarray | 
     return scale if np.isfinite(scale) else 0.0
 
 
-def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: float) -> None:
+def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: float, failed: bool = False) -> None:
     """A completed run is judged as :func:`mbvi.simulate` judges a scene's, by its energy balance.
 
     For a conservative Lagrangian (no force Q, no explicit t) E = v·∂L/∂v − L is constant; for a forced or
@@ -227,7 +275,8 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
     coarse otherwise. A blow-up — a state that is not finite, or (judged as finely) a balance that gained as much
     as all the energy in motion and a thousand times the energy in play early in the run (:func:`_early_scale`) — is a
     :class:`mbvi.SolverError` keeping the trajectory up to it, and for a baseline (explicit or implicit Euler,
-    csm: their drift is what they are compared for) a warning saying the run blew up, as a scene's is.
+    csm: their drift is what they are compared for) a warning saying the run blew up, as a scene's is — unless the
+    run ``failed`` at a step after it: the blow-up is then the error.
     """
     from mbvi.runs import BLOW_UP, WARN_ENERGY, WARN_ENERGY_BASELINE, energy_scales
 
@@ -268,7 +317,7 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
             f"integrator {cls.name!r} at dt = {dt:g} s: {what[:-1]} strayed by {worst:.3g} J against "
             f"{early:.3g} J in play by t = {traj.t[k]:.4g} s (the run blew up)"
         )
-        if not (cls.variational or cls.symplectic):
+        if not (cls.variational or cls.symplectic or failed):
             notices.warn(f"{reason}; the result is not a solution (reduce dt, e.g. to {dt / 4:g} s)",
                           RuntimeWarning)  # fmt: skip
             return
