@@ -475,6 +475,18 @@ def test_backward_euler_does_not_run_through_a_mass_that_reaches_zero() -> None:
     assert 9.9 < err.value.time < 10.0 and err.value.trajectory.t[-1] < 10.0
 
 
+@pytest.mark.parametrize("integrator", ["symplectic_euler_a", "symplectic_euler_b", "verlet", "midpoint"])
+def test_a_step_that_lands_on_a_mass_of_zero_says_the_mass_matrix_is_singular(integrator: str) -> None:
+    """m(t) = 1 − t at dt = 0.01: the step lands on t = 1 exactly, where the mass is 0, and said only "singular
+    Newton matrix (Singular matrix)"."""
+    x, v, t = sp.symbols("x v t")
+    system = mbvi.LagrangianSystem((1 - t) * v**2 / 2 - x**2 / 2, [x], [v], time=t,
+                                   initial_state=mbvi.State([1.0], [0.0]))  # fmt: skip
+    with pytest.raises(mbvi.SolverError, match=r"mass matrix ∂²L/∂v² is singular or indefinite") as err:
+        mbvi.simulate(system, 2.0, 1e-2, integrator)
+    assert err.value.time == pytest.approx(0.99) and err.value.trajectory.t[-1] < 1.0
+
+
 def test_the_mass_matrix_is_checked_at_the_runs_start_time() -> None:
     """It was checked at t = 0 whatever t0: m(t) = t (0 at t = 0) could not be built with a start, and
     m(t) = 1 − t/10 ran from t0 = 12, where it is −0.2, without a word."""

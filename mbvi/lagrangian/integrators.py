@@ -704,7 +704,11 @@ class Run:
             err.partial = self._partial()
             raise err from exc
         except np.linalg.LinAlgError as exc:
-            err = SolverError(f"integrator {integ.name!r}: singular Newton matrix ({exc})", time=t, step=self.k)
+            # a mass matrix singular where the step starts or lands (m(t) = 1 − t at t = 1) says so, as a failed
+            # Newton does
+            why = _singular_mass(integ.system, self.q, self.v, t, integ.dt)
+            message = f"integrator {integ.name!r}: " + (why or f"singular Newton matrix ({exc})")
+            err = SolverError(message, time=t, step=self.k)
             err.partial = self._partial()
             raise err from exc
         except (ValueError, ArithmeticError) as exc:  # L or Q undefined where the step went (math domain error …)
