@@ -63,6 +63,34 @@ def _compiled_parts(law: ForceLaw) -> list:
     return parts + _missing_roles(law, name, parts)
 
 
+def _probe_kernels(law: ForceLaw, parts: list, q0: np.ndarray) -> None:
+    """A plugin's kernels called once as Python at the initial configuration, before the compiled loop runs them:
+    an index out of range (ints the law forgot to pack) is a ValueError naming the law, where the compiled kernel,
+    unchecked, crashed the interpreter (a segmentation fault) or wrote past ``out`` without a word. Whatever
+    else the Python form raises is left to the compiled loop (numba's own constructs may not run as Python)."""
+    nq = len(q0)
+    for part in parts:
+        if not isinstance(part, Kernel) or part.watch is not None:  # (a load's callable: mbvi's own wrapper)
+            continue
+        for role, fn in part.roles():
+            py = getattr(fn, "py_func", None)
+            if py is None:
+                continue
+            out = np.zeros(1 if role == "potential" else nq)
+            try:
+                with np.errstate(all="ignore"):
+                    py(np.array(q0, dtype=float), np.zeros(nq), 0.0, part.ints.copy(), part.floats.copy(), out)
+            except IndexError as exc:
+                name = law.name or type(law).__name__
+                raise ValueError(
+                    f"force law {name!r}: its {role} kernel {getattr(py, '__qualname__', '?')} indexes out of range "
+                    f"at the initial configuration ({exc}; ints has {len(part.ints)} entries, floats "
+                    f"{len(part.floats)}, q and out {nq}): compiled, it would read or write outside its arrays"
+                ) from None
+            except Exception:  # (the compiled loop reports what its kernels raise)
+                continue
+
+
 #: the NumPy method of each role a kernel plays, and the law's attribute that declares the role
 _NUMPY_METHODS = {"force": "has_force", "gradient": "has_potential", "potential": "has_potential"}
 
@@ -420,6 +448,8 @@ class System:
             sub, _ = self.rows.pattern.subset_rows(joints)
             joint_pattern = Pattern.of(sub.rows, sub.cols, self.nq, self.inv_mass)
         laws = [_compiled_parts(law) for law in self.laws]
+        for law, parts in zip(self.laws, laws, strict=True):
+            _probe_kernels(law, parts, layout.q0)
         return ModelSpec(
             nq=self.nq,
             rows=self.rows.terms(self.active, self.active_roundoff),

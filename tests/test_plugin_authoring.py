@@ -690,3 +690,33 @@ def test_a_bad_potential_is_named_not_blamed_on_the_step(returned: str, match: s
         scene.add(_Tether("p", 4.0))
         with pytest.raises(LoadError, match=f"force law 'tether_bad_potential': {match}"):
             mbvi.simulate(scene, 0.2, 1e-3, integrator)
+
+
+@numba.njit
+def _pull_without_its_ints(q, v, t, ints, floats, out):
+    o = ints[0]  # the law forgot to pack its ints
+    for k in range(3):
+        out[o + k] -= 0.5 * v[o + k]
+
+
+def test_a_kernel_indexing_out_of_range_is_refused_naming_the_law() -> None:
+    """The compiled kernel read ints[0] of an empty array: a segmentation fault of the interpreter, naming nothing.
+    Its Python form, called once at the initial configuration, names the law and the kernel."""
+
+    class Pull(_TetherLaw):
+        name = "pull_without_ints"
+        has_potential, has_force, velocity_dependent = False, True, True
+
+        def force(self, q, v, t):
+            return np.zeros(self.nq)
+
+        def compiled(self):
+            return mbvi.Kernel(force=_pull_without_its_ints, name=self.name)
+
+    with _Registered(register_force_laws=[Pull]):
+        scene = mbvi.Scene(gravity=(0.0, 0.0, -G))
+        scene.add(mbvi.Particle("p", mass=1.0, position=(0.0, 0.0, -1.0), velocity=(1.0, 0.0, 0.0)))
+        scene.add(_Tether("p", 4.0))
+        with pytest.raises(ValueError, match=r"force law 'pull_without_ints': its force kernel _pull_without_its_ints "
+                                             r"indexes out of range .*ints has 0 entries"):  # fmt: skip
+            mbvi.simulate(scene, 0.1, 1e-3)
