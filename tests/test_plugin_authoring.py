@@ -720,3 +720,38 @@ def test_a_kernel_indexing_out_of_range_is_refused_naming_the_law() -> None:
         with pytest.raises(ValueError, match=r"force law 'pull_without_ints': its force kernel _pull_without_its_ints "
                                              r"indexes out of range .*ints has 0 entries"):  # fmt: skip
             mbvi.simulate(scene, 0.1, 1e-3)
+
+
+@numba.njit
+def _push_below_a_speed(q, v, t, ints, floats, out):
+    o = ints[0]
+    if v[o] > 1.0:  # undefined above 1 m/s (a table out of range, say)
+        out[o] += math.nan
+    else:
+        out[o] += 1.0 - 0.1 * v[o]
+
+
+def test_a_kernel_that_fails_at_the_steps_own_velocity_is_named() -> None:
+    """A push on a free particle whose kernel is NaN above 1 m/s: the step's drift reaches it first, and the kernel,
+    tried again only at the step's start (below 1 m/s), was cleared — "verlet produced non-finite values …
+    reduce dt", after seconds of re-runs. It is now tried at slightly larger velocities too, and named."""
+
+    class Push(_TetherLaw):
+        name = "push_below_a_speed"
+        has_potential, has_force, velocity_dependent = False, True, True
+
+        def force(self, q, v, t):
+            out = np.zeros(self.nq)
+            _push_below_a_speed.py_func(q, v, t, np.array([self.o]), np.zeros(0), out)
+            return out
+
+        def compiled(self):
+            return mbvi.Kernel(force=_push_below_a_speed, ints=[self.o], name=self.name)
+
+    with _Registered(register_force_laws=[Push]):
+        scene = mbvi.Scene(gravity=None)
+        scene.add(mbvi.Particle("p", mass=1.0, position=(0.0, 0.0, 0.0)))
+        scene.add(_Tether("p", 0.0))
+        with pytest.raises(LoadError, match=r"push_below_a_speed: its force kernel returned non-finite values") as e:
+            mbvi.simulate(scene, 3.0, 1e-2)
+        assert 1.0 < e.value.time < 1.2  # v = 1 m/s near t = 1.05 s (dv/dt = 1 − 0.1 v)

@@ -493,6 +493,11 @@ def python(fn: Callable, role: str, name: str) -> Callback:
     return Callback(fn, role, name)
 
 
+#: the velocities, as multiples of the failing step's start's, at which a compiled kernel is called again to find
+#: what it did wrong (:meth:`CompiledWatch.probe`)
+PROBE_SPEEDS = (1.01, 1.1, 1.5, 2.0)
+
+
 class CompiledWatch:
     """What a compiled kernel did wrong, found after a failed run by calling its Python form again.
 
@@ -525,12 +530,20 @@ class CompiledWatch:
 
     def probe(self, q: np.ndarray, v: np.ndarray, t: float, h: float) -> str | None:
         """What the kernel did wrong at the step from (q, v, t) — ``"raised ValueError: …"`` or ``"returned
-        non-finite values at t = …"`` — or None."""
-        for qq, tt in ((q, t), (q + h * v, t + 0.5 * h), (q + h * v, t + h)):
+        non-finite values at t = …"`` — or None.
+
+        Tried at the step's start, its middle and its end (moved along v), then — the step's drift and kicks
+        evaluate a velocity-dependent kernel at velocities other than the start's (v½) — at the start with the
+        velocity a little larger (:data:`PROBE_SPEEDS`): a law undefined above 1 m/s, reached within the step, was
+        taken for the integrator's instability ("reduce dt").
+        """
+        tries = [(q, v, t), (q + h * v, v, t + 0.5 * h), (q + h * v, v, t + h)]
+        tries += [(q, s * v, t) for s in PROBE_SPEEDS]
+        for qq, vv, tt in tries:
             out = np.zeros(1 if self.role == "potential" else len(q))
             try:
                 with np.errstate(all="ignore"):
-                    self.fn(qq.copy(), v.copy(), float(tt), self.ints.copy(), self.floats.copy(), out)
+                    self.fn(qq.copy(), vv.copy(), float(tt), self.ints.copy(), self.floats.copy(), out)
             except Exception as exc:
                 return f"raised {type(exc).__name__}: {exc}"
             if not np.all(np.isfinite(out)):
