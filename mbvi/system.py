@@ -269,6 +269,7 @@ class System:
         self._trans_idx = (tb[:, None] + np.arange(3)).ravel()
         self._trans_mass = self.mass[self._trans_idx].reshape(-1, 3)
         self._engine = False  # built on first use by engine_model()
+        self._engine_keys: tuple = ()  # what the loads' callables read when it was built (see engine_model)
 
     @functools.cached_property
     def solver(self) -> ConstraintSolver:
@@ -419,13 +420,34 @@ class System:
         None when the constraint matrix is too wide for the compiled profile
         solver: the NumPy path then runs it. Every force law takes part, by its
         compiled kernels or, without them, by its NumPy methods called from the
-        compiled loop. Built once; the System is immutable, so is this.
+        compiled loop. Built once, and again when what a load's callable reads has
+        changed since (a module-level gain: the compiled form bakes it in, where the
+        NumPy path reads it at each call); the System is otherwise immutable.
         """
-        if self._engine is False:
+        keys = self._load_keys()
+        if self._engine is False or keys != self._engine_keys:
             from mbvi.engine.model import build
 
             self._engine = build(self.engine_spec())
+            self._engine_keys = keys
         return self._engine
+
+    def _load_keys(self) -> tuple:
+        """What the loads' callables (a controller ``(t, state)``, a force of t) compile from: their code and the
+        values of the globals and closure cells they read (:func:`mbvi.engine.callbacks.code_key`)."""
+        fns = [f for law in self.laws for e in getattr(law, "elements", ())
+               for f in (getattr(e, "force", None), getattr(e, "torque", None)) if callable(f)]  # fmt: skip
+        if not fns:
+            return ()
+        from mbvi.engine.callbacks import code_key
+
+        keys = []
+        for fn in fns:
+            try:
+                keys.append(code_key(fn))
+            except Exception:  # (a callable code_key cannot read: a builtin, a C function) kept as it is
+                keys.append(id(fn))
+        return tuple(keys)
 
     def engine_spec(self) -> ModelSpec:
         """What the compiled engine is built from: the active rows, their pattern and plan, the bodies, and each

@@ -335,6 +335,21 @@ def test_a_gain_held_in_a_default_argument_or_a_numpy_scalar_compiles_with_its_v
         GAIN = np.int64(20)
 
 
+def test_an_assembled_system_sees_a_gain_changed_after_its_first_run() -> None:
+    """``system = mbvi.assemble(scene)`` kept the controller compiled at its first run: a module-level gain
+    changed afterwards was ignored by verlet on that System, and seen by explicit_euler on it (0.404 against
+    0.472 rad). The System's model is built again when what a load's callable reads has changed."""
+    global GAIN
+    system = mbvi.assemble(_arm(_pd_numpy_gain))
+    try:
+        for kp in (20, 80):
+            GAIN = np.int64(kp)
+            compiled = float(mbvi.simulate(system, 6.0, 2e-3).joint_angle("hinge")[-1])
+            assert compiled == pytest.approx(_balance(kp), abs=1e-4)
+    finally:
+        GAIN = np.int64(20)
+
+
 def test_the_kernel_key_sees_every_value_numba_freezes() -> None:
     """The key of a function's compiled code (:func:`mbvi.engine.callbacks.code_key`) changes with each value it
     reads as a constant: a module's attribute, a NumPy float32 in a closure, a keyword-only default, an array in
