@@ -13,6 +13,7 @@ import functools
 import logging
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,10 +34,20 @@ log = logging.getLogger("mbvi")
 _told: set[str] = set()
 
 
+def _law_compiled(law: ForceLaw) -> Any:
+    """``law.compiled()``; what it raises as a ValueError naming the law (a Kernel made with bad ``ints`` said
+    "Kernel ?: …", and any other error came out raw, naming nothing)."""
+    try:
+        return law.compiled()
+    except Exception as exc:
+        name = law.name or type(law).__name__
+        raise ValueError(f"force law {name!r}: its compiled() raised {type(exc).__name__}: {exc}") from exc
+
+
 def _compiled_parts(law: ForceLaw) -> list:
     """A law's compiled form as a list of :class:`~mbvi.engine.contract.Family` and
     :class:`~mbvi.engine.contract.Kernel` (its NumPy methods as kernels when it has none)."""
-    c = law.compiled()
+    c = _law_compiled(law)
     name = law.name or type(law).__name__
     if c is None:
         if name not in _told:
@@ -103,7 +114,7 @@ def _numpy_from_kernels(law: ForceLaw) -> None:
                if getattr(law, flag) and getattr(type(law), role) is getattr(ForceLaw, role)]  # fmt: skip
     if not missing:
         return
-    made = law.compiled()
+    made = _law_compiled(law)
     parts = made if isinstance(made, (list, tuple)) else [made]
     for part in parts:
         if not isinstance(part, Kernel):

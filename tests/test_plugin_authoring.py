@@ -755,3 +755,22 @@ def test_a_kernel_that_fails_at_the_steps_own_velocity_is_named() -> None:
         with pytest.raises(LoadError, match=r"push_below_a_speed: its force kernel returned non-finite values") as e:
             mbvi.simulate(scene, 3.0, 1e-2)
         assert 1.0 < e.value.time < 1.2  # v = 1 m/s near t = 1.05 s (dv/dt = 1 − 0.1 v)
+
+
+def test_what_a_laws_compiled_raises_names_the_law() -> None:
+    """A Kernel made with ints that are not integers said "Kernel ?: ints must be integers"; any other error of
+    compiled() came out raw, naming no law."""
+
+    class Floaty(_TetherLaw):
+        name = "tether_floaty_ints"
+
+        def compiled(self):
+            return mbvi.Kernel(gradient=_tether_gradient, ints=[0.5], floats=[self.k])
+
+    with _Registered(register_force_laws=[Floaty]):
+        scene = mbvi.Scene(gravity=(0.0, 0.0, -G))
+        scene.add(mbvi.Particle("p", mass=1.0, position=(0.1, 0.0, 0.0)))
+        scene.add(_Tether("p", 4.0))
+        with pytest.raises(ValueError, match=r"force law 'tether_floaty_ints': its compiled\(\) raised ValueError: "
+                                             r"Kernel \?: ints must be integers"):  # fmt: skip
+            mbvi.simulate(scene, 0.1, 1e-3)
