@@ -11,12 +11,14 @@ from mbvi import notices
 from mbvi.assembly import assemble
 from mbvi.diagnosis import instability
 from mbvi.engine.scheme import is_rattle
-from mbvi.errors import SolverError
+from mbvi.errors import LoadError, SolverError
 from mbvi.integrators.base import Integrator
 from mbvi.integrators.compiled import Compiled
 from mbvi.plugins import check_given_class, get_integrator
 from mbvi.runs import (
     BLOW_UP,
+    VERIFY_BUDGET,
+    VERIFY_ENERGY,
     WARN_ENERGY,
     WARN_ENERGY_BASELINE,
     energy_scales,
@@ -24,6 +26,7 @@ from mbvi.runs import (
     progress_bar,
     run_info,
     run_numbers,
+    verify_step,
 )
 from mbvi.scene import Scene
 from mbvi.state import State
@@ -41,10 +44,6 @@ __all__ = [
     "simulate",
 ]
 
-#: a suggested step is verified when its run keeps the energy error within this fraction of the energy in motion
-VERIFY_ENERGY = 0.01
-#: wall-clock budget for verifying a suggested step size by re-running, s
-VERIFY_BUDGET = 20.0
 
 
 def assembled(scene: Scene | System) -> tuple[System, Scene | None]:
@@ -467,6 +466,13 @@ def _blow_up(traj: Trajectory, stepper: Integrator, system, warn: bool = False,
     drift = abs(float(balance[k]))
     step = round((float(traj.t[k]) - float(traj.t[0])) / stepper.dt)
     finite = bool(np.isfinite(traj.q[k]).all() and np.isfinite(traj.v[k]).all())
+    faulty = _faulty_potential(system, traj.q[k]) if finite and not np.isfinite(traj.potential[k]) else None
+    if faulty is not None:  # a law's energy is NaN at a state of moderate size: the law's fault, not the step's
+        out = LoadError(f"force law {faulty!r}: its potential(q) returned non-finite values at a finite state",
+                        time=float(traj.t[k]), step=step, culprit=f"force law {faulty!r}")  # fmt: skip
+        with np.errstate(all="ignore"):
+            out.trajectory = traj.head(k)
+        return out
     err = instability(system, stepper.name, stepper.dt, float(traj.t[k]), step, finite=finite)
     reason = (
         f"the energy balance broke: E − E₀ − W reached {drift:.3g} J against an energy scale of {scale:.3g} J "
@@ -482,16 +488,31 @@ def _blow_up(traj: Trajectory, stepper: Integrator, system, warn: bool = False,
     return None
 
 
+def _faulty_potential(system: System, q: np.ndarray) -> str | None:
+    """The name of a force law whose potential is NaN at q, when q is of moderate size (below 1e100: beyond, a
+    blow-up's overflow is no law's fault), else None."""
+    if not np.max(np.abs(q), initial=0.0) < 1e100:
+        return None
+    for law in system.potential_laws:
+        try:
+            with np.errstate(all="ignore"):
+                u = np.asarray(law.potential(q), dtype=float)
+        except Exception:  # (what it raises was named when the energies were computed)
+            continue
+        if np.isnan(u).any():
+            return law.name or type(law).__name__
+    return None
+
+
 def _verify_suggestion(err: SolverError, scene: Scene | System, cls, dt: float, t_end: float, t0: float, state,
                        options, rerun: Callable[[float, int], Trajectory] | None = None):  # fmt: skip
     """Replace the solver's step-size hint by one that a re-run confirms (halving from it), within a budget: the
     re-run must complete and keep its energy error within :data:`VERIFY_ENERGY` of the energy in motion.
 
-    ``rerun(dt, save_every)``, when given, is the re-run (a LagrangianSystem's, compiled); else :func:`simulate`
-    of ``scene``, when its run is compiled (a NumPy-path re-run may take long: the hint is then halved, unverified).
+    ``rerun(dt, save_every)``, when given, is the re-run; else :func:`simulate` of ``scene``, when its run is
+    compiled (a NumPy-path re-run may take long: the hint is then halved, unverified). The loop is
+    :func:`mbvi.runs.verify_step`.
     """
-    import time
-
     hint = err.suggested_dt
     if hint is None or not hint < dt or err.time is None:
         return
@@ -513,42 +534,5 @@ def _verify_suggestion(err: SolverError, scene: Scene | System, cls, dt: float, 
             return simulate(scene, t_end, candidate, cls, t0=t0, initial_state=state, save_every=every,
                             _verify=False, **options)  # fmt: skip
 
-    start = time.perf_counter()
-    candidate = float(hint)
-    tried: list[float] = []
-    for _ in range(6):
-        if time.perf_counter() - start > VERIFY_BUDGET:
-            break
-        tried.append(candidate)
-        nsteps = max(1, round((t_end - t0) / candidate))
-        try:
-            # judged here (the energy band decides): its warnings kept quietly, in this thread alone (the process's
-            # filters set to "ignore" by members side by side in a threads sweep stayed so, every later warning
-            # lost; and a member's warnings caught this re-run's, of a dt that was none of the user's)
-            with notices.kept(quiet=True):
-                run = rerun(candidate, max(1, nsteps // 256))
-        except SolverError:
-            candidate /= 2
-            continue
-        except ValueError:
-            return
-        band = run.info.get("energy_error")
-        if band is not None and band > VERIFY_ENERGY:  # it ran, but not accurately: not a step to suggest
-            # the energy error of a method of order p scales as dtᵖ: aim below the bound (at least halve)
-            order = max(1, int(getattr(cls, "order", 1) or 1))
-            candidate *= min(0.5, max(1.0 / 16.0, 0.7 * (VERIFY_ENERGY / band) ** (1.0 / order)))
-            continue
-        err.suggested_dt = candidate
-        err.verified_dt = True
-        err.args = (err._compose() + " (verified: a run at that dt completes with its energy within 1 % of the energy "
-                    "in motion)",)  # fmt: skip
-        return
-    # no step tried kept the run sane: say so rather than pass the solver's estimate off as a remedy
-    if tried:
-        span = f"dt = {tried[0]:.3g}" if len(tried) == 1 else f"dt = {tried[0]:.3g} down to {tried[-1]:.3g}"
-        err.verified_dt = False
-        err.suggested_dt = None
-        err.args = (err._compose() + f"; re-runs at {span} did not complete with their energy within 1 % of the "
-                    "energy in motion either: a smaller step alone may not cure it",)  # fmt: skip
-    else:
-        err.unverified()
+    order = max(1, int(getattr(cls, "order", 1) or 1))
+    verify_step(err, rerun, hint, (t_end - t0), order, VERIFY_ENERGY, VERIFY_BUDGET)

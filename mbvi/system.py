@@ -84,9 +84,7 @@ def _probe_kernels(law: ForceLaw, parts: list, q0: np.ndarray) -> None:
         if not isinstance(part, Kernel) or part.watch is not None:  # (a load's callable: mbvi's own wrapper)
             continue
         for role, fn in part.roles():
-            py = getattr(fn, "py_func", None)
-            if py is None:
-                continue
+            py = getattr(fn, "py_func", fn)  # (a plain function too: mbvi compiles it)
             out = np.zeros(1 if role == "potential" else nq)
             try:
                 with np.errstate(all="ignore"):
@@ -119,23 +117,34 @@ def _numpy_from_kernels(law: ForceLaw) -> None:
     for part in parts:
         if not isinstance(part, Kernel):
             continue
-        for role, fn in part.roles():
+        for role, _ in part.roles():
             if role in missing:
-                setattr(law, role, _KernelMethod(role, kernel_as_numpy(fn, part, role), part, law.nq))
+                setattr(law, role, _KernelMethod(role, part, law.nq))
                 missing.remove(role)
 
 
 class _KernelMethod:
-    """The NumPy method ``role`` of a law, calling its kernel ``fn(q, v, t, ints, floats, out)`` as Python (an
-    object, not a closure: a System holding it pickles)."""
+    """The NumPy method ``role`` of a law, calling its kernel ``fn(q, v, t, ints, floats, out)`` as Python, at each
+    configuration of q (..., nq) (a batched law's potential and gradient_batch). An object holding the Kernel, the
+    Python form found at each call: a System holding it pickles (the numba dispatcher by its name)."""
 
-    def __init__(self, role: str, fn: Callable, part: Kernel, nq: int) -> None:
-        self.role, self.fn, self.ints, self.floats, self.nq = role, fn, part.ints, part.floats, nq
+    def __init__(self, role: str, part: Kernel, nq: int) -> None:
+        self.role, self.part, self.nq = role, part, nq
 
     def __call__(self, q: np.ndarray, v: np.ndarray | None = None, t: float = 0.0) -> np.ndarray | float:
+        fn = kernel_as_numpy(getattr(self.part, self.role), self.part, self.role)
+        q = np.asarray(q, dtype=float)
+        if q.ndim > 1:
+            rows = q.reshape(-1, self.nq)
+            vs = [None] * len(rows) if v is None else np.asarray(v, dtype=float).reshape(-1, self.nq)
+            out = np.array([self._one(fn, x, w, t) for x, w in zip(rows, vs, strict=True)])
+            return out.reshape(q.shape[:-1] + out.shape[1:])
+        return self._one(fn, q, v, t)
+
+    def _one(self, fn: Callable, q: np.ndarray, v: np.ndarray | None, t: float) -> np.ndarray | float:
         out = np.zeros(1 if self.role == "potential" else self.nq)
         v = np.zeros(self.nq) if v is None else np.asarray(v, dtype=float)
-        self.fn(np.asarray(q, dtype=float), v, float(t), self.ints, self.floats, out)
+        fn(q, v, float(t), self.part.ints, self.part.floats, out)
         return float(out[0]) if self.role == "potential" else out
 
 
@@ -195,28 +204,39 @@ def _law_call(law: ForceLaw, what: str, method, *args, finite: bool = False, nq:
 
 
 def _potential_of(law: ForceLaw, q: np.ndarray) -> np.ndarray:
-    """A law's ``potential(q)``, checked: one number a configuration of q (..., nq), finite where q is below 1e100
-    (beyond, a blow-up's squared lengths overflow: not the law's fault); else a LoadError naming the law (a NaN was
-    taken for the integrator's instability, "reduce dt"; None was a TypeError naming nothing; a batched law that
-    summed its batch gave every state the same energy)."""
-    value = _law_call(law, "potential(q)", law.potential, q)
+    """A law's ``potential`` at q (nq,) or at each configuration of q (..., nq) (one call a configuration unless the
+    law is ``batched``), checked: what it raises, or a value that is not one number a configuration (None was a
+    TypeError naming nothing; a batched law that summed its batch gave every state one energy), is a LoadError
+    naming the law. Its values are not judged finite here: an energy may overflow where a run blew up, or be
+    infinite where a trajectory's unused rows hold zeros (U = −k/|x|), and the run, not the law, is at fault.
+    """
+    if law.batched or q.ndim == 1:
+        value = _law_call(law, "potential(q)", law.potential, q)
+    else:
+        rows = q.reshape(-1, q.shape[-1])
+        value = _law_call(law, "potential(q)", lambda: [law.potential(x) for x in rows])
     name = law.name or type(law).__name__
     try:
-        if value is None:  # (NumPy makes it NaN)
+        if value is None or (isinstance(value, list) and any(x is None for x in value)):  # (NumPy makes it NaN)
             raise TypeError
         u = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise LoadError(f"force law {name!r}: its potential(q) returned {type(value).__name__}, not a number (J)",
+        if isinstance(value, list):
+            bad = next((x for x in value if x is None or not np.ndim(x) == 0), value[0] if value else None)
+            what = type(bad).__name__
+        else:
+            what = type(value).__name__
+        raise LoadError(f"force law {name!r}: its potential(q) returned {what}, not a number (J)",
                         culprit=f"force law {name!r}") from None  # fmt: skip
+    if not (law.batched or q.ndim == 1):
+        if u.shape != (len(rows),):
+            raise LoadError(f"force law {name!r}: its potential(q) returned shape {u.shape[1:]} for one "
+                            "configuration, expected () (one number)", culprit=f"force law {name!r}")  # fmt: skip
+        u = u.reshape(q.shape[:-1])
     if u.shape != q.shape[:-1]:
         each = "one a configuration: batched = True" if q.ndim > 1 else "one number"
         raise LoadError(f"force law {name!r}: its potential(q) returned shape {u.shape} for q of shape {q.shape}, "
                         f"expected {q.shape[:-1]} ({each})", culprit=f"force law {name!r}")  # fmt: skip
-    with np.errstate(invalid="ignore"):
-        bad = ~np.isfinite(u) & (np.max(np.abs(q), axis=-1, initial=0.0) < 1e100)
-    if np.any(bad):
-        raise LoadError(f"force law {name!r}: its potential(q) returned non-finite values at a finite state",
-                        culprit=f"force law {name!r}")  # fmt: skip
     return u
 
 
@@ -300,15 +320,11 @@ class System:
         ------
         mbvi.LoadError
             A law's ``potential`` raised, or returned something not a number (a batched law: not one a
-            configuration), or NaN or inf at a configuration below 1e100 (naming the law).
+            configuration), naming the law.
         """
         total = np.zeros(q.shape[:-1])
         for law in self.potential_laws:
-            if law.batched or q.ndim == 1:
-                total = total + _potential_of(law, q)
-            else:
-                rows = q.reshape(-1, self.nq)
-                total = total + np.array([_potential_of(law, x) for x in rows]).reshape(q.shape[:-1])
+            total = total + _potential_of(law, q)
         return total if q.ndim > 1 else float(total)
 
     def potential_gradient(self, q: np.ndarray) -> np.ndarray:

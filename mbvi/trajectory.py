@@ -161,7 +161,13 @@ class Trajectory:
         """
         Q, V = np.asarray(Q, dtype=float), np.asarray(V, dtype=float)
         kin = system.kinetic(V)
-        pot = system.potential(Q)
+        counts = [int(n) for n in counts]
+        if all(n == Q.shape[1] for n in counts):
+            pot = system.potential(Q)
+        else:  # members that stopped early: the laws see their states only (not the zeros after them: U = −k/|x|)
+            valid = np.arange(Q.shape[1]) < np.array(counts)[:, None]
+            pot = np.full(Q.shape[:2], np.nan)
+            pot[valid] = system.potential(Q[valid])
         fields = {
             "t": np.asarray(t, dtype=float), "q": Q, "v": V, "energy": kin + pot, "kinetic": kin, "potential": pot,
             "momentum": np.asarray(system.momentum(V), dtype=float),

@@ -607,3 +607,23 @@ def test_a_lagrangian_blow_up_keeps_its_start_and_a_verified_step() -> None:
     assert e.step == len(traj.t) - 1
     again = mbvi.simulate(system, 1.0, e.suggested_dt, integrator="symplectic_euler_b", save_every=100)
     assert again.t[-1] == pytest.approx(1.0)
+
+
+def test_verifying_a_hint_keeps_to_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of 1000 s that blows up at its second step: its re-runs at ever smaller steps took 78 s (the budget
+    was checked only before each one). A re-run that would not fit in what is left is not started."""
+    import time
+
+    from mbvi import runs
+
+    monkeypatch.setattr(runs, "VERIFY_BUDGET", 1.0)
+    x, v = sp.symbols("x v")
+    system = mbvi.LagrangianSystem(v**2 / 2 - 1e6 * x**2 / 2 - 1e6 * x**4, [x], [v],
+                                   initial_state=mbvi.State([0.1], [0.0]))  # fmt: skip
+    mbvi.simulate(system, 0.01, 1e-5, integrator="symplectic_euler_b")  # (compiled before the clock starts)
+    start = time.perf_counter()
+    with pytest.raises(mbvi.SolverError, match=r"try dt <= .* \(not verified\)") as err:
+        mbvi.simulate(system, 1000.0, 0.01, integrator="symplectic_euler_b")
+    assert time.perf_counter() - start < 8.0
+    assert err.value.suggested_dt is not None and err.value.suggested_dt < 0.01
+

@@ -224,6 +224,43 @@ def test_a_composition_changed_after_a_run_runs_its_new_weights_checked() -> Non
         Mine.method()
 
 
+def test_a_composition_of_a_changed_composition_is_bound_again() -> None:
+    """B composed on A: A's weights changed and A bound again, B kept running its scheme composed on the old A."""
+
+    class Inner(mbvi.Composition):
+        name = "inner_changed"
+        order = 2
+        base = "verlet"
+        weights = (0.5, 0.5)
+
+    class Outer(mbvi.Composition):
+        name = "outer_of_inner"
+        order = 2
+        base = "inner_changed"
+        weights = (0.5, 0.5)
+
+    class Module:
+        @mbvi.hookimpl
+        def register_integrators(self, register):
+            register(Inner)
+            register(Outer)
+
+    module = Module()
+    mbvi.plugins.register_plugin(module, name="inner_outer")
+    try:
+        scene = _double_pendulum()
+        before = mbvi.simulate(scene, 0.5, 0.05, Outer)
+        Inner.weights, Inner.order = mbvi.get_integrator("forest_ruth").weights, 4
+        with pytest.raises(ValueError, match="or its base's, changed after it was bound"):
+            Outer.method()  # run by name, it says so
+        after = mbvi.simulate(scene, 0.5, 0.05, Outer)  # given as a class: bound again on the new Inner
+        halves = mbvi.simulate(scene, 0.5, 0.025, "forest_ruth")  # two half steps of Forest–Ruth
+        np.testing.assert_allclose(after.q[-1], halves.q[-1], rtol=0, atol=1e-12)
+        assert not np.allclose(after.q[-1], before.q[-1], rtol=0, atol=1e-6)
+    finally:
+        mbvi.plugins.unregister_plugin(module)
+
+
 def test_a_composition_of_a_plugin_that_takes_its_own_step_is_refused() -> None:
     """A subclass of verlet that writes its own step does not take the scheme it inherits: composing that scheme
     ran two half steps of RATTLE under its name."""

@@ -660,6 +660,10 @@ def test_a_role_given_only_as_a_kernel_is_the_same_force_on_every_path() -> None
             end = mbvi.simulate(scene, 1.0, 1e-3, integrator).position("p")[-1]
             np.testing.assert_allclose(end, exact, atol=tol, err_msg=integrator)
         assert mbvi.equilibrium(scene).position("p")[2] == pytest.approx(-G / k, rel=1e-9)
+        import pickle
+
+        system = pickle.loads(pickle.dumps(mbvi.assemble(scene)))  # (a System holding it pickles)
+        np.testing.assert_allclose(system.potential_gradient(np.array([0.1, 0.0, 0.0])), [k * 0.1, 0.0, G])
 
 
 @pytest.mark.parametrize(("returned", "match"), [
@@ -699,9 +703,11 @@ def _pull_without_its_ints(q, v, t, ints, floats, out):
         out[o + k] -= 0.5 * v[o + k]
 
 
-def test_a_kernel_indexing_out_of_range_is_refused_naming_the_law() -> None:
+@pytest.mark.parametrize("kernel", [_pull_without_its_ints, _pull_without_its_ints.py_func])
+def test_a_kernel_indexing_out_of_range_is_refused_naming_the_law(kernel) -> None:
     """The compiled kernel read ints[0] of an empty array: a segmentation fault of the interpreter, naming nothing.
-    Its Python form, called once at the initial configuration, names the law and the kernel."""
+    Its Python form, called once at the initial configuration, names the law and the kernel (a numba function or
+    a plain one, which mbvi compiles)."""
 
     class Pull(_TetherLaw):
         name = "pull_without_ints"
@@ -711,7 +717,7 @@ def test_a_kernel_indexing_out_of_range_is_refused_naming_the_law() -> None:
             return np.zeros(self.nq)
 
         def compiled(self):
-            return mbvi.Kernel(force=_pull_without_its_ints, name=self.name)
+            return mbvi.Kernel(force=kernel, name=self.name)
 
     with _Registered(register_force_laws=[Pull]):
         scene = mbvi.Scene(gravity=(0.0, 0.0, -G))
@@ -774,3 +780,70 @@ def test_what_a_laws_compiled_raises_names_the_law() -> None:
         with pytest.raises(ValueError, match=r"force law 'tether_floaty_ints': its compiled\(\) raised ValueError: "
                                              r"Kernel \?: ints must be integers"):  # fmt: skip
             mbvi.simulate(scene, 0.1, 1e-3)
+
+
+@numba.njit
+def _quartic_gradient(q, v, t, ints, floats, out):
+    o = ints[0]
+    r2 = q[o] ** 2 + q[o + 1] ** 2 + q[o + 2] ** 2
+    for i in range(3):
+        out[o + i] += floats[0] * r2 * q[o + i]
+
+
+@numba.njit
+def _inverse_gradient(q, v, t, ints, floats, out):
+    o = ints[0]
+    r = math.sqrt(q[o] ** 2 + q[o + 1] ** 2 + q[o + 2] ** 2)
+    for i in range(3):
+        out[o + i] += floats[0] * q[o + i] / r**3
+
+
+def test_an_energy_that_overflows_in_a_blow_up_is_the_runs_fault_not_the_laws() -> None:
+    """U = k|x|⁴/4 overflows to inf where explicit_euler blew up (states of 1e78 m): that was a LoadError blaming
+    the law, with no trajectory and no step; and a batch member that stopped early had U = −k/|x| evaluated on the
+    zeros after its last state (a law that divides by |x| raised there, and the batch was the law's fault)."""
+
+    class QuarticTether(_Tether):
+        pass
+
+    class Quartic(_TetherLaw):
+        name = "quartic_tether"
+        element = QuarticTether
+        batched = True
+
+        def potential(self, q):
+            x = q[..., self.o : self.o + 3]
+            return 0.25 * self.k * np.sum(x * x, axis=-1) ** 2
+
+        def compiled(self):
+            return mbvi.Kernel(gradient=_quartic_gradient, ints=[self.o], floats=[self.k], name=self.name)
+
+    class Inverse(_TetherLaw):
+        name = "inverse_tether"
+
+        def potential(self, q):
+            x = q[self.o : self.o + 3]
+            return -self.k / math.sqrt(float(x @ x))  # ZeroDivisionError at the origin
+
+        def compiled(self):
+            return mbvi.Kernel(gradient=_inverse_gradient, ints=[self.o], floats=[self.k], name=self.name)
+
+    with _Registered(register_force_laws=[Quartic, Inverse]):
+        scene = mbvi.Scene(gravity=None)
+        scene.add(mbvi.Particle("p", mass=1.0, position=(1.25, 0.0, 0.0)))
+        scene.add(QuarticTether("p", 100.0))
+        with pytest.raises(mbvi.SolverError) as err:
+            mbvi.simulate(scene, 2.0, 0.05, "explicit_euler")
+        assert not isinstance(err.value, LoadError) and err.value.trajectory is not None
+        assert err.value.suggested_dt is not None and err.value.suggested_dt < 0.05
+
+        orbit = mbvi.Scene(gravity=None)
+        orbit.add(mbvi.Particle("p", mass=1.0, position=(1.0, 0.0, 0.0), velocity=(0.0, 1.0, 0.0)))
+        orbit.add(mbvi.Rod("world", "p"))
+        orbit.add(_Tether("p", 1.0))
+        s0 = mbvi.assemble(orbit).initial_state()
+        whirled = mbvi.State(s0.q, 3000.0 * s0.v)  # too fast for its step: its SHAKE fails at once
+        with pytest.raises(mbvi.SolverError, match="member 1 of 2") as err:
+            mbvi.simulate_batch(orbit, 0.3, 1e-3, initial_states=[s0, whirled])
+        assert not isinstance(err.value, LoadError)
+        assert len(err.value.trajectory[0].t) == 301  # the other member ran to its end

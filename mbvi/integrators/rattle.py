@@ -394,13 +394,20 @@ class Composition(ShakeRattle):
         cls.scheme = compose(base.method(), tuple(w))
         cls.symmetric = bool(base.symmetric) and palindrome(w)
         cls._bound_to = _declared(cls)
+        cls._bound_base, cls._base_scheme = base, base.method()
         return cls.scheme
 
     @classmethod
     def bound(cls) -> bool:
-        """Whether :meth:`bind` fixed the scheme from the weights, base and order the class declares now (a
-        class changed after it was bound, in a notebook, is bound again when given to a run)."""
-        return cls.__dict__.get("scheme") is not None and cls.__dict__.get("_bound_to") == _declared(cls)
+        """Whether :meth:`bind` fixed the scheme from the weights, base and order the class declares now, and
+        from its base's scheme as it is now (a composition whose base, itself a composition, was changed and bound
+        again): a class changed after it was bound, in a notebook, is bound again when given to a run."""
+        if cls.__dict__.get("scheme") is None or cls.__dict__.get("_bound_to") != _declared(cls):
+            return False
+        base = cls.__dict__.get("_bound_base")
+        if isinstance(base, type) and issubclass(base, Composition):
+            return base.bound() and base.__dict__.get("scheme") is cls.__dict__.get("_base_scheme")
+        return True
 
     @classmethod
     def method(cls) -> np.ndarray:
@@ -413,8 +420,8 @@ class Composition(ShakeRattle):
             )
         if not cls.bound():
             raise ValueError(
-                f"composition {cls.__qualname__}: its weights, base or order changed after it was bound to its "
-                "base; pass the class to mbvi.simulate (which binds it again, checking them) or register it again"
+                f"composition {cls.__qualname__}: its weights, base or order, or its base's, changed after it was "
+                "bound; pass the class to mbvi.simulate (which binds it again, checking them) or register it again"
             )
         return scheme
 

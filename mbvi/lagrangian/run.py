@@ -196,10 +196,11 @@ def _verified(err: SolverError, system: LagrangianSystem, stepper, t_end: float,
               verify: bool) -> None:  # fmt: skip
     """The error's step-size hint checked by re-running, as a scene's (:func:`mbvi.simulate._verify_suggestion`),
     when the integrator runs compiled (a NumPy-path re-run may take long: the hint is left, said unverified)."""
-    from mbvi.simulate import _verify_suggestion
+    from mbvi.runs import VERIFY_BUDGET, VERIFY_ENERGY, verify_step
 
     cls, dt = type(stepper), stepper.dt
-    if not verify or stepper.compiled_kernels() is None:
+    hint = err.suggested_dt
+    if not verify or stepper.compiled_kernels() is None or hint is None or not hint < dt or err.time is None:
         err.unverified()
         return
 
@@ -207,7 +208,7 @@ def _verified(err: SolverError, system: LagrangianSystem, stepper, t_end: float,
         return simulate_lagrangian(system, t_end, candidate, cls, t0=t0, initial_state=state, save_every=every,
                                    _verify=False, **options)  # fmt: skip
 
-    _verify_suggestion(err, system, cls, dt, t_end, t0, state, options, rerun=rerun)
+    verify_step(err, rerun, hint, t_end - t0, max(1, int(cls.order or 1)), VERIFY_ENERGY, VERIFY_BUDGET)
 
 
 def _blow_up_start(traj: Trajectory, system: LagrangianSystem, cls: type, dt: float) -> SolverError | None:
