@@ -99,12 +99,12 @@ class Joint:
     kind: str = "joint"
     name: str
     a: str
+    b: str
 
     def check_bodies(self, kind: Callable[[str], str]) -> None:
         """A ValueError naming the joint when it cannot join its bodies, of kinds ``kind(name)`` ("world",
         "particle", "rigid"): checked by :meth:`mbvi.Scene.add`, so that the scene never holds a joint assembly
         refuses (its rows check again, for bodies changed since)."""
-    b: str
 
     def _init_names(self, a: str, b: str, name: str | None) -> None:
         self.a = check_name(a, type(self).__name__ + " body")

@@ -198,6 +198,13 @@ VERIFY_ENERGY = 0.01
 VERIFY_BUDGET = 20.0
 
 
+def hint_to_verify(err: SolverError, dt: float) -> float | None:
+    """The step size a failed run's error suggests, when there is one to verify: smaller than the run's ``dt``, at
+    a known time; else None."""
+    hint = err.suggested_dt
+    return hint if hint is not None and hint < dt and err.time is not None else None
+
+
 def verify_step(err: SolverError, rerun: Callable[[float, int], Any], hint: float, span: float, order: int,
                 energy: float, budget: float) -> None:  # fmt: skip
     """Replace a :class:`SolverError`'s step-size hint by one a re-run confirms (halving from ``hint``), within
@@ -213,10 +220,10 @@ def verify_step(err: SolverError, rerun: Callable[[float, int], Any], hint: floa
     candidate = float(hint)
     tried: list[float] = []
     per_step = 0.0  # s a step, the largest measured
+    within = f"{energy * 100:g} %"
     for _ in range(6):
         nsteps = max(1, round(span / candidate))
-        used = time.perf_counter() - start
-        if used > budget or used + per_step * nsteps > budget:
+        if time.perf_counter() - start + per_step * nsteps > budget:
             if tried:  # out of time, not out of remedies: the step not tried is the hint, unverified
                 err.suggested_dt = candidate
                 err.unverified()
@@ -246,7 +253,6 @@ def verify_step(err: SolverError, rerun: Callable[[float, int], Any], hint: floa
             continue
         err.suggested_dt = candidate
         err.verified_dt = True
-        within = f"{energy * 100:g} %"
         err.args = (err._compose() + f" (verified: a run at that dt completes with its energy within {within} of the "
                     "energy in motion)",)  # fmt: skip
         return
@@ -255,7 +261,6 @@ def verify_step(err: SolverError, rerun: Callable[[float, int], Any], hint: floa
         what = f"dt = {tried[0]:.3g}" if len(tried) == 1 else f"dt = {tried[0]:.3g} down to {tried[-1]:.3g}"
         err.verified_dt = False
         err.suggested_dt = None
-        within = f"{energy * 100:g} %"
         err.args = (err._compose() + f"; re-runs at {what} did not complete with their energy within {within} of the "
                     "energy in motion either: a smaller step alone may not cure it",)  # fmt: skip
     else:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ from mbvi.runs import (
     WARN_ENERGY,
     WARN_ENERGY_BASELINE,
     energy_scales,
+    hint_to_verify,
     last_step,
     progress_bar,
     run_info,
@@ -43,7 +43,6 @@ __all__ = [
     "resolve_integrator",
     "simulate",
 ]
-
 
 
 def assembled(scene: Scene | System) -> tuple[System, Scene | None]:
@@ -505,34 +504,29 @@ def _faulty_potential(system: System, q: np.ndarray) -> str | None:
 
 
 def _verify_suggestion(err: SolverError, scene: Scene | System, cls, dt: float, t_end: float, t0: float, state,
-                       options, rerun: Callable[[float, int], Trajectory] | None = None):  # fmt: skip
+                       options):  # fmt: skip
     """Replace the solver's step-size hint by one that a re-run confirms (halving from it), within a budget: the
-    re-run must complete and keep its energy error within :data:`VERIFY_ENERGY` of the energy in motion.
-
-    ``rerun(dt, save_every)``, when given, is the re-run; else :func:`simulate` of ``scene``, when its run is
-    compiled (a NumPy-path re-run may take long: the hint is then halved, unverified). The loop is
-    :func:`mbvi.runs.verify_step`.
-    """
-    hint = err.suggested_dt
-    if hint is None or not hint < dt or err.time is None:
+    re-run must complete and keep its energy error within :data:`VERIFY_ENERGY` of the energy in motion
+    (:func:`mbvi.runs.verify_step`). A NumPy-path re-run may take long: the hint is then halved, unverified."""
+    hint = hint_to_verify(err, dt)
+    if hint is None:
         return
-    if rerun is None:
-        compiled = cls.compiled or cls.kernel is not None
-        if compiled:
-            try:
-                system = scene if isinstance(scene, System) else assemble(scene)
-                compiled = cls(system, dt, **options).engine_model() is not None if cls.compiled else True
-            except ValueError:
-                return
-        if not compiled:
-            # a NumPy-path re-run may take long: give the hint a margin instead, and say it is not verified
-            err.suggested_dt = hint / 2
-            err.unverified()
+    compiled = cls.compiled or cls.kernel is not None
+    if compiled:
+        try:
+            system = scene if isinstance(scene, System) else assemble(scene)
+            compiled = cls(system, dt, **options).engine_model() is not None if cls.compiled else True
+        except ValueError:
             return
+    if not compiled:
+        # a NumPy-path re-run may take long: give the hint a margin instead, and say it is not verified
+        err.suggested_dt = hint / 2
+        err.unverified()
+        return
 
-        def rerun(candidate: float, every: int) -> Trajectory:
-            return simulate(scene, t_end, candidate, cls, t0=t0, initial_state=state, save_every=every,
-                            _verify=False, **options)  # fmt: skip
+    def rerun(candidate: float, every: int) -> Trajectory:
+        return simulate(scene, t_end, candidate, cls, t0=t0, initial_state=state, save_every=every, _verify=False,
+                        **options)  # fmt: skip
 
     order = max(1, int(getattr(cls, "order", 1) or 1))
-    verify_step(err, rerun, hint, (t_end - t0), order, VERIFY_ENERGY, VERIFY_BUDGET)
+    verify_step(err, rerun, hint, t_end - t0, order, VERIFY_ENERGY, VERIFY_BUDGET)

@@ -177,6 +177,14 @@ class Integrator:
             raise ValueError(f"option {name!r} must be {kind} > {minimum:g}, got {value!r}")
         return int(value) if integer else float(value)
 
+    @staticmethod
+    def check_flag(name: str, value: Any) -> bool:
+        """Return ``value`` as a bool if it is True or False (a NumPy bool too), else ValueError naming the option
+        (``"no"`` or nan, taken as true, and None, as false, were not what was meant)."""
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"option {name!r} must be True or False, got {value!r}")
+        return bool(value)
+
     def step(self, state: State, t: float) -> State:
         """Advance ``state`` from time ``t`` to ``t + dt``.
 

@@ -50,9 +50,7 @@ class ExplicitEuler(Integrator):
 
     def __init__(self, system: System, dt: float, **options: object) -> None:
         super().__init__(system, dt, **options)
-        if not isinstance(self.project, (bool, np.bool_)):  # ("no" and nan projected; None silently did not)
-            raise ValueError(f"option 'project' must be True or False, got {self.project!r}")
-        self.project = bool(self.project)
+        self.project = self.check_flag("project", self.project)
 
     def step(self, state: State, t: float) -> State:
         sysm, h = self.system, self.dt

@@ -221,9 +221,11 @@ class LagrangianIntegrator:
                 f"integrator {self.name!r} (for Lagrangian systems) does not take option(s) "
                 f"{', '.join(sorted(unknown))}; it takes: {', '.join(sorted(self.options)) or 'none'}"
             )
-        if "project" in options and not isinstance(options["project"], (bool, np.bool_)):  # ("no" projected)
-            raise ValueError(f"integrator {self.name!r}: option 'project' must be True or False, "
-                             f"got {options['project']!r}")  # fmt: skip
+        if "project" in options:  # as a scene's explicit_euler checks it
+            try:
+                options["project"] = Integrator.check_flag("project", options["project"])
+            except ValueError as exc:
+                raise ValueError(f"integrator {self.name!r}: {exc}") from None
         self.system = system
         self.dt = float(dt)
         for key, default in self.options.items():

@@ -196,11 +196,11 @@ def _verified(err: SolverError, system: LagrangianSystem, stepper, t_end: float,
               verify: bool) -> None:  # fmt: skip
     """The error's step-size hint checked by re-running, as a scene's (:func:`mbvi.simulate._verify_suggestion`),
     when the integrator runs compiled (a NumPy-path re-run may take long: the hint is left, said unverified)."""
-    from mbvi.runs import VERIFY_BUDGET, VERIFY_ENERGY, verify_step
+    from mbvi.runs import VERIFY_BUDGET, VERIFY_ENERGY, hint_to_verify, verify_step
 
     cls, dt = type(stepper), stepper.dt
-    hint = err.suggested_dt
-    if not verify or stepper.compiled_kernels() is None or hint is None or not hint < dt or err.time is None:
+    hint = hint_to_verify(err, dt)
+    if not verify or stepper.compiled_kernels() is None or hint is None:
         err.unverified()
         return
 
