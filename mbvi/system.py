@@ -12,18 +12,18 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from mbvi import notices
-from mbvi.engine.contract import Family, Kernel, PythonKernel, kernel_as_numpy, numpy_kernels
+from mbvi.engine.contract import Family, Kernel, PythonKernel, numpy_kernels
 from mbvi.engine.spec import ROW_ROTATION, Bodies, ModelSpec, Pattern
 from mbvi.errors import ConstraintWarning, LoadError, SolverError
 from mbvi.forcelaws.base import ForceLaw
 from mbvi.kernels import BilinearRows
+from mbvi.lawmethods import numpy_methods
 from mbvi.layout import Layout
 from mbvi.linalg import ConstraintSolver, Factor
 from mbvi.state import State
@@ -105,47 +105,20 @@ _NUMPY_METHODS = {"force": "has_force", "gradient": "has_potential", "potential"
 
 
 def _numpy_from_kernels(law: ForceLaw) -> None:
-    """A law that gives a role it declares only as a compiled kernel (it does not write the NumPy method) has that
-    method call the kernel as Python: the NumPy paths (explicit_euler, csm, statics, energies) took it as zero — a
-    tether given as a gradient kernel was free fall under explicit_euler, with no word."""
+    """A law that gives a role it declares only in its compiled form — a kernel or the engine's families — without
+    writing the NumPy method has that method evaluate the compiled form (:mod:`mbvi.lawmethods`): the NumPy paths
+    (explicit_euler, csm, statics, energies) took it as zero — a tether given as a gradient kernel or a
+    ``point_force`` family was free fall under explicit_euler, with no word."""
     missing = [role for role, flag in _NUMPY_METHODS.items()
                if getattr(law, flag) and getattr(type(law), role) is getattr(ForceLaw, role)]  # fmt: skip
     if not missing:
         return
     made = _law_compiled(law)
+    if isinstance(made, dict):  # {family: arrays}, the earlier form
+        made = [Family(k, v) for k, v in made.items()]
     parts = made if isinstance(made, (list, tuple)) else [made]
-    for part in parts:
-        if not isinstance(part, Kernel):
-            continue
-        for role, _ in part.roles():
-            if role in missing:
-                setattr(law, role, _KernelMethod(role, part, law.nq))
-                missing.remove(role)
-
-
-class _KernelMethod:
-    """The NumPy method ``role`` of a law, calling its kernel ``fn(q, v, t, ints, floats, out)`` as Python, at each
-    configuration of q (..., nq) (a batched law's potential and gradient_batch). An object holding the Kernel, the
-    Python form found at each call: a System holding it pickles (the numba dispatcher by its name)."""
-
-    def __init__(self, role: str, part: Kernel, nq: int) -> None:
-        self.role, self.part, self.nq = role, part, nq
-
-    def __call__(self, q: np.ndarray, v: np.ndarray | None = None, t: float = 0.0) -> np.ndarray | float:
-        fn = kernel_as_numpy(getattr(self.part, self.role), self.part, self.role)
-        q = np.asarray(q, dtype=float)
-        if q.ndim > 1:
-            rows = q.reshape(-1, self.nq)
-            vs = [None] * len(rows) if v is None else np.asarray(v, dtype=float).reshape(-1, self.nq)
-            out = np.array([self._one(fn, x, w, t) for x, w in zip(rows, vs, strict=True)])
-            return out.reshape(q.shape[:-1] + out.shape[1:])
-        return self._one(fn, q, v, t)
-
-    def _one(self, fn: Callable, q: np.ndarray, v: np.ndarray | None, t: float) -> np.ndarray | float:
-        out = np.zeros(1 if self.role == "potential" else self.nq)
-        v = np.zeros(self.nq) if v is None else np.asarray(v, dtype=float)
-        fn(q, v, float(t), self.part.ints, self.part.floats, out)
-        return float(out[0]) if self.role == "potential" else out
+    for role, method in numpy_methods(missing, list(parts), law.nq).items():
+        setattr(law, role, method)
 
 
 #: the roles the time loop calls, and the law's attribute that declares each

@@ -62,7 +62,7 @@ class QModel:
                 if self._spec is not None:
                     spec, parts, kernels, pq = self._spec, self._parts, self._kernels, _Packer()
                     if _pack_constraints(pq, spec.rows, spec.pattern):
-                        _pack_forces(pq, spec.nq, parts, kernels, spec)
+                        _pack_forces(pq, spec.nq, parts, kernels, spec.has_forces, spec.has_velocity_forces)
                         self._arrays = pq.arrays()
                     else:
                         _log_once("sparse-q", "constraint matrix with the rigid bodies' rotation rows too wide for the "
@@ -300,8 +300,10 @@ def _families(parts: list) -> dict[str, list[tuple]]:
     return got
 
 
-def _pack_forces(pk: _Packer, nq: int, parts: list, kernels: list[tuple[int, int, object]], spec: ModelSpec) -> None:
-    """The fused families of every law, then the kernels called through their address ``(role, address, part)``."""
+def _pack_forces(pk: _Packer, nq: int, parts: list, kernels: list[tuple[int, int, object]], has_forces: bool,
+                 has_velocity_forces: bool) -> None:
+    """The fused families of every law, then the kernels called through their address ``(role, address, part)``;
+    whether some law has a non-conservative force, and some such force reads the velocity."""
     got = _families(parts)
     gvec = np.zeros(nq)
     for (g,) in got["gravity"]:
@@ -313,8 +315,8 @@ def _pack_forces(pk: _Packer, nq: int, parts: list, kernels: list[tuple[int, int
     def col(family: str, i: int, shape: tuple = (0,), dtype=float) -> np.ndarray:
         return _cat([a[i] for a in got[family]], shape, dtype)
 
-    pk.set(M.HAS_F, spec.has_forces)
-    pk.set(M.HAS_VF, spec.has_velocity_forces)
+    pk.set(M.HAS_F, has_forces)
+    pk.set(M.HAS_VF, has_velocity_forces)
     pk.float_array(M.GVEC, gvec)
     pk.affine("SP", maps("spring", 0))
     pk.float_array(M.SP_STIFF, col("spring", 1))
@@ -535,7 +537,7 @@ def build(spec: ModelSpec) -> Model | None:
     if not _pack_constraints(pk, rows, pattern):
         _log_sparse()
         return None
-    _pack_forces(pk, spec.nq, parts, kernels, spec)
+    _pack_forces(pk, spec.nq, parts, kernels, spec.has_forces, spec.has_velocity_forces)
     I, F = pk.arrays()
     if not rigid:
         return Model(I, F, I, F, np.zeros(LT.count, np.int64), np.zeros(1), QModel((I, F)), tuple(keep),
@@ -548,11 +550,25 @@ def build(spec: ModelSpec) -> Model | None:
     if not _pack_constraints(pv, rows, vpattern):
         _log_sparse()
         return None
-    _pack_forces(pv, vpattern.nq, [], [], spec)  # the velocity model factors A; its force fields stay empty
+    # the velocity model factors A; its force fields stay empty
+    _pack_forces(pv, vpattern.nq, [], [], spec.has_forces, spec.has_velocity_forces)
     Iv, Fv = pv.arrays()
     # every active row, in q, for the integrators that step the rotation columns: packed when one asks
     q_model = QModel(spec=spec, parts=parts, kernels=kernels)
     return Model(I, F, Iv, Fv, IL, FL, q_model, tuple(keep), tuple(calls), tuple(parts))
+
+
+def family_model(nq: int, families: list) -> tuple[np.ndarray, np.ndarray]:
+    """``(I, F)`` of the fused ``families`` alone, on ``nq`` coordinates: no constraint rows, no kernels. The NumPy
+    methods of a law that gives its force only as families (:class:`mbvi.lawmethods.FamilyMethod`) evaluate it
+    with :func:`mbvi.engine.kernels.gradient` and :func:`~mbvi.engine.kernels.nonconservative_force` on it, the
+    compiled loop's own code."""
+    none, e = np.zeros(0, np.int64), np.zeros(0)
+    rows = RowTerms(none, none, e, e, none, none, none, e, e, none, True, e, e, e, e, e, e, none)
+    pk = _Packer()
+    _pack_constraints(pk, rows, Pattern.of(none, none, nq, np.ones(nq)))
+    _pack_forces(pk, nq, families, [], True, True)
+    return pk.arrays()
 
 
 def configuration_model(model: Model) -> Model | None:
