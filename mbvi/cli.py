@@ -88,7 +88,7 @@ def parse_params(items: Sequence[str], option: str = "--param") -> dict[str, Any
 
 
 #: simulate()'s own parameters but save_every: never integrator options (``--option t0=0.5`` started the run late)
-_RUN_SETTINGS = frozenset({"scene", "t_end", "dt", "integrator", "t0", "initial_state", "progress", "_verify"})
+_RUN_SETTINGS = frozenset({"scene", "t_end", "dt", "integrator", "t0", "initial_state", "progress"})
 
 
 def _window_size(text: str) -> tuple[int, int]:

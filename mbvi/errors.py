@@ -114,6 +114,8 @@ def member_failure(cause: SolverError, failed: list[int], count: int, trajectori
     err.members = list(failed)
     if cause.verified_dt is not None:
         err.verified_dt = cause.verified_dt
-    # a batch does not re-run a member to verify a step it suggests (simulate of that member does)
-    err.unverified("mbvi.simulate of that member verifies a step size by re-running")
+    # a batch does not re-run a member to verify a step it suggests (simulate of that member does, when its
+    # integrator runs compiled: a NumPy-path re-run may take long, and simulate leaves that hint unverified too)
+    err.unverified("a batch does not re-run its members; mbvi.simulate of that member verifies a step size by "
+                   "re-running when its integrator runs compiled")
     return err

@@ -79,7 +79,6 @@ def simulate(
     initial_state: State | None = None,
     save_every: int = 1,
     progress: bool = False,
-    _verify: bool = True,
     **options: Any,
 ) -> Trajectory:
     """Simulate a scene from ``t0`` to ``t_end`` with steps of ``dt``.
@@ -122,6 +121,15 @@ def simulate(
     SolverError
         A step failed; ``err.trajectory`` holds everything computed before it.
     """
+    return _simulate(True, scene, t_end, dt, integrator, t0=t0, initial_state=initial_state, save_every=save_every,
+                     progress=progress, **options)  # fmt: skip
+
+
+def _simulate(verify: bool, scene: Scene | System, t_end: float, dt: float, integrator: str | type[Integrator],
+              *, t0: float, initial_state: State | None, save_every: int, progress: bool,
+              **options: Any) -> Trajectory:  # fmt: skip
+    """:func:`simulate`; ``verify``: a failed run's step-size hint is checked by re-running (False in those
+    re-runs)."""
     from mbvi.lagrangian import LagrangianSystem
 
     if isinstance(scene, LagrangianSystem):  # a system in the user's own coordinates: its own integrators
@@ -163,7 +171,7 @@ def simulate(
             earlier = _blow_up(err.trajectory, stepper, system, failed=True)
             if earlier is not None and earlier.step is not None and (err.step is None or earlier.step < err.step):
                 err = earlier
-        if _verify:
+        if verify:
             _verify_suggestion(err, source, cls, dt, t_end, t0, initial_state, options)
         if err is failed:
             raise
@@ -182,7 +190,7 @@ def simulate(
     try:
         _check_energy_balance(traj, stepper, system)
     except SolverError as err:  # a run that blew up: its hint verified like a failed step's
-        if _verify:
+        if verify:
             _verify_suggestion(err, source, cls, dt, t_end, t0, initial_state, options)
         raise
     _warn_energy_error(traj, stepper, system)
@@ -525,8 +533,8 @@ def _verify_suggestion(err: SolverError, scene: Scene | System, cls, dt: float, 
         return
 
     def rerun(candidate: float, every: int) -> Trajectory:
-        return simulate(scene, t_end, candidate, cls, t0=t0, initial_state=state, save_every=every, _verify=False,
-                        **options)  # fmt: skip
+        return _simulate(False, scene, t_end, candidate, cls, t0=t0, initial_state=state, save_every=every,
+                         progress=False, **options)  # fmt: skip
 
     order = max(1, int(getattr(cls, "order", 1) or 1))
     verify_step(err, rerun, hint, t_end - t0, order, VERIFY_ENERGY, VERIFY_BUDGET)

@@ -205,3 +205,26 @@ def test_the_checks_catch_what_they_guard(tmp_path: Path, monkeypatch: pytest.Mo
         assert _layer("mbvi.system") > _layer("mbvi.engine.intruder")
     else:
         assert ("mbvi.engine.intruder", "mbvi.integrators.rattle", "_helper") in private
+
+
+def test_no_public_name_takes_a_private_parameter() -> None:
+    """What ``mbvi`` exports shows no parameter of its own internals in its signature (the API page and ``help``
+    read it): ``simulate`` showed ``_verify``, the switch of its own step-size re-runs."""
+    import inspect
+
+    import mbvi
+
+    private = []
+    for name in mbvi.__all__:
+        obj = getattr(mbvi, name)
+        if inspect.isclass(obj):
+            functions = [obj.__init__] + [f for n, f in inspect.getmembers(obj, inspect.isfunction) if n[0] != "_"]
+        else:
+            functions = [obj] if inspect.isfunction(obj) else []
+        for fn in functions:
+            try:
+                params = inspect.signature(fn).parameters
+            except (TypeError, ValueError):  # (a builtin's slot wrapper)
+                continue
+            private += [f"{name}: {fn.__name__}({p})" for p in params if p.startswith("_")]
+    assert private == []
