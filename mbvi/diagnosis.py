@@ -20,7 +20,8 @@ from mbvi.engine.scheme import MAX_REFINE, WEIGHT
 from mbvi.errors import LoadError, SolverError
 from mbvi.system import System
 
-__all__ = ["DRIFT_FAILED_MESSAGE", "diagnose", "engine_failure", "instability", "kernel_failure", "stiff_kick"]
+__all__ = ["DRIFT_FAILED_MESSAGE", "diagnose", "drift_failure", "engine_failure", "instability", "kernel_failure",
+           "stiff_kick"]
 
 #: a velocity-dependent drift whose fixed point does not settle
 DRIFT_FAILED_MESSAGE = (
@@ -218,6 +219,18 @@ def stiff_kick(system, q: np.ndarray, v: np.ndarray, t: float, h: float) -> bool
         return False
 
 
+def drift_failure(system, name: str, q: np.ndarray, v: np.ndarray, t: float, k: int, h: float) -> SolverError:
+    """The error of a step whose fixed point on the step's mean velocity did not converge (velocity-dependent
+    forces), at (q, v): stiff damping when its kick is (:func:`stiff_kick`); otherwise an element too stiff for
+    the step when one is (:func:`instability`: a stiff spring's blow-up threw the fixed point off, and a drag of
+    h c / m = 4e-5 took the blame, the spring unnamed); the damping message when nothing explains it."""
+    if not stiff_kick(system, q, v, t, h):
+        blown = instability(system, name, h, t, k)
+        if blown.culprit is not None:
+            return blown
+    return SolverError(DRIFT_FAILED_MESSAGE, time=t, step=k, suggested_dt=h / 4)
+
+
 def engine_failure(system, status: int, q: np.ndarray, v: np.ndarray, t: float, k: int, h: float, lie: bool,
                    name: str, callbacks=(), scheme: np.ndarray | None = None) -> SolverError:  # fmt: skip
     """The :class:`mbvi.SolverError` for a compiled step that ended with ``status`` (:data:`mbvi.engine.fields.ST`).
@@ -232,7 +245,7 @@ def engine_failure(system, status: int, q: np.ndarray, v: np.ndarray, t: float, 
     if status == ST.NONFINITE:
         return instability(system, name, h, t, k)
     if status == ST.DRIFT_FAILED or stiff_kick(system, q, v, t, h):
-        return SolverError(DRIFT_FAILED_MESSAGE, time=t, step=k, suggested_dt=h / 4)
+        return drift_failure(system, name, q, v, t, k, h)
     with np.errstate(all="ignore"):
         culprit, hint = diagnose(system, q, v, h, system.active_constraints(q + h * v), lie)
     what = "SHAKE (constrained drift) did not converge"

@@ -29,7 +29,7 @@ from mbvi.runs import (
     verify_step,
 )
 from mbvi.scene import Scene
-from mbvi.state import State
+from mbvi.state import State, real_array
 from mbvi.system import System
 from mbvi.trajectory import Trajectory
 
@@ -332,8 +332,8 @@ def given_state(system, initial_state: State, who: str = "simulate") -> State:
     """A user's initial state checked against ``system`` (a copy): ValueError naming ``who`` when it is not one."""
     if not isinstance(initial_state, State):
         raise ValueError(f"{who}: initial_state must be an mbvi.State, got {type(initial_state).__name__}")
-    q = np.array(initial_state.q, dtype=float)
-    v = np.array(initial_state.v, dtype=float)
+    q = real_array(initial_state.q, f"{who}: initial_state's q")
+    v = real_array(initial_state.v, f"{who}: initial_state's v")
     if q.shape != (system.nq,) or v.shape != (system.nq,):
         raise ValueError(f"{who}: initial_state must have q and v of shape ({system.nq},)")
     if not (np.isfinite(q).all() and np.isfinite(v).all()):

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["State", "stack_states"]
+__all__ = ["State", "real_array", "stack_states"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +30,22 @@ class State:
         return State(self.q.copy(), self.v.copy())
 
 
+def real_array(values: Any, what: str) -> np.ndarray:
+    """``values`` as a float array (a copy), or a ValueError naming ``what``: numbers with an imaginary part lost
+    it with only numpy's ComplexWarning (a velocity of 5j ran from rest), and text said only "could not convert
+    string to float", naming nothing."""
+    try:
+        given = np.asarray(values)
+    except ValueError:  # (rows of other lengths)
+        given = np.asarray(values, dtype=object)
+    if given.dtype.kind == "c" or (given.dtype == object and any(isinstance(x, complex) for x in given.ravel())):
+        raise ValueError(f"{what} must be real numbers, got complex ones")
+    try:
+        return np.array(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be numbers ({exc})") from None
+
+
 def stack_states(initial_states: Any, nq: int) -> tuple[np.ndarray, np.ndarray]:
     """A batch's initial states as arrays Q, V of shape (B, nq): from a sequence of :class:`State` or (Q, V).
 
@@ -40,11 +56,10 @@ def stack_states(initial_states: Any, nq: int) -> tuple[np.ndarray, np.ndarray]:
     """
     if isinstance(initial_states, tuple) and len(initial_states) == 2 and not isinstance(initial_states[0], State):
         try:  # (Q, V): arrays, or lists of rows
-            Q, V = (np.array(a, dtype=float) for a in initial_states)
-        except (ValueError, TypeError) as exc:  # rows of other lengths, or not numbers
-            raise ValueError(
-                f"simulate_batch: initial_states (Q, V) must be two arrays of shape (B, {nq}) of numbers ({exc})"
-            ) from None
+            Q = real_array(initial_states[0], "simulate_batch: initial_states Q")
+            V = real_array(initial_states[1], "simulate_batch: initial_states V")
+        except ValueError as exc:  # rows of other lengths, or not numbers
+            raise ValueError(f"{exc}; (Q, V) must be two arrays of shape (B, {nq})") from None
     else:
         try:
             states = list(initial_states)
@@ -58,8 +73,8 @@ def stack_states(initial_states: Any, nq: int) -> tuple[np.ndarray, np.ndarray]:
                     f"simulate_batch: initial state {b} has q of shape {np.shape(s.q)} and v of shape "
                     f"{np.shape(s.v)}; the system's are ({nq},)"
                 )
-        Q = np.array([s.q for s in states], dtype=float)
-        V = np.array([s.v for s in states], dtype=float)
+        Q = np.array([real_array(s.q, f"simulate_batch: initial state {b}'s q") for b, s in enumerate(states)])
+        V = np.array([real_array(s.v, f"simulate_batch: initial state {b}'s v") for b, s in enumerate(states)])
     if Q.ndim == 2 and V.ndim == 2 and Q.shape[1:] == V.shape[1:] == (nq,) and len(Q) != len(V):
         raise ValueError(f"simulate_batch: Q holds {len(Q)} states and V {len(V)}: give one velocity per state")
     if Q.ndim != 2 or Q.shape != V.shape or Q.shape[1] != nq or len(Q) == 0:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import operator
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -13,6 +13,9 @@ from mbvi import kinematics as kin
 from mbvi._validate import coordinate_key
 from mbvi.bodies import WORLD
 from mbvi.geometry import BodyGeometry, LinkGeometry, SceneGeometry
+
+if TYPE_CHECKING:
+    from scipy.spatial.transform import Rotation
 
 __all__ = ["Trajectory"]
 
@@ -35,6 +38,17 @@ class _OnFirstUse:
         obj.__dict__[self.name] = value
         del obj.__dict__["_make_" + self.name]
         return value
+
+
+def _whole(value: Any, what: str) -> int:
+    """``value`` as a whole number of frames (numpy integers too), or a ValueError naming ``what``: a float
+    count took its integer part, silently (``head(2.7)`` gave 2 frames)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{what}: expected a whole number of frames, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ValueError(f"{what}: expected a whole number of frames, got {value!r}") from None
 
 
 class Trajectory:
@@ -219,15 +233,31 @@ class Trajectory:
     def frame(self, i: int) -> Trajectory:
         """A one-frame trajectory holding frame ``i`` (negative: from the end); IndexError when there is none."""
         n = len(self.t)
-        k = operator.index(i)
+        k = _whole(i, "frame")
         if not -n <= k < n:
             raise IndexError(f"frame {i} out of range for a trajectory of {n} states")
         k %= n
         return self._sliced(slice(k, k + 1))
 
     def head(self, count: int) -> Trajectory:
-        """The trajectory of the first ``count`` frames (e.g. a failed run's states up to its failure)."""
-        return self._sliced(slice(0, max(int(count), 0)))
+        """The trajectory of the first ``count`` frames (e.g. a failed run's states up to its failure); all of them
+        when ``count`` is more."""
+        count = _whole(count, "head")
+        if count < 0:
+            raise ValueError(f"head({count}): the count of frames must be 0 or more")
+        return self._sliced(slice(0, count))
+
+    def __getitem__(self, key: int | slice) -> Trajectory:
+        """``traj[k]``: :meth:`frame` k; ``traj[a:b:s]``: the frames a, a + s, … before b as a trajectory (a
+        positive step s: a part saved every s frames, whose joint turns count as such a run's, from this run's
+        angle at its first frame)."""
+        if isinstance(key, slice):
+            if key.step is not None and _whole(key.step, "a slice's step") <= 0:
+                raise ValueError(f"a trajectory's slice takes a positive step (frames in time order), got {key.step}")
+            return self._sliced(key)
+        if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)):
+            raise TypeError(f"a trajectory is indexed by a frame number or a slice, not {type(key).__name__}")
+        return self.frame(key)
 
     def _sliced(self, sl: slice) -> Trajectory:
         kw = {k: getattr(self, k)[sl] for k in _ARRAYS if k not in ("t", "q", "v")}
@@ -283,12 +313,18 @@ class Trajectory:
         """Velocity of a body's origin, m/s, shape (n, 3)."""
         return kin.body_velocity(self.v, self._maybe_body(name))
 
-    def rotation(self, name: str) -> np.ndarray:
-        """Body-to-world rotation matrices in the user's body frame, shape (n, 3, 3).
+    def rotation(self, name: str, as_rotation: bool = False) -> np.ndarray | Rotation:
+        """Body-to-world rotation matrices in the user's body frame, shape (n, 3, 3); with ``as_rotation``, the
+        same n rotations as one :class:`scipy.spatial.transform.Rotation` (quaternions, Euler angles, …).
 
         Identity for particles and the world.
         """
-        return kin.body_rotation(self.q, self._maybe_body(name))
+        R = kin.body_rotation(self.q, self._maybe_body(name))
+        if not as_rotation:
+            return R
+        from scipy.spatial.transform import Rotation
+
+        return Rotation.from_matrix(R) if len(R) else Rotation.identity(0)
 
     def angular_velocity(self, name: str) -> np.ndarray:
         """Angular velocity in the world frame, rad/s, shape (n, 3) (ω = ½ Σᵢ rᵢ × ṙᵢ)."""

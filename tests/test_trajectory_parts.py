@@ -126,3 +126,47 @@ def test_a_derived_quantity_that_fails_once_can_be_read_again() -> None:
     with pytest.raises(KeyboardInterrupt):
         _ = part.momentum
     np.testing.assert_allclose(part.momentum, 2.0 * part.v, rtol=0, atol=1e-15)
+
+
+def test_a_slice_of_a_run_is_its_frames_and_counts_their_turns(wheel: mbvi.Trajectory) -> None:
+    """docs/joints.md speaks of "a slice" of a run; ``traj[10:20]`` was a TypeError (not subscriptable). A slice
+    holds those frames; its axle angle is the run's, turns counted (5 t: 9 rad at 1.8 s), every s-th frame too."""
+    whole = wheel.joint_angle("axle")
+    part = wheel[1500:1900]
+    np.testing.assert_array_equal(part.t, wheel.t[1500:1900])
+    np.testing.assert_array_equal(part.q, wheel.q[1500:1900])
+    np.testing.assert_allclose(part.joint_angle("axle"), whole[1500:1900], atol=1e-9)
+    assert part.joint_angle("axle")[-1] == pytest.approx(5.0 * 1.899, abs=1e-3)  # past 1.5 turns (verlet: 1e-4 off)
+    sparse = wheel[1000::50]
+    np.testing.assert_array_equal(sparse.t, wheel.t[1000::50])
+    np.testing.assert_allclose(sparse.joint_angle("axle"), whole[1000::50], atol=1e-9)
+    np.testing.assert_array_equal(wheel[-1].q, wheel.frame(-1).q)
+    assert len(wheel[5:5]) == 0
+
+
+@pytest.mark.parametrize(("call", "error", "match"), [
+    (lambda tr: tr.head(2.7), ValueError, r"head: expected a whole number of frames, got 2.7"),
+    (lambda tr: tr.head(-3), ValueError, r"head\(-3\): the count of frames must be 0 or more"),
+    (lambda tr: tr.head(None), ValueError, r"head: expected a whole number of frames, got None"),
+    (lambda tr: tr.frame(1.5), ValueError, r"frame: expected a whole number of frames, got 1.5"),
+    (lambda tr: tr[::-1], ValueError, r"a positive step"),
+    (lambda tr: tr[1.5], TypeError, r"indexed by a frame number or a slice, not float"),
+])  # fmt: skip
+def test_a_part_asked_with_what_is_not_a_count_of_frames_is_refused(wheel, call, error, match) -> None:
+    """``head(2.7)`` gave 2 frames and ``head(-3)`` none, silently; ``frame(1.5)`` and ``head(None)`` raised
+    raw TypeErrors."""
+    with pytest.raises(error, match=match):
+        call(wheel)
+    assert len(wheel.head(np.int64(3))) == 3 and len(wheel.head(10**9)) == len(wheel)
+
+
+def test_rotations_come_as_scipy_rotations_too(wheel: mbvi.Trajectory) -> None:
+    """DESIGN.md: users see rotations "also as scipy.spatial.transform.Rotation"; nothing gave one. The wheel's
+    rotation vector is (5 t, 0, 0) while it turns less than π."""
+    rot = wheel.rotation("wheel", as_rotation=True)
+    assert len(rot) == len(wheel.t)
+    np.testing.assert_allclose(rot.as_matrix(), wheel.rotation("wheel"), atol=1e-12)
+    k = 500  # t = 0.5 s: 2.5 rad about x
+    np.testing.assert_allclose(rot[k].as_rotvec(), [wheel.joint_angle("axle")[k], 0.0, 0.0], atol=1e-10)
+    assert rot[k].as_rotvec()[0] == pytest.approx(5.0 * wheel.t[k], abs=1e-4)
+    assert len(wheel[3:3].rotation("wheel", as_rotation=True)) == 0

@@ -188,3 +188,27 @@ def test_modes_and_equilibrium_name_what_they_expected() -> None:
         mbvi.modes("scene")
     with pytest.raises(ValueError, match=r"^equilibrium: expected an mbvi.Scene or mbvi.LagrangianSystem, got dict$"):
         mbvi.equilibrium({})
+
+
+def test_an_initial_state_of_complex_or_text_values_is_refused_by_name() -> None:
+    """A velocity of 5j ran from rest (its imaginary part dropped, with only numpy's ComplexWarning), in
+    simulate, simulate_batch and a LagrangianSystem; text said only "could not convert string to float"."""
+    import sympy as sp
+
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("p", mass=1.0, position=(0.0, 0.0, 0.0)))
+    q = np.zeros(3)
+    complex_v = np.array([0.0, 5j, 0.0])
+    with pytest.raises(ValueError, match="simulate: initial_state's v must be real numbers, got complex ones"):
+        mbvi.simulate(scene, 0.1, 0.01, initial_state=mbvi.State(q, complex_v))
+    with pytest.raises(ValueError, match="simulate: initial_state's q must be numbers"):
+        mbvi.simulate(scene, 0.1, 0.01, initial_state=mbvi.State(["a"] * 3, q))
+    with pytest.raises(ValueError, match="simulate_batch: initial_states V must be real numbers"):
+        mbvi.simulate_batch(scene, 0.1, 0.01, initial_states=(q[None], complex_v[None]))
+    with pytest.raises(ValueError, match="simulate_batch: initial state 1's v must be real numbers"):
+        mbvi.simulate_batch(scene, 0.1, 0.01, initial_states=[mbvi.State(q, q), mbvi.State(q, [0, 0, 1 + 0j])])
+    x, m = sp.Symbol("x"), 1.0
+    L = m * sp.Symbol("xdot") ** 2 / 2 - m * x**2 / 2
+    system = mbvi.LagrangianSystem(L, [x], [sp.Symbol("xdot")], initial_state=([1.0], [0.0]))
+    with pytest.raises(ValueError, match="initial_state's v must be real numbers"):
+        mbvi.simulate(system, 0.1, 0.01, initial_state=mbvi.State(np.array([1.0]), np.array([2j])))

@@ -25,7 +25,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse.linalg as spla
 
-from mbvi.diagnosis import DRIFT_FAILED_MESSAGE, diagnose, stiff_kick
+from mbvi.diagnosis import diagnose, drift_failure, stiff_kick
 from mbvi.engine import scheme as SC
 from mbvi.engine.extrapolation import best_order, extrapolated
 from mbvi.engine.fields import WARM_HISTORY, WARM_ROWS
@@ -266,7 +266,7 @@ class ShakeRattle(Compiled):
             if (it >= 1 and delta > prev) or (it >= 4 and delta > 0.5 * prev):
                 break  # stiff damping: the fixed point diverges or contracts too slowly
             prev = delta
-        raise SolverError(DRIFT_FAILED_MESSAGE, suggested_dt=self.dt / 4)
+        raise drift_failure(sysm, self.name, q0, v0, t, 0, self.dt)  # (located by the run)
 
     def _substep(self, state: State, t: float, h: float, c0: float, c1: float, lam: np.ndarray) -> State:
         """Kick c₀ at q₀, constrained drift h, kick c₁ at q₁, velocity projection (one RATTLE-family stage)."""

@@ -11,7 +11,7 @@ import numpy as np
 from mbvi import notices
 from mbvi.errors import ConstraintWarning
 from mbvi.lagrangian.derive import NoNumericForm
-from mbvi.state import State
+from mbvi.state import State, real_array
 
 __all__ = ["LagrangianSystem"]
 
@@ -325,8 +325,8 @@ class LagrangianSystem:
                 q, v = state
             except (TypeError, ValueError):
                 raise ValueError(f"{what} must be an mbvi.State or a pair (q0, v0)") from None
-        q = np.array(q, dtype=float).reshape(-1)
-        v = np.array(v, dtype=float).reshape(-1)
+        q = real_array(q, f"{what}'s q").reshape(-1)
+        v = real_array(v, f"{what}'s v").reshape(-1)
         if q.shape != (self.nq,) or v.shape != (self.nq,):
             raise ValueError(f"{what}: q and v must have shape ({self.nq},), got {q.shape} and {v.shape}")
         if not (np.isfinite(q).all() and np.isfinite(v).all()):
