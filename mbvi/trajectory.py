@@ -81,8 +81,9 @@ class Trajectory:
         loads, controllers) since the first frame, J: ``energy - energy[0] - work`` is the energy balance a run
         keeps, constant but for the integrator's error. Zeros when the scene has no such force; None when the run
         did not measure it (``csm``, whose solve_ivp steps are its own; a plugin's compiled step kernel, such as
-        ``leapfrog``'s; a LagrangianSystem: see ``info["energy_error"]``). A batch's members measure it as serial
-        runs do.
+        ``leapfrog``'s). A LagrangianSystem's run with a force Q or an explicit time dependence holds W =
+        ∫ (Q·v − ∂L/∂t) dt by trapezoids over its states when every step was saved (None otherwise, and for a
+        conservative Lagrangian). A batch's members measure it as serial runs do.
     """
 
     work = None  # (a trajectory pickled before work existed has none: None, not an AttributeError)

@@ -627,3 +627,35 @@ def test_verifying_a_hint_keeps_to_its_budget(monkeypatch: pytest.MonkeyPatch) -
     assert time.perf_counter() - start < 8.0
     assert err.value.suggested_dt is not None and err.value.suggested_dt < 0.01
 
+
+
+def test_a_forced_lagrangian_runs_work_is_kept_and_its_plot_is_the_balance() -> None:
+    """Hirai's pendulum with viscous friction (docs/lagrangian.md): its runs kept no ``work``, so the energy-error
+    plot drew |E − E₀| / E_motion, the friction's work, up to 0.63, titled "Energy error", where the run's own
+    balance |E − E₀ − W| is 1.5e-4. W = −(c / l²) ∫ |v|² dt by hand; the same in the batch and the Simulator."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    x, y, vx, vy = sp.symbols("x y v_x v_y")
+    m, length, g, c = 0.01, 2.0, 9.8, 0.004
+    hirai = mbvi.LagrangianSystem(
+        m * (vx**2 + vy**2) / 2 - m * g * y, coordinates=[x, y], velocities=[vx, vy],
+        constraints=[x**2 + y**2 - length**2], force=[-c * vx / length**2, -c * vy / length**2],
+        initial_state=mbvi.State([length * math.sin(1.0), -length * math.cos(1.0)], [0.0, 0.0]),
+    )  # fmt: skip
+    traj = mbvi.simulate(hirai, t_end=10.0, dt=1e-2)
+    power = -c / length**2 * np.sum(traj.v**2, axis=1)
+    by_hand = np.concatenate([[0.0], np.cumsum(0.5 * (power[1:] + power[:-1]) * np.diff(traj.t))])
+    np.testing.assert_allclose(traj.work, by_hand, rtol=1e-12, atol=1e-15)
+    drop = abs(traj.energy[-1] - traj.energy[0]) / traj.info["energy_in_motion"]
+    assert drop > 0.3  # the friction took much of it: what the plot drew as error
+    ax = mbvi.plot.energy_error(traj).axes[0]
+    assert ax.get_title().startswith("Energy balance error")
+    assert np.nanmax(ax.lines[0].get_ydata()) == pytest.approx(traj.info["energy_error"], rel=1e-9)
+    assert traj.info["energy_error"] < 1e-3
+    (member,) = mbvi.simulate_batch(hirai, 10.0, 1e-2, initial_states=[hirai.initial_state()])
+    np.testing.assert_allclose(member.work, traj.work, rtol=1e-12, atol=1e-15)
+    sim = mbvi.Simulator(hirai, 1e-2)
+    sim.step(1000)
+    np.testing.assert_allclose(sim.trajectory().work, traj.work, rtol=1e-12, atol=1e-15)
+    assert mbvi.simulate(hirai, t_end=10.0, dt=1e-2, save_every=10).work is None  # (a coarse quadrature: none)

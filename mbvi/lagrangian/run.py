@@ -270,7 +270,8 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
 
     For a conservative Lagrangian (no force Q, no explicit t) E = v·∂L/∂v − L is constant; for a forced or
     time-dependent one E − W is, W the work ∫ (Q·v − ∂L/∂t) dt integrated over the saved samples
-    (trapezoids: the judgement is then as good as the samples are fine). A balance that strays by more than
+    (trapezoids: the judgement is then as good as the samples are fine), kept as ``traj.work`` when every step
+    was saved. A balance that strays by more than
     a tenth of the energy in motion (the larger of max T, the swing of U and, with work, the largest |W|)
     warns, naming it — for a forced run only when every step was saved, the work's quadrature being too
     coarse otherwise. A blow-up — a state that is not finite, or (judged as finely) a balance that gained as much
@@ -296,6 +297,8 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
             motion = max(motion, big)
             what = "the energy balance E − W (W the work of Q and of L's explicit time dependence),"
             fine = bool(np.max(np.diff(t)) <= 1.0001 * abs(dt))
+            if fine:  # the run's balance E − E₀ − W, as a scene's run keeps it (its plots read it)
+                traj.work = work
         change = e - e[0]
         finite = bool(np.isfinite(e).all())
         k = int(np.argmax(np.abs(change))) if finite else int(np.argmax(~np.isfinite(e)))
