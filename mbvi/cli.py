@@ -132,6 +132,8 @@ def _check_output(path: str | None, allowed: tuple[str, ...], option: str, direc
     if path is None:
         return
     out = Path(path)
+    if path.endswith(("/", os.sep)) and out.suffix.lower() not in directory:  # (Path drops the slash; open does not)
+        raise CLIError(f"{option} {path!r} names a directory (it ends in '/'): give a file name")
     if out.suffix.lower() not in allowed:
         raise CLIError(f"{option} {path!r}: unsupported file type; use {', '.join(allowed)}")
     if out.is_dir() and out.suffix.lower() not in directory:  # (a Zarr store is a directory, rewritten)
@@ -313,6 +315,11 @@ def _cmd_render(args: argparse.Namespace) -> int:
     from mbvi.trajectory import Trajectory
 
     _check_output(args.out, _VIDEO + _SNAPSHOT, "--out")
+    if args.frame is not None and Path(args.out).suffix.lower() in _VIDEO:  # (it was ignored, without a word)
+        raise CLIError(f"--frame picks the frame of a still (.png or .jpg); a video ({Path(args.out).suffix}) "
+                       "draws every frame")  # fmt: skip
+    if args.frame is None:
+        args.frame = -1
     if not Path(args.run).is_file():
         raise FileNotFoundError(f"run file not found: {args.run!r}")
     traj = Trajectory.load(args.run)
@@ -511,7 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help=".gif, .mp4, .png or .jpg (a LagrangianSystem run: .png or .jpg, its phase portrait)",
     )
-    rend.add_argument("--frame", type=int, default=-1, help="frame drawn into a .png or .jpg (default: last)")
+    rend.add_argument("--frame", type=int, default=None, help="frame drawn into a .png or .jpg (default: last)")
     _add_render_options(rend)
     rend.set_defaults(func=_cmd_render)
 

@@ -100,7 +100,12 @@ def _read(source: str | os.PathLike | bytes) -> tuple[bytes, Path | None]:
         # (a triple-quoted string starts with a newline; a file read as text may start with a byte-order mark)
         return source.lstrip("\ufeff").strip().encode(), None
     path = Path(source)
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except OSError as exc:  # (a name too long for a file: XML text with something before its '<', say)
+        raise ValueError(f"URDF: the input is neither XML text (starting with '<') nor a file's path ({exc.strerror}): "
+                         f"{str(source)[:60]!r}…") from None  # fmt: skip
+    if not found:
         raise FileNotFoundError(f"URDF file not found: {str(path)!r}")
     return path.read_bytes(), path.resolve().parent
 
@@ -217,6 +222,14 @@ def _check_origin(element: ET.Element | None, where: str, tag: str) -> None:
         _floats(element, attr, 3, where, tag=tag)
 
 
+def _single(element, tags: tuple[str, ...], where: str) -> None:
+    """A ValueError naming ``where`` when ``element`` holds more than one of a tag the URDF spec allows once (the
+    parser reads the first and drops the others without a word)."""
+    for tag in tags:
+        if len(element.findall(tag)) > 1:
+            raise ValueError(f"{where}: more than one <{tag}> (a URDF allows one; the others would be dropped)")
+
+
 def _check(root: ET.Element) -> None:
     """Check what yourdfpy would read carelessly: numbers, shapes, parent and child links.
 
@@ -237,8 +250,10 @@ def _check(root: ET.Element) -> None:
         raise ValueError("URDF: <robot> has no name")
     for link in root.findall("link"):
         where = f"URDF link {link.get('name')!r}"
+        _single(link, ("inertial",), where)  # (a second one was dropped, silently: the spec allows one)
         inertial = link.find("inertial")
         if inertial is not None:
+            _single(inertial, ("origin", "mass", "inertia"), where + " <inertial>")
             _check_origin(inertial.find("origin"), where, "inertial><origin")
             _floats(inertial.find("mass"), "value", 1, where, tag="inertial><mass")
             for attr in _INERTIA:  # all six: yourdfpy reads a missing one as 1 kg m² (the spec requires them)

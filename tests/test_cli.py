@@ -298,6 +298,8 @@ def test_render_settings_out_of_range_stop_before_the_run(scene_file, tmp_path, 
         ("--plot", "plot.gif", "unsupported file type"),
         ("--out", "file_not_dir/run.npz", "not a directory"),
         ("--render", "sub", "unsupported file type"),
+        ("--out", "run.npz/", "names a directory (it ends in '/')"),  # (ran, then IsADirectoryError: run lost)
+        ("--plot", "p.png/", "names a directory"),  # (wrote p.png, said "wrote p.png/")
     ],
 )
 def test_output_paths_are_checked_before_simulating(
@@ -309,7 +311,7 @@ def test_output_paths_are_checked_before_simulating(
         raise AssertionError("simulated before checking the output paths")
 
     monkeypatch.setattr(mbvi, "simulate", fail)
-    assert main(["run", str(scene_file), flag, str(tmp_path / name)]) == 1
+    assert main(["run", str(scene_file), flag, str(tmp_path / name) + ("/" if name.endswith("/") else "")]) == 1
     line = _error_line(capsys)
     assert flag in line and needle in line
 
@@ -359,3 +361,13 @@ def test_a_scene_file_is_the_same_module_in_every_process(scene_file: Path) -> N
     names = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
              for _ in range(2)}  # fmt: skip
     assert len(names) == 1 and next(iter(names)).startswith("_mbvi_scene_")
+
+
+def test_a_frame_asked_of_a_video_is_refused(scene_file: Path, tmp_path: Path, capsys) -> None:
+    """``mbvi render run.npz --out x.gif --frame 3`` drew the whole video, ``--frame`` ignored without a word."""
+    run = tmp_path / "run.npz"
+    assert main(["run", str(scene_file), "--out", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["render", str(run), "--out", str(tmp_path / "x.gif"), "--frame", "3"]) == 1
+    assert "--frame picks the frame of a still (.png or .jpg)" in _error_line(capsys)
+    assert not (tmp_path / "x.gif").exists()

@@ -136,3 +136,24 @@ def test_a_joint_named_like_a_damping_law_keeps_its_name_and_floating_damping_is
     <dynamics damping="3"/></joint></robot>"""
     with pytest.warns(UserWarning, match=r"mbvi ignores damping of floating joints \(free\)"):
         mbvi.Scene.from_urdf(free)
+
+
+@pytest.mark.parametrize(("old", "new", "match"), [
+    ('<mass value="1.5"/>', '<mass value="1.5"/><mass value="5"/>',
+     r"URDF link 'upper' <inertial>: more than one <mass>"),
+    ("  <link name=\"fore\">\n    <inertial>", "  <link name=\"fore\">\n    <inertial><mass value=\"5\"/>"
+     '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial>\n    <inertial>',
+     r"URDF link 'fore': more than one <inertial>"),
+])  # fmt: skip
+def test_a_link_with_two_inertials_or_masses_is_refused_not_half_read(old: str, new: str, match: str) -> None:
+    """A second <inertial> (or <mass>) was dropped without a word: the body took the first one's 1 kg, not 5."""
+    with pytest.raises(ValueError, match=match):
+        mbvi.Scene.from_urdf(_arm(old, new))
+
+
+def test_text_that_is_neither_xml_nor_a_path_is_a_value_error() -> None:
+    """A long string not starting with '<' raised a bare OSError ("File name too long") from the file check."""
+    with pytest.raises(ValueError, match=r"URDF: the input is neither XML text \(starting with '<'\) nor a file's"):
+        mbvi.Scene.from_urdf(" robot " * 100)
+    with pytest.raises(FileNotFoundError, match="URDF file not found"):
+        mbvi.Scene.from_urdf("no_such_robot.urdf")
