@@ -146,7 +146,8 @@ QUANTITIES: dict[str, tuple[Callable[[Any], NDArray[np.float64]], str, bool]] = 
     "kinetic": (lambda tr: np.asarray(tr.kinetic, float), "kinetic energy T [J]", False),
     "potential": (lambda tr: np.asarray(tr.potential, float), "potential energy U [J]", False),
     "energy_error": (_relative_energy_error, "relative energy error |E − E₀| / E_motion", True),
-    "constraint_error": (lambda tr: np.asarray(tr.constraint_error, float), "constraint error max |g(q)| [m]", True),
+    # no unit: g(q) is in m for a rod, m² for a LagrangianSystem's x² + y² − l², none for a rotation's rows
+    "constraint_error": (lambda tr: np.asarray(tr.constraint_error, float), "constraint error max |g(q)|", True),
     "momentum": (lambda tr: np.linalg.norm(np.asarray(tr.momentum, float), axis=1), "|p| [kg·m/s]", False),
     "momentum_error": (lambda tr: _norm_drift(tr.momentum), "|p − p₀| [kg·m/s]", True),
     "angular_momentum": (

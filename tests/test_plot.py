@@ -315,3 +315,17 @@ def test_the_energy_error_shown_is_the_runs_own_when_nothing_moves() -> None:
     shown = float(np.nanmax(np.append(plot.energy_error(traj).axes[0].get_lines()[0].get_ydata(), 0.0)))
     assert shown == pytest.approx(own, rel=1e-9, abs=1e-300)
     assert importlib.import_module("mbvi.cli")._energy_drift(traj) == pytest.approx(own, rel=1e-9, abs=1e-300)
+
+
+def test_compare_constraint_error_prints_no_unit() -> None:
+    """The axis said "[m]" whatever the constraints: g(q) is in m² for a LagrangianSystem's x² + y² − l² and
+    without a unit for a rotation's rows; plot.constraint_error labels it with none too."""
+    import sympy as sp
+
+    x, y, vx, vy = sp.symbols("x y vx vy")
+    system = mbvi.LagrangianSystem((vx**2 + vy**2) / 2 - 9.81 * y, [x, y], [vx, vy], constraints=[x**2 + y**2 - 1],
+                                   initial_state=([1.0, 0.0], [0.0, 0.0]))  # fmt: skip
+    run = mbvi.simulate(system, t_end=0.1, dt=1e-2)
+    ax = plot.compare({"run": run}, quantity="constraint_error").axes[0]
+    assert ax.get_ylabel() == "constraint error max |g(q)|"
+    assert ax.get_ylabel().replace("constraint error ", "") == plot.constraint_error(run).axes[0].get_ylabel()

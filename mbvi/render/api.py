@@ -25,7 +25,8 @@ __all__ = ["animate", "show", "snapshot"]
 log = logging.getLogger("mbvi")
 
 _VIEW_OPTIONS = frozenset({"ground", "joints", "scale", "style", "scalar_bar", "time_label", "camera", "zoom"})
-_TRAIL_SAMPLES = 400
+#: a trail is traced through at most this many evenly spaced trajectory samples (and every drawn frame's own)
+_TRAIL_SAMPLES = 2000
 #: animations with at least this many frames are drawn by worker processes (see :func:`animate`)
 _PARALLEL_MIN_FRAMES = 48
 _NO_FXAA_WINDOWS = ("vtkEGLRenderWindow", "vtkOSOpenGLRenderWindow")
@@ -145,7 +146,23 @@ def _check_options(opts: dict[str, Any], func: str, window_size: Any = (1, 1), t
     check_view_options(opts, func)
 
 
+def _check_trail(trail: Any, func: str) -> bool | str | list[str] | None:
+    """``trail`` as a bool, None, a body's name or a list of names; a ValueError naming ``trail`` for anything
+    else (``trail=123`` was a TypeError from ``list()``, after the run was sampled)."""
+    if trail is None or isinstance(trail, str):
+        return trail
+    if isinstance(trail, (bool, np.bool_)):
+        return bool(trail)
+    if isinstance(trail, Iterable) and not isinstance(trail, (bytes, dict)):
+        names = list(trail)
+        if all(isinstance(n, str) for n in names):
+            return names
+    raise ValueError(f"{func}(): trail must be True, False, None, a body's name or a list of bodies' names, "
+                     f"got {trail!r}")  # fmt: skip
+
+
 def _trail_names(data: FrameData, trail: bool | str | Iterable[str] | None) -> list[str]:
+    """The bodies ``trail`` names (checked by :func:`_check_trail`): ``True`` every body, ``False``/None none."""
     if trail is None or trail is False:
         return []
     if trail is True:
@@ -155,11 +172,48 @@ def _trail_names(data: FrameData, trail: bool | str | Iterable[str] | None) -> l
     return list(trail)
 
 
+def _trail_samples(
+    frames: NDArray[np.intp], last: int | None = None, budget: int = _TRAIL_SAMPLES
+) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Trajectory samples that trace a trail, and the last of them that each frame shows.
+
+    The trail runs through up to ``budget`` evenly spaced samples ``0 … last`` (default: the last frame's) and
+    through every frame's own sample, so that it is traced as densely as the run allows whatever the video's
+    frame rate (through the frames alone, a pendulum at 5 frames per second and 4 times real time was drawn as
+    chords 0.78 m inside its 1 m circle) and ends at the body in every frame.
+
+    Parameters
+    ----------
+    frames : ndarray of int, shape (frames,)
+        The trajectory sample each frame draws.
+    last : int, optional
+        Last sample of the trail.
+    budget : int, default: :data:`_TRAIL_SAMPLES`
+        Evenly spaced samples at most (besides the frames').
+
+    Returns
+    -------
+    samples : ndarray of int, shape (samples,)
+        Trajectory sample indices, increasing.
+    upto : ndarray of int, shape (frames,)
+        For each frame, the index into ``samples`` of the last sample at or before the frame's.
+    """
+    frames = np.asarray(frames, dtype=np.intp)
+    last = int(frames.max()) if last is None else int(last)
+    even = np.linspace(0, last, min(last + 1, budget)).round().astype(np.intp)
+    samples = np.unique(np.concatenate([even, frames[frames <= last]]))
+    upto = np.searchsorted(samples, frames, side="right") - 1
+    return samples, np.maximum(upto, 0).astype(np.intp)
+
+
 def _trail_spec(
-    traj: TrajectoryLike, names: list[str], sample_idx: NDArray[np.intp], upto: NDArray[np.intp], length: float | None
+    traj: TrajectoryLike, names: list[str], frames: NDArray[np.intp], length: float | None
 ) -> TrailSpec | None:
+    """The trails of the bodies ``names`` for a view of the trajectory samples ``frames`` (see
+    :func:`_trail_samples`); None without names."""
     if not names:
         return None
+    sample_idx, upto = _trail_samples(frames)
     t = np.asarray(traj.t, dtype=float)
     points = np.stack([np.asarray(traj.position(n), dtype=float)[sample_idx] for n in names], axis=1)
     return TrailSpec(names, points, t[sample_idx], upto, length)
@@ -219,7 +273,8 @@ def snapshot(
         Image width and height, pixels.
     trail : bool, str or list of str, default: False
         Draw the path travelled up to ``frame``: ``True`` for every body, or
-        the names of the bodies to trace.
+        the names of the bodies to trace. It runs through up to 2000 evenly
+        spaced trajectory samples.
     trail_length : float, optional
         Only trace the last ``trail_length`` seconds.
     anti_aliasing : {"ssaa", "fxaa", "msaa", None}, default: "ssaa"
@@ -243,9 +298,10 @@ def snapshot(
     TypeError
         For an unknown option.
     ValueError
-        If ``path`` has another suffix than ``.png``, ``.jpg`` or ``.jpeg``
-        (checked before anything is drawn), ``frame`` is not an integer, or
-        a drawn position is not finite or too far from the rest to draw (a
+        If ``path`` has another suffix than ``.png``, ``.jpg`` or ``.jpeg``,
+        an option is out of range (``trail`` names no bodies, ``camera``
+        cannot show anything: both checked before anything is drawn),
+        ``frame`` is not an integer, or a drawn position is not finite or too far from the rest to draw (a
         run that blew up; the message names the body and the time).
 
     Notes
@@ -264,6 +320,7 @@ def snapshot(
     >>> mbvi.render.snapshot(scene, "scene.png")  # doctest: +SKIP
     """
     _check_options(opts, "snapshot", window_size, trail_length, anti_aliasing)
+    trail = _check_trail(trail, "snapshot")
     image_format = None if path is None else _image_format(path)
     traj = _as_trajectory(scene_or_traj, "snapshot")
     f = _check_frame(frame, len(np.asarray(traj.t)))
@@ -271,9 +328,7 @@ def snapshot(
         image = _state_space_picture(traj, f, window_size)
     else:
         data = FrameData.from_trajectory(traj, [f])
-        names = _trail_names(data, trail)
-        sample_idx = np.unique(np.linspace(0, f, min(f + 1, _TRAIL_SAMPLES)).round().astype(np.intp))
-        trails = _trail_spec(traj, names, sample_idx, np.array([len(sample_idx) - 1]), trail_length)
+        trails = _trail_spec(traj, _trail_names(data, trail), np.array([f]), trail_length)
         plotter = _plotter(window_size, True, anti_aliasing)
         try:
             SceneView(plotter, data, trails=trails, **opts)
@@ -335,7 +390,10 @@ def animate(
     window_size : (int, int), default: (640, 480)
         Frame width and height, pixels.
     trail : bool, str or list of str, default: False
-        Trace the path of every body (``True``) or of the named bodies.
+        Trace the path of every body (``True``) or of the named bodies. The
+        trail runs through up to 2000 evenly spaced trajectory samples and
+        every frame's own, not only through the video's frames (a fast
+        pendulum at a low ``fps`` would be drawn as chords across its arc).
     trail_length : float, optional
         Only trace the last ``trail_length`` seconds.
     progress : bool, default: False
@@ -362,7 +420,8 @@ def animate(
     ------
     ValueError
         If the suffix is not ``.gif``/``.mp4``, ``fps``/``speed`` is not
-        positive, or ``traj`` has no bodies to draw (a
+        positive, another option is out of range (checked before anything is
+        drawn), or ``traj`` has no bodies to draw (a
         :class:`mbvi.LagrangianSystem`'s run: draw its phase portrait with
         :func:`snapshot` to a ``.png`` or ``.jpg`` instead), or a drawn
         position is not finite or too far from the rest to draw (a run that
@@ -384,6 +443,7 @@ def animate(
     (adding their durations); the time label keeps frames distinct.
     """
     _check_options(opts, "animate", window_size, trail_length, anti_aliasing)
+    trail = _check_trail(trail, "animate")
     if workers is not None and not (is_number(workers) and float(workers).is_integer() and workers >= 1):
         raise ValueError(f"animate(): workers must be a whole number of processes >= 1 or None, got {workers!r}")
     opts.setdefault("time_label", True)
@@ -394,7 +454,7 @@ def animate(
         raise ValueError(f"cannot animate to {str(path)!r}: {_no_bodies_message(traj, 'every frame')}")
     indices = animation_indices(traj.t, fps, speed)
     data = FrameData.from_trajectory(traj, indices)
-    trails = _trail_spec(traj, _trail_names(data, trail), indices, np.arange(len(indices)), trail_length)
+    trails = _trail_spec(traj, _trail_names(data, trail), indices, trail_length)
     drawing_origin(data, trails)  # a run that blew up is refused here, not in a worker
     if workers is None:
         workers = min(2, os.cpu_count() or 1) if len(indices) >= _PARALLEL_MIN_FRAMES else 1
@@ -466,7 +526,8 @@ def show(
     window_size : (int, int), default: (1024, 768)
         Window size, pixels.
     trail : bool, str or list of str, default: False
-        Trace bodies' paths up to the shown time.
+        Trace bodies' paths up to the shown time, through up to 2000 evenly
+        spaced trajectory samples and every slider step's own.
     max_frames : int, default: 2000
         The slider steps through at most this many evenly spaced samples.
     anti_aliasing : str or None, default: "ssaa"
@@ -485,7 +546,8 @@ def show(
         When there is no display (headless, outside a notebook): use
         :func:`snapshot` or :func:`animate` instead.
     ValueError
-        If ``frame`` is not an integer, ``scene_or_traj`` has no bodies
+        If ``frame`` is not an integer, an option is out of range,
+        ``scene_or_traj`` has no bodies
         to draw (a :class:`mbvi.LagrangianSystem`'s run: draw its phase
         portrait with :func:`snapshot` instead), or a drawn position is not
         finite or too far from the rest to draw.
@@ -493,6 +555,7 @@ def show(
         If ``frame`` is out of range.
     """
     _check_options(opts, "show", window_size, anti_aliasing=anti_aliasing)
+    trail = _check_trail(trail, "show")
     traj = _as_trajectory(scene_or_traj, "show")
     if _nothing_to_draw(traj):
         raise ValueError(f"cannot show it: {_no_bodies_message(traj, 'the view')}")
@@ -506,7 +569,7 @@ def show(
     first = _check_frame(frame, len(t))
     indices = np.unique(np.linspace(0, len(t) - 1, min(len(t), max_frames)).round().astype(np.intp))
     data = FrameData.from_trajectory(traj, indices)
-    trails = _trail_spec(traj, _trail_names(data, trail), indices, np.arange(len(indices)), None)
+    trails = _trail_spec(traj, _trail_names(data, trail), indices, None)
     plotter = _plotter(window_size, notebook, anti_aliasing)  # in a notebook: off screen, shown by trame
     opts.setdefault("time_label", len(indices) > 1)
     view = SceneView(plotter, data, trails=trails, **opts)

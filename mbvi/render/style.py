@@ -11,7 +11,7 @@ from their size.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -58,10 +58,18 @@ class Style:
     background : str
         Window background.
     rod, spring, damper, bone, joint, anchor, ground, grid, text : str
-        Element colours.
+        Element colours: anything :class:`pyvista.Color` reads (a name such
+        as ``"grey"``, ``"#6b6b6b"``, or an RGB sequence).
     strain_cmap : str
         Matplotlib colormap name for beam strain (diverging: blue =
         compression, red = tension).
+
+    Raises
+    ------
+    ValueError
+        For a colour or colormap PyVista cannot read, naming the field
+        (``Style.rod: ...``); it failed only while drawing, in a worker
+        process of :func:`mbvi.render.animate`.
     """
 
     background: str = "white"
@@ -75,6 +83,33 @@ class Style:
     grid: str = "#c4c8cc"
     text: str = "#333333"
     strain_cmap: str = "coolwarm"
+
+    def __post_init__(self) -> None:
+        import pyvista as pv
+        from pyvista.plotting.colors import get_cmap_safe
+
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if field.name == "strain_cmap":
+                try:
+                    get_cmap_safe(value)
+                except (TypeError, ValueError, ModuleNotFoundError) as err:
+                    raise ValueError(
+                        f"Style.strain_cmap: {value!r} is not a colormap (a Matplotlib colormap name such as "
+                        f"'coolwarm'): {_first_line(err)}"
+                    ) from None
+                continue
+            problem = "" if value is not None else "PyVista would draw its default light blue"
+            if value is not None:
+                try:
+                    pv.Color(value)
+                except (TypeError, ValueError) as err:
+                    problem = _first_line(err)
+            if problem:
+                raise ValueError(
+                    f"Style.{field.name}: {value!r} is not a colour (a name such as 'grey', a hex string such as "
+                    f"'#808080' or an RGB sequence of 0 … 1 or 0 … 255): {problem}"
+                )
 
 
 @dataclass(frozen=True)
@@ -173,6 +208,12 @@ class Sizes:
             return np.zeros(0)
         mean = float(np.mean(mass)) or 1.0
         return self.unit * np.clip((mass / mean) ** (1.0 / 3.0), 0.5, 2.0)
+
+
+def _first_line(err: Exception) -> str:
+    """The first non-blank line of ``err``'s message (PyVista's run to ten lines of examples)."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return lines[0] if lines else type(err).__name__
 
 
 def _linked(data: FrameData) -> bool:

@@ -75,8 +75,8 @@ def torus(
     Raises
     ------
     ValueError
-        For a trajectory with fewer than two coordinates, an unknown name, a ``path`` of another suffix, or a
-        ``window_size`` that is not two numbers of pixels in 1 … 16384.
+        For a trajectory with fewer than two coordinates, an unknown name or an index ``i`` or ``j`` out of
+        range, a ``path`` of another suffix, or a ``window_size`` that is not two numbers of pixels in 1 … 16384.
     """
     import imageio.v3 as iio
     import pyvista as pv
@@ -91,12 +91,18 @@ def torus(
     if q.ndim != 2 or q.shape[1] < 2:
         raise ValueError("torus: the trajectory needs at least two generalized coordinates")
 
-    def column(k: int | str) -> np.ndarray:
+    def column(k: int | str, name: str) -> np.ndarray:
         if isinstance(k, str):
             return np.asarray(traj.coordinate(k), float)
+        n = q.shape[1]
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or not -n <= int(k) < n:
+            raise ValueError(
+                f"torus(): {name} must be a coordinate's name or an index in {-n} … {n - 1} (the run has {n} "
+                f"coordinates), got {k!r}"
+            )
         return q[:, int(k)]
 
-    pts = torus_points(column(i), column(j), ring, tube * 1.02)
+    pts = torus_points(column(i, "i"), column(j, "j"), ring, tube * 1.02)
     plotter = pv.Plotter(off_screen=path is not None, window_size=list(window_size))
     plotter.set_background("white")
     surface = pv.ParametricTorus(ringradius=ring, crosssectionradius=tube)

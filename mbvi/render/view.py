@@ -94,11 +94,15 @@ def check_view_options(opts: dict[str, Any], func: str) -> None:
     if opts.get("style") is not None and not isinstance(opts["style"], Style):
         raise ValueError(f"{func}(): style must be an mbvi.render.Style or None, got {opts['style']!r}")
     camera = opts.get("camera")
-    if camera is not None and not (isinstance(camera, str) and camera in CAMERA_NAMES) and not _camera_position(camera):
-        raise ValueError(
-            f"{func}(): camera must be None, {', '.join(map(repr, CAMERA_NAMES))} or a camera position "
-            f"[(position), (focal point), (view up)] of three finite 3-vectors, got {camera!r}"
-        )
+    if camera is not None and not (isinstance(camera, str) and camera in CAMERA_NAMES):
+        if not _camera_position(camera):
+            raise ValueError(
+                f"{func}(): camera must be None, {', '.join(map(repr, CAMERA_NAMES))} or a camera position "
+                f"[(position), (focal point), (view up)] of three finite 3-vectors, got {camera!r}"
+            )
+        problem = _camera_degeneracy(np.asarray(camera, dtype=float))
+        if problem:
+            raise ValueError(f"{func}(): camera {camera!r} cannot show anything: {problem}")
 
 
 def _camera_position(camera: Any) -> bool:
@@ -110,6 +114,28 @@ def _camera_position(camera: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return rows.shape == (3, 3) and bool(np.isfinite(rows).all()) and bool(np.any(rows[2]))
+
+
+#: a camera's view-up must be at least this sine of an angle away from its direction of view
+_MIN_UP_SINE = 1e-6
+
+
+def _camera_degeneracy(rows: NDArray[np.float64]) -> str | None:
+    """Why a camera position ``rows`` (position, focal point, view up; shape (3, 3), m) defines no view, or None.
+
+    A position at the focal point has no direction of view, and a view-up along the direction of view no
+    "up" on screen: VTK drew a blank picture for either.
+    """
+    position, focal, up = rows
+    view = focal - position
+    scale = max(float(np.max(np.abs(position))), float(np.max(np.abs(focal))), 1.0)
+    distance = float(np.linalg.norm(view))
+    if distance <= 1e-12 * scale:
+        return "its position is its focal point (no direction of view)"
+    sine = float(np.linalg.norm(np.cross(view / distance, up / np.linalg.norm(up))))
+    if sine < _MIN_UP_SINE:
+        return "its view-up is parallel to its direction of view (position to focal point)"
+    return None
 
 
 class SceneView:
@@ -127,7 +153,9 @@ class SceneView:
         Draw a ground plane (``True``/``"plane"``: plane with grid lines,
         ``"grid"``: grid lines only) below the scene, perpendicular to gravity.
     joints : bool, default: True
-        Draw joint markers and bones.
+        Draw the joints' markers (ball, hinge pin, slider rod, cube). The
+        bones, thin grey lines from a rigid body's centre to the joints it
+        carries, are drawn either way: they show what is linked to what.
     scale : float, default: 1
         Multiplies the automatic element sizes.
     style : Style, optional
@@ -138,7 +166,10 @@ class SceneView:
         Show ``t = … s`` in the upper-left corner.
     camera : CameraSpec, default: None
         Camera placement; ``None`` chooses a view of the plane in which the
-        scene moves most, slightly rotated, gravity pointing down.
+        scene moves most, slightly rotated, gravity pointing down. A camera
+        position ``[(position), (focal point), (view up)]`` needs a position
+        away from its focal point and a view-up not along the direction of
+        view (either is a ValueError: VTK drew a blank picture).
     zoom : float, default: 1.0
         Camera zoom after fitting the scene (> 1 magnifies).
 
@@ -175,7 +206,7 @@ class SceneView:
     ) -> None:
         check_view_options(
             {"ground": ground, "joints": joints, "scale": scale, "scalar_bar": scalar_bar, "time_label": time_label,
-             "zoom": zoom}, "SceneView",
+             "zoom": zoom, "camera": camera, "style": style}, "SceneView",
         )  # fmt: skip
         self.plotter = plotter
         self.data = data
