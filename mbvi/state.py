@@ -56,10 +56,11 @@ def stack_states(initial_states: Any, nq: int) -> tuple[np.ndarray, np.ndarray]:
     """
     if isinstance(initial_states, tuple) and len(initial_states) == 2 and not isinstance(initial_states[0], State):
         try:  # (Q, V): arrays, or lists of rows
-            Q = real_array(initial_states[0], "simulate_batch: initial_states Q")
-            V = real_array(initial_states[1], "simulate_batch: initial_states V")
+            Q, V = real_array(initial_states[0], "Q"), real_array(initial_states[1], "V")
         except ValueError as exc:  # rows of other lengths, or not numbers
-            raise ValueError(f"{exc}; (Q, V) must be two arrays of shape (B, {nq})") from None
+            raise ValueError(
+                f"simulate_batch: initial_states (Q, V) must be two arrays of shape (B, {nq}) of real numbers ({exc})"
+            ) from None
     else:
         try:
             states = list(initial_states)

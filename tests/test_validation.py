@@ -203,7 +203,7 @@ def test_an_initial_state_of_complex_or_text_values_is_refused_by_name() -> None
         mbvi.simulate(scene, 0.1, 0.01, initial_state=mbvi.State(q, complex_v))
     with pytest.raises(ValueError, match="simulate: initial_state's q must be numbers"):
         mbvi.simulate(scene, 0.1, 0.01, initial_state=mbvi.State(["a"] * 3, q))
-    with pytest.raises(ValueError, match="simulate_batch: initial_states V must be real numbers"):
+    with pytest.raises(ValueError, match=r"initial_states \(Q, V\) .* of real numbers \(V must be real numbers"):
         mbvi.simulate_batch(scene, 0.1, 0.01, initial_states=(q[None], complex_v[None]))
     with pytest.raises(ValueError, match="simulate_batch: initial state 1's v must be real numbers"):
         mbvi.simulate_batch(scene, 0.1, 0.01, initial_states=[mbvi.State(q, q), mbvi.State(q, [0, 0, 1 + 0j])])
