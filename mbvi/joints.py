@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mbvi._validate import finite, perpendicular_pair, positive, unit, vector3
+from mbvi._validate import Checked, finite, perpendicular_pair, positive, renamed_state, unit, vector3
 from mbvi._validate import name as check_name
 from mbvi.geometry import LinkGeometry, vec3
 
@@ -29,6 +29,18 @@ if TYPE_CHECKING:
 __all__ = ["Fixed", "Joint", "Prismatic", "Revolute", "Rod", "Row", "Spherical"]
 
 Terms = list[tuple[int, float]]
+
+
+def _optional_point(value: Any, what: str, owner: str) -> np.ndarray | None:
+    return None if value is None else vector3(value, what, owner)
+
+
+def _point_or_origin(value: Any, what: str, owner: str) -> np.ndarray:
+    return np.zeros(3) if value is None else vector3(value, what, owner)
+
+
+def _optional_length(value: Any, what: str, owner: str) -> float | None:
+    return None if value is None else positive(value, what, owner)
 
 
 @dataclass
@@ -101,6 +113,9 @@ class Joint:
     a: str
     b: str
 
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(renamed_state(state, type(self)))
+
     def check_bodies(self, kind: Callable[[str], str]) -> None:
         """A ValueError naming the joint when it cannot join its bodies, of kinds ``kind(name)`` ("world",
         "particle", "rigid"): checked by :meth:`mbvi.Scene.add`, so that the scene never holds a joint assembly
@@ -161,6 +176,9 @@ class Rod(Joint):
     """
 
     kind = "rod"
+    anchor_a = Checked(_point_or_origin, "Body-frame attachment point on a, m, shape (3,) (the world's: a point).")
+    anchor_b = Checked(_point_or_origin, "Body-frame attachment point on b, m, shape (3,) (the world's: a point).")
+    length = Checked(_optional_length, "Rod length, m (positive), or None: the initial distance of the anchors.")
 
     def __init__(
         self,
@@ -172,9 +190,7 @@ class Rod(Joint):
         name: str | None = None,
     ) -> None:
         self._init_names(a, b, name)
-        self.anchor_a = np.zeros(3) if anchor_a is None else vector3(anchor_a, "anchor_a", self.owner)
-        self.anchor_b = np.zeros(3) if anchor_b is None else vector3(anchor_b, "anchor_b", self.owner)
-        self.length = None if length is None else positive(length, "length", self.owner)
+        self.anchor_a, self.anchor_b, self.length = anchor_a, anchor_b, length
 
     def _distance(self, layout: Layout) -> float:
         return float(
@@ -203,13 +219,15 @@ class Rod(Joint):
 class _AnchoredJoint(Joint):
     """A joint defined by a world anchor point (and possibly an axis) at assembly."""
 
-    def _anchor(self, layout: Layout) -> np.ndarray:
+    anchor = Checked(_optional_point, "World anchor point at assembly, m, shape (3,), or None: body b's origin.")
+
+    def _anchor_point(self, layout: Layout) -> np.ndarray:
         if self.anchor is not None:
             return self.anchor
         return layout.world_point(self.b, np.zeros(3))
 
     def _anchor_rows(self, layout: Layout, frame: LinkGeometry) -> list[Row]:
-        p = self._anchor(layout)
+        p = self._anchor_point(layout)
         for body in (self.a, self.b):
             if layout.kind(body) == "particle" and np.linalg.norm(
                 layout.world_point(body, np.zeros(3)) - p
@@ -232,7 +250,7 @@ class _AnchoredJoint(Joint):
                 )
 
     def describe(self, layout: Layout) -> LinkGeometry:
-        p = self._anchor(layout)
+        p = self._anchor_point(layout)
         return LinkGeometry(
             self.kind,
             self.name,
@@ -260,7 +278,7 @@ class Spherical(_AnchoredJoint):
 
     def __init__(self, a: str, b: str, anchor: Any = None, name: str | None = None) -> None:
         self._init_names(a, b, name)
-        self.anchor = None if anchor is None else vector3(anchor, "anchor", self.owner)
+        self.anchor = anchor
         self.axis = None
 
     def constraint_rows(self, layout: Layout) -> list[Row]:
@@ -296,6 +314,8 @@ class Revolute(_AnchoredJoint):
     """
 
     kind = "revolute"
+    axis = Checked(unit, "Hinge axis, world frame at assembly, shape (3,) (normalised when set).")
+    initial_angle = Checked(finite, "Angle the joint reads at the initial configuration, rad.")
 
     def check_bodies(self, kind: Callable[[str], str]) -> None:
         self._require_orientation(kind)
@@ -310,9 +330,8 @@ class Revolute(_AnchoredJoint):
         initial_angle: float = 0.0,
     ) -> None:
         self._init_names(a, b, name)
-        self.anchor = None if anchor is None else vector3(anchor, "anchor", self.owner)
-        self.axis = unit(axis, "axis", self.owner)
-        self.initial_angle = finite(initial_angle, "initial_angle", self.owner)
+        self.anchor = anchor
+        self.axis, self.initial_angle = axis, initial_angle
 
     def frame(self) -> np.ndarray:
         """World frame (u1, u2, axis) at the initial configuration, columns."""
@@ -362,6 +381,8 @@ class Prismatic(_AnchoredJoint):
     """
 
     kind = "prismatic"
+    axis = Checked(unit, "Slide axis, world frame at assembly, shape (3,) (normalised when set).")
+    initial_displacement = Checked(finite, "Displacement the joint reads at the initial configuration, m.")
 
     def check_bodies(self, kind: Callable[[str], str]) -> None:
         if (kind(self.a), kind(self.b)) == ("particle", "rigid"):
@@ -377,14 +398,14 @@ class Prismatic(_AnchoredJoint):
         initial_displacement: float = 0.0,
     ) -> None:
         self._init_names(a, b, name)
-        self.axis = unit(axis, "axis", self.owner)
-        self.anchor = None if anchor is None else vector3(anchor, "anchor", self.owner)
-        self.initial_displacement = finite(initial_displacement, "initial_displacement", self.owner)
+        self.axis = axis
+        self.anchor = anchor
+        self.initial_displacement = initial_displacement
 
     def constraint_rows(self, layout: Layout) -> list[Row]:
         u1, u2 = perpendicular_pair(self.axis)
         F = np.column_stack([u1, u2, self.axis])
-        p = self._anchor(layout)
+        p = self._anchor_point(layout)
         if layout.kind(self.b) == "particle" and np.linalg.norm(
             layout.world_point(self.b, np.zeros(3)) - p
         ) > 1e-9 * max(1.0, layout.length_scale):
@@ -407,7 +428,7 @@ class Prismatic(_AnchoredJoint):
         return rows
 
     def describe(self, layout: Layout) -> LinkGeometry:
-        p = self._anchor(layout) - self.initial_displacement * self.axis  # a's anchor: the displacement's zero
+        p = self._anchor_point(layout) - self.initial_displacement * self.axis  # a's anchor: the displacement's zero
         return replace(
             super().describe(layout),
             anchor_a=vec3(layout.to_body_point(self.a, p)),
@@ -434,7 +455,7 @@ class Fixed(_AnchoredJoint):
 
     def __init__(self, a: str, b: str, anchor: Any = None, name: str | None = None) -> None:
         self._init_names(a, b, name)
-        self.anchor = None if anchor is None else vector3(anchor, "anchor", self.owner)
+        self.anchor = anchor
         self.axis = None
 
     def constraint_rows(self, layout: Layout) -> list[Row]:
