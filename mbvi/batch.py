@@ -26,7 +26,7 @@ from mbvi.engine.fields import LT, RI, ST
 from mbvi.engine.runner import RunResult, RunState, advance, nsave, run_batch, saved_states, saved_steps, threads
 from mbvi.errors import ConstraintWarning, SolverError, member_failure
 from mbvi.integrators.stepkernel import run_kernel_batch, step_failure
-from mbvi.runs import energy_scales, judge_members, last_step, named_members, run_info, run_numbers
+from mbvi.runs import energy_scales, judge_members, last_step, named_members, run_info, run_numbers, steady_drift
 from mbvi.scene import Scene
 from mbvi.simulate import assembled, check_capabilities, joint_state, resolve_integrator
 from mbvi.state import State, stack_states
@@ -258,7 +258,10 @@ def _energy_suspects(trajs: list[Trajectory], system) -> list[int]:
         if measured:
             change = change - np.stack([traj.work for traj in trajs])
         drift = np.max(change, axis=1) if system.has_forces and not measured else np.max(np.abs(change), axis=1)
-        energy_scale, motion = energy_scales(T, U, system)
+        steady = [steady_drift(traj.v, system) for traj in trajs]  # (a free system's motion as one mass)
+        boost = None if all(d is None for d in steady) else np.stack([np.zeros_like(t) if d is None else d
+                                                                      for d, t in zip(steady, T, strict=True)])
+        energy_scale, motion = energy_scales(T, U, system, boost)
         calm = finite & (drift <= 0.1 * np.minimum(motion, energy_scale))
         error = np.max(np.abs(change), axis=1) / motion  # simulate.energy_error's figure, for every member at once
     if E.shape[1] >= 2 and (measured or not system.has_forces):

@@ -22,8 +22,8 @@ WARN_ENERGY = 0.1
 WARN_ENERGY_BASELINE = 1.0
 
 __all__ = [
-    "energy_in_motion", "energy_scales", "judge_members", "last_step", "named_members", "progress_bar", "run_info",
-    "run_numbers", "step_count", "whole_steps",
+    "energy_in_motion", "energy_scales", "judge_members", "last_step", "least_motion", "named_members",
+    "progress_bar", "run_info", "run_numbers", "steady_drift", "step_count", "whole_steps",
 ]  # fmt: skip
 
 
@@ -130,23 +130,58 @@ def energy_in_motion(kinetic: np.ndarray, potential: np.ndarray, info: dict | No
     return motion if np.isfinite(motion) and motion > 1e-300 else 1.0
 
 
-def energy_scales(kinetic: np.ndarray, potential: np.ndarray, system: Any) -> tuple[np.ndarray, np.ndarray]:
+def energy_scales(kinetic: np.ndarray, potential: np.ndarray, system: Any,
+                  drift: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """The two energy scales a run is judged against, J, over the last axis (time; leading axes: members).
 
-    ``system``: the scene's :class:`mbvi.System` (its bodies' m g L is a floor of the first scale), or None (a
-    :class:`mbvi.LagrangianSystem`: no such floor).
+    ``system``: the scene's :class:`mbvi.System` (its bodies' m g L is a floor of both scales), or None (a
+    :class:`mbvi.LagrangianSystem`: no such floor). ``drift``: the kinetic energy of the whole system's steady
+    motion at each state (:func:`steady_drift`), J, same shape as ``kinetic``, or None (none).
 
     Returns
     -------
     energy, motion : ndarray, shape ``kinetic.shape[:-1]``
-        The energies in play at the start (|T₀| + |U₀|, at least m g L of the bodies), and the energy in motion
-        (the larger of the largest T and the swing of U, at least a thousandth of the first).
+        The energies in play at the start (|T₀| + |U₀|, at least m g L of the bodies), and the energy in motion:
+        the larger of the largest T less the steady drift's and the swing of U, at least a thousandth of T₀ less
+        it or of m g L with a system (of |T₀| + |U₀| without). With a system the energy in motion is the same
+        wherever the scene sits and however it drifts: U₀ depends on where gravity's potential is zero, and a
+        pendulum hung at z = 1e4 m had its 34 % energy error judged against 1e-3 |U₀| = 98 J (1.5 %: no warning),
+        two particles on a spring drifting at 30 m/s theirs against the drift's 900 J.
     """
     start = np.abs(kinetic[..., 0]) + np.abs(potential[..., 0])
     floor = 0.0 if system is None else float(np.sum(system.mass[::3])) * 9.81 * system.length_scale
     energy = np.maximum(np.maximum(start, floor), 1e-300)
-    motion = np.maximum(np.maximum(np.max(kinetic, axis=-1), np.ptp(potential, axis=-1)), 1e-3 * energy)
-    return energy, motion
+    own = kinetic if drift is None else kinetic - drift
+    motion = np.maximum(np.maximum(np.max(own, axis=-1), np.ptp(potential, axis=-1)),
+                        least_motion(own[..., 0], potential[..., 0], system))  # fmt: skip
+    return energy, np.maximum(motion, 1e-300)
+
+
+def least_motion(kinetic0: np.ndarray, potential0: np.ndarray, system: Any) -> np.ndarray:
+    """The least energy in motion a run is judged against, J (a body resting in equilibrium moves by round-off,
+    and its round-off-sized energy error is no error): a thousandth of T₀ (less a steady drift) or of the bodies'
+    m g L, with a system; of |T₀| + |U₀| without (:func:`energy_scales`)."""
+    if system is None:
+        return 1e-3 * (np.abs(kinetic0) + np.abs(potential0))
+    floor = float(np.sum(system.mass[::3])) * 9.81 * system.length_scale
+    return 1e-3 * np.maximum(np.abs(kinetic0), floor)
+
+
+def steady_drift(v: np.ndarray, system: Any) -> np.ndarray | None:
+    """The kinetic energy ½|P|²/M of the whole system's motion as one mass, J, shape (n,), at the velocities v
+    (n, nq) of a run whose linear momentum P stays constant (a free system: its steady drift is a choice of
+    frame, not of the dynamics); None when P changes (gravity, a joint to the world, loads) or there is no mass.
+    """
+    blocks = system.layout.translation_blocks
+    total = float(np.sum(system.mass[blocks])) if len(blocks) else 0.0
+    if not total > 0.0 or len(v) < 2:
+        return None
+    with np.errstate(all="ignore"):
+        P = np.asarray(system.momentum(np.asarray(v, dtype=float)), dtype=float)
+        size = float(np.max(np.abs(P)))
+        if not (np.isfinite(size) and np.max(np.abs(P - P[0])) <= 1e-9 * size):
+            return None
+    return 0.5 * np.sum(P * P, axis=-1) / total
 
 
 #: members a warning names before it counts the rest
@@ -206,10 +241,12 @@ def hint_to_verify(err: SolverError, dt: float) -> float | None:
 
 
 def verify_step(err: SolverError, rerun: Callable[[float, int], Any], hint: float, span: float, order: int,
-                energy: float, budget: float) -> None:  # fmt: skip
+                energy: float, budget: float, figure: Callable[[Any], float | None] | None = None,
+                kept: str = "its energy within {within} of the energy in motion") -> None:  # fmt: skip
     """Replace a :class:`SolverError`'s step-size hint by one a re-run confirms (halving from ``hint``), within
     ``budget`` s of wall clock: the re-run ``rerun(dt, save_every)`` of the run's ``span`` (s) must complete and keep
-    its energy error (its ``info["energy_error"]``) within ``energy`` of the energy in motion. A re-run whose
+    its energy error (its ``info["energy_error"]``, or ``figure(run)``: a baseline's gain) within ``energy`` (of
+    the energy in motion; ``kept`` says what was kept, ``{within}`` the bound as a percentage). A re-run whose
     cost, estimated from the re-runs before it (time per step, of those that took 100 steps or more), would not fit
     in what is left of the budget is not started: the hint is then said to be unverified (a run of 1000 s whose
     verified step was 1e-5 s took 78 s to report its error).
@@ -221,6 +258,7 @@ def verify_step(err: SolverError, rerun: Callable[[float, int], Any], hint: floa
     tried: list[float] = []
     per_step = 0.0  # s a step, the largest measured
     within = f"{energy * 100:g} %"
+    kept = kept.format(within=within)
     for _ in range(6):
         nsteps = max(1, round(span / candidate))
         if time.perf_counter() - start + per_step * nsteps > budget:
@@ -246,22 +284,21 @@ def verify_step(err: SolverError, rerun: Callable[[float, int], Any], hint: floa
         except ValueError:
             return
         per_step = max(per_step, (time.perf_counter() - began) / nsteps)
-        band = run.info.get("energy_error")
+        band = run.info.get("energy_error") if figure is None else figure(run)
         if band is not None and band > energy:  # it ran, but not accurately: not a step to suggest
             # the energy error of a method of order p scales as dtᵖ: aim below the bound (at least halve)
             candidate *= min(0.5, max(1.0 / 16.0, 0.7 * (energy / band) ** (1.0 / order)))
             continue
         err.suggested_dt = candidate
         err.verified_dt = True
-        err.args = (err._compose() + f" (verified: a run at that dt completes with its energy within {within} of the "
-                    "energy in motion)",)  # fmt: skip
+        err.args = (err._compose() + f" (verified: a run at that dt completes with {kept})",)
         return
     # no step tried kept the run sane: say so rather than pass the solver's estimate off as a remedy
     if tried:
         what = f"dt = {tried[0]:.3g}" if len(tried) == 1 else f"dt = {tried[0]:.3g} down to {tried[-1]:.3g}"
         err.verified_dt = False
         err.suggested_dt = None
-        err.args = (err._compose() + f"; re-runs at {what} did not complete with their energy within {within} of the "
-                    "energy in motion either: a smaller step alone may not cure it",)  # fmt: skip
+        err.args = (err._compose() + f"; re-runs at {what} did not complete with {kept} either: a smaller step "
+                    "alone may not cure it",)  # fmt: skip
     else:
         err.unverified()
