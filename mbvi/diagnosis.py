@@ -228,7 +228,39 @@ def drift_failure(system, name: str, q: np.ndarray, v: np.ndarray, t: float, k: 
         blown = instability(system, name, h, t, k)
         if blown.culprit is not None:
             return blown
-    return SolverError(DRIFT_FAILED_MESSAGE, time=t, step=k, suggested_dt=h / 4)
+    fastest = _fastest_in_velocity(system, q, v, t, h)
+    if fastest is None:
+        return SolverError(DRIFT_FAILED_MESSAGE, time=t, step=k, suggested_dt=h / 4)
+    who, kick = fastest
+    speed = float(np.max(np.abs(v))) if len(v) else 0.0
+    return SolverError(
+        f"{DRIFT_FAILED_MESSAGE}. The force that changes most with the velocity is that of {who!r} (a kick "
+        f"h|M⁻¹ΔF| of {kick:.3g} against velocities up to {speed:.3g}): a force that jumps with the velocity, such "
+        "as a Coulomb friction's sign(v), is no damping that midpoint solves either — smooth it (e.g. tanh(v/ε)) or "
+        "reduce dt",
+        time=t, step=k, culprit=who, suggested_dt=h / 4,
+    )  # fmt: skip
+
+
+def _fastest_in_velocity(system, q: np.ndarray, v: np.ndarray, t: float, h: float) -> tuple[str, float] | None:
+    """The force law whose force changes most with the velocity at (q, v) — named by its element when it has one
+    (an ``ExternalTorque 'friction'``'s callable), else by the law — and its kick h |M⁻¹ (F(q, v) − F(q, 0))|;
+    None when no law's can be told (a friction written as a load was "the damping is too stiff", naming
+    nothing)."""
+    best: tuple[str, float] | None = None
+    for law in getattr(system, "force_laws", ()):
+        if not law.velocity_dependent:
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                change = np.asarray(law.force(q, v, t), float) - np.asarray(law.force(q, np.zeros_like(v), t), float)
+                kick = abs(h) * float(np.max(np.abs(system.inv_mass * change))) if change.size else 0.0
+        except Exception:  # (the law's own failure is named elsewhere)
+            continue
+        if np.isfinite(kick) and kick > 0.0 and (best is None or kick > best[1]):
+            names = [getattr(e, "name", None) for e in getattr(law, "elements", ())]
+            best = (names[0] if len(names) == 1 and names[0] else law.name or type(law).__name__, kick)
+    return best
 
 
 def engine_failure(system, status: int, q: np.ndarray, v: np.ndarray, t: float, k: int, h: float, lie: bool,

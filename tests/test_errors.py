@@ -180,3 +180,27 @@ def test_a_stiff_springs_blow_up_is_not_blamed_on_a_light_drag(compiled: bool) -
                 mbvi.simulate(scene(drag), 1.0, 0.02)
             assert info.value.culprit == "spring:world-b", (drag, str(info.value))
             assert "went unstable" in str(info.value) and "damping" not in str(info.value)
+
+
+def test_a_failed_implicit_drift_names_the_force_that_jumps_with_the_velocity() -> None:
+    """A Coulomb friction −τ sign(θ̇) written as a (t, state) torque on a torsion-spring wheel stops it at the
+    closed form's −0.1 rad at dt = 1e-3; at dt = 1e-2 the drift's fixed point cannot settle at the stop, and the
+    error said "the damping is too stiff", in a scene with no damping, naming nothing: it names the load now."""
+    import math
+
+    def friction(t, state):
+        rate = state.joint_rate("h")
+        return (0.0, 0.0, -0.6 * (1.0 if rate > 0 else (-1.0 if rate < 0 else 0.0)))
+
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.RigidBody("w", mass=1.0, inertia=(0.4, 0.4, 0.5)))
+    scene.add(mbvi.Revolute("world", "w", anchor=(0, 0, 0), axis=(0, 0, 1), name="h", initial_angle=1.0))
+    scene.add(mbvi.TorsionSpring("h", stiffness=4.0))
+    scene.add(mbvi.ExternalTorque("w", torque=friction, name="friction"))
+    stops = mbvi.simulate(scene, 5.0, 1e-3).joint_angle("h")[-1]
+    assert stops == pytest.approx(-(1.0 - 6 * 0.6 / 4.0), abs=1e-4)  # three half swings, each 2τ/k shorter
+    with pytest.raises(mbvi.SolverError) as info:
+        mbvi.simulate(scene, 5.0, 1e-2)
+    assert info.value.culprit == "friction"
+    assert "that of 'friction'" in str(info.value) and "Coulomb friction" in str(info.value)
+    assert info.value.time == pytest.approx(3 * math.pi / math.sqrt(4.0 / 0.5), abs=0.02)  # at the stop
