@@ -10,18 +10,10 @@ import mbvi
 
 render = pytest.importorskip("mbvi.render")
 
+from test_render import SMALL, pendulum_scene  # noqa: E402  (a 1 m pendulum from level: the bob runs on the unit circle)
+
 from mbvi.render import api  # noqa: E402
 from mbvi.render.frames import FrameData  # noqa: E402
-
-SMALL = (160, 120)
-
-
-def pendulum_scene() -> mbvi.Scene:
-    """A 1 m pendulum released level with its pivot: the bob runs on the unit circle about the origin."""
-    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
-    scene.add(mbvi.Particle("a", mass=1.0, position=(1.0, 0.0, 0.0)))
-    scene.add(mbvi.Rod("world", "a"))
-    return scene
 
 
 @pytest.fixture(scope="module")
