@@ -18,12 +18,13 @@ from mbvi.runs import (
     BLOW_UP,
     VERIFY_BUDGET,
     VERIFY_ENERGY,
+    VERIFY_GAIN,
     WARN_ENERGY,
     WARN_ENERGY_BASELINE,
+    energy_given,
     energy_scales,
     hint_to_verify,
     last_step,
-    least_motion,
     progress_bar,
     run_info,
     run_numbers,
@@ -258,11 +259,7 @@ def energy_error(traj: Trajectory, system, work: np.ndarray | None) -> tuple[flo
     scale = float(energy_scales(traj.kinetic, traj.potential, system, drift)[1])
     k = int(np.argmax(np.abs(balance)))
     worst = abs(float(balance[k]))
-    own = float(traj.kinetic[0]) - (0.0 if drift is None else float(drift[0]))
-    given = own + float(traj.potential[0]) - float(np.min(traj.potential))
-    if work is not None and len(work):
-        given = max(given, float(np.max(np.abs(work))))
-    given = max(given, float(least_motion(own, traj.potential[0], system)))  # (at rest, nothing driving it)
+    given = energy_given(traj.kinetic, traj.potential, work, system, drift)
     return worst / scale, worst, float(traj.t[k]), float(np.max(balance)) / given, scale
 
 
@@ -294,10 +291,6 @@ def _warn_energy_error(traj: Trajectory, stepper: Integrator, system) -> None:
     )
 
 
-#: a baseline's (not variational, not symplectic) suggested step is verified when its run gains no more than this
-#: fraction of the energy it had to give (its damping, implicit Euler's, is no failure: judged by the 1 % band of
-#: the variational ones, a four-bar's hint shrank to 2e-5 s where 0.1 s runs)
-VERIFY_GAIN = 0.1
 
 #: a constraint tolerance this many times the integrator's default is loose enough to be the first suspect
 LOOSE_TOL = 100.0
