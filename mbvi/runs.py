@@ -177,7 +177,7 @@ def energy_given(kinetic: np.ndarray, potential: np.ndarray, work: np.ndarray | 
     given = own + float(potential[0]) - float(np.min(potential))
     if work is not None and len(work):
         given = max(given, float(np.max(np.abs(work))))
-    return max(given, float(least_motion(own, potential[0], system)))
+    return max(given, float(least_motion(own, potential[0], system)), 1e-300)  # (a scene without bodies: 0)
 
 
 def steady_drift(v: np.ndarray, system: Any) -> np.ndarray | None:
