@@ -189,8 +189,12 @@ def steady_drift(v: np.ndarray, system: Any) -> np.ndarray | None:
     total = float(np.sum(system.mass[blocks])) if len(blocks) else 0.0
     if not total > 0.0 or len(v) < 2:
         return None
+    v = np.asarray(v, dtype=float)
     with np.errstate(all="ignore"):
-        P = np.asarray(system.momentum(np.asarray(v, dtype=float)), dtype=float)
+        ends = np.asarray(system.momentum(v[[0, -1]]), dtype=float)  # (a system under gravity: told by two states)
+        if not np.max(np.abs(ends[1] - ends[0])) <= 1e-9 * float(np.max(np.abs(ends))):
+            return None
+        P = np.asarray(system.momentum(v), dtype=float)
         size = float(np.max(np.abs(P)))
         if not (np.isfinite(size) and np.max(np.abs(P - P[0])) <= 1e-9 * size):
             return None

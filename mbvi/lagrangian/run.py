@@ -292,7 +292,7 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
     csm: their drift is what they are compared for) a warning saying the run blew up, as a scene's is — unless the
     run ``failed`` at a step after it: the blow-up is then the error.
     """
-    from mbvi.runs import BLOW_UP, WARN_ENERGY, WARN_ENERGY_BASELINE, energy_scales
+    from mbvi.runs import BLOW_UP, WARN_ENERGY, WARN_ENERGY_BASELINE, energy_given, energy_scales
 
     if len(traj.t) < 2:
         return
@@ -346,7 +346,15 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
     if cls.variational or cls.symplectic:
         if worst <= WARN_ENERGY * motion or not fine:
             return
-    elif not (fine and gain > WARN_ENERGY_BASELINE * motion):
+    else:  # a baseline: its gain against the energy it had to give, not against the motion the gain itself made
+        given = energy_given(traj.kinetic, traj.potential, work, None)
+        if fine and gain > WARN_ENERGY_BASELINE * given:
+            notices.warn(
+                f"integrator {cls.name!r} at dt = {dt:g} s: {what} gained {gain / given:.3g} times the energy the "
+                f"run had to give at the start (it strayed by {worst:.3g} J by t = {traj.t[k]:.4g} s); the result "
+                f"is not a solution (reduce dt, e.g. to {dt / 4:g} s)",
+                RuntimeWarning,
+            )  # fmt: skip
         return
 
     notices.warn(
