@@ -210,13 +210,21 @@ def stiff_kick(system, q: np.ndarray, v: np.ndarray, t: float, h: float) -> bool
     """
     if not getattr(system, "has_velocity_forces", False):
         return False
+    kick = _velocity_kick(system.force, system.inv_mass, q, v, t, h)
+    return kick is not None and kick > float(np.max(np.abs(v)))
+
+
+def _velocity_kick(force, inv_mass: np.ndarray, q: np.ndarray, v: np.ndarray, t: float, h: float) -> float | None:
+    """h |M⁻¹ (F(q, v, t) − F(q, 0, t))| (largest entry) of ``force(q, v, t)``: how far the part of it that reads
+    the velocity kicks the velocities in a step; None when it cannot be evaluated there (the load's own failure
+    is named elsewhere) or is not finite."""
     try:
         with np.errstate(all="ignore"):
-            damping = system.force(q, v, t) - system.force(q, np.zeros_like(v), t)
-            kick = abs(h) * float(np.max(np.abs(system.inv_mass * damping)))
-            return bool(kick > float(np.max(np.abs(v))))
-    except Exception:  # (the load's own failure is named elsewhere)
-        return False
+            change = np.asarray(force(q, v, t), float) - np.asarray(force(q, np.zeros_like(v), t), float)
+            kick = abs(h) * float(np.max(np.abs(inv_mass * change))) if change.size else 0.0
+    except Exception:
+        return None
+    return kick if np.isfinite(kick) else None
 
 
 def drift_failure(system, name: str, q: np.ndarray, v: np.ndarray, t: float, k: int, h: float) -> SolverError:
@@ -251,13 +259,8 @@ def _fastest_in_velocity(system, q: np.ndarray, v: np.ndarray, t: float, h: floa
     for law in getattr(system, "force_laws", ()):
         if not law.velocity_dependent:
             continue
-        try:
-            with np.errstate(all="ignore"):
-                change = np.asarray(law.force(q, v, t), float) - np.asarray(law.force(q, np.zeros_like(v), t), float)
-                kick = abs(h) * float(np.max(np.abs(system.inv_mass * change))) if change.size else 0.0
-        except Exception:  # (the law's own failure is named elsewhere)
-            continue
-        if np.isfinite(kick) and kick > 0.0 and (best is None or kick > best[1]):
+        kick = _velocity_kick(law.force, system.inv_mass, q, v, t, h)
+        if kick is not None and kick > 0.0 and (best is None or kick > best[1]):
             names = [getattr(e, "name", None) for e in getattr(law, "elements", ())]
             best = (names[0] if len(names) == 1 and names[0] else law.name or type(law).__name__, kick)
     return best

@@ -23,7 +23,7 @@ WARN_ENERGY_BASELINE = 1.0
 
 __all__ = [
     "energy_given", "energy_in_motion", "energy_scales", "judge_members", "last_step", "least_motion", "named_members",
-    "progress_bar", "run_info", "run_numbers", "steady_drift", "step_count", "whole_steps",
+    "progress_bar", "run_info", "run_numbers", "steady_drift", "step_count", "verify_hint", "whole_steps",
 ]  # fmt: skip
 
 
@@ -252,6 +252,20 @@ VERIFY_ENERGY = 0.01
 VERIFY_GAIN = 0.1
 #: wall-clock budget for verifying a suggested step size by re-running, s
 VERIFY_BUDGET = 20.0
+
+
+def verify_hint(err: SolverError, rerun: Callable[[float, int], Any], hint: float, span: float, cls: type,
+                gain: Callable[[Any], float | None]) -> None:  # fmt: skip
+    """:func:`verify_step` by what the integrator ``cls`` keeps: a variational or symplectic one, its energy within
+    :data:`VERIFY_ENERGY` of the energy in motion; a baseline, whose damping is its nature (implicit Euler's band
+    is ~1 at any dt), no energy gained beyond :data:`VERIFY_GAIN` of what it had to give (``gain(run)``, that
+    fraction)."""
+    order = max(1, int(getattr(cls, "order", 1) or 1))
+    if cls.variational or cls.symplectic:
+        verify_step(err, rerun, hint, span, order, VERIFY_ENERGY, VERIFY_BUDGET)
+    else:
+        verify_step(err, rerun, hint, span, order, VERIFY_GAIN, VERIFY_BUDGET, gain,
+                    "no energy gained beyond {within} of what it had to give")  # fmt: skip
 
 
 def hint_to_verify(err: SolverError, dt: float) -> float | None:

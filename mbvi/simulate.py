@@ -16,9 +16,6 @@ from mbvi.integrators.compiled import Compiled
 from mbvi.plugins import check_given_class, get_integrator
 from mbvi.runs import (
     BLOW_UP,
-    VERIFY_BUDGET,
-    VERIFY_ENERGY,
-    VERIFY_GAIN,
     WARN_ENERGY,
     WARN_ENERGY_BASELINE,
     energy_given,
@@ -29,7 +26,7 @@ from mbvi.runs import (
     run_info,
     run_numbers,
     steady_drift,
-    verify_step,
+    verify_hint,
 )
 from mbvi.scene import Scene
 from mbvi.state import State, real_array
@@ -271,25 +268,20 @@ def _warn_energy_error(traj: Trajectory, stepper: Integrator, system) -> None:
         return
     traj.info["energy_error"], traj.info["energy_in_motion"] = err[0], err[4]
     if stepper.variational or stepper.symplectic:
-        if err[0] <= WARN_ENERGY:
-            return
-    elif err[3] <= WARN_ENERGY_BASELINE:  # a baseline: its damping is its nature; a gain past the energy is not
-        return
-    else:
+        if err[0] > WARN_ENERGY:
+            notices.warn(
+                f"integrator {stepper.name!r} at dt = {stepper.dt:g} s: the energy balance E − E₀ − W strayed by "
+                f"{err[1]:.3g} J, {err[0]:.0%} of the energy in motion, by t = {err[2]:.4g} s; the result is not "
+                f"accurate ({_remedy(stepper)})",
+                RuntimeWarning,
+            )
+    elif err[3] > WARN_ENERGY_BASELINE:  # a baseline: its damping is its nature; a gain past its energy is not
         notices.warn(
             f"integrator {stepper.name!r} at dt = {stepper.dt:g} s: the energy balance E − E₀ − W gained "
             f"{err[3]:.3g} times the energy the run had to give at the start (it strayed by {err[1]:.3g} J by "
             f"t = {err[2]:.4g} s); the result is not a solution ({_remedy(stepper)})",
             RuntimeWarning,
         )
-        return
-    notices.warn(
-        f"integrator {stepper.name!r} at dt = {stepper.dt:g} s: the energy balance E − E₀ − W strayed by "
-        f"{err[1]:.3g} J, {err[0]:.0%} of the energy in motion, by t = {err[2]:.4g} s; the result is not accurate "
-        f"({_remedy(stepper)})",
-        RuntimeWarning,
-    )
-
 
 
 #: a constraint tolerance this many times the integrator's default is loose enough to be the first suspect
@@ -530,8 +522,9 @@ def _faulty_potential(system: System, q: np.ndarray) -> str | None:
 def _verify_suggestion(err: SolverError, scene: Scene | System, cls, dt: float, t_end: float, t0: float, state,
                        options):  # fmt: skip
     """Replace the solver's step-size hint by one that a re-run confirms (halving from it), within a budget: the
-    re-run must complete and keep its energy error within :data:`VERIFY_ENERGY` of the energy in motion
-    (:func:`mbvi.runs.verify_step`). A NumPy-path re-run may take long: the hint is then halved, unverified."""
+    re-run must complete and keep what the integrator keeps (:func:`mbvi.runs.verify_hint`: a variational one, its
+    energy within 1 % of the energy in motion; a baseline, no energy gained). A NumPy-path re-run may take long:
+    the hint is then halved, unverified."""
     hint = hint_to_verify(err, dt)
     if hint is None:
         return
@@ -552,15 +545,8 @@ def _verify_suggestion(err: SolverError, scene: Scene | System, cls, dt: float, 
         return _simulate(False, scene, t_end, candidate, cls, t0=t0, initial_state=state, save_every=every,
                          progress=False, **options)  # fmt: skip
 
-    order = max(1, int(getattr(cls, "order", 1) or 1))
-    if cls.variational or cls.symplectic:
-        verify_step(err, rerun, hint, t_end - t0, order, VERIFY_ENERGY, VERIFY_BUDGET)
-        return
-
-    def gain(run: Trajectory) -> float | None:  # a baseline's damping is its nature (implicit Euler's band is ~1
-        judged = energy_error(run, run_system, run.work)  # at any dt): a gain is its failure
+    def gain(run: Trajectory) -> float | None:  # a baseline's: what energy_error judges it by
+        judged = energy_error(run, system, run.work)
         return None if judged is None else judged[3]
 
-    run_system = scene if isinstance(scene, System) else assemble(scene)
-    verify_step(err, rerun, hint, t_end - t0, order, VERIFY_GAIN, VERIFY_BUDGET, gain,
-                "no energy gained beyond {within} of what it had to give")  # fmt: skip
+    verify_hint(err, rerun, hint, t_end - t0, cls, gain)  # (system: assembled above, to tell compiled from not)

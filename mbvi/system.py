@@ -54,24 +54,29 @@ def _compiled_parts(law: ForceLaw) -> list:
             _told.add(name)
             log.info("force law %r has no compiled kernel: its NumPy methods are called from the compiled loop", name)
         return [numpy_kernels(law, name)]
-    if isinstance(c, dict):  # {family: arrays}, the earlier form
-        parts = [Family(k, v) for k, v in c.items()]
-    elif isinstance(c, (Family, Kernel)):
-        parts = [c]
-    elif isinstance(c, (list, tuple)) and all(isinstance(p, (Family, Kernel)) for p in c):
-        parts = list(c)
-    else:
-        got = (
-            type(c).__name__
-            if not isinstance(c, (list, tuple))
-            else f"a {type(c).__name__} holding "
-            + ", ".join(sorted({type(p).__name__ for p in c if not isinstance(p, (Family, Kernel))}))
-        )
-        raise ValueError(
-            f"force law {name!r}: compiled() must return None, an mbvi.Kernel, a Family, a list of them or "
-            f"{{family: arrays}}; got {got}"
-        )
+    parts = _as_parts(c, name)
     return parts + _missing_roles(law, name, parts)
+
+
+def _as_parts(c: Any, name: str) -> list:
+    """What a law's ``compiled()`` returned (not None) as a list of Families and Kernels: ``{family: arrays}`` (the
+    earlier form), one of them, or a list of them; anything else is a ValueError naming the law ``name``."""
+    if isinstance(c, dict):  # {family: arrays}, the earlier form
+        return [Family(k, v) for k, v in c.items()]
+    if isinstance(c, (Family, Kernel)):
+        return [c]
+    if isinstance(c, (list, tuple)) and all(isinstance(p, (Family, Kernel)) for p in c):
+        return list(c)
+    got = (
+        type(c).__name__
+        if not isinstance(c, (list, tuple))
+        else f"a {type(c).__name__} holding "
+        + ", ".join(sorted({type(p).__name__ for p in c if not isinstance(p, (Family, Kernel))}))
+    )
+    raise ValueError(
+        f"force law {name!r}: compiled() must return None, an mbvi.Kernel, a Family, a list of them or "
+        f"{{family: arrays}}; got {got}"
+    )
 
 
 def _probe_kernels(law: ForceLaw, parts: list, q0: np.ndarray) -> None:
@@ -79,6 +84,8 @@ def _probe_kernels(law: ForceLaw, parts: list, q0: np.ndarray) -> None:
     an index out of range (ints the law forgot to pack) is a ValueError naming the law, where the compiled kernel,
     unchecked, crashed the interpreter (a segmentation fault) or wrote past ``out`` without a word. Whatever
     else the Python form raises is left to the compiled loop (numba's own constructs may not run as Python)."""
+    from mbvi.engine.callbacks import function_name
+
     nq = len(q0)
     for part in parts:
         if not isinstance(part, Kernel) or part.watch is not None:  # (a load's callable: mbvi's own wrapper)
@@ -92,7 +99,7 @@ def _probe_kernels(law: ForceLaw, parts: list, q0: np.ndarray) -> None:
             except IndexError as exc:
                 name = law.name or type(law).__name__
                 raise ValueError(
-                    f"force law {name!r}: its {role} kernel {getattr(py, '__qualname__', '?')} indexes out of range "
+                    f"force law {name!r}: its {role} kernel {function_name(fn)} indexes out of range "
                     f"at the initial configuration ({exc}; ints has {len(part.ints)} entries, floats "
                     f"{len(part.floats)}, q and out {nq}): compiled, it would read or write outside its arrays"
                 ) from None
@@ -114,10 +121,9 @@ def _numpy_from_kernels(law: ForceLaw) -> None:
     if not missing:
         return
     made = _law_compiled(law)
-    if isinstance(made, dict):  # {family: arrays}, the earlier form
-        made = [Family(k, v) for k, v in made.items()]
-    parts = made if isinstance(made, (list, tuple)) else [made]
-    for role, method in numpy_methods(missing, list(parts), law.nq).items():
+    if made is None:  # (its NumPy methods are what it has: none to make)
+        return
+    for role, method in numpy_methods(missing, _as_parts(made, law.name or type(law).__name__), law.nq).items():
         setattr(law, role, method)
 
 

@@ -54,6 +54,7 @@ __all__ = [
     "code_key",
     "compiled",
     "compiled_step",
+    "function_name",
     "import_generated",
     "named_apart",
     "numba_reason",
@@ -491,6 +492,13 @@ class Callback:
 def python(fn: Callable, role: str, name: str) -> Callback:
     """A :class:`Callback` for ``fn(q, v, t, ints, floats, out)`` (see there)."""
     return Callback(fn, role, name)
+
+
+def function_name(fn: object) -> str:
+    """A kernel function's name, for messages (the user's function, not the law): a numba dispatcher's Python
+    form's, a plain function's."""
+    py = getattr(fn, "py_func", fn)
+    return getattr(py, "__qualname__", getattr(py, "__name__", type(fn).__name__))
 
 
 #: the velocities, as multiples of the failing step's start's, at which a compiled kernel is called again to find

@@ -507,7 +507,7 @@ def _resolve(spec: ModelSpec) -> tuple[list, list[tuple[int, int, object]], list
                         f"numba:{name}:{part.name}:{part.source}:{role}",
                         "%s: %s does not compile with numba (%s); it is called from the compiled loop as Python "
                         "instead, one call per evaluation",
-                        part.name or name, part.source or f"its {role} kernel {_function_name(fn)}",
+                        part.name or name, part.source or f"its {role} kernel {callbacks.function_name(fn)}",
                         callbacks.numba_reason(exc),
                     )  # fmt: skip
                     cb = callbacks.python(CT.kernel_as_numpy(fn, part, role), role, part.name or name)
@@ -639,9 +639,3 @@ def _log_sparse() -> None:
 def rotation_rows(rows: RowTerms) -> np.ndarray:
     """Which of ``rows`` are rigid bodies' orthonormality rows (left to the rotation update on SO(3))."""
     return rows.kind == ROW_ROTATION
-
-
-def _function_name(fn: object) -> str:
-    """A kernel function's name, for messages (the user's function, not the law)."""
-    py = getattr(fn, "py_func", fn)
-    return getattr(py, "__qualname__", getattr(py, "__name__", type(fn).__name__))

@@ -196,7 +196,7 @@ def _verified(err: SolverError, system: LagrangianSystem, stepper, t_end: float,
               verify: bool) -> None:  # fmt: skip
     """The error's step-size hint checked by re-running, as a scene's (:func:`mbvi.simulate._verify_suggestion`),
     when the integrator runs compiled (a NumPy-path re-run may take long: the hint is left, said unverified)."""
-    from mbvi.runs import VERIFY_BUDGET, VERIFY_ENERGY, VERIFY_GAIN, energy_given, hint_to_verify, verify_step
+    from mbvi.runs import energy_given, hint_to_verify, verify_hint
 
     cls, dt = type(stepper), stepper.dt
     hint = hint_to_verify(err, dt)
@@ -208,19 +208,13 @@ def _verified(err: SolverError, system: LagrangianSystem, stepper, t_end: float,
         return simulate_lagrangian(system, t_end, candidate, cls, t0=t0, initial_state=state, save_every=every,
                                    _verify=False, **options)  # fmt: skip
 
-    order = max(1, int(cls.order or 1))
-    if cls.variational or cls.symplectic:
-        verify_step(err, rerun, hint, t_end - t0, order, VERIFY_ENERGY, VERIFY_BUDGET)
-        return
-
-    def gain(run: Trajectory) -> float | None:  # a baseline's damping is its nature: a gain is its failure
+    def gain(run: Trajectory) -> float | None:  # a baseline's: its largest gain over the energy it had to give
         if len(run.t) < 2 or not np.isfinite(run.energy).all():
             return None
         balance = run.energy - run.energy[0] - (0.0 if run.work is None else run.work)
         return float(np.max(balance)) / energy_given(run.kinetic, run.potential, run.work, None)
 
-    verify_step(err, rerun, hint, t_end - t0, order, VERIFY_GAIN, VERIFY_BUDGET, gain,
-                "no energy gained beyond {within} of what it had to give")  # fmt: skip
+    verify_hint(err, rerun, hint, t_end - t0, cls, gain)
 
 
 def _blow_up_start(traj: Trajectory, system: LagrangianSystem, cls: type, dt: float) -> SolverError | None:
