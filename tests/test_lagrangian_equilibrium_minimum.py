@@ -152,3 +152,31 @@ def test_no_minimum_is_a_solver_error_not_a_maximum() -> None:
     )
     with pytest.raises(mbvi.SolverError, match=r"did not converge.*initial_state="):
         mbvi.equilibrium(bead, initial_state=[0.0, 0.0])
+
+
+@pytest.mark.parametrize("units", [1.0, 1e-14, 1e10])
+def test_the_balance_does_not_depend_on_the_units_of_the_lagrangian(units: float) -> None:
+    """L and c·L have the same equilibria and modes: the pendulum in its angle (θ from the top) hangs at θ = π
+    with ω² = g. An absolute force floor of 1 stopped the descent of c = 1e-14 at θ = 2.5 and called it stable."""
+    th, w = sp.symbols("theta omega")
+    eq = mbvi.equilibrium(mbvi.LagrangianSystem(units * (w**2 / 2 - G * sp.cos(th)), [th], [w]))
+    assert eq.q[0] == pytest.approx(math.pi, abs=1e-9)
+    assert eq.stable
+    assert eq.tangent_eigenvalues[0] == pytest.approx(G, rel=1e-9)
+
+
+def test_small_loads_balance_as_they_do_in_a_scene() -> None:
+    """A 0.1 µg bead on a 1 mm thread pushed sideways by 0.5 nN leans to tan θ = f/(mg), as the same Scene does; a
+    slow pendulum of ω² = 9.81e-14 1/s² hangs and is stable (both were absolute-tolerance casualties)."""
+    th, w = sp.symbols("theta omega")
+    m, length, f = 1e-10, 1e-3, 5e-10
+    bead = mbvi.LagrangianSystem(
+        m * length**2 * w**2 / 2 + m * G * length * sp.cos(th), [th], [w], force=[f * length * sp.cos(th)]
+    )
+    eq = mbvi.equilibrium(bead)
+    assert eq.q[0] == pytest.approx(math.atan(f / (m * G)), abs=1e-9)
+    assert eq.stable
+    slow = mbvi.equilibrium(mbvi.LagrangianSystem(w**2 / 2 - 9.81e-14 * sp.cos(th), [th], [w]))
+    assert slow.q[0] == pytest.approx(math.pi, abs=1e-9)
+    assert slow.stable
+    assert slow.tangent_eigenvalues[0] == pytest.approx(9.81e-14, rel=1e-9)

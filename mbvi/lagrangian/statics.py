@@ -113,6 +113,7 @@ class _Model:
     mu: np.ndarray  # eigenvalues of the tangent Hessian relative to the tangent mass matrix, ascending
     V: np.ndarray  # their eigenvectors, mass-orthonormal, (k, k)
     imbalance: float  # max |∂U/∂q − Q + Gᵀλ|
+    meet: float  # the forces that meet: max(|∂U/∂q − Q|, |Gᵀλ|)
 
 
 class _Statics:
@@ -205,7 +206,7 @@ class _Statics:
         else:
             mu, V = np.zeros(0), np.zeros((0, 0))
         imbalance = float(np.max(np.abs(Z @ r))) if k else 0.0
-        return _Model(lam=lam, Z=Z, r=r, mu=mu, V=V, imbalance=imbalance)
+        return _Model(lam=lam, Z=Z, r=r, mu=mu, V=V, imbalance=imbalance, meet=_meet(f, G, lam))
 
     def _search(self, q: np.ndarray, d: np.ndarray, slope: float, curvature: float) -> tuple[np.ndarray | None, float]:
         """Backtracking search along q + α d, brought back onto g = 0, for a sufficient decrease of U − W.
@@ -243,7 +244,8 @@ class _Statics:
         q : ndarray, shape (n,)
             A point on g = 0.
         scale : float
-            Force scale of the problem (the stationarity test is relative to it).
+            Load scale of the problem (:func:`_load_scale`); the stationarity test is relative to it, or to the
+            forces that meet at the point when they are larger.
         maxiter : int
 
         Returns
@@ -267,7 +269,7 @@ class _Statics:
                 return q, mdl.lam, it - 1  # the constraints fix q
             big = float(np.max(np.abs(mu)))
             descending = mu[0] < -_ESCAPE * big
-            stationary = mdl.imbalance <= 1e-10 * scale
+            stationary = mdl.imbalance <= 1e-10 * max(scale, mdl.meet)
             if stationary and not descending:
                 return q, mdl.lam, it - 1
             steps = []  # (tangent step p, slope r·p, curvature pᵀ Hr p) to try in turn
@@ -310,23 +312,33 @@ class _Statics:
 
 
 def _newton(
-    st: _Statics, q: np.ndarray, lam: np.ndarray, tol: float, maxiter: int
+    st: _Statics, q: np.ndarray, lam: np.ndarray, tol: float, maxiter: int, scale: float, gtol: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, int]:
     """Newton's method on the KKT conditions with a backtracking line search on their residual.
 
-    Returns ``(q, λ, H, G, residual, iterations)``, H the q-Jacobian of ∂U/∂q − Q + Gᵀλ.
+    It stops when the force rows ∂U/∂q − Q + Gᵀλ are within ``tol`` of the larger of the load ``scale`` and the
+    forces that meet at the point (:func:`_meet`), and the constraint rows g within ``gtol``.
+
+    Returns ``(q, λ, H, G, residual, iterations)``, H the q-Jacobian of ∂U/∂q − Q + Gᵀλ, the residual the
+    largest entry of the KKT residual.
 
     Raises
     ------
     SolverError
-        When the residual is not below ``tol`` after ``maxiter`` iterations.
+        When the residual is not below its tolerances after ``maxiter`` iterations.
     """
     n, m = st.n, st.m
     res_vec, H, G = st.kkt(q, lam)
     res = float(np.max(np.abs(res_vec))) if len(res_vec) else 0.0
+
+    def converged() -> bool:
+        forces, g = res_vec[:n], res_vec[n:]
+        size = max(scale, _meet(forces - G.T @ lam, G, lam))
+        return bool(np.all(np.abs(forces) <= tol * size) and np.all(np.abs(g) <= gtol))
+
     it = 0
     for it in range(1, maxiter + 1):
-        if res <= tol:
+        if converged():
             it -= 1
             break
         K = np.block([[H, G.T], [G, np.zeros((m, m))]])
@@ -345,7 +357,7 @@ def _newton(
         q, lam, res_vec, H, G = qn, ln, rn, Hn, Gn
         res = float(np.max(np.abs(res_vec)))
     else:
-        if res > tol:
+        if not converged():
             raise SolverError(
                 f"equilibrium of {st.system.name!r} did not converge in {maxiter} iterations "
                 f"(KKT residual {res:.3g}); try another start (initial_state=…)"
@@ -361,6 +373,28 @@ def _tangent_problem(st: _Statics, q: np.ndarray, H: np.ndarray, G: np.ndarray) 
     Hr = Z.T @ (0.5 * (H + H.T)) @ Z
     Mr = Z.T @ M @ Z
     return Hr, 0.5 * (Mr + Mr.T), Z
+
+
+def _meet(f: np.ndarray, G: np.ndarray, lam: np.ndarray) -> float:
+    """The size of the forces that meet at a point: max(|f|, |Gᵀλ|), f = ∂U/∂q − Q (generalized forces)."""
+    size = float(np.max(np.abs(f))) if len(f) else 0.0
+    return max(size, float(np.max(np.abs(G.T @ lam)))) if len(lam) else size
+
+
+def _load_scale(st: _Statics, q: np.ndarray, start_residual: np.ndarray) -> float:
+    """The size of the loads, in the generalized forces' units: |∂U/∂q − Q| at the start q, or its change over a
+    coordinate unit, |∂²U/∂q² − ∂Q/∂q| max(1, |q|), when that is larger (a start at a stationary point).
+
+    The tests of a balance are relative to it, whatever the units of L: the same pendulum with L multiplied by
+    1e-14 was found at rest where it was not (an absolute floor of 1 passed it), and reported stable.
+    """
+    if not len(start_residual):
+        return 0.0
+    with np.errstate(all="ignore"):
+        H = st.gradient(q)[1]
+    curvature = float(np.max(np.abs(H))) if np.isfinite(H).all() else 0.0
+    size = max(float(np.max(np.abs(start_residual))), curvature * max(1.0, float(np.max(np.abs(q)))))
+    return max(size, np.finfo(float).tiny)
 
 
 def _start_residual(st: _Statics, q: np.ndarray, n: int) -> np.ndarray | None:
@@ -528,7 +562,8 @@ def lagrangian_equilibrium(
             f"equilibrium of {system.name!r}: L's derivatives are not finite at the start q = {q.tolist()} (a "
             "singular point of L, or outside its domain): start the search elsewhere (initial_state=…)"
         )
-    scale = max(1.0, float(np.max(np.abs(start_residual)))) if n else 1.0
+    scale = _load_scale(st, q, start_residual)
+    gtol = tol * max(1.0, float(np.max(np.abs(start_residual)))) if n else tol  # the constraint rows' own tolerance
     iterations = 0
     feasible = st.restore(q)
     if feasible is None and initial is None and system._initial is not None:
@@ -538,12 +573,12 @@ def lagrangian_equilibrium(
         feasible = st.restore(q)
     if feasible is None:
         # G is rank deficient at the start (q = 0 on a circle): Newton on the KKT conditions, as a way in
-        q, _, _, _, _, iterations = _newton(st, q, np.zeros(st.m), tol * scale, maxiter)
+        q, _, _, _, _, iterations = _newton(st, q, np.zeros(st.m), tol, maxiter, scale, gtol)
     else:
         q = feasible
     for rounds in range(1, _ROUNDS + 1):
         q, lam, steps = st.descend(q, scale, maxiter)
-        q, lam, H, G, res, polish = _newton(st, q, lam, tol * scale, maxiter)
+        q, lam, H, G, res, polish = _newton(st, q, lam, tol, maxiter, scale, gtol)
         iterations += steps + polish
         eig = _tangent_eigenvalues(st, q, H, G)
         big = float(np.max(np.abs(eig))) if len(eig) else 0.0
@@ -556,7 +591,7 @@ def lagrangian_equilibrium(
                 RuntimeWarning,
                 stacklevel=3,
             )
-    tol_eig = 1e-12 * max(1.0, big)
+    tol_eig = 1e-12 * big  # relative: a pendulum of ω² = 9.8e-14 1/s² is stable (an absolute 1e-12 said not)
     return LagrangianEquilibrium(
         q=q,
         multipliers=lam,
