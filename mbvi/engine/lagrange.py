@@ -183,6 +183,13 @@ def _maxabs(x, n):
 
 
 @jit
+def _step_scale(q1, n):
+    """max |q₁|: what a step's Newton corrections are measured against (relative, as
+    :func:`mbvi.lagrangian.integrators._step_scale`)."""
+    return max(_maxabs(q1, n), 1e-290)
+
+
+@jit
 def _legendre(fns, n, m, quadratic, q, p, t, v, pout, W):
     """v with ∂L/∂v(q, v) + Gᵀμ = p, G v = 0 (Newton from ``v``, in place); pout ← p − Gᵀμ. False: not taken."""
     pb, cb, K, rhs, dz, piv, mu, lam0 = W[0], W[2], W[3], W[4], W[5], W[6], W[7], W[8]
@@ -276,7 +283,7 @@ def _discrete_step(fns, n, m, nodes, weights, quadratic, q0, v0, p0, t, h, tol, 
         size = _maxabs(dz, n)
         if not size < math.inf:
             return False
-        bound = tol * (1.0 + _maxabs(q1, n))
+        bound = tol * _step_scale(q1, n)
         if size <= bound or (prev < math.inf and size < 1e-3 * prev and size**3 <= 1e-2 * bound * prev**2):
             converged = True
             break
@@ -367,7 +374,7 @@ def _implicit_euler_step(fns, n, m, q0, v0, p0, t, h, tol, maxiter, q1, v1, p1, 
             v1[i] += dz[i]
         for k in range(m):
             lam[k] += dz[n + k]
-        if h * _maxabs(dz, n) <= tol * (1.0 + _maxabs(q1, n)):
+        if abs(h) * _maxabs(dz, n) <= tol * _step_scale(q1, n):
             converged = True
             break
     if not converged:
@@ -385,19 +392,17 @@ def _implicit_euler_step(fns, n, m, q0, v0, p0, t, h, tol, maxiter, q1, v1, p1, 
 @jit
 def _mass_positive(pb, n, A):
     """Whether the mass matrix ∂²L/∂v² in ``pb`` (a point's kernel output) is positive definite: the LDLᵀ
-    factor of its symmetric part in A (scratch, n × n at least; no square roots), every pivot above 1e-12 of the
-    largest diagonal entry."""
+    factor of its symmetric part in A (scratch, n × n at least; no square roots), every pivot above 1e-12 of its
+    own diagonal entry (the test of the Jacobi-scaled matrix: diag(1, r²) of a satellite in metres is fine)."""
     ovv = 1 + 2 * n + 2 * n * n
-    big = 0.0
-    for i in range(n):
-        big = max(big, abs(pb[ovv + i * n + i]))
-    if not big < math.inf:
-        return False
     for j in range(n):  # L below the diagonal (unit diagonal), D on it
-        d = pb[ovv + j * n + j]
+        diag = pb[ovv + j * n + j]
+        if not 0.0 < diag < math.inf:
+            return False
+        d = diag
         for k in range(j):
             d -= A[j, k] * A[j, k] * A[k, k]
-        if not d > 1e-12 * big:
+        if not d > 1e-12 * diag:
             return False
         A[j, j] = d
         for i in range(j + 1, n):
@@ -458,6 +463,10 @@ def run(fns, n, m, method, nodes, weights, quadratic, q, v, p, t0, h, k0, kstop,
         # a step that lands where the mass matrix is singular or indefinite (L = (1 − q²) v²/2 past q = 1, a mass
         # m(t) that reaches 0) is no motion: handed back, the NumPy step says so
         if ok and not _mass_positive(W[0], n, W[3]):
+            ok = False
+        # nor is one where L itself is not finite (numba's log of a negative number is NaN, not an error): the
+        # NumPy step says the motion left L's domain
+        if ok and not abs(W[0][0]) < math.inf:
             ok = False
         if not ok:
             status = ST.NEEDS_NUMPY

@@ -116,8 +116,10 @@ def derive(
     """
     import sympy as sp
 
-    # the coordinates, velocities and time are real: d|x|/dx is sign(x), not an expression in re(x) and im(x)
-    real = {s: sp.Symbol(s.name, real=True) for s in [*q, *v, t] if not s.is_real}
+    # the coordinates, velocities and time are real: d|x|/dx is sign(x), not an expression in re(x) and im(x); and
+    # named apart from every function the numerical forms call (a coordinate named cos shadowed math.cos)
+    names = [*(f"_q{i}" for i in range(len(q))), *(f"_v{i}" for i in range(len(v))), "_t"]
+    real = {s: sp.Symbol(name, real=True) for s, name in zip([*q, *v, t], names, strict=True)}
     if real:
         L = L.subs(real)
         constraints = [sp.sympify(e).subs(real) for e in constraints]

@@ -77,6 +77,24 @@ def _solve(K: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return c * np.linalg.lstsq(Ks, b, rcond=None)[0]
 
 
+def _step_scale(q1: np.ndarray) -> float:
+    """What a step's Newton corrections are measured against, in the coordinates' units: max |q₁|.
+
+    Relative, with no floor of 1: ``tol`` (1 + |q|) was an absolute 1e-12 for coordinates of 1e-10 m, 1 % of an
+    argon dimer's motion, and its energy drifted where the same run in reduced units held its band. The floor
+    1e-290 only stands for a system at rest at q = 0, whose corrections are exactly zero.
+    """
+    return max(float(np.max(np.abs(q1))) if len(q1) else 0.0, 1e-290)
+
+
+def _finite_lagrangian(L: float, q: np.ndarray) -> None:
+    """ValueError (a motion out of L's domain, which the run reports as such) when L is not finite where a step
+    lands: symplectic Euler B's step never evaluated L at q₁, and a run pulled into x = 0 of L = v²/2 − log x
+    saved a state of x < 0 with energy NaN."""
+    if not np.isfinite(L):
+        raise ValueError(f"L = {L} at q = {np.array2string(np.asarray(q), precision=4)}")
+
+
 def _check_landing(integrator: Any, q1: np.ndarray, v1: np.ndarray, t1: float, Lvv: np.ndarray | None,
                    start: tuple) -> None:  # fmt: skip
     """SolverError when a step converged onto a state whose mass matrix ∂²L/∂v² is singular or indefinite (at
@@ -123,22 +141,25 @@ def _half_steps_work(integrator: Any, q0: np.ndarray, v0: np.ndarray, p0: np.nda
 
 def _positive_definite(M: np.ndarray) -> bool:
     """Whether the symmetric part of M is positive definite, every pivot of its Cholesky factor above 1e-12 of
-    the largest diagonal entry (:meth:`mbvi.LagrangianSystem.mass_defect`'s threshold, without eigenvalues)."""
+    its own diagonal entry (:meth:`mbvi.LagrangianSystem.mass_defect`'s threshold, without eigenvalues): the
+    test of the Jacobi-scaled matrix, so that diag(1, r²) of a satellite in metres passes."""
     n = len(M)
     if n > 4:
         S = 0.5 * (M + M.T)
+        diag = np.diag(S)
+        if not np.all(diag > 0.0):
+            return False
         try:
             d = np.diag(np.linalg.cholesky(S)) ** 2
         except np.linalg.LinAlgError:
             return False
-        return bool(np.all(d > 1e-12 * np.max(np.abs(np.diag(S)))))
+        return bool(np.all(d > 1e-12 * diag))
     a = M.tolist()  # the few coordinates written by hand: LDLᵀ in floats, ~1 µs against ~10 through NumPy
-    floor = 1e-12 * max(abs(a[i][i]) for i in range(n))
     L = [[0.0] * n for _ in range(n)]
     D = [0.0] * n
     for j in range(n):
         d = a[j][j] - sum(L[j][k] * L[j][k] * D[k] for k in range(j))
-        if not d > floor:
+        if not d > 1e-12 * a[j][j]:
             return False
         D[j] = d
         for i in range(j + 1, n):
@@ -281,7 +302,8 @@ class LagrangianIntegrator:
         G = sysm.constraint_jacobian(q) if m else None
         mu = np.zeros(m)
         for _ in range(1 if sysm.quadratic else 30):
-            _, _, Lv, _, _, Lvv = sysm.point(q, v, t)
+            L, _, Lv, _, _, Lvv = sysm.point(q, v, t)
+            _finite_lagrangian(L, q)
             r = Lv - p
             if m:
                 r = r + G.T @ mu
@@ -367,7 +389,7 @@ class _DiscreteLagrangian(LagrangianIntegrator):
             if not size < np.inf:
                 break
             # converged when this correction, or the next one Newton's quadratic rate predicts, is below tol
-            bound = self.tol * (1.0 + float(np.max(np.abs(q1))))
+            bound = self.tol * _step_scale(q1)
             if size <= bound or (prev < np.inf and size < 1e-3 * prev and size**3 <= 1e-2 * bound * prev**2):
                 break
             prev = size
@@ -515,14 +537,15 @@ class ImplicitEuler(LagrangianIntegrator):
                 dz = np.linalg.solve(J, -r)
             v1 = v1 + dz[:n]
             lam = lam + dz[n:]
-            if np.max(np.abs(h * dz[:n])) <= self.tol * (1.0 + np.max(np.abs(q1))):
+            if np.max(np.abs(h * dz[:n])) <= self.tol * _step_scale(q1):
                 break
         else:
             raise _newton_failure(self, q0, v0, p0, t, "Newton did not converge")
         q1 = q0 + h * v1
         if m:
             v1 = sysm.project_velocity(q1, v1, t1)
-        _, _, p1, _, _, Lvv = sysm.point(q1, v1, t1)
+        L1, _, p1, _, _, Lvv = sysm.point(q1, v1, t1)
+        _finite_lagrangian(L1, q1)
         _check_landing(self, q1, v1, t1, Lvv, (q0, v0, p0, t))
         return q1, v1, p1
 

@@ -271,6 +271,30 @@ def _early_scale(kinetic: np.ndarray, potential: np.ndarray, work: np.ndarray | 
     return scale if np.isfinite(scale) else 0.0
 
 
+def _load_energy(system: LagrangianSystem, q0: np.ndarray, t: float) -> float:
+    """An energy the loads at the start stand for, J: each coordinate's |∂L/∂q| and |Q| over its reach, or where
+    they vanish (at rest in a balance) the curvature |∂²L/∂q²| over the reaches; 0 when L cannot be evaluated
+    there.
+
+    ``q0`` (n,): the start; a coordinate's reach is its size there (no floor of 1: an argon dimer's coordinate
+    is 3.6e-10 m; not its swing over the run, which a blown-up run inflates). A thousandth of the energy is the
+    least energy in motion a run is judged against: a Cartesian pendulum resting where U = 0 had its 3e-15 J
+    round-off judged as 100 % of its motion.
+    """
+    q0 = np.asarray(q0, dtype=float)
+    if not len(q0):
+        return 0.0
+    reach = np.abs(q0)
+    try:
+        with np.errstate(all="ignore"):
+            _, Lq, _, Lqq, _, _ = system.point(q0, np.zeros_like(q0), t)
+            force = np.abs(np.asarray(Lq, dtype=float)) + np.abs(system.force(q0, np.zeros_like(q0), t))
+            size = max(float(np.max(force * reach)), float(np.max(np.abs(Lqq) * np.outer(reach, reach))))
+    except (ValueError, ArithmeticError):
+        return 0.0
+    return size if np.isfinite(size) else 0.0
+
+
 def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: float, failed: bool = False) -> None:
     """A completed run is judged as :func:`mbvi.simulate` judges a scene's, by its energy balance.
 
@@ -293,6 +317,7 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
     with np.errstate(all="ignore"):
         e = traj.energy
         start, motion = (float(x) for x in energy_scales(traj.kinetic, traj.potential, None))
+        motion = max(motion, 1e-3 * _load_energy(system, traj.q[0], float(traj.t[0])))
         what = "the energy E = v·∂L/∂v − L, conserved by this Lagrangian,"
         fine = True
         t = np.asarray(traj.t, dtype=float)

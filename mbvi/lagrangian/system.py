@@ -70,6 +70,23 @@ _GREEK = re.compile(
 )
 
 
+def positive_definite_scaled(M: np.ndarray) -> bool:
+    """Whether M (n × n, finite) is symmetric and positive definite, judged on its Jacobi scaling D^-½ M D^-½
+    (D its diagonal): symmetric to 1e-12 and the smallest eigenvalue above 1e-12 there. The scaling makes the
+    test independent of the coordinates' units: diag(1, r²) of a satellite in metres (eigenvalues 1 and 4.9e13)
+    was refused against its largest eigenvalue."""
+    if not len(M):
+        return True
+    d = np.diag(M).astype(float)
+    if not np.all(d > 0.0):
+        return False
+    s = 1.0 / np.sqrt(d)
+    Ms = M * np.outer(s, s)
+    if not np.allclose(Ms, Ms.T, rtol=0.0, atol=1e-12):
+        return False
+    return bool(np.linalg.eigvalsh(0.5 * (Ms + Ms.T))[0] > 1e-12)
+
+
 class LagrangianSystem:
     """A mechanical system written as a Lagrangian in the user's own coordinates.
 
@@ -281,8 +298,7 @@ class LagrangianSystem:
         if not np.all(np.isfinite(M)):
             return np.zeros(0)
         w = np.linalg.eigvalsh(0.5 * (M + M.T))
-        scale = max(float(np.max(np.abs(w))), 1e-300)
-        return None if np.allclose(M, M.T, atol=1e-12 * scale) and w[0] > 1e-12 * scale else w
+        return None if positive_definite_scaled(M) else w
 
     def _check_mass(self, q: np.ndarray, v: np.ndarray, where: str, t: float = 0.0) -> None:
         w = self.mass_defect(q, v, t)
