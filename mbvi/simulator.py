@@ -290,6 +290,7 @@ class Simulator:
         self._loads: dict = {}
         # the energy balance, judged every JUDGE_EVERY states (see _judge)
         self._judged, self._judge_at, self._warned = 1, JUDGE_EVERY, False
+        self._blown: tuple[int, float] | None = None  # a baseline's first blow-up: (saved state, balance error J)
         self._wound = False  # a TorsionSpring wound past half a turn was named (once a simulator)
         self._balance0: tuple[float, float, float] | None = None  # (E₀, the energy scale of the start, U₀), J
         self._motion = 0.0  # the largest energy in motion judged so far (a start with no energy in play), J
@@ -440,8 +441,10 @@ class Simulator:
         balance E − E₀ − W past :data:`mbvi.runs.BLOW_UP` times the energy in play at the start is a blow-up.
         For a variational or symplectic integrator the simulator goes back to the last state before it and a
         :class:`SolverError` says so (the states between two judgements, :data:`JUDGE_EVERY`, are not kept);
-        for the others (a baseline's energy grows) a RuntimeWarning, once. ``failure``: a step failed (the
-        error raised instead when no blow-up came before it)."""
+        for the others (a baseline's energy grows) a RuntimeWarning, once, while it steps on — and the error, back
+        before that first blow-up, once a step fails after it, in the same call or a later one (as
+        :func:`mbvi.simulate` makes it the error). ``failure``: a step failed (the error raised instead when no
+        blow-up came before it)."""
         from mbvi.runs import BLOW_UP, energy_scales
 
         count = self._saved()
@@ -461,6 +464,8 @@ class Simulator:
             self._balance0 = (e0, float(energy_scales(np.array([t0]), np.array([u0]), scale_of)[0]), u0)
         self._judged, self._judge_at = count, count + JUDGE_EVERY
         if count <= start:
+            if failure is not None and self._blown is not None:
+                self._blown_error(failure)
             return
         drift, work, motion = self._balance(start, count)
         scale = self._balance0[1]
@@ -479,18 +484,34 @@ class Simulator:
                 drift = np.where(np.isfinite(drift), np.maximum(drift, 0.0), drift)
         self._motion = max(self._motion, float(np.max(motion)))
         bad = ~(np.abs(drift) <= bound)
+        stepper = self.stepper
         if not bad.any():
+            if failure is not None and self._blown is not None:
+                self._blown_error(failure)
             return
         kb = start + int(np.argmax(bad))  # the first saved state past the bound (a step, the run saving each)
-        stepper = self.stepper
         worst = float(np.abs(drift[kb - start]))
         if not (stepper.variational or stepper.symplectic):
+            if self._blown is None:  # the first blow-up: a step failing later, in this call or another, is its fault
+                self._blown = (kb, worst)
+            if failure is not None:
+                self._blown_error(failure)
             if not self._warned:
                 self._warned = True
                 notices.warn(f"integrator {stepper.name!r}: the energy balance broke: E − E₀ − W reached "
                              f"{worst:.3g} J against {scale:.3g} J by t = {self.t0 + kb * self.dt:.6g} s (the run "
                              "blew up)", RuntimeWarning)  # fmt: skip
             return
+        self._blown_error(failure, kb, worst)
+
+    def _blown_error(self, failure: SolverError | None, kb: int | None = None, worst: float | None = None) -> None:
+        """Back to the last state before the blow-up at saved state ``kb`` (of balance error ``worst``, J; by default
+        the first blow-up a baseline was warned of) and raise it as a :class:`SolverError` (from ``failure``, the
+        step that failed after it: a baseline's blow-up that ends in a failing step is the error, as in
+        :func:`mbvi.simulate`, not the controller that overflowed on its 1e304 m, nor the states up to there)."""
+        if kb is None:
+            kb, worst = self._blown
+        stepper, scale = self.stepper, self._balance0[1]
         self._rewind(kb - 1)
         t_bad = self.t0 + kb * self.dt
         if self._lagrangian is not None:
@@ -513,6 +534,8 @@ class Simulator:
     def _rewind(self, g: int) -> None:
         """Back to saved state ``g`` (a step: the simulator saves each), the states after it dropped."""
         self._judged, self._judge_at = g + 1, g + 1 + JUDGE_EVERY
+        if self._blown is not None and self._blown[0] > g:
+            self._blown = None  # (its states are dropped)
         if self._drive is not None:
             drive = self._drive
             drive.j, drive.k = g + 1, g

@@ -97,14 +97,18 @@ def test_a_blow_up_of_a_lagrangian_system_is_rolled_back_too() -> None:
 
 
 def test_a_baseline_that_blows_up_warns_as_simulate_does() -> None:
+    """A baseline's blow-up is a warning while it steps on, and the error once a step fails after it (the
+    cantilever under explicit_euler does both within these steps)."""
     scene = load_scene("cantilever").build()
     sim = mbvi.Simulator(scene, dt=1e-3, integrator="explicit_euler")
-    with pytest.warns(RuntimeWarning, match="energy balance broke"):
-        with np.errstate(all="ignore"):
-            try:
-                sim.step(2 * JUDGE_EVERY)
-            except mbvi.SolverError:  # it may also become non-finite within these steps
-                pass
+    with warnings.catch_warnings(record=True) as given, np.errstate(all="ignore"):
+        warnings.simplefilter("always")
+        try:
+            sim.step(2 * JUDGE_EVERY)
+        except mbvi.SolverError as err:  # it may also become non-finite within these steps: the blow-up is the error
+            assert "the energy balance broke" in str(err)
+        else:
+            assert any("energy balance broke" in str(w.message) for w in given)
 
 
 def _faulty(t, s):
@@ -274,7 +278,6 @@ def test_an_accurate_driven_run_is_not_called_a_blow_up() -> None:
     np.testing.assert_allclose(sim.trajectory().q, run.q, rtol=0, atol=1e-9 * np.abs(run.q).max())
 
 
-
 def test_csm_failing_before_its_first_output_is_a_solver_error() -> None:
     """A torque of 1e40 N m set mid-run: solve_ivp gave up before any output, leaving sol.y an empty list, and the
     simulator's step raised AttributeError: 'list' object has no attribute 'T'."""
@@ -370,3 +373,28 @@ def test_a_baseline_failing_after_its_balance_broke_reports_the_blow_up() -> Non
     traj = e.trajectory
     assert traj.t[-1] == pytest.approx(e.time) and e.step == len(traj.t) - 1
     assert np.isfinite(traj.energy).all() and traj.energy[-1] < 1e8  # cut where it broke, not at 5e38 J
+
+
+@pytest.mark.parametrize("calls", [1, 20])
+def test_a_baseline_blow_up_ending_in_a_failing_step_is_the_error_simulate_gives(calls: int) -> None:
+    """explicit_euler on a spring of ω = 100 rad/s at dt = 0.03 s blows up at step 4 (simulate's error). The
+    Simulator only warned there and stepped on to 1e154 m, where a step failed, and kept those states; stepped by a
+    controller, it blamed the controller for overflowing. A failing step after a baseline's blow-up is the blow-up's
+    error, and the simulator goes back to its last state before it, in one call or over many."""
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.Particle("p", mass=1.0, position=(1.1, 0.0, 0.0)))
+    scene.add(mbvi.Spring("world", "p", stiffness=1e4, rest_length=1.0))
+    with pytest.raises(mbvi.SolverError) as ref, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mbvi.simulate(scene, t_end=60.0, dt=0.03, integrator="explicit_euler")
+    sim = mbvi.Simulator(scene, dt=0.03, integrator="explicit_euler")
+    with pytest.raises(mbvi.SolverError, match="the energy balance broke") as err, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            for _ in range(calls):
+                sim.step(2000 // calls)
+    assert err.value.step == ref.value.step and err.value.time == pytest.approx(ref.value.time)
+    assert sim.steps == err.value.step - 1  # back at the last state before the blow-up
+    traj = err.value.trajectory
+    assert len(traj.t) == sim.steps + 1 and np.abs(traj.q).max() < 10.0
+    assert err.value.suggested_dt is not None and err.value.suggested_dt < 0.03
