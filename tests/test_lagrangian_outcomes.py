@@ -296,6 +296,16 @@ def test_a_mass_matrix_that_vanishes_ahead_says_so_not_to_reduce_dt(integrator: 
     assert err.value.suggested_dt is None and 0.7 < err.value.time < math.pi / 4
 
 
+def test_backward_euler_creeping_short_of_a_vanishing_mass_names_it() -> None:
+    """From v = 2 (docs/lagrangian.md's example), implicit_euler at dt = 0.01 fails short of q = 1; two half steps
+    creep on, so the hint is half the step, and re-runs show that no step size cures it. The error said only
+    "Newton did not converge", naming nothing: it names the mass matrix that vanishes where the motion goes."""
+    q, v = sp.symbols("q v")
+    system = mbvi.LagrangianSystem((1 - q**2) * v**2 / 2, [q], [v], initial_state=mbvi.State([0.0], [2.0]))
+    with pytest.raises(mbvi.SolverError, match=r"ahead the mass matrix ∂²L/∂v² is singular or indefinite"):
+        mbvi.simulate(system, 2.0, 1e-2, "implicit_euler")
+
+
 x_, v_ = sp.symbols("x v")
 
 

@@ -193,12 +193,15 @@ def _newton_failure(integrator: Any, q0: np.ndarray, v0: np.ndarray, p0: np.ndar
     again and again did not help); else "try half the step"."""
     h = integrator.dt
     singular = _singular_mass(integrator.system, q0, v0, t, h)
+    ahead = None
     if singular is None:
         singular = _singular_mass(integrator.system, q0, v0, t, h, ahead=True)
         if singular is not None and _half_steps_work(integrator, q0, v0, p0, t):
-            singular = None
+            singular, ahead = None, singular
     if singular is not None:
         return SolverError(f"integrator {integrator.name!r}: Newton did not converge: {singular}")
+    if ahead is not None:  # half steps creep on (backward Euler stays short of q = 1): the hint, and what lies ahead
+        what = f"{what} (a few steps ahead {ahead})"
     return SolverError(f"integrator {integrator.name!r}: {what}", suggested_dt=h / 2)
 
 
