@@ -83,3 +83,17 @@ def test_a_coordinate_may_be_named_like_a_function_l_calls() -> None:
         system = mbvi.LagrangianSystem(v**2 / 2 + 3 * sp.cos(q), [q], [v], initial_state=mbvi.State([1.0], [0.0]))
         runs.append(mbvi.simulate(system, 1.0, 1e-3).q)
     np.testing.assert_array_equal(runs[0], runs[1])
+
+
+def test_an_argon_dimer_in_metres_balances_at_two_to_the_sixth_sigma() -> None:
+    """The Lennard-Jones minimum r = 2^(1/6) σ, σ = 3.4e-10 m: the balance was judged over a reach of 1 m, and
+    stopped 5e-6 of r short of it."""
+    r, v = sp.symbols("r v")
+    sigma, epsilon, mass = 3.4e-10, 1.65e-21, 6.63e-26
+    potential = 4 * epsilon * ((sigma / r) ** 12 - (sigma / r) ** 6)
+    dimer = mbvi.LagrangianSystem(
+        mass / 4 * v**2 - potential, [r], [v], initial_state=mbvi.State([1.05 * sigma], [0.0])
+    )
+    eq = mbvi.equilibrium(dimer, initial_state=[1.3 * sigma])
+    assert eq.q[0] == pytest.approx(2 ** (1 / 6) * sigma, rel=1e-12)
+    assert eq.stable
