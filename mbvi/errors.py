@@ -27,6 +27,9 @@ class SolverError(RuntimeError):
         :func:`mbvi.simulate` turns them into ``trajectory``).
     verified_dt : bool or None
         Whether a run at ``suggested_dt`` confirmed it (None: not said; False: the solver's estimate).
+    ahead : str or None
+        What the solver found on the motion's path that no step size cures (a mass matrix that vanishes there),
+        said when no run at a smaller step completes either; None when it found nothing.
     """
 
     def __init__(
@@ -47,6 +50,7 @@ class SolverError(RuntimeError):
         self.trajectory = trajectory
         self.partial: Any = None
         self.verified_dt: bool | None = None
+        self.ahead: str | None = None
         super().__init__(self._compose())
 
     def _compose(self) -> str:
@@ -71,7 +75,7 @@ class SolverError(RuntimeError):
     def located(self, time: float, step: int) -> SolverError:
         """Return a copy that records where in time the failure happened (of the same class: a
         :class:`LoadError` stays one)."""
-        return type(self)(
+        copy = type(self)(
             self.reason,
             time=time,
             step=step,
@@ -79,6 +83,8 @@ class SolverError(RuntimeError):
             suggested_dt=self.suggested_dt,
             trajectory=self.trajectory,
         )
+        copy.ahead = self.ahead
+        return copy
 
 
 class LoadError(SolverError, ValueError):

@@ -174,12 +174,14 @@ class Scene:
             raise ValueError(f"{type(element).__name__} {element.name!r}: unknown body {name!r}")
 
     def _unique(self, name: str, explicit: bool, kind: str, element: Any) -> str:
-        taken = self._joints.keys() | self._force_names
-        if name in taken:
+        def taken(n: str) -> bool:  # (no union of every name at each add: a scene of n elements was O(n²))
+            return n in self._joints or n in self._force_names
+
+        if taken(name):
             if explicit:
                 raise ValueError(f"duplicate {kind} name {name!r}")
             i = 2
-            while f"{name}#{i}" in taken:
+            while taken(f"{name}#{i}"):
                 i += 1
             name = f"{name}#{i}"
         if kind == "force":

@@ -132,7 +132,9 @@ class Trajectory:
         self._resolve_turns()
         for name in _LAZY:
             getattr(self, name)
-        return dict(self.__dict__)
+        state = dict(self.__dict__)
+        state.pop("_run_angles", None)  # (a cache of the run's joint angles for its parts)
+        return state
 
     # -- construction ------------------------------------------------------------------------------
     @classmethod
@@ -361,7 +363,11 @@ class Trajectory:
         origin = getattr(self, "_turns_from", None)
         if turns is None and origin is not None:  # a part of a run (a frame, a slice): the run's turns by its start
             run, start = origin
-            turns = 2.0 * np.pi * float(np.round((float(run.joint_angle(name)[start]) - angle[0]) / (2.0 * np.pi)))
+            # the run's angle, unwrapped once per joint (a loop over frames unwrapped the whole run at every one)
+            angles = run.__dict__.setdefault("_run_angles", {})
+            if name not in angles:
+                angles[name] = run.joint_angle(name)
+            turns = 2.0 * np.pi * float(np.round((float(angles[name][start]) - angle[0]) / (2.0 * np.pi)))
             self.info.setdefault("joint_turns", {})[name] = turns
         if turns is not None:
             angle = angle + turns

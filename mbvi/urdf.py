@@ -42,6 +42,7 @@ import math
 import os
 import warnings
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -292,7 +293,7 @@ def _parse(data: bytes, base: Path | None) -> tuple[Any, list[str]]:
     for element in root.findall("link") + root.findall("joint"):
         if not element.get("name"):
             raise ValueError(f"URDF: a <{element.tag}> has no name")
-    dup = sorted({n for n in names if names.count(n) > 1})
+    dup = sorted(n for n, count in Counter(names).items() if count > 1)
     if dup:
         raise ValueError(f"URDF link {dup[0]!r} is defined more than once")
     _check(root)
@@ -441,8 +442,9 @@ def scene_from_urdf(
     parent_joint: dict[str, Any] = {}
     children: dict[str, list[Any]] = {name: [] for name in links}
     names = [j.name for j in joints]
+    counts = Counter(names)
     for j in joints:
-        if names.count(j.name) > 1:
+        if counts[j.name] > 1:
             raise ValueError(f"URDF joint {j.name!r} is defined more than once")
         if j.type not in _KNOWN:
             raise ValueError(

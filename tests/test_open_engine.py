@@ -153,6 +153,24 @@ def test_a_kernel_numba_cannot_compile_is_called_as_python(caplog: pytest.LogCap
     np.testing.assert_allclose(traj.q, builtin.q, rtol=0, atol=1e-12)
 
 
+def test_a_callable_numba_cannot_compile_is_tried_once_not_at_every_assembly() -> None:
+    """A (t, state) load writing to a dict is called from the loop as Python. numba's failed attempt (~0.8 s) was
+    not remembered: every simulate(scene) of it tried again (16 such loads: 14 s before each run's first step).
+    The second run asks numba nothing, and runs the same."""
+    log = {}
+
+    def pull(t, state):
+        log["t"] = t  # a dict written: numba's nopython mode refuses it
+        return (0.0, 0.0, -0.5 * state.velocity("b")[2])
+
+    scene = _double_pendulum(mbvi.ExternalForce("b", force=pull))
+    first = mbvi.simulate(scene, 0.05, 1e-3)
+    with mock.patch.object(callbacks, "import_generated", side_effect=AssertionError("numba asked again")) as tried:
+        second = mbvi.simulate(scene, 0.05, 1e-3)
+    assert tried.call_count == 0
+    np.testing.assert_array_equal(second.q, first.q)
+
+
 def test_a_load_that_raises_stops_the_run_naming_it_and_keeps_what_ran() -> None:
     calls = []
 

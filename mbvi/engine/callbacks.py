@@ -131,6 +131,7 @@ def kernel(I, nI, F, nF, WI, nWI, WS, nWS, S, nS, q, v, nq, t, h, p, np_):
 _lock = threading.RLock()
 _pending: dict[str, Callable] = {}
 _loaded: dict[str, object] = {}
+_failed: dict[str, Exception] = {}  # keys numba could not compile, with why (not tried again in this process)
 
 
 def cache_dir() -> Path:
@@ -357,6 +358,8 @@ def compiled(fn: Callable, role: str, template: str = _TEMPLATE, salt: str = "",
     with _lock:
         if key in _loaded:
             return _loaded[key]
+        if key in _failed:  # numba could not compile it: not tried again at every assembly (0.8 s a callable)
+            raise _failed[key].with_traceback(None)
         # a fresh copy, named apart (see named_apart): numba froze the globals a user's own dispatcher read when
         # it compiled (a gain changed since would be ignored), and closures and lambdas share names
         dispatcher = named_apart(fn, key)
@@ -370,6 +373,9 @@ def compiled(fn: Callable, role: str, template: str = _TEMPLATE, salt: str = "",
         _pending[key] = dispatcher
         try:
             module = import_generated(name, path)
+        except Exception as exc:
+            _failed[key] = exc
+            raise
         finally:
             _pending.pop(key, None)
         _loaded[key] = module.kernel
@@ -415,6 +421,9 @@ def _compile_here(dispatcher, key: str, template: str) -> object:
     try:
         namespace: dict = {}
         exec(compile(template.format(key=key).replace("cache=True", "cache=False"), f"<mbvi {key}>", "exec"), namespace)
+    except Exception as exc:
+        _failed[key] = exc
+        raise
     finally:
         _pending.pop(key, None)
     _loaded[key] = namespace["kernel"]

@@ -200,9 +200,11 @@ def _newton_failure(integrator: Any, q0: np.ndarray, v0: np.ndarray, p0: np.ndar
             singular, ahead = None, singular
     if singular is not None:
         return SolverError(f"integrator {integrator.name!r}: Newton did not converge: {singular}")
-    if ahead is not None:  # half steps creep on (backward Euler stays short of q = 1): the hint, and what lies ahead
-        what = f"{what} (a few steps ahead {ahead})"
-    return SolverError(f"integrator {integrator.name!r}: {what}", suggested_dt=h / 2)
+    err = SolverError(f"integrator {integrator.name!r}: {what}", suggested_dt=h / 2)
+    # half steps creep on (backward Euler stays short of q = 1, a stiff spring's overshoot comes back): the hint is
+    # half the step, and what lies ahead is said if no smaller step completes either
+    err.ahead = None if ahead is None else f"a few steps ahead {ahead}"
+    return err
 
 
 class LagrangianIntegrator:
