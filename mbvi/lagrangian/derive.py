@@ -119,7 +119,8 @@ def derive(
     # the coordinates, velocities and time are real: d|x|/dx is sign(x), not an expression in re(x) and im(x); and
     # named apart from every function the numerical forms call (a coordinate named cos shadowed math.cos)
     names = [*(f"_q{i}" for i in range(len(q))), *(f"_v{i}" for i in range(len(v))), "_t"]
-    real = {s: sp.Symbol(name, real=True) for s, name in zip([*q, *v, t], names, strict=True)}
+    real = {s: sp.Symbol(name, **(s.assumptions0 if s.is_real else {"real": True}))  # (a positive r stays so)
+            for s, name in zip([*q, *v, t], names, strict=True)}
     if real:
         L = L.subs(real)
         constraints = [sp.sympify(e).subs(real) for e in constraints]
