@@ -334,6 +334,6 @@ def verify_step(err: SolverError, rerun: Callable[[float, int], Any], hint: floa
         err.verified_dt = False
         err.suggested_dt = None
         err.args = (err._compose() + f"; re-runs at {what} did not complete with {kept} either: a smaller step "
-                    "alone may not cure it" + (f" ({err.ahead})" if getattr(err, "ahead", None) else ""),)  # fmt: skip
+                    "alone may not cure it" + (f" ({err.ahead})" if err.ahead else ""),)  # fmt: skip
     else:
         err.unverified()

@@ -484,12 +484,12 @@ class Simulator:
                 drift = np.where(np.isfinite(drift), np.maximum(drift, 0.0), drift)
         self._motion = max(self._motion, float(np.max(motion)))
         bad = ~(np.abs(drift) <= bound)
-        stepper = self.stepper
         if not bad.any():
             if failure is not None and self._blown is not None:
                 self._blown_error(failure)
             return
         kb = start + int(np.argmax(bad))  # the first saved state past the bound (a step, the run saving each)
+        stepper = self.stepper
         worst = float(np.abs(drift[kb - start]))
         if not (stepper.variational or stepper.symplectic):
             if self._blown is None:  # the first blow-up: a step failing later, in this call or another, is its fault

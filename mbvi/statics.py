@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 
 from mbvi import notices
 from mbvi.assembly import assemble
@@ -909,9 +911,6 @@ def _dense_jacobian(sysm: System, data: np.ndarray) -> np.ndarray:
 def _min_norm_step(sysm: System, data: np.ndarray, root: np.ndarray, g: np.ndarray) -> np.ndarray:
     """δy of least norm with (G / root) δy = −g, G the active Jacobian's values ``data`` on its pattern, each row
     scaled to unit size (:func:`_project`)."""
-    import scipy.sparse as sp
-    import scipy.sparse.linalg as spla
-
     pattern = sysm.solver.pattern
     Gy = sp.csr_matrix((data / root[pattern.cols], (pattern.rows, pattern.cols)), shape=pattern.shape)
     rs = np.maximum(abs(Gy).max(axis=1).toarray().ravel(), np.finfo(float).tiny)

@@ -297,8 +297,7 @@ class LagrangianSystem:
             return np.zeros(0)
         if not np.all(np.isfinite(M)):
             return np.zeros(0)
-        w = np.linalg.eigvalsh(0.5 * (M + M.T))
-        return None if positive_definite_scaled(M) else w
+        return None if positive_definite_scaled(M) else np.linalg.eigvalsh(0.5 * (M + M.T))
 
     def _check_mass(self, q: np.ndarray, v: np.ndarray, where: str, t: float = 0.0) -> None:
         w = self.mass_defect(q, v, t)
