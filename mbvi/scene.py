@@ -99,21 +99,13 @@ class Scene:
         elif hasattr(element, "expand"):
             if element.name in self.beams or element.name in self._bodies:
                 raise ValueError(f"duplicate name {element.name!r}")
-            saved = (dict(self._bodies), dict(self._joints), list(self.forces), set(self._force_names),
-                     dict(self.beams), set(self._added))  # fmt: skip
-            edges, nodes = set(self._graph.edges(keys=True)), set(self._graph)
+            marks = len(self._bodies), len(self._joints), len(self.forces)  # (no copy of the scene: O(beam))
             try:
                 self.beams[element.name] = element
                 for part in element.expand():
                     self.add(part)
-            except Exception:  # as it was: no half-added beam (its first nodes were simulated, its name taken);
-                # in place, so that a view of the graph (or the forces list) taken before stays the scene's
-                for held, before in zip((self._bodies, self._joints, self.forces, self._force_names, self.beams,
-                                         self._added), saved, strict=True):  # fmt: skip
-                    held.clear()
-                    (held.extend if isinstance(held, list) else held.update)(before)
-                self._graph.remove_edges_from([e for e in self._graph.edges(keys=True) if e not in edges])
-                self._graph.remove_nodes_from([n for n in list(self._graph) if n not in nodes])
+            except Exception:  # as it was: no half-added beam (its first nodes were simulated, its name taken)
+                self._take_back(element.name, *marks)
                 raise
         else:
             raise ValueError(f"cannot add {element!r} to a scene (not a body, joint or force)")
@@ -123,6 +115,26 @@ class Scene:
             self._added.add(id(original))
         element._in_scenes = getattr(element, "_in_scenes", 0) + 1
         return element
+
+    def _take_back(self, beam: str, bodies: int, joints: int, forces: int) -> None:
+        """Remove what a composite element ``beam`` added past the scene's first ``bodies``, ``joints`` and ``forces``
+        (an add that fails changes nothing, so these are its parts that were taken). In place, so that a view of the
+        graph or of the forces list taken before stays the scene's; its cost is the scene's size, on failure only."""
+        gone = [*list(self._bodies.values())[bodies:], *list(self._joints.values())[joints:], *self.forces[forces:]]
+        for element in gone:
+            self._added.discard(id(element))
+            element._in_scenes = max(getattr(element, "_in_scenes", 1) - 1, 0)
+            if isinstance(element, Joint):
+                del self._joints[element.name]
+                if self._graph.has_edge(element.a, element.b, key=element.name):
+                    self._graph.remove_edge(element.a, element.b, key=element.name)
+            elif isinstance(element, Body):
+                del self._bodies[element.name]
+                self._graph.remove_node(element.name)
+            else:
+                self._force_names.discard(element.name)
+        del self.forces[forces:]
+        self.beams.pop(beam, None)
 
     @staticmethod
     def _named(element: Any, name: str) -> Any:

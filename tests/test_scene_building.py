@@ -49,6 +49,25 @@ def test_a_beam_that_fails_to_add_leaves_the_scene_as_it_was() -> None:
     assert len(scene.bodies) == 4 and list(scene.beams) == ["rod"]
 
 
+def test_a_beam_that_fails_at_its_clamp_takes_back_its_nodes_springs_and_names() -> None:
+    """The take-back removes only what the beam added (the scene is not copied at every beam: 1600 beams took 3.6 s):
+    its nodes, its springs and their names, and nothing that was there before, in place."""
+    scene = mbvi.Scene()
+    scene.add(mbvi.Particle("p", mass=1.0, position=(0.0, 2.0, 0.0)))
+    scene.add(mbvi.Spherical("world", "p", anchor=(0.0, 2.0, 0.0), name="beam:clamp[0]"))  # the beam's clamp's name
+    spring = scene.add(mbvi.Spring("world", "p", stiffness=1.0, rest_length=1.0))
+    forces, view = scene.forces, scene.graph
+    beam = dict(start=(0, 0, 0), end=(1, 0, 0), segments=3, density=1.0, area=1.0, youngs_modulus=1.0, clamp="start")
+    with pytest.raises(ValueError, match="duplicate joint name 'beam:clamp\\[0\\]'"):
+        scene.add(mbvi.Beam("beam", **beam))
+    assert [b.name for b in scene.bodies] == ["p"] and [j.name for j in scene.joints] == ["beam:clamp[0]"]
+    assert scene.forces is forces and forces == [spring] and not scene.beams
+    assert sorted(view) == ["p", "world"] and view.number_of_edges() == 1
+    scene.add(mbvi.Spring("world", "p", stiffness=1.0, rest_length=1.0, name="beam:axial[0]"))  # its name is free
+    scene.add(mbvi.Beam("rod", **{**beam, "clamp": None}))
+    assert len(scene.bodies) == 5 and len(scene.forces) == 5 and list(scene.beams) == ["rod"]
+
+
 @pytest.mark.parametrize(("joint", "axis"), [("revolute", (1e200, 1e200, 0.0)), ("prismatic", (0.0, 3e154, 3e154)),
                                              ("revolute", (1e-300, 1e-300, 0.0))])  # fmt: skip
 def test_an_axis_is_a_direction_whatever_its_size(joint: str, axis: tuple) -> None:
