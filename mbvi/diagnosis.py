@@ -59,9 +59,10 @@ def diagnose(
             names = [n for n in system.layout.bodies if system.layout.kind(n) == "rigid"]
             if lie:
                 return f"rigid body {names[i]!r} spins at |ω| = {w[i]:.3g} rad/s (h|ω| = {h * w[i]:.2f})", h / 4
+            where = "past" if h * w[i] >= 1.0 else "near"  # (its solve slows down as h|ω| nears 1)
             return (
-                f"rigid body {names[i]!r} spins at |ω| = {w[i]:.3g} rad/s (h|ω| = {h * w[i]:.2f}; "
-                "a RATTLE step exists only for h|ω| < 1)"
+                f"rigid body {names[i]!r} spins at |ω| = {w[i]:.3g} rad/s (h|ω| = {h * w[i]:.2f}, {where} the RATTLE "
+                "step's limit: one exists only for h|ω| < 1)"
             ), 0.5 / w[i]
     if len(g):
         r = int(np.argmax(np.abs(g) / system.active_scale))

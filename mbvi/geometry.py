@@ -333,3 +333,12 @@ class SceneGeometry:
     ) -> SceneGeometry:
         """Build from iterables (a convenience for assembly)."""
         return cls(tuple(bodies), tuple(links), tuple(beams), float(length_scale), vec3(gravity))
+
+
+def joint_of_kind(name: str, kind: str, links: Mapping[str, LinkGeometry]) -> str:
+    """The message for a joint ``name`` that ``links`` has not, or not of ``kind`` (revolute or prismatic)."""
+    known = sorted(k for k, j in links.items() if j.kind == kind)
+    if name in links:
+        return (f"joint {name!r} is {links[name].kind}, not {kind} (joint_angle and joint_rate read revolute joints, "
+                f"joint_displacement and joint_displacement_rate prismatic ones); the {kind} joints are {known}")
+    return f"unknown {kind} joint {name!r}; the {kind} joints are {known}"

@@ -46,7 +46,7 @@ from mbvi import kinematics as kin
 from mbvi._validate import holds_bool, is_number
 from mbvi.bodies import WORLD, RigidBody
 from mbvi.errors import LoadError
-from mbvi.geometry import BodyGeometry, LinkGeometry, vec3
+from mbvi.geometry import BodyGeometry, LinkGeometry, joint_of_kind, vec3
 
 __all__ = ["StateView", "call_load", "load_arity", "load_value", "state_view_factory"]
 
@@ -215,8 +215,7 @@ class StateView:
     def _joint(self, name: str, kind: str) -> tuple[LinkGeometry, BodyGeometry | None, BodyGeometry | None]:
         link = self._links.get(name)
         if link is None or link.kind != kind:
-            known = sorted(k for k, j in self._links.items() if j.kind == kind)
-            raise ValueError(f"unknown {kind} joint {name!r}; the {kind} joints are {known}")
+            raise ValueError(joint_of_kind(name, kind, self._links))
         return link, self._body(link.a), self._body(link.b)
 
     def position(self, name: str) -> np.ndarray:

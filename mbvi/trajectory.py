@@ -12,7 +12,7 @@ import numpy as np
 from mbvi import kinematics as kin
 from mbvi._validate import coordinate_key
 from mbvi.bodies import WORLD
-from mbvi.geometry import BodyGeometry, LinkGeometry, SceneGeometry
+from mbvi.geometry import BodyGeometry, LinkGeometry, SceneGeometry, joint_of_kind
 
 if TYPE_CHECKING:
     from scipy.spatial.transform import Rotation
@@ -341,7 +341,7 @@ class Trajectory:
     def _link(self, name: str, kind: str) -> LinkGeometry:
         link = self._links.get(name)
         if link is None or link.kind != kind:
-            raise ValueError(f"unknown {kind} joint {name!r}")
+            raise ValueError(joint_of_kind(name, kind, self._links))
         return link
 
     def _joint(self, name: str, kind: str) -> tuple[LinkGeometry, BodyGeometry | None, BodyGeometry | None]:
@@ -566,3 +566,4 @@ def _write_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
         for name, value in arrays.items():
             with archive.open(f"{name}.npy", "w", force_zip64=True) as fh:
                 np.lib.format.write_array(fh, np.asanyarray(value), allow_pickle=False)
+

@@ -356,6 +356,21 @@ def test_a_suggested_step_size_works_when_followed() -> None:
         pass
 
 
+@pytest.mark.parametrize(("h", "where"), [(0.0155, "near"), (0.025, "past"), (0.1, "past")])
+def test_a_spin_blamed_says_whether_the_step_is_near_or_past_the_rattle_limit(h: float, where: str) -> None:
+    """A failed midpoint step of a crank at h|ω| = 0.62 blamed its spin, "a RATTLE step exists only for h|ω| < 1"."""
+    from mbvi.diagnosis import diagnose
+
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.RigidBody("crank", mass=1.0, inertia=(0.01, 0.015, 0.02), angular_velocity=(0, 0, 40.0)))
+    system = mbvi.assemble(scene)
+    state = system.initial_state()
+    culprit, dt = diagnose(system, state.q, state.v, h, np.zeros(0))
+    assert culprit == (f"rigid body 'crank' spins at |ω| = 40 rad/s (h|ω| = {40 * h:.2f}, {where} the RATTLE step's "
+                       "limit: one exists only for h|ω| < 1)")  # fmt: skip
+    assert dt == pytest.approx(0.5 / 40)
+
+
 def test_batch_failure_names_the_member_and_keeps_every_partial_trajectory() -> None:
     scene = mbvi.Scene(gravity=None)
     scene.add(mbvi.RigidBody("rotor", mass=1.0, inertia=(0.01, 0.02, 0.025), angular_velocity=(0, 0, 1.0)))

@@ -423,6 +423,9 @@ def test_prismatic_slider_on_an_incline_matches_uniform_acceleration(body: str) 
     np.testing.assert_allclose(traj.position("block"), x0 + s[:, None] * axis, atol=1e-12)
     R = traj.rotation("block")
     np.testing.assert_allclose(R, np.broadcast_to(R[0], R.shape), atol=1e-12)
+    # a revolute read-out of the slider says what it is (it said "unknown revolute joint 'slide'")
+    with pytest.raises(ValueError, match=r"joint 'slide' is prismatic, not revolute .*joint_displacement"):
+        traj.joint_angle("slide")
 
 
 def test_prismatic_displacement_between_two_moving_bodies() -> None:
