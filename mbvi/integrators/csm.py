@@ -100,17 +100,21 @@ class CSM(Integrator):
         if self._budget is not None and self._evaluations > self._budget:
             raise _Stiff(t, y[: self.system.nq].copy())
         n = self.system.nq
-        q, v = y[:n], y[n:]
+        q, v = y[:n], y[n : 2 * n]
         try:
             a = constrained_acceleration(self.system, q, v, t, self.alpha)
+            if len(y) == 2 * n:
+                return np.concatenate([v, a])
+            power = float(self.system.force(q, v, t) @ v)  # the work of the non-conservative forces, W' = F·v
         except LoadError as exc:
             exc.at = t  # where the load failed (integrate() locates the error and keeps what came before)
             raise
-        return np.concatenate([v, a])
+        return np.concatenate([v, a, [power]])
 
     def _solve(self, state: State, t0: float, times: np.ndarray, max_step: float | None = None):
         """solve_ivp over ``times``, its work bounded: a stiff system is an error that says what to use."""
-        y0 = np.concatenate([state.q, state.v])
+        # with non-conservative forces, their work W as one more state (W' = F·v): measured to the ODE's tolerance
+        y0 = np.concatenate([state.q, state.v, [0.0] if self.system.has_forces else []])
         span = float(times[-1]) - t0
         # a non-stiff problem needs a few evaluations per output sample; allow 1000× that
         self._budget = self.max_evaluations or int(2e4 + 1000 * max(1.0, span / self.dt))
@@ -156,7 +160,7 @@ class CSM(Integrator):
             sol = self._ivp(y0, t0, keep, max_step)
         except (SolverError, ArithmeticError):
             return None
-        return RunResult(sol.t, sol.y[:n].T.copy(), sol.y[n:].T.copy()) if sol.success else None
+        return _result(sol, n) if sol.success else None
 
     def _ivp(self, y0: np.ndarray, t0: float, times: np.ndarray, max_step: float | None):
         """``solve_ivp`` of the constrained dynamics from (t0, y0) to ``times[-1]``, sampled at ``times``."""
@@ -171,22 +175,33 @@ class CSM(Integrator):
         if not sol.success:
             raise SolverError(f"solve_ivp failed: {sol.message}", suggested_dt=self.dt)
         n = self.system.nq
-        return State(sol.y[:n, -1].copy(), sol.y[n:, -1].copy())
+        return State(sol.y[:n, -1].copy(), sol.y[n : 2 * n, -1].copy())
+
+    def run(self, state, t0, nsteps, save_every=1, callback=None) -> RunResult:
+        """:meth:`integrate`, with the work of the non-conservative forces at every saved state (``work``, J; solved
+        with the motion as W' = F·v, so that the run's energy balance E − E₀ − W can be judged)."""
+        return self._run(state, t0, nsteps, save_every, callback)
 
     def integrate(self, state, t0, nsteps, save_every=1, callback=None):
+        out = self._run(state, t0, nsteps, save_every, callback)
+        return out.t, out.q, out.v
+
+    def _run(self, state, t0, nsteps, save_every, callback) -> RunResult:
         k = np.arange(0, nsteps + 1, save_every)
         if k[-1] != nsteps:
             k = np.append(k, nsteps)
         times = t0 + k * self.dt
         n = self.system.nq
         if nsteps == 0:
-            return times, state.q[None].copy(), state.v[None].copy()
+            return RunResult(times, state.q[None].copy(), state.v[None].copy(),
+                             np.zeros(1) if self.system.has_forces else None)  # fmt: skip
         try:
             sol = self._solve(state, t0, times)
         except LoadError as exc:
             raise self._load_failure(exc, state, t0, times, nsteps) from exc
-        y = np.asarray(sol.y, dtype=float).reshape(2 * n, -1)  # (an empty list when it failed before any output)
-        q, v = y[:n].T.copy(), y[n:].T.copy()
+        rows = 2 * n + (1 if self.system.has_forces else 0)
+        y = np.asarray(sol.y, dtype=float).reshape(rows, -1)  # (an empty list when it failed before any output)
+        result = _result(y, n, times=times if sol.success else sol.t)
         if callback is not None:
             callback(nsteps)
         if not sol.success:
@@ -194,9 +209,9 @@ class CSM(Integrator):
             err = SolverError(
                 f"solve_ivp failed: {sol.message}", time=float(sol.t[-1]) if m else t0, step=int(k[m - 1]) if m else 0
             )
-            err.partial = RunResult(sol.t, q, v)
+            err.partial = result
             raise err
-        return times, q, v
+        return result
 
     def _load_failure(self, exc: LoadError, state: State, t0: float, times: np.ndarray, nsteps: int) -> LoadError:
         """A load that raised, located in the step of its earliest failing call, with the samples before it.
@@ -224,7 +239,7 @@ class CSM(Integrator):
             except SolverError:
                 break
             if sol.success:
-                partial = RunResult(sol.t, sol.y[:n].T.copy(), sol.y[n:].T.copy())
+                partial = _result(sol, n)
             break
         k = failing_step(exc)
         err = LoadError(exc.reason, time=t0 + k * self.dt, step=k, culprit=getattr(exc, "culprit", None))
@@ -257,3 +272,13 @@ def _rows_spread(system, q: np.ndarray) -> float | None:
     if not (len(sv) and np.all(np.isfinite(sv)) and sv[0] > 0.0):
         return None
     return float(sv[-1] / sv[0])
+
+
+def _result(sol, n: int, times: np.ndarray | None = None) -> RunResult:
+    """The RunResult of a solve_ivp solution (or its y, (2n or 2n + 1, m), with ``times``): q, v and, when the work
+    was solved with them (row 2n), W."""
+    y = sol if times is not None else sol.y
+    t = times if times is not None else sol.t
+    y = np.asarray(y, dtype=float)
+    work = y[2 * n].copy() if y.shape[0] > 2 * n else None
+    return RunResult(np.asarray(t, dtype=float), y[:n].T.copy(), y[n : 2 * n].T.copy(), work)
