@@ -309,7 +309,7 @@ def geometry(scene: Scene, layout: Layout) -> SceneGeometry:
         BeamGeometry(beam.name, tuple(beam.nodes), (float(beam.segment_length),) * beam.segments)
         for beam in scene.beams.values()
     ]
-    return SceneGeometry.of(bodies, links, beams, layout.length_scale, scene.gravity)
+    return SceneGeometry.of(bodies, links, beams, layout.body_spread, scene.gravity)
 
 
 def assemble(scene: Scene) -> System:
@@ -327,6 +327,7 @@ def assemble(scene: Scene) -> System:
             rows += _orthonormality_rows(layout, b)
     layout.joints = {j.name: j for j in scene.joints}
     layout.joint_frames = {j.name: j.describe(layout) for j in scene.joints}
+    layout.fit_length_scale(layout.joint_frames, scene.forces)
     for j in scene.joints:
         rows += j.constraint_rows(layout)
     brows = BilinearRows(rows, layout.nq)

@@ -249,7 +249,8 @@ class SceneGeometry:
         Joints first (scene order), then springs and dampers.
     beams : tuple of BeamGeometry
     length_scale : float
-        Characteristic size of the scene, m.
+        The bodies' spread at the start, m (at least a millimetre; 1 m for one body): what pictures size
+        their bodies by.
     gravity : tuple of 3 float
         Gravity, m/s².
     extra : dict
@@ -335,10 +336,11 @@ class SceneGeometry:
         return cls(tuple(bodies), tuple(links), tuple(beams), float(length_scale), vec3(gravity))
 
 
-def joint_of_kind(name: str, kind: str, links: Mapping[str, LinkGeometry]) -> str:
-    """The message for a joint ``name`` that ``links`` has not, or not of ``kind`` (revolute or prismatic)."""
-    known = sorted(k for k, j in links.items() if j.kind == kind)
-    if name in links:
-        return (f"joint {name!r} is {links[name].kind}, not {kind} (joint_angle and joint_rate read revolute joints, "
+def joint_of_kind(name: str, kind: str, kinds: Mapping[str, str]) -> str:
+    """The message for a joint ``name`` that ``kinds`` (joint name to kind) has not, or not of ``kind`` (revolute
+    or prismatic: the joints the read-outs take)."""
+    known = sorted(k for k, j in kinds.items() if j == kind)
+    if name in kinds:
+        return (f"joint {name!r} is {kinds[name]}, not {kind} (joint_angle and joint_rate read revolute joints, "
                 f"joint_displacement and joint_displacement_rate prismatic ones); the {kind} joints are {known}")
     return f"unknown {kind} joint {name!r}; the {kind} joints are {known}"

@@ -202,9 +202,9 @@ class Rod(Joint):
         pb = layout.point(self.b, self.anchor_b)
         actual = self._distance(layout)
         L = actual if self.length is None else self.length
-        if actual <= 1e-12 * max(1.0, layout.length_scale):
+        if actual <= 1e-12 * layout.length_scale:
             raise ValueError(f"{self.owner}: its anchors coincide (zero length); use a Spherical joint")
-        if abs(actual - L) > 1e-9 * max(L, 1.0):
+        if abs(actual - L) > 1e-9 * L:
             raise ValueError(
                 f"{self.owner}: initial positions violate the joint (distance {actual:.6g} m, length {L:.6g} m)"
             )
@@ -231,7 +231,7 @@ class _AnchoredJoint(Joint):
         for body in (self.a, self.b):
             if layout.kind(body) == "particle" and np.linalg.norm(
                 layout.world_point(body, np.zeros(3)) - p
-            ) > 1e-9 * max(1.0, layout.length_scale):
+            ) > 1e-9 * layout.length_scale:
                 raise ValueError(
                     f"{self.owner}: initial positions violate the joint "
                     f"(particle {body!r} is not at the anchor {p.tolist()})"
@@ -408,7 +408,7 @@ class Prismatic(_AnchoredJoint):
         p = self._anchor_point(layout)
         if layout.kind(self.b) == "particle" and np.linalg.norm(
             layout.world_point(self.b, np.zeros(3)) - p
-        ) > 1e-9 * max(1.0, layout.length_scale):
+        ) > 1e-9 * layout.length_scale:
             raise ValueError(
                 f"{self.owner}: initial positions violate the joint (particle {self.b!r} is not at the anchor)"
             )

@@ -11,6 +11,8 @@ at once.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -73,14 +75,49 @@ class Layout:
         self.translation_blocks = np.asarray(trans, dtype=np.intp)
         #: start index of every rotation-column block
         self.rotation_blocks = np.asarray(rot, dtype=np.intp)
-        pts = q0.reshape(-1, 3)[self.translation_blocks // 3] if trans else np.zeros((1, 3))
-        extent = float(np.max(np.ptp(pts, axis=0))) if len(pts) > 1 else 0.0
-        #: characteristic length of the scene, m
-        self.length_scale = max(extent, 1e-3) if extent > 0 else 1.0
+        #: characteristic length of the scene, m: the extent of the bodies' positions here; assembly widens it to
+        #: the joints' anchors (:meth:`fit_length_scale`)
+        self.length_scale = self._extent(())
+        pts = q0.reshape(-1, 3)[self.translation_blocks // 3]
+        spread = float(np.max(np.ptp(pts, axis=0))) if len(pts) > 1 else 0.0
+        #: the bodies' spread, m (at least a millimetre; 1 m for one body): what pictures size their bodies by
+        #: (:class:`mbvi.geometry.SceneGeometry`), not a length the physics is measured against
+        self.body_spread = max(spread, 1e-3) if spread > 0 else 1.0
         #: the scene's joints by name (set by assembly; the model, read-only)
         self.joints: dict[str, Any] = {}  # name -> mbvi.Joint
         #: each joint's anchors and axes in the body frames (set by assembly, from ``Joint.describe``)
         self.joint_frames: dict[str, LinkGeometry] = {}
+
+    def _extent(self, points: Any, lengths: Any = ()) -> float:
+        """The largest spread along x, y or z of the bodies' positions and ``points`` (m, each (3,)), or of
+        ``lengths`` (m) when longer; with neither, the largest radius of gyration of a rigid body, else 1 m (a
+        lone particle has no length of its own)."""
+        pts = [*self.q0.reshape(-1, 3)[self.translation_blocks // 3], *points]
+        extent = float(np.max(np.ptp(np.asarray(pts, dtype=float), axis=0))) if len(pts) > 1 else 0.0
+        extent = max([extent, *(float(x) for x in lengths if x is not None and math.isfinite(x))])
+        if extent > 0 and math.isfinite(extent):
+            return extent
+        rigid = [b for b in self.bodies.values() if isinstance(b, RigidBody)]
+        radii = [np.sqrt(np.max(b.principal_inertia) / b.mass) for b in rigid]
+        return float(max(radii)) if radii and max(radii) > 0 else 1.0
+
+    def fit_length_scale(self, frames: dict[str, LinkGeometry], forces: Iterable[Any] = ()) -> None:
+        """Widen :attr:`length_scale` to the joints' anchors at the initial configuration (``frames``, from each
+        joint's ``describe``), and to the anchors and rest lengths of the two-body ``forces`` (springs, dampers):
+        a pendulum's one body and its pivot, a bead on its spring, not the 1 m given to a lone body, or the
+        millimetre every smaller scene was held to (a 1 µm top's pivot held to 1e-12 m, 1e-6 of its arm). It
+        is what the constraint rows, SHAKE's tolerance, the statics' steps and the energy judgement's least
+        motion (:attr:`mbvi.System.energy_unit`) are measured against."""
+        points = [self.world_point(f.a, np.asarray(f.anchor_a, dtype=float)) for f in frames.values()]
+        points += [self.world_point(f.b, np.asarray(f.anchor_b, dtype=float)) for f in frames.values()]
+        lengths = []
+        for force in forces:
+            bodies = getattr(force, "bodies", ())
+            if len(bodies) == 2 and all(b == WORLD or b in self.bodies for b in bodies) and hasattr(force, "anchor_a"):
+                for body, anchor in zip(bodies, (force.anchor_a, force.anchor_b), strict=True):
+                    points.append(self.world_point(body, np.zeros(3) if anchor is None else np.asarray(anchor, float)))
+                lengths.append(getattr(force, "rest_length", None))
+        self.length_scale = self._extent(points, lengths)
 
     # -- queries ---------------------------------------------------------------------------------
     def kind(self, name: str) -> str:

@@ -134,22 +134,22 @@ def energy_scales(kinetic: np.ndarray, potential: np.ndarray, system: Any,
                   drift: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """The two energy scales a run is judged against, J, over the last axis (time; leading axes: members).
 
-    ``system``: the scene's :class:`mbvi.System` (its bodies' m g L is a floor of both scales), or None (a
-    :class:`mbvi.LagrangianSystem`: no such floor). ``drift``: the kinetic energy of the whole system's steady
-    motion at each state (:func:`steady_drift`), J, same shape as ``kinetic``, or None (none).
+    ``system``: the scene's :class:`mbvi.System` (its bodies' m g L, :attr:`mbvi.System.energy_unit`, is a floor
+    of both scales), or None (a :class:`mbvi.LagrangianSystem`: no such floor). ``drift``: the kinetic energy of
+    the whole system's steady motion at each state (:func:`steady_drift`), J, same shape as ``kinetic``, or None.
 
     Returns
     -------
     energy, motion : ndarray, shape ``kinetic.shape[:-1]``
-        The energies in play at the start (|T₀| + |U₀|, at least m g L of the bodies), and the energy in motion:
-        the larger of the largest T less the steady drift's and the swing of U, at least a thousandth of T₀ less
-        it or of m g L with a system (of |T₀| + |U₀| without). With a system the energy in motion is the same
-        wherever the scene sits and however it drifts: U₀ depends on where gravity's potential is zero, and a
-        pendulum hung at z = 1e4 m had its 34 % energy error judged against 1e-3 |U₀| = 98 J (1.5 %: no warning),
-        two particles on a spring drifting at 30 m/s theirs against the drift's 900 J.
+        The energies in play at the start (|T₀| + |U₀|, at least the bodies' m g L), and the energy in motion:
+        the larger of the largest T less the steady drift's and the swing of U, at least :func:`least_motion`.
+        With a system the energy in motion is the same wherever the scene sits and however it drifts: U₀ depends
+        on where gravity's potential is zero, and a pendulum hung at z = 1e4 m had its 34 % energy error judged
+        against 1e-3 |U₀| = 98 J (1.5 %: no warning), two particles on a spring drifting at 30 m/s theirs against
+        the drift's 900 J.
     """
     start = np.abs(kinetic[..., 0]) + np.abs(potential[..., 0])
-    floor = 0.0 if system is None else float(np.sum(system.mass[::3])) * 9.81 * system.length_scale
+    floor = 0.0 if system is None else system.energy_unit
     energy = np.maximum(np.maximum(start, floor), 1e-300)
     own = kinetic if drift is None else kinetic - drift
     motion = np.maximum(np.maximum(np.max(own, axis=-1), np.ptp(potential, axis=-1)),
@@ -160,11 +160,10 @@ def energy_scales(kinetic: np.ndarray, potential: np.ndarray, system: Any,
 def least_motion(kinetic0: np.ndarray, potential0: np.ndarray, system: Any) -> np.ndarray:
     """The least energy in motion a run is judged against, J (a body resting in equilibrium moves by round-off,
     and its round-off-sized energy error is no error): a thousandth of T₀ (less a steady drift) or of the bodies'
-    m g L, with a system; of |T₀| + |U₀| without (:func:`energy_scales`)."""
+    m g L (:attr:`mbvi.System.energy_unit`), with a system; of |T₀| + |U₀| without (:func:`energy_scales`)."""
     if system is None:
         return 1e-3 * (np.abs(kinetic0) + np.abs(potential0))
-    floor = float(np.sum(system.mass[::3])) * 9.81 * system.length_scale
-    return 1e-3 * np.maximum(np.abs(kinetic0), floor)
+    return 1e-3 * np.maximum(np.abs(kinetic0), system.energy_unit)
 
 
 def energy_given(kinetic: np.ndarray, potential: np.ndarray, work: np.ndarray | None, system: Any,

@@ -48,11 +48,12 @@ def test_the_whipping_chain_keeps_its_energy_band_with_the_default_substepping()
 
 def test_a_run_that_strays_for_a_loose_tol_says_to_tighten_tol_not_dt() -> None:
     """SHAKE stops once its residual is under ``tol``, with a sign that depends on the state: at a loose tol the
-    energy creeps step by step whatever dt, and a quarter of the step does not help. The warning named dt."""
+    energy creeps step by step whatever dt, and a quarter of the step does not help. The warning named dt. (At
+    tol = 1e-3 the creep of the first 10 s is 0.09 or 0.6 of the motion, as the residuals' signs fall: 2e-3.)"""
     loose = {}
     for dt in (1e-3, 2.5e-4):
-        with pytest.warns(RuntimeWarning, match=r"tol = 0\.001 is loose: .*tighten tol, e\.g\. to its default 1e-12"):
-            loose[dt] = mbvi.simulate(_whip(), 10.0, dt, tol=1e-3, save_every=round(1e-2 / dt))
+        with pytest.warns(RuntimeWarning, match=r"tol = 0\.002 is loose: .*tighten tol, e\.g\. to its default 1e-12"):
+            loose[dt] = mbvi.simulate(_whip(), 10.0, dt, tol=2e-3, save_every=round(1e-2 / dt))
     assert loose[1e-3].info["energy_error"] > 0.1
     assert loose[2.5e-4].info["energy_error"] > 0.5 * loose[1e-3].info["energy_error"]  # dt is not the cause
     with warnings.catch_warnings():

@@ -271,12 +271,12 @@ GOING, SETTLED, STALLED = 0, 1, 2
 def settle(new, old, floor, it, prev):
     """One test of a fixed-point iteration on a velocity: old ← new; (outcome, the change max |new − old|).
 
-    SETTLED when the change is within 1e-13 relative (to max(1, |new|)) plus
-    ``floor``; STALLED when it grows (from iteration 1 on) or halves too
-    slowly (from iteration 4 on) relative to ``prev``, the last change.
+    SETTLED when the change is within 1e-13 relative (to max |new|, in the velocities' own units: not 1 m/s,
+    which let a 1 µm beam's steps settle on their first iterate) plus ``floor``; STALLED when it grows (from
+    iteration 1 on) or halves too slowly (from iteration 4 on) relative to ``prev``, the last change.
     """
     delta = 0.0
-    big = 1.0
+    big = 0.0
     for i in range(len(new)):
         delta = max(delta, abs(new[i] - old[i]))
         big = max(big, abs(new[i]))

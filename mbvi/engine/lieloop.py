@@ -531,7 +531,7 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, t, h, c0, c1, lam, tol, m
         st = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, K.opaque(True), tol, maxiter)
     else:
         # fixed point on u½ (the force at the step's mean velocity), as the NumPy path does
-        floor = 10.0 * tol * max(1.0, length_scale) / abs(h) if n else 0.0
+        floor = 10.0 * tol * length_scale / abs(h) if n else 0.0
         K.copy_into(unew, u)
         prev = math.inf
         st = ST.DRIFT_FAILED

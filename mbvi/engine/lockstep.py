@@ -407,7 +407,7 @@ def _drift_fixed_point(I, F, GD, AB, cur, q, v, t, h, c0, grad0, lam, tol, maxit
     vh, vfree, vnew, f0 = L[LN.VH], L[LN.VFREE], L[LN.VNEW], L[LN.F0]
     fixed, going, bad = SI[LI.FIXED], SI[LI.GOING], SI[LI.BAD]
     fprev = SF[LF.FPREV]
-    floor = 10.0 * tol * max(1.0, ls) / abs(h) if n else 0.0
+    floor = 10.0 * tol * ls / abs(h) if n else 0.0
     for c in range(m):
         fixed[c] = 1 if SI[LI.ACT, c] and not bad[c] else 0
         fprev[c] = math.inf

@@ -196,7 +196,7 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
         st = _shake(I, F, WI, WS, cur, cur, q, vfree, h, lam, K.opaque(True), tol, maxiter, q1, vh)
     else:
         # fixed point on v½ (the force at the step's mean velocity), as the NumPy path does
-        floor = 10.0 * tol * max(1.0, length_scale) / abs(h) if n else 0.0
+        floor = 10.0 * tol * length_scale / abs(h) if n else 0.0
         vnew = _buf(WI, WS, WK.VNEW, nq)
         K.copy_into(vh, v)
         prev = math.inf
@@ -308,7 +308,7 @@ def _implicit_residual(I, F, WI, WS, midpoint, q, v, t, h, q1, lamv, gd, r, vq, 
 
 
 @jit_alloc
-def _implicit_newton(I, F, WI, WS, midpoint, q, v, t, h, lam, tol, maxiter, q1, vh):
+def _implicit_newton(I, F, WI, WS, midpoint, q, v, t, h, lam, tol, maxiter, q1, vh, ls):
     """The drift of :func:`_implicit_step` by simplified Newton on (q₁, Λ), for steps too stiff for the fixed point.
 
     The KKT matrix [[∂R/∂q₁, M⁻¹Gᵀ], [G(q₁), 0]] is dense: ∂R/∂q₁ by forward
@@ -349,7 +349,7 @@ def _implicit_newton(I, F, WI, WS, midpoint, q, v, t, h, lam, tol, maxiter, q1, 
         if not fresh:  # the KKT matrix at (q₁, Λ)
             A[:, :] = 0.0
             for j in range(nq):
-                eps = 1e-7 * max(1.0, abs(q1[j]))
+                eps = 1e-7 * max(ls, abs(q1[j]))  # (the scene's size: 1 m was a tenth of a 1 µm beam)
                 keep = q1[j]
                 q1[j] = keep + eps
                 _implicit_residual(I, F, WI, WS, midpoint, q, v, t, h, q1, lamv, gd, rp, vq, qm, grad, f, tmp)
@@ -424,7 +424,7 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, t, h, lam, tol, maxiter, ls):
     vnew, f, qm = _buf(WI, WS, WK.VNEW, nq), _buf(WI, WS, WK.F0, nq), _buf(WI, WS, WK.QM, nq)
     u, w = _buf(WI, WS, WK.U, 3 * n), _buf(WI, WS, WK.W, 3 * n)
     gd1 = WS[WI[WK.GD] + nxt * nnz : WI[WK.GD] + (nxt + 1) * nnz]
-    floor = 10.0 * tol * max(1.0, ls) / abs(h) if n else 0.0
+    floor = 10.0 * tol * ls / abs(h) if n else 0.0
     dslot = cur
     K.copy_into(vh, v)
     prev = math.inf
@@ -452,7 +452,7 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, t, h, lam, tol, maxiter, ls):
         if not settled:
             WI[WK.STIFF] = 32
     if not settled:
-        st = _implicit_newton(I, F, WI, WS, midpoint, q, v, t, h, lam, tol, maxiter, q1, vh)
+        st = _implicit_newton(I, F, WI, WS, midpoint, q, v, t, h, lam, tol, maxiter, q1, vh, ls)
         if st != ST.DONE:
             return st
     # v₁ before projection, and the work of F over the step (F · (q₁ − q₀))

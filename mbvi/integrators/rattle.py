@@ -247,7 +247,7 @@ class ShakeRattle(Compiled):
             return shake(sysm, q0, v0 + base_kick + c * W * sysm.force(q0, v0, t), h, factor0, gdata0, *args)
         vh = v0
         # SHAKE returns v½ only to ~ tol·L/h: a stricter test can cycle forever on that noise
-        floor = 10.0 * self.tol * max(1.0, sysm.length_scale) / abs(h) if len(sysm.active) else 0.0
+        floor = 10.0 * self.tol * sysm.length_scale / abs(h) if len(sysm.active) else 0.0
         prev = np.inf
         for it in range(100):
             try:
