@@ -215,7 +215,7 @@ class StateView:
     def _joint(self, name: str, kind: str) -> tuple[LinkGeometry, BodyGeometry | None, BodyGeometry | None]:
         link = self._links.get(name)
         if link is None or link.kind != kind:
-            raise ValueError(joint_of_kind(name, kind, self._links))
+            raise ValueError(joint_of_kind(name, kind, {k: j.kind for k, j in self._links.items()}))
         return link, self._body(link.a), self._body(link.b)
 
     def position(self, name: str) -> np.ndarray:

@@ -99,13 +99,13 @@ class Scene:
         elif hasattr(element, "expand"):
             if element.name in self.beams or element.name in self._bodies:
                 raise ValueError(f"duplicate name {element.name!r}")
-            marks = len(self._bodies), len(self._joints), len(self.forces)  # (no copy of the scene: O(beam))
+            marks = len(self._bodies), len(self._joints), len(self.forces), len(self.beams)  # (not a copy: O(beam))
             try:
                 self.beams[element.name] = element
                 for part in element.expand():
                     self.add(part)
             except Exception:  # as it was: no half-added beam (its first nodes were simulated, its name taken)
-                self._take_back(element.name, *marks)
+                self._take_back(*marks)
                 raise
         else:
             raise ValueError(f"cannot add {element!r} to a scene (not a body, joint or force)")
@@ -116,14 +116,17 @@ class Scene:
         element._in_scenes = getattr(element, "_in_scenes", 0) + 1
         return element
 
-    def _take_back(self, beam: str, bodies: int, joints: int, forces: int) -> None:
-        """Remove what a composite element ``beam`` added past the scene's first ``bodies``, ``joints`` and ``forces``
-        (an add that fails changes nothing, so these are its parts that were taken). In place, so that a view of the
-        graph or of the forces list taken before stays the scene's; its cost is the scene's size, on failure only."""
+    def _take_back(self, bodies: int, joints: int, forces: int, beams: int) -> None:
+        """Remove what a composite element that failed added past the scene's first ``bodies``, ``joints``,
+        ``forces`` and ``beams`` (its own name, the composites inside it; an add that fails changes nothing, so
+        these are its parts that were taken). In place, so that a view of the graph or of the forces list taken
+        before stays the scene's; its cost is the scene's size, on failure only."""
         gone = [*list(self._bodies.values())[bodies:], *list(self._joints.values())[joints:], *self.forces[forces:]]
+        for element in [*gone, *list(self.beams.values())[beams:]]:
+            if id(element) in self._added:  # (an add this scene completed: counted once more in a scene)
+                self._added.discard(id(element))
+                element._in_scenes = max(getattr(element, "_in_scenes", 1) - 1, 0)
         for element in gone:
-            self._added.discard(id(element))
-            element._in_scenes = max(getattr(element, "_in_scenes", 1) - 1, 0)
             if isinstance(element, Joint):
                 del self._joints[element.name]
                 if self._graph.has_edge(element.a, element.b, key=element.name):
@@ -134,7 +137,8 @@ class Scene:
             else:
                 self._force_names.discard(element.name)
         del self.forces[forces:]
-        self.beams.pop(beam, None)
+        for name in list(self.beams)[beams:]:
+            del self.beams[name]
 
     @staticmethod
     def _named(element: Any, name: str) -> Any:

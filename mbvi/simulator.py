@@ -34,6 +34,7 @@ from mbvi._validate import coordinate_key, is_number
 from mbvi.engine.fields import RI
 from mbvi.engine.runner import saved_states
 from mbvi.errors import SolverError
+from mbvi.geometry import joint_of_kind
 from mbvi.integrators.base import Integrator
 from mbvi.integrators.compiled import Compiled, Drive
 from mbvi.loads import load_value
@@ -129,9 +130,9 @@ class LiveView(_StateArrays):
             raise ValueError(f"unknown body {name!r}; the bodies are {sorted(self._bodies)}")
         return slot
 
-    @staticmethod
-    def _unknown(name: str, kind: str, known: dict) -> ValueError:
-        return ValueError(f"unknown {kind} joint {name!r}; the {kind} joints are {sorted(known)}")
+    def _unknown(self, name: str, kind: str, known: dict) -> ValueError:
+        kinds = {**dict.fromkeys(self._rev, "revolute"), **dict.fromkeys(self._slide, "prismatic")}
+        return ValueError(joint_of_kind(name, kind, kinds))
 
     def position(self, name: str) -> np.ndarray:
         """Position of a body's origin (centre of mass), m, shape (3,)."""

@@ -426,6 +426,8 @@ def test_prismatic_slider_on_an_incline_matches_uniform_acceleration(body: str) 
     # a revolute read-out of the slider says what it is (it said "unknown revolute joint 'slide'")
     with pytest.raises(ValueError, match=r"joint 'slide' is prismatic, not revolute .*joint_displacement"):
         traj.joint_angle("slide")
+    with pytest.raises(ValueError, match=r"joint 'slide' is prismatic, not revolute .*joint_displacement"):
+        mbvi.Simulator(scene, dt=1e-2).view.joint_angle("slide")  # (the live view said "unknown")
 
 
 def test_prismatic_displacement_between_two_moving_bodies() -> None:

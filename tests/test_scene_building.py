@@ -68,6 +68,25 @@ def test_a_beam_that_fails_at_its_clamp_takes_back_its_nodes_springs_and_names()
     assert len(scene.bodies) == 5 and len(scene.forces) == 5 and list(scene.beams) == ["rod"]
 
 
+def test_a_composite_holding_a_beam_that_fails_takes_the_beam_back_too() -> None:
+    """A composite whose parts are a Beam and then a Rod to an unknown body: the beam's record stayed in the scene,
+    its nodes gone, and the beam could not be added again ("duplicate name 'chord'")."""
+
+    class Truss:
+        name = "truss"
+
+        def expand(self) -> list:
+            return [mbvi.Beam("chord", (0, 0, 0), (1, 0, 0), 2, density=1.0, area=1.0, youngs_modulus=1.0),
+                    mbvi.Rod("chord[0]", "nowhere")]  # fmt: skip
+
+    scene = mbvi.Scene()
+    with pytest.raises(ValueError, match="unknown body 'nowhere'"):
+        scene.add(Truss())
+    assert not scene.bodies and not scene.beams and not scene.forces and sorted(scene.graph) == ["world"]
+    scene.add(mbvi.Beam("chord", (0, 0, 0), (1, 0, 0), 2, density=1.0, area=1.0, youngs_modulus=1.0))
+    assert list(scene.beams) == ["chord"] and len(scene.bodies) == 3
+
+
 @pytest.mark.parametrize(("joint", "axis"), [("revolute", (1e200, 1e200, 0.0)), ("prismatic", (0.0, 3e154, 3e154)),
                                              ("revolute", (1e-300, 1e-300, 0.0))])  # fmt: skip
 def test_an_axis_is_a_direction_whatever_its_size(joint: str, axis: tuple) -> None:

@@ -307,3 +307,30 @@ def test_csm_measures_the_work_of_its_forces_with_the_motion(save_every: int) ->
     verlet = mbvi.simulate(scene, 3.0, 1e-3, "verlet")
     assert run.work[-1] == pytest.approx(verlet.work[-1], rel=1e-5)
     assert run.work[-1] < -5.0  # drag dissipates: most of the swing's energy is gone by 3 s
+
+
+def test_csm_calls_a_load_once_per_right_hand_side(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Solving W' = F·v with the motion evaluated F a second time at every right-hand side: a ``(t, state)`` load
+    was called twice as often (a stateful controller saw every call twice), and the run took twice as long."""
+    from mbvi.integrators import csm
+
+    calls, rhs = [0], [0]
+
+    def push(t: float, state) -> tuple:
+        calls[0] += 1
+        return (0.0, 0.0, -0.1 * state.velocity("bob")[2])
+
+    counted = csm.CSM._rhs
+
+    def counting(self, t, y):
+        rhs[0] += 1
+        return counted(self, t, y)
+
+    monkeypatch.setattr(csm.CSM, "_rhs", counting)
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    scene.add(mbvi.Particle("bob", mass=1.0, position=(1.0, 0.0, 0.0)))
+    scene.add(mbvi.Rod("world", "bob"))
+    scene.add(mbvi.ExternalForce("bob", force=push))
+    run = mbvi.simulate(scene, 0.5, 1e-3, "csm")
+    assert rhs[0] > 100 and calls[0] == rhs[0]
+    assert run.work is not None and np.ptp(run.energy - run.energy[0] - run.work) < 1e-6

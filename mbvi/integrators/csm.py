@@ -102,14 +102,14 @@ class CSM(Integrator):
         n = self.system.nq
         q, v = y[:n], y[n : 2 * n]
         try:
-            a = constrained_acceleration(self.system, q, v, t, self.alpha)
             if len(y) == 2 * n:
-                return np.concatenate([v, a])
-            power = float(self.system.force(q, v, t) @ v)  # the work of the non-conservative forces, W' = F·v
+                return np.concatenate([v, constrained_acceleration(self.system, q, v, t, self.alpha)])
+            force = self.system.force(q, v, t)  # once: the motion's, and the work's W' = F·v
+            a = constrained_acceleration(self.system, q, v, t, self.alpha, force=force)
         except LoadError as exc:
             exc.at = t  # where the load failed (integrate() locates the error and keeps what came before)
             raise
-        return np.concatenate([v, a, [power]])
+        return np.concatenate([v, a, [float(force @ v)]])
 
     def _solve(self, state: State, t0: float, times: np.ndarray, max_step: float | None = None):
         """solve_ivp over ``times``, its work bounded: a stiff system is an error that says what to use."""

@@ -12,18 +12,21 @@ from mbvi.system import System
 __all__ = ["ExplicitEuler", "constrained_acceleration"]
 
 
-def constrained_acceleration(system: System, q: np.ndarray, v: np.ndarray, t: float, alpha: float = 0.0) -> np.ndarray:
+def constrained_acceleration(system: System, q: np.ndarray, v: np.ndarray, t: float, alpha: float = 0.0,
+                             force: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """Accelerations of the index-1 system, with optional Baumgarte stabilization.
 
     Solves G a = −Ġv − 2α G v − α² g with a = M⁻¹(f − Gᵀλ), f = −∇U + F:
     (G M⁻¹ Gᵀ) λ = G M⁻¹ f + Ġv + 2α G v + α² g.
+
+    ``force``: F(q, v, t) when the caller has it (csm, which also integrates its power), else evaluated here.
 
     Returns
     -------
     a : ndarray, shape (nq,)
     """
     W = system.inv_mass
-    f = system.generalized_acceleration_force(q, v, t)
+    f = system.generalized_acceleration_force(q, v, t) if force is None else force - system.potential_gradient(q)
     if len(system.active) == 0:
         return W * f
     g, gdata = system.active_values_and_jacobian(q)
