@@ -28,8 +28,9 @@ class SolverError(RuntimeError):
     verified_dt : bool or None
         Whether a run at ``suggested_dt`` confirmed it (None: not said; False: the solver's estimate).
     ahead : str or None
-        What the solver found on the motion's path that no step size cures (a mass matrix that vanishes there),
-        said when no run at a smaller step completes either; None when it found nothing.
+        What the solver found on the motion's path that no step size cures (a mass matrix that vanishes there);
+        None when it found nothing. :func:`mbvi.simulate` says it in the message when no run at a smaller step
+        completes either.
     """
 
     def __init__(

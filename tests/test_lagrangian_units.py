@@ -97,3 +97,47 @@ def test_an_argon_dimer_in_metres_balances_at_two_to_the_sixth_sigma() -> None:
     eq = mbvi.equilibrium(dimer, initial_state=[1.3 * sigma])
     assert eq.q[0] == pytest.approx(2 ** (1 / 6) * sigma, rel=1e-12)
     assert eq.stable
+
+
+def test_an_implicit_euler_step_that_lands_at_zero_completes() -> None:
+    """Corrections were measured against |q₁| alone: a pendulum whose implicit Euler step landed within 1e-7 rad of
+    θ = 0 had them held under their own round-off, and every such start failed ("Newton did not converge")."""
+    th, w = sp.symbols("theta omega")
+    h, v1 = 0.01, 1.0
+    for q1 in (1e-6, 1e-9, 1e-12, 0.0):
+        q0, v0 = q1 - h * v1, v1 + h * math.sin(q1)  # implicit Euler's step from (q0, v0) lands at q1
+        system = mbvi.LagrangianSystem(w**2 / 2 + sp.cos(th), [th], [w], initial_state=mbvi.State([q0], [v0]))
+        run = mbvi.simulate(system, 0.05, h, "implicit_euler")
+        assert run.q[1, 0] == pytest.approx(q1, abs=1e-14)
+        sim = mbvi.Simulator(system, dt=h, integrator="implicit_euler")
+        sim.step(5)
+        assert sim.state.q[0] == pytest.approx(run.q[-1, 0], abs=1e-12)
+
+
+def test_a_pendulum_far_from_its_coordinates_origin_is_judged_as_at_it() -> None:
+    """The least energy in motion was a thousandth of |∂L/∂q| |q₀|: the same Cartesian pendulum hung 1e4 m up had
+    its 12 % energy error judged as 0.15 %, and no warning."""
+    x, y, vx, vy = sp.symbols("x y v_x v_y")
+    errors = []
+    for y0 in (0.0, 1e4):
+        L = (vx**2 + vy**2) / 2 - 9.81 * (y - y0)
+        start = mbvi.State([math.sin(0.5), y0 - math.cos(0.5)], [0.0, 0.0])
+        system = mbvi.LagrangianSystem(L, [x, y], [vx, vy], constraints=[x**2 + (y - y0) ** 2 - 1.0],
+                                       initial_state=start)  # fmt: skip
+        with pytest.warns(RuntimeWarning, match="energy"):
+            run = mbvi.simulate(system, 10.0, 0.07, "symplectic_euler_a")
+        errors.append(run.info["energy_error"])
+    assert errors[0] > 0.1 and errors[1] == pytest.approx(errors[0], rel=1e-3)
+
+
+def test_a_neutral_balance_is_not_called_stable() -> None:
+    """A bead on the ring x² + y² = 1 in U = (x² + y²)²: every point balances, the tangent curvature is 0. Its
+    round-off eigenvalues (1e-16) were judged against themselves and called stable."""
+    x, y, vx, vy = sp.symbols("x y v_x v_y")
+    ring = mbvi.LagrangianSystem((vx**2 + vy**2) / 2 - (x**2 + y**2) ** 2, [x, y], [vx, vy],
+                                 constraints=[x**2 + y**2 - 1])  # fmt: skip
+    for a in (0.3, 2.0, 2.9):
+        eq = mbvi.equilibrium(ring, initial_state=[math.cos(a), math.sin(a)])
+        assert abs(eq.tangent_eigenvalues).max() < 1e-12 and not eq.stable
+    pendulum = mbvi.LagrangianSystem((vx**2 + vy**2) / 2 - 9.81 * y, [x, y], [vx, vy], constraints=[x**2 + y**2 - 1])
+    assert mbvi.equilibrium(pendulum, initial_state=[0.1, -1.0]).stable  # (a hanging one still is)

@@ -183,10 +183,13 @@ def _maxabs(x, n):
 
 
 @jit
-def _step_scale(q1, n):
-    """max |q₁|: what a step's Newton corrections are measured against (relative, as
+def _step_scale(q0, q1, n):
+    """max(|q₀|, |q₁|, |q₁ − q₀|): what a step's Newton corrections are measured against (relative, as
     :func:`mbvi.lagrangian.integrators._step_scale`)."""
-    return max(_maxabs(q1, n), 1e-290)
+    top = max(_maxabs(q0, n), _maxabs(q1, n))
+    for i in range(n):
+        top = max(top, abs(q1[i] - q0[i]))
+    return max(top, 1e-290)
 
 
 @jit
@@ -283,7 +286,7 @@ def _discrete_step(fns, n, m, nodes, weights, quadratic, q0, v0, p0, t, h, tol, 
         size = _maxabs(dz, n)
         if not size < math.inf:
             return False
-        bound = tol * _step_scale(q1, n)
+        bound = tol * _step_scale(q0, q1, n)
         if size <= bound or (prev < math.inf and size < 1e-3 * prev and size**3 <= 1e-2 * bound * prev**2):
             converged = True
             break
@@ -374,7 +377,7 @@ def _implicit_euler_step(fns, n, m, q0, v0, p0, t, h, tol, maxiter, q1, v1, p1, 
             v1[i] += dz[i]
         for k in range(m):
             lam[k] += dz[n + k]
-        if abs(h) * _maxabs(dz, n) <= tol * _step_scale(q1, n):
+        if abs(h) * _maxabs(dz, n) <= tol * _step_scale(q0, q1, n):
             converged = True
             break
     if not converged:

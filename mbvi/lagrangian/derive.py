@@ -121,11 +121,10 @@ def derive(
     names = [*(f"_q{i}" for i in range(len(q))), *(f"_v{i}" for i in range(len(v))), "_t"]
     real = {s: sp.Symbol(name, **(s.assumptions0 if s.is_real else {"real": True}))  # (a positive r stays so)
             for s, name in zip([*q, *v, t], names, strict=True)}
-    if real:
-        L = L.subs(real)
-        constraints = [sp.sympify(e).subs(real) for e in constraints]
-        force = None if force is None else [sp.sympify(e).subs(real) for e in force]
-        q, v, t = [real.get(s, s) for s in q], [real.get(s, s) for s in v], real.get(t, t)
+    L = L.subs(real)
+    constraints = [sp.sympify(e).subs(real) for e in constraints]
+    force = None if force is None else [sp.sympify(e).subs(real) for e in force]
+    q, v, t = [real.get(s, s) for s in q], [real.get(s, s) for s in v], real.get(t, t)
     n = len(q)
     qv, vv = sp.Matrix(q), sp.Matrix(v)
     Lq = _kinks(sp.Matrix([L]).jacobian(qv).T)

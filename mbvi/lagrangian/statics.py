@@ -434,12 +434,16 @@ def _eigh(Hr: np.ndarray, Mr: np.ndarray, q: np.ndarray, system) -> tuple[np.nda
         ) from None
 
 
-def _tangent_eigenvalues(st: _Statics, q: np.ndarray, H: np.ndarray, G: np.ndarray) -> np.ndarray:
-    """Eigenvalues of the Hessian of U − W + λ·g on the tangent space, relative to the mass matrix."""
+def _tangent_eigenvalues(st: _Statics, q: np.ndarray, H: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, float]:
+    """Eigenvalues of the Hessian of U − W + λ·g on the tangent space, relative to the mass matrix; and the size
+    they are round-off of, max |H| / max |M_tangent| (1/s²): a bead on a ring where U = (x² + y²)² is neutral,
+    its tangent eigenvalues 1e-15 beside a radial curvature of 12."""
     Hr, Mr, Z = _tangent_problem(st, q, H, G)
     if not Z.shape[1]:
-        return np.zeros(0)
-    return _eigh(Hr, Mr, q, st.system)[0]
+        return np.zeros(0), 0.0
+    mass = float(np.max(np.abs(Mr)))
+    size = float(np.max(np.abs(H))) / mass if mass > 0 and np.size(H) else 0.0
+    return _eigh(Hr, Mr, q, st.system)[0], size if np.isfinite(size) else 0.0
 
 
 def lagrangian_modes(eq: LagrangianEquilibrium) -> tuple[np.ndarray, np.ndarray]:
@@ -583,7 +587,7 @@ def lagrangian_equilibrium(
         q, lam, steps = st.descend(q, scale, maxiter)
         q, lam, H, G, res, polish = _newton(st, q, lam, tol, maxiter, scale, gtol)
         iterations += steps + polish
-        eig = _tangent_eigenvalues(st, q, H, G)
+        eig, curvature = _tangent_eigenvalues(st, q, H, G)
         big = float(np.max(np.abs(eig))) if len(eig) else 0.0
         if not len(eig) or eig[0] >= -_ESCAPE * big:
             break
@@ -594,7 +598,9 @@ def lagrangian_equilibrium(
                 RuntimeWarning,
                 stacklevel=3,
             )
-    tol_eig = 1e-12 * big  # relative: a pendulum of ω² = 9.8e-14 1/s² is stable (an absolute 1e-12 said not)
+    # relative: a pendulum of ω² = 9.8e-14 1/s² is stable (an absolute 1e-12 said not), to the Hessian's size too: a
+    # neutral balance's eigenvalues are round-off, and judged against themselves they were called stable
+    tol_eig = 1e-12 * max(big, curvature)
     return LagrangianEquilibrium(
         q=q,
         multipliers=lam,
