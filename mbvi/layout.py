@@ -88,14 +88,30 @@ class Layout:
         #: each joint's anchors and axes in the body frames (set by assembly, from ``Joint.describe``)
         self.joint_frames: dict[str, LinkGeometry] = {}
 
-    def _extent(self, points: Any, lengths: Any = ()) -> float:
+    def _spread(self, points: Any, lengths: Any = ()) -> float:
         """The largest spread along x, y or z of the bodies' positions and ``points`` (m, each (3,)), or of
-        ``lengths`` (m) when longer; with neither, the largest radius of gyration of a rigid body, else 1 m (a
-        lone particle has no length of its own)."""
+        ``lengths`` (m) when longer; 0 when there is none."""
         pts = [*self.q0.reshape(-1, 3)[self.translation_blocks // 3], *points]
-        extent = float(np.max(np.ptp(np.asarray(pts, dtype=float), axis=0))) if len(pts) > 1 else 0.0
-        extent = max([extent, *(float(x) for x in lengths if x is not None and math.isfinite(x))])
-        if extent > 0 and math.isfinite(extent):
+        spread = float(np.max(np.ptp(np.asarray(pts, dtype=float), axis=0))) if len(pts) > 1 else 0.0
+        spread = max([spread, *(float(x) for x in lengths if x is not None and math.isfinite(x))])
+        return spread if math.isfinite(spread) else 0.0
+
+    def _extent(self, points: Any, forces: Iterable[Any] = ()) -> float:
+        """:meth:`_spread` of the bodies and ``points``; where they have none (a lone body at its own joint), that
+        of the two-body ``forces``' anchors and rest lengths (a bead on its spring); else the largest radius of
+        gyration of a rigid body, else 1 m (a lone particle has no length of its own)."""
+        extent = self._spread(points)
+        if extent > 0:
+            return extent
+        points, lengths = [], []
+        for force in forces:
+            bodies = getattr(force, "bodies", ())
+            if len(bodies) == 2 and all(b == WORLD or b in self.bodies for b in bodies) and hasattr(force, "anchor_a"):
+                for body, anchor in zip(bodies, (force.anchor_a, force.anchor_b), strict=True):
+                    points.append(self.world_point(body, np.zeros(3) if anchor is None else np.asarray(anchor, float)))
+                lengths.append(getattr(force, "rest_length", None))
+        extent = self._spread(points, lengths)
+        if extent > 0:
             return extent
         rigid = [b for b in self.bodies.values() if isinstance(b, RigidBody)]
         radii = [np.sqrt(np.max(b.principal_inertia) / b.mass) for b in rigid]
@@ -103,21 +119,15 @@ class Layout:
 
     def fit_length_scale(self, frames: dict[str, LinkGeometry], forces: Iterable[Any] = ()) -> None:
         """Widen :attr:`length_scale` to the joints' anchors at the initial configuration (``frames``, from each
-        joint's ``describe``), and to the anchors and rest lengths of the two-body ``forces`` (springs, dampers):
-        a pendulum's one body and its pivot, a bead on its spring, not the 1 m given to a lone body, or the
-        millimetre every smaller scene was held to (a 1 µm top's pivot held to 1e-12 m, 1e-6 of its arm). It
-        is what the constraint rows, SHAKE's tolerance, the statics' steps and the energy judgement's least
-        motion (:attr:`mbvi.System.energy_unit`) are measured against."""
+        joint's ``describe``): a pendulum's one body and its pivot, not the 1 m given to a lone body, or the
+        millimetre every smaller scene was held to (a 1 µm top's pivot held to 1e-12 m, 1e-6 of its arm). The
+        springs' and dampers' anchors and rest lengths (``forces``) count only where bodies and joints have no
+        spread (a bead on its spring): a slack tether anchored 1 km away made a 1 m hinge's scale 1 km. It is
+        what the constraint rows, SHAKE's tolerance, the statics' steps and the energy judgement's floor
+        (:attr:`mbvi.System.energy_unit`) are measured against."""
         points = [self.world_point(f.a, np.asarray(f.anchor_a, dtype=float)) for f in frames.values()]
         points += [self.world_point(f.b, np.asarray(f.anchor_b, dtype=float)) for f in frames.values()]
-        lengths = []
-        for force in forces:
-            bodies = getattr(force, "bodies", ())
-            if len(bodies) == 2 and all(b == WORLD or b in self.bodies for b in bodies) and hasattr(force, "anchor_a"):
-                for body, anchor in zip(bodies, (force.anchor_a, force.anchor_b), strict=True):
-                    points.append(self.world_point(body, np.zeros(3) if anchor is None else np.asarray(anchor, float)))
-                lengths.append(getattr(force, "rest_length", None))
-        self.length_scale = self._extent(points, lengths)
+        self.length_scale = self._extent(points, forces)
 
     # -- queries ---------------------------------------------------------------------------------
     def kind(self, name: str) -> str:

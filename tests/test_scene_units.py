@@ -143,3 +143,19 @@ def test_the_energy_unit_weighs_the_bodies_masses_under_the_scenes_gravity() -> 
     system = mbvi.assemble(scene)
     assert system.length_scale == pytest.approx(600.0)
     assert system.energy_unit == pytest.approx((1e4 + 2.0) * 1.62 * 600.0, rel=1e-12)
+
+
+def test_a_spring_anchored_far_away_leaves_a_mechanism_its_own_size() -> None:
+    """A slack spring from a world point 1 km away made a 1 m hinge's scale 1 km: its constraint held to 5e-10 m
+    (5e-13 without the spring), and an explicit Euler run that gained 6.5 times its energy was judged against
+    m g × 1 km, with no warning (a review of the change that widened the scale to the anchors)."""
+    for far in (0.0, 1e3):
+        scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+        scene.add(mbvi.RigidBody("link", mass=1.0, inertia=(0.02, 0.02, 0.01), position=(0.7, 0.0, -0.7)))
+        scene.add(mbvi.Revolute("world", "link", anchor=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0)))
+        if far:
+            scene.add(mbvi.Spring("world", "link", stiffness=1e-3, anchor_a=(far, 0.0, 0.0)))
+        assert mbvi.assemble(scene).length_scale == pytest.approx(0.7)
+        assert mbvi.simulate(scene, 5.0, 1e-2).constraint_error.max() < 1e-12
+        with pytest.warns(RuntimeWarning, match="not a solution"):
+            mbvi.simulate(scene, 20.0, 1e-2, "explicit_euler")
