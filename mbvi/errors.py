@@ -119,6 +119,7 @@ def member_failure(cause: SolverError, failed: list[int], count: int, trajectori
     )  # fmt: skip
     err.member = b
     err.members = list(failed)
+    err.ahead = cause.ahead  # (what lies on the member's path that no step cures: it was dropped here)
     if cause.verified_dt is not None:
         err.verified_dt = cause.verified_dt
     # a batch does not re-run a member to verify a step it suggests (simulate of that member does, when its

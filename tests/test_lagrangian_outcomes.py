@@ -304,6 +304,11 @@ def test_backward_euler_creeping_short_of_a_vanishing_mass_names_it() -> None:
     system = mbvi.LagrangianSystem((1 - q**2) * v**2 / 2, [q], [v], initial_state=mbvi.State([0.0], [2.0]))
     with pytest.raises(mbvi.SolverError, match=r"ahead the mass matrix ∂²L/∂v² is singular or indefinite"):
         mbvi.simulate(system, 2.0, 1e-2, "implicit_euler")
+    # a batch's member error keeps it (SolverError.ahead was None there)
+    with pytest.raises(mbvi.SolverError, match="member 0 of 2") as err:
+        mbvi.simulate_batch(system, 2.0, 1e-2, initial_states=(np.array([[0.0], [0.0]]), np.array([[2.0], [1.9]])),
+                            integrator="implicit_euler")  # fmt: skip
+    assert err.value.ahead is not None and "mass matrix ∂²L/∂v² is singular or indefinite" in err.value.ahead
 
 
 x_, v_ = sp.symbols("x v")
