@@ -78,8 +78,7 @@ class Layout:
         #: characteristic length of the scene, m: the extent of the bodies' positions here; assembly widens it to
         #: the joints' anchors (:meth:`fit_length_scale`)
         self.length_scale = self._extent(())
-        pts = q0.reshape(-1, 3)[self.translation_blocks // 3]
-        spread = float(np.max(np.ptp(pts, axis=0))) if len(pts) > 1 else 0.0
+        spread = self._spread(())
         #: the bodies' spread, m (at least a millimetre; 1 m for one body): what pictures size their bodies by
         #: (:class:`mbvi.geometry.SceneGeometry`), not a length the physics is measured against
         self.body_spread = max(spread, 1e-3) if spread > 0 else 1.0

@@ -566,4 +566,3 @@ def _write_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
         for name, value in arrays.items():
             with archive.open(f"{name}.npy", "w", force_zip64=True) as fh:
                 np.lib.format.write_array(fh, np.asanyarray(value), allow_pickle=False)
-

@@ -160,7 +160,7 @@ class CSM(Integrator):
             sol = self._ivp(y0, t0, keep, max_step)
         except (SolverError, ArithmeticError):
             return None
-        return _result(sol, n) if sol.success else None
+        return _result(sol.t, sol.y, n) if sol.success else None
 
     def _ivp(self, y0: np.ndarray, t0: float, times: np.ndarray, max_step: float | None):
         """``solve_ivp`` of the constrained dynamics from (t0, y0) to ``times[-1]``, sampled at ``times``."""
@@ -201,7 +201,7 @@ class CSM(Integrator):
             raise self._load_failure(exc, state, t0, times, nsteps) from exc
         rows = 2 * n + (1 if self.system.has_forces else 0)
         y = np.asarray(sol.y, dtype=float).reshape(rows, -1)  # (an empty list when it failed before any output)
-        result = _result(y, n, times=times if sol.success else sol.t)
+        result = _result(times if sol.success else sol.t, y, n)
         if callback is not None:
             callback(nsteps)
         if not sol.success:
@@ -239,7 +239,7 @@ class CSM(Integrator):
             except SolverError:
                 break
             if sol.success:
-                partial = _result(sol, n)
+                partial = _result(sol.t, sol.y, n)
             break
         k = failing_step(exc)
         err = LoadError(exc.reason, time=t0 + k * self.dt, step=k, culprit=getattr(exc, "culprit", None))
@@ -274,11 +274,9 @@ def _rows_spread(system, q: np.ndarray) -> float | None:
     return float(sv[-1] / sv[0])
 
 
-def _result(sol, n: int, times: np.ndarray | None = None) -> RunResult:
-    """The RunResult of a solve_ivp solution (or its y, (2n or 2n + 1, m), with ``times``): q, v and, when the work
-    was solved with them (row 2n), W."""
-    y = sol if times is not None else sol.y
-    t = times if times is not None else sol.t
+def _result(t: np.ndarray, y: np.ndarray, n: int) -> RunResult:
+    """The RunResult of solve_ivp's samples: times ``t`` (m,) and states ``y`` (2n or 2n + 1, m), q, v and, when the
+    work was solved with them (row 2n), W."""
     y = np.asarray(y, dtype=float)
     work = y[2 * n].copy() if y.shape[0] > 2 * n else None
     return RunResult(np.asarray(t, dtype=float), y[:n].T.copy(), y[n : 2 * n].T.copy(), work)
