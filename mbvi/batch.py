@@ -26,7 +26,17 @@ from mbvi.engine.fields import LT, RI, ST
 from mbvi.engine.runner import RunResult, RunState, advance, nsave, run_batch, saved_states, saved_steps, threads
 from mbvi.errors import ConstraintWarning, SolverError, member_failure
 from mbvi.integrators.stepkernel import run_kernel_batch, step_failure
-from mbvi.runs import energy_scales, judge_members, last_step, named_members, run_info, run_numbers, steady_drift
+from mbvi.runs import (
+    THROUGHPUT_SHARE,
+    energy_scales,
+    energy_throughput,
+    judge_members,
+    last_step,
+    named_members,
+    run_info,
+    run_numbers,
+    steady_drift,
+)
 from mbvi.scene import Scene
 from mbvi.simulate import assembled, check_capabilities, joint_state, resolve_integrator
 from mbvi.state import State, stack_states
@@ -159,23 +169,27 @@ def _members(scene, system, cls, stepper, initial_states, t0: float, nsteps: int
     for cb in model.callbacks:
         cb.reset()
     scheme = stepper.method()
+    ends = (np.zeros_like(Q), np.zeros_like(V), np.zeros(len(Q)))  # where each member stopped (its state, work)
     if lockstep.eligible(int(model.IL[LT.NB]), scheme):  # particles under the RATTLE family: chunks in lockstep
         t, Qs, Vs, W, status = run_batch(
             model, scheme, Q, V, t0=float(t0), h=stepper.dt, nsteps=nsteps, save_every=save_every,
             tol=stepper.tol, maxiter=stepper.maxiter, length_scale=float(system.length_scale),
             max_turn=float(stepper.max_turn), project=False,  # the states are on the joints already, as simulate's
+            ends=ends,
         )  # fmt: skip
     else:
-        t, Qs, Vs, W, status = _engine_members(model, stepper, Q, V, float(t0), nsteps, save_every)
+        t, Qs, Vs, W, status = _engine_members(model, stepper, Q, V, float(t0), nsteps, save_every, ends)
     # a KeyboardInterrupt or SystemExit a load met is the user's (the members the loop hands back run again
     # below, and it was lost)
     raise_interrupts(model.callbacks)
     with np.errstate(over="ignore", invalid="ignore"):  # (each member's work as its run alone measures it)
         trajs = Trajectory.many_from_states(system, t, Qs, Vs, status[:, RI.SAVED], scene=scene, info=info, work=W)
     stopped: dict[int, Any] = {b: None for b in range(len(Q)) if status[b, RI.STATUS] not in (ST.DONE, ST.NEEDS_NUMPY)}
+    for b in stopped:  # as a run alone keeps it: the failing step's start, off the save grid
+        trajs[b] = _up_to_failure(system, scene, info, t, Qs[b], Vs[b], W[b], status[b], stepper.dt, ends, b)
     if stopped:  # the first one diagnosed now, before a run below resets the loads' record of an error
         b = min(stopped)
-        stopped[b] = _engine_cause(system, model, stepper, status[b], Qs[b], Vs[b], float(t0))
+        stopped[b] = _engine_cause(system, model, stepper, status[b], ends[0][b], ends[1][b], float(t0))
     runs = {
         b: _member(stepper, Q[b], V[b], float(t0), nsteps, save_every)  # the whole member again, as it runs alone
         for b in range(len(Q))
@@ -265,6 +279,8 @@ def _energy_suspects(trajs: list[Trajectory], system) -> list[int]:
         boost = None if all(d is None for d in steady) else np.stack([np.zeros_like(t) if d is None else d
                                                                       for d, t in zip(steady, T, strict=True)])
         energy_scale, motion = energy_scales(T, U, system, boost)
+        if measured and system.has_forces:  # a driven run's balance against what its forces moved through it too
+            motion = np.maximum(motion, THROUGHPUT_SHARE * energy_throughput(np.stack([traj.work for traj in trajs])))
         calm = finite & (drift <= 0.1 * np.minimum(motion, energy_scale))
         error = np.max(np.abs(change), axis=1) / motion  # simulate.energy_error's figure, for every member at once
     if E.shape[1] >= 2 and (measured or not system.has_forces):
@@ -342,8 +358,9 @@ def _off_the_joints(system, Q: np.ndarray, V: np.ndarray) -> np.ndarray:
 
 
 def _engine_members(
-    model, stepper, Q0: np.ndarray, V0: np.ndarray, t0: float, nsteps: int, save_every: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    model, stepper, Q0: np.ndarray, V0: np.ndarray, t0: float, nsteps: int, save_every: int,
+    ends: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """Every member through the compiled loop :func:`mbvi.simulate` runs for it, member by member on every core.
 
     The loop starts from each member's state as given (already on the joints, as :func:`mbvi.simulate` takes
@@ -358,6 +375,9 @@ def _engine_members(
         The work of the non-conservative forces at each saved state, J.
     status : ndarray of int, (B, RI.count)
         Per member: status, step reached, states saved, counters (:data:`mbvi.engine.fields.RI`).
+
+    ``ends`` (Q, V (B, nq), W (B,)) receives where each member stopped: its state and work (a failed member's
+    failing step's start).
     """
     system, scheme = stepper.system, stepper.method()
     B, nq = Q0.shape
@@ -373,6 +393,7 @@ def _engine_members(
     def member(b: int) -> None:
         rs = RunState(model, scheme, Q0[b], V0[b])  # as mbvi.integrators.compiled.Drive starts a run
         advance(model, scheme, rs, k0=0, kstop=nsteps, out=(Q[b], V[b], Wk[b], status[b]), j0=1, **options)
+        ends[0][b], ends[1][b], ends[2][b] = rs.q, rs.v, Wk[b, -1]
 
     nthreads = min(threads(), B)
     if nthreads <= 1:
@@ -385,11 +406,23 @@ def _engine_members(
     return t0 + saved_steps(ns, nsteps, save_every) * stepper.dt, Q, V, Wk[:, :ns], status
 
 
-def _engine_cause(system, model, stepper, status: np.ndarray, Qb: np.ndarray, Vb: np.ndarray, t0: float):
-    """Why a member stopped in the compiled loop (:func:`mbvi.diagnosis.engine_failure`): a SolverError."""
-    k, j = int(status[RI.STEP]), int(status[RI.SAVED])
-    return engine_failure(system, int(status[RI.STATUS]), Qb[j - 1], Vb[j - 1], t0 + k * stepper.dt, k, stepper.dt,
-                          model.rigid, stepper.name, model.callbacks, stepper.method())  # fmt: skip
+def _engine_cause(system, model, stepper, status: np.ndarray, q: np.ndarray, v: np.ndarray, t0: float):
+    """Why a member stopped in the compiled loop at (q, v), its failing step's start
+    (:func:`mbvi.diagnosis.engine_failure`, as a run alone is diagnosed): a SolverError."""
+    k = int(status[RI.STEP])
+    return engine_failure(system, int(status[RI.STATUS]), q, v, t0 + k * stepper.dt, k, stepper.dt, model.rigid,
+                          stepper.name, model.callbacks, stepper.method())  # fmt: skip
+
+
+def _up_to_failure(system, scene, info: dict, t: np.ndarray, Q: np.ndarray, V: np.ndarray, W: np.ndarray | None,
+                   status: np.ndarray, h: float, ends: tuple, b: int) -> Trajectory:  # fmt: skip
+    """A failed member's trajectory as its run alone keeps it: the states saved up to the failure, and the failing
+    step's start (``ends``' member ``b``) when it is off the save grid."""
+    j, k = int(status[RI.SAVED]), int(status[RI.STEP])
+    part = RunResult(t[:j], Q[:j], V[:j], None if W is None else W[:j])
+    part = part.ending_at(float(t[0] + k * h), ends[0][b], ends[1][b], None if W is None else float(ends[2][b]))
+    with np.errstate(over="ignore", invalid="ignore"):
+        return Trajectory.from_states(system, part.t, part.q, part.v, scene=scene, info=info, work=part.work)
 
 
 def _member(stepper, q: np.ndarray, v: np.ndarray, t0: float, nsteps: int, save_every: int) -> Any:
@@ -439,12 +472,14 @@ def _finish(system, scene, info: dict, trajs: list, runs: dict, stopped: dict) -
     raise err
 
 
-def _kernel_members(stepper, system, scene, info, t, Qs, Vs, status, ends) -> list[Trajectory]:
+def _kernel_members(stepper, system, scene, info, t, Qs, Vs, W, status, ends) -> list[Trajectory]:
     """The trajectories of a batch run through a plugin's compiled step; the first failure raised, naming it and,
     as a run alone does, what raised in it (the step or a load, called again as Python at the failing step)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        trajs = Trajectory.many_from_states(system, t, Qs, Vs, status[:, RI.SAVED], scene=scene, info=info)
+        trajs = Trajectory.many_from_states(system, t, Qs, Vs, status[:, RI.SAVED], scene=scene, info=info, work=W)
     failed = [b for b in range(len(Qs)) if status[b, RI.STATUS] != ST.DONE]
+    for b in failed:  # as a run alone keeps it: the failing step's start, off the save grid
+        trajs[b] = _up_to_failure(system, scene, info, t, Qs[b], Vs[b], W[b], status[b], stepper.dt, ends, b)
     if failed:
         b = failed[0]
         k = int(status[b, RI.STEP])

@@ -79,11 +79,12 @@ class Trajectory:
     work : ndarray, shape (n,), or None
         The work W done on the system by its non-conservative forces (dampers, drag, joint friction, external
         loads, controllers) since the first frame, J: ``energy - energy[0] - work`` is the energy balance a run
-        keeps, constant but for the integrator's error. Zeros when the scene has no such force; None when the run
-        did not measure it (``csm``, whose solve_ivp steps are its own; a plugin's compiled step kernel, such as
-        ``leapfrog``'s). A LagrangianSystem's run with a force Q or an explicit time dependence holds W =
-        ∫ (Q·v − ∂L/∂t) dt by trapezoids over its states when every step was saved (None otherwise, and for a
-        conservative Lagrangian). A batch's members measure it as serial runs do.
+        keeps, constant but for the integrator's error (a part of a run, :meth:`frame` or a slice, counts it
+        from its own first frame). Zeros when the scene has no such force; None when the run did not measure it
+        (a plugin integrator with its own ``integrate``). A LagrangianSystem's run with a force Q or an
+        explicit time dependence holds W = ∫ (Q·v − ∂L/∂t) dt by trapezoids over its states when every step was
+        saved (None otherwise, and for a conservative Lagrangian). A batch's members measure it as serial runs
+        do.
     """
 
     work = None  # (a trajectory pickled before work existed has none: None, not an AttributeError)
@@ -264,6 +265,11 @@ class Trajectory:
 
     def _sliced(self, sl: slice) -> Trajectory:
         kw = {k: getattr(self, k)[sl] for k in _ARRAYS if k not in ("t", "q", "v")}
+        start = sl.indices(len(self.t))[0]
+        work = None
+        if self.work is not None:  # counted from the part's own first frame, as a run's is from its start (the
+            work = self.work[sl]  # whole run's count made a damped run's second half show its whole loss as error)
+            work = work - work[0] if len(work) else work
         out = Trajectory(
             self.t[sl],
             self.q[sl],
@@ -271,10 +277,9 @@ class Trajectory:
             geometry=self.geometry,
             scene=self.scene,
             info={k: v for k, v in self.info.items() if k not in _RUN_FIGURES},
-            work=None if self.work is None else self.work[sl],
+            work=work,
             **kw,
         )
-        start = sl.indices(len(self.t))[0]
         counted = start or hasattr(self, "_turns_from") or "joint_turns" in self.info
         if counted and len(out.t):  # its joints' turns count on from this run's at its first state (joint_angle),
             out._turns_from = (self, start)  # a part of a part, or of a saved part, as that part counts them
@@ -455,14 +460,21 @@ class Trajectory:
                     raise ValueError(not_ours)
                 with data:
                     meta = json.loads(str(data["meta"]))
-                    arrays = {k: np.asarray(data[k], dtype=float) for k in _ARRAYS}
-                    if "work" in data.files:
-                        arrays["work"] = np.asarray(data["work"], dtype=float)
+                    version = meta.get("format", 1) if isinstance(meta, dict) else None
+                    if version not in _FORMATS:  # a newer mbvi's file read as if it were ours misreads it silently
+                        raise _Refused(
+                            f"{str(path)!r} is an mbvi trajectory of format {version!r}; this mbvi reads formats "
+                            f"{', '.join(map(str, _FORMATS))} (written by another version of mbvi?)"
+                        )
+                    names = [*_ARRAYS, *(["work"] if "work" in data.files else [])]
+                    arrays = {k: _real_array(data[k], k, path) for k in names}
             geometry = SceneGeometry.from_dict(meta["geometry"])
             info = meta.get("info")
             info = dict(info or {})
         except FileNotFoundError:
             raise
+        except _Refused as exc:
+            raise ValueError(str(exc)) from None
         except (
             # a damaged file: what zipfile, zlib, numpy's .npy reader, json and the geometry's from_dict raise for one
             # (OSError and ValueError cover UnicodeDecodeError, json.JSONDecodeError and zipfile's CRC errors)
@@ -484,6 +496,22 @@ class Trajectory:
         _check_consistent(path, arrays, geometry)
         t, q, v = arrays.pop("t"), arrays.pop("q"), arrays.pop("v")
         return cls(t, q, v, geometry=geometry, info=info, **arrays)
+
+
+#: the file formats :meth:`Trajectory.load` reads (1: before ``work``; a file without a format is one)
+_FORMATS = (1, 2)
+
+
+class _Refused(ValueError):
+    """A file :meth:`Trajectory.load` recognizes and refuses, with its own message (not "not an mbvi trajectory")."""
+
+
+def _real_array(value: np.ndarray, name: str, path: str | os.PathLike) -> np.ndarray:
+    """A saved array as floats; a ValueError naming it when it holds anything but real numbers (complex numbers
+    lost their imaginary part to a warning; numeric strings were parsed)."""
+    if value.dtype.kind not in "biuf":
+        raise _Refused(f"{str(path)!r}: its array {name!r} holds {value.dtype} values, not real numbers")
+    return np.asarray(value, dtype=float)
 
 
 #: what ``info`` says of a whole run, not of a part of it (:meth:`Trajectory.frame`, ``head``): its energy figures

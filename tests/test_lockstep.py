@@ -53,7 +53,7 @@ def _serial(system, integrator: str, dt: float, q: np.ndarray, v: np.ndarray, ns
     return out.q, out.v, out.work
 
 
-def _batch(stepper, model, Q0, V0, nsteps: int, save_every: int, chunk: int | None = None):
+def _batch(stepper, model, Q0, V0, nsteps: int, save_every: int, chunk: int | None = None, ends=None):
     """Every member through the compiled batch (:func:`mbvi.engine.runner.run_batch`): t, Q, V, work, info."""
     return runner.run_batch(
         model,
@@ -69,6 +69,7 @@ def _batch(stepper, model, Q0, V0, nsteps: int, save_every: int, chunk: int | No
         length_scale=float(stepper.system.length_scale),
         max_turn=stepper.max_turn,
         chunk=chunk,
+        ends=ends,
     )
 
 
@@ -129,7 +130,8 @@ def test_members_that_need_full_newton_or_fail_leave_the_chunk_alone(integrator:
     dt, nsteps = 0.03, 200
     stepper = mbvi.get_integrator(integrator)(system, dt)
     model = system.engine_model()
-    _t, Q, V, W, info = _batch(stepper, model, Q0, V0, nsteps, every, chunk=len(Q0))
+    ends = (np.zeros_like(Q0), np.zeros_like(V0), np.zeros(len(Q0)))
+    _t, Q, V, W, info = _batch(stepper, model, Q0, V0, nsteps, every, chunk=len(Q0), ends=ends)
     newton = info[:, 4] > 0
     done = info[:, 0] == ST.DONE
     assert (done & ~newton).any() and (newton | ~done).any()  # some stay in lockstep, some leave it
@@ -140,11 +142,16 @@ def test_members_that_need_full_newton_or_fail_leave_the_chunk_alone(integrator:
         if done[b]:
             assert np.array_equal(Qs, Q[b]) and np.array_equal(Vs, V[b]) and np.array_equal(Ws, W[b])
             assert info[b, 1] == nsteps and info[b, 2] == len(Qs)
-        else:  # the serial run fails at the same step; the batch keeps the member's states up to it
+        else:  # the serial run fails at the same step; the batch keeps the member's states up to it, and where the
+            # member stopped: the failing step's start, which the serial run keeps too when it is off the save grid
             assert isinstance(Qs, mbvi.SolverError) and Qs.step == info[b, 1]
             j = info[b, 2]
-            assert j == len(Qs.partial.q) and np.array_equal(Qs.partial.q, Q[b, :j])
-            assert np.array_equal(Qs.partial.v, V[b, :j])
+            off_grid = info[b, 1] % every != 0
+            assert len(Qs.partial.q) == j + off_grid and np.array_equal(Qs.partial.q[:j], Q[b, :j])
+            assert np.array_equal(Qs.partial.v[:j], V[b, :j])
+            if off_grid:
+                assert np.array_equal(Qs.partial.q[j], ends[0][b]) and np.array_equal(Qs.partial.v[j], ends[1][b])
+                assert Qs.partial.t[j] == pytest.approx(info[b, 1] * dt)
     # through the public API: the failure names its member and keeps everyone's trajectory
     if (~done).any():
         with pytest.raises(mbvi.SolverError) as err:
@@ -152,6 +159,11 @@ def test_members_that_need_full_newton_or_fail_leave_the_chunk_alone(integrator:
                                 save_every=every)  # fmt: skip
         assert err.value.member == int(np.flatnonzero(~done)[0])
         assert all(len(err.value.trajectory[b].t) == info[b, 2] for b in np.flatnonzero(done))
+        for b in np.flatnonzero(~done):  # a failed member's: as its run alone keeps it, to its failing step's start
+            part = err.value.trajectory[b]
+            assert len(part.t) == info[b, 2] + (info[b, 1] % every != 0)
+            assert part.t[-1] == pytest.approx(info[b, 1] * dt)
+            assert np.array_equal(part.q[-1], ends[0][b] if info[b, 1] % every else Q[b, info[b, 2] - 1])
 
 
 def test_a_member_at_a_singular_configuration_runs_as_it_would_alone() -> None:

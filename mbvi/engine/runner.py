@@ -173,6 +173,23 @@ class RunResult:
     work: np.ndarray | None = None
     counters: dict[str, int] = field(default_factory=dict)
 
+    def ending_at(self, t: float, q: np.ndarray, v: np.ndarray, work: float | None = None) -> RunResult:
+        """This result and the state (t, q, v) after it: a failed run's last good state, off its save grid.
+
+        A run saved every n-th state lost up to n − 1 steps of its motion to a failure, all of it at n ≥ its
+        steps (one frame at t0 in its error's trajectory). Nothing is appended at or before the last saved time,
+        nor when this result measures work and ``work`` (J, up to that state) is not given.
+        """
+        if (len(self.t) and not t > self.t[-1]) or (self.work is not None and work is None):
+            return self
+        return RunResult(
+            np.append(self.t, t),
+            np.vstack([self.q, np.asarray(q, dtype=float)[None]]),
+            np.vstack([self.v, np.asarray(v, dtype=float)[None]]),
+            None if self.work is None else np.append(self.work, work),
+            self.counters,
+        )
+
 
 #: the Lie loop's buffers of a system without rigid bodies: empty, never written, shared
 _NO_BUFFERS = tuple(np.zeros(0) for _ in LB.fields)
@@ -399,13 +416,14 @@ def _chunk(B: int) -> int:
 def run_batch(
     model, scheme: np.ndarray, Q0: np.ndarray, V0: np.ndarray, *, t0: float, h: float, nsteps: int,
     save_every: int, tol: float, maxiter: int, length_scale: float, max_turn: float, chunk: int | None = None,
-    project: bool = True,
+    project: bool = True, ends: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """Every member of (Q0, V0) through the same compiled run, in parallel.
 
     ``chunk``: members stepped in lockstep (:mod:`mbvi.engine.lockstep`); by default up to
     :data:`mbvi.engine.lockstep.CHUNK`, at least two chunks per thread; 0: member by member.
-    It changes the speed, not the result.
+    It changes the speed, not the result. ``ends``: (Q, V (B, nq), W (B,)) to receive the state and work where
+    each member that left the lockstep stopped (a failed member's failing step's start).
 
     Returns
     -------
@@ -443,6 +461,8 @@ def run_batch(
         rs.lam[...] = lam
         advance(model, scheme, rs, k0=k0, kstop=nsteps, out=(Q[b], V[b], Wk[b], info[b]), j0=j0, project=project,
                 **options)  # fmt: skip
+        if ends is not None:
+            ends[0][b], ends[1][b], ends[2][b] = rs.q, rs.v, Wk[b, -1]
 
     def unit(u: int) -> None:
         b0 = u * size

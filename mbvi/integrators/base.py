@@ -303,17 +303,19 @@ class Integrator:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             for k in range(nsteps):
                 t = t0 + k * self.dt
-                before = State(state.q.copy(), state.v.copy()) if measure else state  # (a step may update in place)
+                before = State(state.q.copy(), state.v.copy())  # (a step may update in place)
                 try:
                     state = step(state, t)
                 except SolverError as exc:
                     err = exc.located(t, k)
-                    err.partial = RunResult(*rec.arrays(), _work(saved_work, measure))
+                    err.partial = RunResult(*rec.arrays(), _work(saved_work, measure)).ending_at(
+                        t, before.q, before.v, work)  # the failing step's start, off the save grid  # fmt: skip
                     raise err from exc
                 self._check_returned(state)
                 if not (np.isfinite(state.q).all() and np.isfinite(state.v).all()):
                     err = instability(self.system, self.name, self.dt, t, k)
-                    err.partial = RunResult(*rec.arrays(), _work(saved_work, measure))
+                    err.partial = RunResult(*rec.arrays(), _work(saved_work, measure)).ending_at(
+                        t, before.q, before.v, work)  # fmt: skip
                     raise err
                 if measure:
                     try:

@@ -153,10 +153,16 @@ class Drive:
             return self.t0 + np.arange(count) * self.h
         return self.t0 + saved_steps(count, self.nsteps, self.save_every) * self.h
 
-    def partial(self) -> RunResult:
-        """The states saved so far."""
+    def partial(self, last: tuple[np.ndarray, np.ndarray, float] | None = None) -> RunResult:
+        """The states saved so far, and ``last``, the state (q, v, work) of step :attr:`k` when given (a failed
+        step's start, off the save grid)."""
         j = self.j
-        return RunResult(self._times(j), self.Q[:j], self.V[:j], self.Wk[:j].copy())
+        saved = RunResult(self._times(j), self.Q[:j], self.V[:j], self.Wk[:j].copy())
+        return saved if last is None else saved.ending_at(self.t0 + self.k * self.h, *last)
+
+    def _failed_at(self) -> RunResult:
+        """:meth:`partial` with the run state, where a failed compiled call leaves the failing step's start."""
+        return self.partial((self.rs.q.copy(), self.rs.v.copy(), float(self.Wk[-1])))
 
     def _grow(self, kstop: int) -> None:
         """Room for the states up to step ``kstop`` (open-ended runs)."""
@@ -200,13 +206,13 @@ class Drive:
                 failed = kernel_failure(self.model.callbacks, t0 + self.k * h, self.k, (rs.q, rs.v, h),
                                         reach(self.scheme))  # fmt: skip
                 if failed is not None:
-                    failed.partial = self.partial()
+                    failed.partial = self._failed_at()
                     raise failed
                 self._numpy_burst(stop, kstart)
             elif status != ST.DONE:
                 err = engine_failure(system, status, rs.q, rs.v, t0 + self.k * h, self.k, h, self.model.rigid,
                                      integrator.name, self.model.callbacks, self.scheme)  # fmt: skip
-                err.partial = self.partial()
+                err.partial = self._failed_at()
                 raise err
             if callback is not None:
                 callback(self.k)
@@ -231,11 +237,11 @@ class Drive:
                     new = integrator._step(State(q.copy(), v.copy()), t)
             except SolverError as exc:
                 err = exc.located(t, self.k)
-                err.partial = self.partial()
+                err.partial = self.partial((q, v, work))
                 raise err from exc
             if not (np.isfinite(new.q).all() and np.isfinite(new.v).all()):
                 err = instability(system, integrator.name, h, t, self.k)
-                err.partial = self.partial()
+                err.partial = self.partial((q, v, work))
                 raise err
             if system.has_forces:
                 work += step_work(integrator, q, v, new, t)

@@ -129,11 +129,13 @@ def run_kernel(integrator, state: State, t0: float, nsteps: int, save_every: int
         status, k, j = int(info[RI.STATUS]), int(info[RI.STEP]), int(info[RI.SAVED])
         if status != ST.DONE:
             err = _failure(integrator, model, status, q, v, t0 + k * h, k, (mdl, WI, WS, scratch, kparams))
-            err.partial = RunResult(t0 + saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j])
+            saved = RunResult(t0 + saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j], Wk[:j].copy())
+            # the failing step's start, off the grid (the work up to it: the last entry of Wk)
+            err.partial = saved.ending_at(t0 + k * h, q.copy(), v.copy(), float(Wk[-1]))
             raise err
         if callback is not None:
             callback(k)
-    return RunResult(t0 + saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j])
+    return RunResult(t0 + saved_steps(j, nsteps, save_every) * h, Q[:j], V[:j], Wk[:j].copy())
 
 
 def step_failure(integrator, status: int, q, v, t: float, k: int) -> SolverError:
@@ -147,9 +149,9 @@ def step_failure(integrator, status: int, q, v, t: float, k: int) -> SolverError
 def run_kernel_batch(integrator, Q0: np.ndarray, V0: np.ndarray, t0: float, nsteps: int, save_every: int):
     """Every member of (Q0, V0) through the compiled step, member by member on every core; or None (NumPy).
 
-    Returns ``(t, Q, V, info, ends)`` with Q, V (B, nsave, nq) and info (B, RI.count) as
-    :func:`mbvi.engine.runner.run_batch`, and ``ends`` = (q, v), (B, nq) each: where each member's run stopped
-    (a failed one: its failing step's start, which :func:`member_failure` probes).
+    Returns ``(t, Q, V, W, info, ends)`` with Q, V (B, nsave, nq), the work W (B, nsave) and info (B, RI.count)
+    as :func:`mbvi.engine.runner.run_batch`, and ``ends`` = (q, v (B, nq), work (B,)): where each member's run
+    stopped (a failed one: its failing step's start, which :func:`member_failure` probes).
     """
     model = integrator.system.engine_model()
     found = _address_of(integrator) if model is not None and model.q_model.arrays() is not None else None
@@ -162,7 +164,8 @@ def run_kernel_batch(integrator, Q0: np.ndarray, V0: np.ndarray, t0: float, nste
     Q, V = saved_states((B, ns, nq), zero=True), saved_states((B, ns, nq), zero=True)
     Q[:, 0], V[:, 0] = Q0, V0
     info = np.zeros((B, RI.count), dtype=np.int64)
-    ends = (np.array(Q0, dtype=float), np.array(V0, dtype=float))
+    Wk = np.zeros((B, ns + 1))
+    ends = (np.array(Q0, dtype=float), np.array(V0, dtype=float), Wk[:, -1])
 
     def member(b: int) -> None:
         mdl, WI, WS, scratch, kparams = _arrays(integrator, model)
@@ -171,9 +174,9 @@ def run_kernel_batch(integrator, Q0: np.ndarray, V0: np.ndarray, t0: float, nste
         steps[RK.NSTEPS], steps[RK.SAVE_EVERY], steps[RK.FRESH] = nsteps, save_every, 1
         steps[RK.KSTOP], steps[RK.J0] = nsteps, 1
         run_steps(addr, mdl, (q, v, WI, WS), scratch, kparams, steps, _params(float(t0), h),
-                  (Q[b], V[b], np.zeros(ns + 1), info[b]))  # fmt: skip
+                  (Q[b], V[b], Wk[b], info[b]))  # fmt: skip
 
     with ThreadPoolExecutor(max(1, min(threads(), B))) as pool:  # the compiled loop releases the GIL
         for f in [pool.submit(member, b) for b in range(B)]:
             f.result()
-    return t0 + saved_steps(ns, nsteps, save_every) * h, Q, V, info, ends
+    return t0 + saved_steps(ns, nsteps, save_every) * h, Q, V, Wk[:, :ns], info, ends

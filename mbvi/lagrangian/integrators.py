@@ -597,6 +597,9 @@ class CSM(LagrangianIntegrator):
         from scipy.integrate import solve_ivp
 
         sysm, n = self.system, self.system.nq
+        if nsteps == 0:  # no interval for solve_ivp (it returns its y as a list): the start alone
+            q0, v0, t_eval = np.asarray(q, float)[None], np.asarray(v, float)[None], np.array([float(t0)])
+            return t_eval, q0, v0, sysm.momentum(q0, v0, t_eval)
         idx = list(range(0, nsteps + 1, save_every))
         if idx[-1] != nsteps:
             idx.append(nsteps)
@@ -682,8 +685,15 @@ class Run:
         return self.t0 + k * self.integrator.dt
 
     def _partial(self) -> tuple:
+        """The states saved so far, and the failing step's start (the run's state, step :attr:`k`) when it is off
+        the save grid (a run saved every n-th state lost up to n − 1 steps of its motion)."""
         j = self.j
-        return (self.times(j), *(a[:j] for a in self.out))
+        t, Q, V, P = self.times(j), *(a[:j] for a in self.out)
+        now = self.t0 + self.k * self.integrator.dt
+        if j and now > t[-1]:
+            t = np.append(t, now)
+            Q, V, P = (np.vstack([a, b[None]]) for a, b in ((Q, self.q), (V, self.v), (P, self.p)))
+        return (t, Q, V, P)
 
     def advance_to(self, kstop: int, callback: Any = None) -> None:
         """Take the steps up to ``kstop``.
