@@ -27,7 +27,8 @@ __all__ = ["DRIFT_FAILED_MESSAGE", "diagnose", "drift_failure", "engine_failure"
 DRIFT_FAILED_MESSAGE = (
     "velocity-dependent forces: the implicit drift does not converge — the damping is too stiff for this "
     "step relative to the masses it acts on (e.g. joint damping on a body with a tiny rotational inertia); "
-    "use a smaller dt, or integrator='midpoint' or 'implicit_euler', which solve it by Newton"
+    "use a smaller dt, or integrator='implicit_euler', which solves it by Newton and damps it ('midpoint' solves "
+    "it too, but a velocity its damping would stop within a step flips sign every step instead of decaying)"
 )
 
 

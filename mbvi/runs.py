@@ -22,8 +22,9 @@ WARN_ENERGY = 0.1
 WARN_ENERGY_BASELINE = 1.0
 
 __all__ = [
-    "energy_given", "energy_in_motion", "energy_scales", "judge_members", "last_step", "least_motion", "named_members",
-    "progress_bar", "run_info", "run_numbers", "steady_drift", "step_count", "verify_hint", "whole_steps",
+    "energy_given", "energy_in_motion", "energy_scales", "energy_throughput", "judge_members", "last_step",
+    "least_motion", "named_members", "progress_bar", "run_info", "run_numbers", "steady_drift", "step_count",
+    "verify_hint", "whole_steps",
 ]  # fmt: skip
 
 
@@ -128,6 +129,27 @@ def energy_in_motion(kinetic: np.ndarray, potential: np.ndarray, info: dict | No
     with np.errstate(all="ignore"):
         motion = float(energy_scales(kinetic, potential, None)[1])
     return motion if np.isfinite(motion) and motion > 1e-300 else 1.0
+
+
+#: an energy balance is judged against at least this share of the energy the non-conservative forces moved in and
+#: out of the system (:func:`energy_throughput`)
+THROUGHPUT_SHARE = 0.1
+
+
+def energy_throughput(work: np.ndarray) -> np.ndarray:
+    """Σ |ΔW| over the last axis (time; leading axes: members), J: the energy the non-conservative forces moved in
+    and out of the system between the saved states (0 where it is not finite).
+
+    A driven, damped run in its steady state takes in what it dissipates: its net work stays small, its motion
+    too, and the quadrature of W errs by O(h²) of what flows through, an error that grows with the run. A driven
+    oscillator at dt = 1e-2, accurate to 1.8e-5 m on a 0.128 m amplitude, had its balance stray by 16 % of its
+    energy in motion at 400 s and 90 % at 2000 s (and at dt/4 by 22 % at 8000 s): judged against
+    :data:`THROUGHPUT_SHARE` of this too, it is what it is, accurate, whatever the run's length (at dt = 0.1,
+    its motion 1.5 % off, it still warns).
+    """
+    with np.errstate(all="ignore"):
+        flow = np.sum(np.abs(np.diff(np.asarray(work, dtype=float), axis=-1)), axis=-1)
+    return np.where(np.isfinite(flow), flow, 0.0)
 
 
 def energy_scales(kinetic: np.ndarray, potential: np.ndarray, system: Any,

@@ -9,17 +9,19 @@ import numpy as np
 from mbvi import notices
 from mbvi.assembly import assemble
 from mbvi.diagnosis import instability
-from mbvi.engine.scheme import is_rattle
+from mbvi.engine.scheme import KIND, MIDPOINT, is_rattle
 from mbvi.errors import LoadError, SolverError
 from mbvi.integrators.base import Integrator
 from mbvi.integrators.compiled import Compiled
 from mbvi.plugins import check_given_class, get_integrator
 from mbvi.runs import (
     BLOW_UP,
+    THROUGHPUT_SHARE,
     WARN_ENERGY,
     WARN_ENERGY_BASELINE,
     energy_given,
     energy_scales,
+    energy_throughput,
     hint_to_verify,
     last_step,
     progress_bar,
@@ -194,8 +196,65 @@ def _simulate(verify: bool, scene: Scene | System, t_end: float, dt: float, inte
             _verify_suggestion(err, source, cls, dt, t_end, t0, initial_state, options)
         raise
     _warn_energy_error(traj, stepper, system)
+    _warn_stiff_damping(traj, stepper, system)
     _warn_wound_springs(traj, system)
     return traj
+
+
+def damping_rate(system: System, q: np.ndarray, v: np.ndarray, t: float, iterations: int = 40) -> tuple[float, int]:
+    """The fastest rate c/m (1/s) at which the velocity-dependent forces damp a motion the joints allow, at (q, v, t),
+    and the coordinate that motion moves most.
+
+    The largest |λ| of M⁻¹ D, D = −∂F/∂v, on the velocities G(q) v = 0 (power iteration with the mass-weighted
+    projection onto them: a damper along a rod damps nothing). A scene without constraint rows is the whole space.
+    """
+    _, dv = system.force_jacobians(q, v, t)
+    if dv.nnz == 0:
+        return 0.0, 0
+    factor = gdata = None
+    if len(system.active):
+        _, gdata = system.active_values_and_jacobian(q)
+        factor = system.solver.factor(gdata)
+
+    def tangent(x: np.ndarray) -> np.ndarray:
+        return x if factor is None else system.project_velocity(q, x, factor, gdata)
+
+    x = tangent(np.random.default_rng(0).standard_normal(system.nq) * np.sqrt(system.inv_mass))
+    rate = 0.0
+    for _ in range(iterations):
+        size = float(np.sqrt(x @ (system.mass * x)))  # the M-norm: a kinetic energy's measure
+        if not size > 0.0 or not np.isfinite(size):
+            return 0.0, 0
+        x = x / size
+        y = tangent(-system.inv_mass * (dv @ x))
+        rate = float(np.sqrt(y @ (system.mass * y)))
+        x = y
+    return rate, int(np.argmax(np.abs(x) * np.sqrt(system.mass)))
+
+
+def _warn_stiff_damping(traj: Trajectory, stepper: Integrator, system) -> None:
+    """``midpoint`` (A-stable, not L-stable) under damping that stops a motion within a step: along it the velocity
+    flips sign every step, shrinking by (1 − a)/(1 + a) (a = h c/2m) instead of vanishing, and the energy balance,
+    exact for linear damping, does not show it (vx = 1, −0.996, 0.992 … under a drag that stops it in 1e-5 s). A
+    RuntimeWarning names it and the remedy."""
+    if not (isinstance(system, System) and system.has_velocity_forces and isinstance(stepper, Compiled)):
+        return
+    if int(stepper.method()[0, KIND]) != MIDPOINT or len(traj.t) < 2:
+        return
+    with np.errstate(all="ignore"):
+        rate, coordinate = damping_rate(system, traj.q[0], traj.v[0], float(traj.t[0]))
+    a = 0.5 * stepper.dt * rate
+    if not a > 1.0:
+        return
+    body = next((n for n, o in system.layout.offset.items()
+                 if o <= coordinate < o + system.layout.bodies[n].ncoords), "?")  # fmt: skip
+    notices.warn(
+        f"integrator {stepper.name!r} at dt = {stepper.dt:g} s: the damping is stiff for this step (a motion of "
+        f"body {body!r} is damped at c/m = {rate:.3g} 1/s, h c/m = {2 * a:.3g} > 2): midpoint flips its velocity's "
+        f"sign every step, shrinking it by only {abs((1 - a) / (1 + a)):.3g}, where the motion stops within a step; "
+        f"the result is not accurate (use integrator='implicit_euler', which damps it, or dt <= {2.0 / rate:.3g} s)",
+        RuntimeWarning,
+    )
 
 
 def torsion_springs(system: System) -> list:
@@ -254,6 +313,8 @@ def energy_error(traj: Trajectory, system, work: np.ndarray | None) -> tuple[flo
     # by round-off, and its round-off-sized energy error is no error)
     drift = steady_drift(traj.v, system)
     scale = float(energy_scales(traj.kinetic, traj.potential, system, drift)[1])
+    if system.has_forces:  # a driven run's balance against what its forces moved through it, too
+        scale = max(scale, THROUGHPUT_SHARE * float(energy_throughput(work)))
     k = int(np.argmax(np.abs(balance)))
     worst = abs(float(balance[k]))
     given = energy_given(traj.kinetic, traj.potential, work, system, drift)

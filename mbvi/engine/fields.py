@@ -381,6 +381,7 @@ LF = Table(
         row("R", "1", "SHAKE's residual"),
         row("PREV", "1", "its previous residual"),
         row("FPREV", "1", "the fixed point's previous change"),
+        row("FFLOOR", "1", "the fixed point's round-off floor (of the start velocity and its kick)"),
         row("E0", "1", "miss of order 0 of the warm start"),
         row("E1", "1", "miss of order 1"),
         row("E2", "1", "miss of order 2"),

@@ -268,11 +268,27 @@ GOING, SETTLED, STALLED = 0, 1, 2
 
 
 @jit
+def sum_roundoff(start, total):
+    """1e-13 of the largest term of the sums ``total = start + (total − start)``, element by element: what rounding
+    leaves in a velocity formed as a start velocity and a kick (the fixed point's iterate), m/s.
+
+    A change of the iterate within it is round-off, however small the sum: a drag's step whose mean velocity
+    passes near zero (v½ = 7e-6 m/s, formed as 4e-3 − 4e-3) 2-cycled at 9e-19 against 1e-13 |v½| = 7e-19, and the
+    run failed as if its damping were too stiff (h c/m = 0.02).
+    """
+    big = 0.0
+    for i in range(len(start)):
+        big = max(big, abs(start[i]), abs(total[i] - start[i]))
+    return 1e-13 * big
+
+
+@jit
 def settle(new, old, floor, it, prev):
     """One test of a fixed-point iteration on a velocity: old ← new; (outcome, the change max |new − old|).
 
     SETTLED when the change is within 1e-13 relative (to max |new|, in the velocities' own units: not 1 m/s,
-    which let a 1 µm beam's steps settle on their first iterate) plus ``floor``; STALLED when it grows (from
+    which let a 1 µm beam's steps settle on their first iterate) plus ``floor`` (the constraints' tolerance as a
+    velocity, and :func:`sum_roundoff` of the iterate's terms); STALLED when it grows (from
     iteration 1 on) or halves too slowly (from iteration 4 on) relative to ``prev``, the last change.
     """
     delta = 0.0

@@ -538,6 +538,8 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, t, h, c0, c1, lam, tol, m
         for it in range(100):
             _forces(I, F, IL, q, unew, t, grad0, bufs, fv0)
             _kick(Iv, Fv, u, c0, bufs[LB.TMPV], ufree)
+            if it == 0:  # the round-off of the iterate's terms (u₀ and its kick may nearly cancel)
+                floor += K.sum_roundoff(u, ufree)
             s2 = _shake(I, F, Iv, Fv, IL, FL, WI, WS, bufs, cur, q, ufree, h, lam, K.opaque(False), tol, maxiter)
             if s2 == ST.NEEDS_NUMPY:
                 return s2

@@ -406,7 +406,7 @@ def _drift_fixed_point(I, F, GD, AB, cur, q, v, t, h, c0, grad0, lam, tol, maxit
     nq, n = I[M.NQ], I[M.N]
     vh, vfree, vnew, f0 = L[LN.VH], L[LN.VFREE], L[LN.VNEW], L[LN.F0]
     fixed, going, bad = SI[LI.FIXED], SI[LI.GOING], SI[LI.BAD]
-    fprev = SF[LF.FPREV]
+    fprev, ffloor = SF[LF.FPREV], SF[LF.FFLOOR]
     floor = 10.0 * tol * ls / abs(h) if n else 0.0
     for c in range(m):
         fixed[c] = 1 if SI[LI.ACT, c] and not bad[c] else 0
@@ -421,6 +421,12 @@ def _drift_fixed_point(I, F, GD, AB, cur, q, v, t, h, c0, grad0, lam, tol, maxit
         if not more:
             return
         _kick_some(I, F, q, vh, t, v, c0, grad0, f0, vfree, X, going, m)  # v₀ + c₀ M⁻¹(F(q₀, v½, t) − ∇U(q₀))
+        if it == 0:  # each member's round-off of the iterate's terms (:func:`mbvi.engine.kernels.sum_roundoff`)
+            for c in range(m):
+                big = 0.0
+                for i in range(nq):
+                    big = max(big, abs(v[i, c]), abs(vfree[i, c] - v[i, c]))
+                ffloor[c] = floor + 1e-13 * big
         _shake(I, F, GD[cur], AB[cur], q, vfree, h, lam, K.opaque(False), tol, maxiter, L, SF, SI, vnew, m)
         for c in range(m):
             if not fixed[c]:
@@ -429,12 +435,12 @@ def _drift_fixed_point(I, F, GD, AB, cur, q, v, t, h, c0, grad0, lam, tol, maxit
                 fixed[c] = 0
                 continue
             delta = 0.0
-            big = 1.0
+            big = 0.0  # (the serial loop's rule, mbvi.engine.kernels.settle: not 1 m/s)
             for i in range(nq):
                 delta = max(delta, abs(vnew[i, c] - vh[i, c]))
                 big = max(big, abs(vnew[i, c]))
                 vh[i, c] = vnew[i, c]
-            if delta <= 1e-13 * big + floor:
+            if delta <= 1e-13 * big + ffloor[c]:
                 fixed[c] = 0
             elif (it >= 1 and delta > fprev[c]) or (it >= 4 and delta > 0.5 * fprev[c]):
                 fixed[c] = 0

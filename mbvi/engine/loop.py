@@ -203,6 +203,8 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
         st = ST.DRIFT_FAILED
         for it in range(100):
             _kick(I, F, q, vh, t, v, c0, grad0, f0, vfree)  # v₀ + c₀ M⁻¹(F(q₀, v½, t) − ∇U(q₀))
+            if it == 0:  # the round-off of the iterate's terms (v₀ and its kick may nearly cancel)
+                floor += K.sum_roundoff(v, vfree)
             s2 = _shake(I, F, WI, WS, cur, cur, q, vfree, h, lam, K.opaque(False), tol, maxiter, q1, vnew)
             if s2 == ST.NEEDS_NUMPY:
                 return s2
@@ -438,6 +440,8 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, t, h, lam, tol, maxiter, ls):
                 qm[i] = 0.5 * (q[i] + q1[i]) if midpoint else q1[i]
             K.gradient(I, F, qm, grad)
             _kick(I, F, qm, vh, tf, v, c, grad, f, vfree)
+            if it == 0:  # the round-off of the iterate's terms (v₀ and its kick may nearly cancel)
+                floor += K.sum_roundoff(v, vfree)
             if not midpoint and n:  # the multiplier force acts along G(q₁)
                 K.affine_uw(I, F, q1, u, w)
                 K.jacobian_values(I, F, u, w, gd1)

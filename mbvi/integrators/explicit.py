@@ -65,6 +65,14 @@ class ExplicitEuler(Integrator):
             v1 = sysm.project_velocity(q1, v1)
         return State(q1, v1)
 
+    def _step_work(self, q0: np.ndarray, v0: np.ndarray, new: State, t: float, f0: np.ndarray | None = None
+                  ) -> tuple[float, None]:  # fmt: skip
+        """Work of the non-conservative forces over a step, J: the force the step applies, F(q₀, v₀, t), times
+        q₁ − q₀. (The trapezoid with the end's force credited a damping that drives the step unstable, h c/m > 2,
+        with positive work: the velocity flips sign every step, and the growing energy balanced.)"""
+        start = self.system.force(q0, v0, t) if f0 is None else f0
+        return float(start @ (new.q - q0)), None
+
 
 @hookimpl
 def register_integrators(register):

@@ -250,18 +250,18 @@ class ShakeRattle(Compiled):
         floor = 10.0 * self.tol * sysm.length_scale / abs(h) if len(sysm.active) else 0.0
         prev = np.inf
         for it in range(100):
+            kick = base_kick + c * W * sysm.force(q0, vh, t)
+            if it == 0:  # the round-off of the iterate's terms, v₀ and its kick (the compiled loop's sum_roundoff)
+                floor += 1e-13 * max(float(np.max(np.abs(v0), initial=0.0)), float(np.max(np.abs(kick), initial=0.0)))
             try:
-                q1, vnew = shake(
-                    sysm, q0, v0 + base_kick + c * W * sysm.force(q0, vh, t), h, factor0, gdata0, self.maxiter,
-                    tol=self.tol,
-                )  # fmt: skip
+                q1, vnew = shake(sysm, q0, v0 + kick, h, factor0, gdata0, self.maxiter, tol=self.tol)
             except SolverError:
                 if it == 0 and not stiff_kick(sysm, q0, vh, t, h):  # at the first iterate (v½ = v₀) SHAKE itself
                     raise  # fails, as it would with no such force (unless the damping's own kick threw it off)
                 break  # the fixed point ran away before SHAKE could follow
             delta = float(np.max(np.abs(vnew - vh)))
             vh = vnew
-            if delta <= 1e-13 * max(1.0, float(np.max(np.abs(vh)))) + floor:
+            if delta <= 1e-13 * float(np.max(np.abs(vh))) + floor:  # (in the velocities' units: not 1 m/s)
                 return q1, vh
             if (it >= 1 and delta > prev) or (it >= 4 and delta > 0.5 * prev):
                 break  # stiff damping: the fixed point diverges or contracts too slowly

@@ -311,7 +311,15 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
     csm: their drift is what they are compared for) a warning saying the run blew up, as a scene's is — unless the
     run ``failed`` at a step after it: the blow-up is then the error.
     """
-    from mbvi.runs import BLOW_UP, WARN_ENERGY, WARN_ENERGY_BASELINE, energy_given, energy_scales
+    from mbvi.runs import (
+        BLOW_UP,
+        THROUGHPUT_SHARE,
+        WARN_ENERGY,
+        WARN_ENERGY_BASELINE,
+        energy_given,
+        energy_scales,
+        energy_throughput,
+    )
 
     if len(traj.t) < 2:
         return
@@ -327,7 +335,7 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
         if work is not None:
             e = e - work
             big = float(np.max(np.abs(work))) if np.isfinite(work).all() else 0.0
-            motion = max(motion, big)
+            motion = max(motion, big, THROUGHPUT_SHARE * float(energy_throughput(work)))  # (what flowed through)
             what = "the energy balance E − W (W the work of Q and of L's explicit time dependence),"
             fine = bool(np.max(np.diff(t)) <= 1.0001 * abs(dt))
             if fine:  # the run's balance E − E₀ − W, as a scene's run keeps it (its plots read it)

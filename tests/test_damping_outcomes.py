@@ -1,0 +1,201 @@
+"""Damping too stiff for the step is never a result passed as fine: explicit Euler's blow-up under its own damping
+is seen, midpoint's sign-flipping velocity under a damping that stops a motion within a step warns, and the
+advice for a stiff damping names the integrator that damps it."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import mbvi
+
+
+def dragged(coefficient: float, gravity=None) -> mbvi.Scene:
+    scene = mbvi.Scene(gravity=gravity)
+    scene.add(mbvi.Particle("a", mass=1.0, position=(0, 0, 0), velocity=(1, 0, 0)))
+    scene.add(mbvi.Drag("a", coefficient=coefficient))
+    return scene
+
+
+def damped_arm(coefficient: float) -> mbvi.Scene:
+    scene = mbvi.Scene(gravity=(0, 0, -9.81))
+    scene.add(mbvi.RigidBody("arm", mass=1.0, inertia=(0.01, 0.01, 0.002), position=(0, 0, -0.5),
+                             velocity=(-1.0, 0, 0), angular_velocity=(0, 2.0, 0)))  # fmt: skip
+    scene.add(mbvi.Revolute("world", "arm", anchor=(0, 0, 0), axis=(0, 1, 0), name="hinge"))
+    scene.add(mbvi.JointDamping("hinge", coefficient=coefficient))
+    return scene
+
+
+def test_explicit_euler_unstable_under_its_own_damping_is_not_passed_silently() -> None:
+    """A drag of c/m = 5 1/s at dt = 0.624 s (h c/m = 3.1 > 2): explicit Euler's velocity flips and grows, 0.5 J
+    became 5.7e12 J, and the drag was credited with +5.7e12 J of work (the trapezoid over a flipping velocity), so
+    that E − E₀ − W balanced and nothing warned. The work is now that of the force the step applies, F(q₀, v₀)."""
+    with pytest.warns(RuntimeWarning, match=r"explicit_euler.*energy balance"):
+        run = mbvi.simulate(dragged(5.0), t_end=12.48, dt=0.624, integrator="explicit_euler")
+    assert run.work[-1] < 0.0  # a drag takes energy, whatever the step does
+    with pytest.warns(RuntimeWarning, match=r"explicit_euler.*energy balance"):
+        mbvi.simulate(damped_arm(40.0), t_end=1.0, dt=0.02, integrator="explicit_euler")
+
+
+def test_explicit_euler_within_its_stability_keeps_a_first_order_work_balance() -> None:
+    """At h c/m < 2 the drag's work balances the energy lost, the balance error first order in dt."""
+    errors = []
+    for dt in (0.02, 0.01, 0.005):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            run = mbvi.simulate(dragged(5.0), t_end=1.0, dt=dt, integrator="explicit_euler")
+        assert run.energy[-1] == pytest.approx(0.5 * math.exp(-10.0), rel=0.5)  # ½ v² e^(−2ct/m)
+        errors.append(float(np.max(np.abs(run.energy - run.energy[0] - run.work))))
+    orders = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    assert np.all(orders > 0.8), orders
+
+
+def test_midpoint_under_damping_that_stops_a_motion_within_a_step_warns() -> None:
+    """A drag of c/m = 1e5 1/s at dt = 0.01 s: midpoint's velocity went 1, −0.996, 0.992 … and still 0.82 at 0.5 s
+    (the motion stops in 1e-4 s), with an exact energy balance and no warning."""
+    scene = dragged(1e5, gravity=(0, 0, -9.81))
+    with pytest.warns(RuntimeWarning, match=r"midpoint.*damping is stiff.*'a'.*h c/m = 1e\+03.*implicit_euler") as rec:
+        run = mbvi.simulate(scene, t_end=0.5, dt=0.01, integrator="midpoint")
+    assert abs(run.velocity("a")[-1, 0]) > 0.5  # what it warns of: (1 − a)/(1 + a) = −0.996 a step
+    assert "dt <= 2e-05" in str(rec[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # the remedy it names damps it
+        damped = mbvi.simulate(scene, t_end=0.5, dt=0.01, integrator="implicit_euler")
+    assert damped.velocity("a")[-1] == pytest.approx([0.0, 0.0, -9.81e-5], abs=1e-12)
+    with pytest.warns(RuntimeWarning, match=r"midpoint.*damping is stiff.*'arm'"):  # a joint's damping, rigid body
+        mbvi.simulate(damped_arm(40.0), t_end=0.2, dt=0.02, integrator="midpoint")
+
+
+@pytest.mark.parametrize("case", ["moderate drag", "damper along a rod"])
+def test_midpoint_under_damping_the_step_resolves_or_the_joints_hold_stays_silent(case: str) -> None:
+    """h c/m = 1.5 (its factor (1 − a)/(1 + a) positive: a decay), and a stiff damper along the only direction a rod
+    forbids (it damps no motion the rod allows): no warning."""
+    scene = mbvi.Scene()
+    scene.add(mbvi.Particle("a", mass=1.0, position=(1, 0, 0)))
+    scene.add(mbvi.Rod("world", "a"))
+    if case == "moderate drag":
+        scene.add(mbvi.Drag("a", coefficient=150.0))
+    else:
+        scene.add(mbvi.Damper("world", "a", damping=1e5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        run = mbvi.simulate(scene, t_end=1.0, dt=0.01, integrator="midpoint")
+    if case == "damper along a rod":  # a conservative swing: the pendulum's energy kept
+        assert abs(run.energy[-1] - run.energy[0]) < 1e-4 * 9.81
+
+
+def test_a_damping_rate_is_that_of_the_motion_the_joints_allow() -> None:
+    """mbvi.simulate.damping_rate: c/m of a free particle's drag; zero for a damper along a rod; a rigid body's
+    joint damping c/J about its hinge."""
+    from mbvi.assembly import assemble
+    from mbvi.simulate import damping_rate
+
+    free = assemble(dragged(3.0))
+    assert damping_rate(free, free.initial_state().q, free.initial_state().v, 0.0)[0] == pytest.approx(3.0)
+    scene = mbvi.Scene()
+    scene.add(mbvi.Particle("a", mass=2.0, position=(1, 0, 0)))
+    scene.add(mbvi.Rod("world", "a"))
+    scene.add(mbvi.Damper("world", "a", damping=1e5))
+    rod = assemble(scene)
+    assert damping_rate(rod, rod.initial_state().q, rod.initial_state().v, 0.0)[0] < 1e-6
+    arm = assemble(damped_arm(40.0))
+    j = 0.01 + 1.0 * 0.5**2  # about the hinge's y: J_yy + m d²
+    assert damping_rate(arm, arm.initial_state().q, arm.initial_state().v, 0.0)[0] == pytest.approx(40.0 / j, rel=1e-6)
+
+
+def test_the_advice_for_a_stiff_damping_names_the_integrator_that_damps_it() -> None:
+    """verlet's error for a drag too stiff for its drift recommended 'midpoint', whose velocity then flips sign
+    every step without decaying."""
+    with pytest.raises(mbvi.SolverError, match=r"integrator='implicit_euler', which solves it by Newton and damps it"):
+        mbvi.simulate(dragged(1e5, gravity=(0, 0, -9.81)), t_end=0.5, dt=0.01, integrator="verlet")
+
+
+def _pushed(body: str) -> mbvi.Scene:
+    """1 kg under a drag of 2 N s/m and a push of 0.8236 N, released at −4.1e-3 m/s: the first step's mean velocity
+    is 7e-6 m/s, formed as 4e-3 − 4e-3."""
+    scene = mbvi.Scene(gravity=None)
+    start = dict(mass=1.0, position=(0.74, 0.0, 0.0), velocity=(-0.00412537224298517, 0.0, 0.0))
+    if body == "rigid":
+        scene.add(mbvi.RigidBody("p", inertia=(0.1, 0.1, 0.1), **start))
+    else:
+        scene.add(mbvi.Particle("p", **start))
+    scene.add(mbvi.Drag("p", coefficient=2.0))
+    scene.add(mbvi.ExternalForce("p", force=(0.8236416281840693, 0.0, 0.0)))
+    return scene
+
+
+@pytest.mark.parametrize("body", ["particle", "rigid"])
+@pytest.mark.parametrize("integrator", ["verlet", "yoshida4", "verlet_np"])
+def test_a_gentle_drag_whose_step_passes_through_rest_is_no_stiff_damping(body: str, integrator: str) -> None:
+    """h c/m = 0.02, and the step's mean velocity near zero: the velocity fixed point 2-cycled at the round-off of
+    v₀ + (h/2)F/m (9e-19) against 1e-13 |v½| (7e-19) and the run failed, "the damping is too stiff for this step",
+    suggesting dt/4 (after 179,679 good steps, in a driven run). It runs, on the closed form
+    v = F/c + (v₀ − F/c) e^(−ct/m)."""
+    if integrator == "verlet_np":
+        integrator = type("VerletOnNumPy", (mbvi.get_integrator("verlet"),), {"name": "verlet_np", "compiled": False})
+    run = mbvi.simulate(_pushed(body), t_end=0.05, dt=1e-2, integrator=integrator)
+    v0, terminal = -0.00412537224298517, 0.8236416281840693 / 2.0
+    exact = terminal + (v0 - terminal) * np.exp(-2.0 * run.t)
+    np.testing.assert_allclose(run.velocity("p")[:, 0], exact, rtol=0, atol=5e-6)  # second order: (hc/m)² / 12 · |Δv|
+
+
+def test_a_batch_of_gently_dragged_members_passing_through_rest_runs() -> None:
+    """The same in simulate_batch's lockstep loop (which also settled against 1 m/s, not the velocities' own
+    size: its members are now their serial runs' rule)."""
+    scene = _pushed("particle")
+    system = mbvi.assemble(scene)
+    s0 = system.initial_state()
+    V = np.repeat(s0.v[None], 3, axis=0) * np.array([[1.0], [1.0 + 1e-9], [0.5]])
+    runs = mbvi.simulate_batch(scene, 0.05, 1e-2, initial_states=(np.repeat(s0.q[None], 3, axis=0), V))
+    for run, v in zip(runs, V, strict=True):
+        alone = mbvi.simulate(scene, 0.05, 1e-2, initial_state=mbvi.State(s0.q, v))
+        np.testing.assert_array_equal(run.v, alone.v)
+
+
+def test_a_long_driven_run_is_judged_by_what_flows_through_it() -> None:
+    """scenes/driven_oscillator.py at its dt = 1e-2, accurate to 1.5e-4 of its amplitude, warned at 400 s that its
+    balance had strayed by 16 % of its energy in motion: its quadrature errs by O(h²) of the energy its drive and
+    damper move through it, which grows with the run. Judged against a tenth of that flow too, it is silent; at
+    dt = 0.1 (its motion 1.5 % off) it still warns."""
+    from scene_loader import load_scene
+
+    oscillator = load_scene("driven_oscillator")
+    amplitude, phase = oscillator.steady_state()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        run = mbvi.simulate(oscillator.build(), 400.0, oscillator.DT, oscillator.INTEGRATOR, save_every=10)
+    late = run.t > 30.0  # the transient e^(−t) gone
+    u = run.position("mass")[late, 0] - 1.0
+    assert np.max(np.abs(u - amplitude * np.cos(3.0 * run.t[late] - phase))) < 2e-4 * amplitude
+    balance = run.energy - run.energy[0] - run.work
+    assert abs(balance[-1]) > 0.1 * run.kinetic.max()  # what warned: more than a tenth of the energy in motion
+    assert run.info["energy_error"] < 0.01
+    with pytest.warns(RuntimeWarning, match=r"verlet.*dt = 0.1 s: the energy balance"):
+        mbvi.simulate(oscillator.build(), 400.0, 0.1, oscillator.INTEGRATOR)
+
+
+def test_a_plugin_steps_forced_run_measures_its_work_and_is_judged_by_it() -> None:
+    """A particle under a drag of c/m = 5 1/s, ``leapfrog`` (a plugin: its compiled step, not mbvi's loop) at
+    dt = 0.624 s: its explicit kicks amplify, the particle that should stop sped up (0.5 J to 3.4 J) and the run
+    passed unjudged, ``traj.work`` None. The loop around a plugin's step measures W now (the trapezoidal rule):
+    within its stability the balance holds at second order, beyond it the run warns."""
+    errors = []
+    for dt in (0.02, 0.01, 0.005):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            run = mbvi.simulate(dragged(5.0), t_end=1.0, dt=dt, integrator="leapfrog")
+        assert run.work is not None and run.work[-1] == pytest.approx(run.energy[-1] - 0.5, rel=1e-2)
+        errors.append(float(np.max(np.abs(run.energy - run.energy[0] - run.work))))
+    orders = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    assert np.all(orders > 1.8), orders
+    with pytest.warns(RuntimeWarning, match=r"leapfrog.*energy balance"):
+        mbvi.simulate(dragged(5.0), t_end=12.48, dt=0.624, integrator="leapfrog")
+    # a batch's members measure it as their runs alone do
+    scene = dragged(5.0)
+    s0 = mbvi.assemble(scene).initial_state()
+    members = mbvi.simulate_batch(scene, 1.0, 0.01, initial_states=(s0.q[None], s0.v[None]), integrator="leapfrog")
+    alone = mbvi.simulate(scene, 1.0, 0.01, integrator="leapfrog")
+    np.testing.assert_array_equal(members[0].work, alone.work)
