@@ -254,10 +254,11 @@ def _energy_suspects(trajs: list[Trajectory], system) -> list[int]:
     passes it (vectorized over members of one length: the exact judgement costs some 50 µs a member).
 
     A member passes when its energy is finite and max |E − E₀| is within a tenth of the least scale either test
-    uses (the energy in motion, the larger of max T and the swing of U; the energy scale): below the
-    smallest threshold of both (:data:`mbvi.runs.WARN_ENERGY` = 0.1, :data:`mbvi.runs.BLOW_UP` = 1e3).
-    With the work W of non-conservative forces the balance E − E₀ − W is; with such forces and W unknown (a
-    plugin's step measures none), a rise of E is (as ``simulate`` judges a run without it).
+    uses (the energy in motion, the larger of max T and the swing of U, and a tenth of the energy the forces
+    moved through it, :func:`mbvi.runs.energy_throughput`; the energy scale): below the smallest threshold of
+    both (:data:`mbvi.runs.WARN_ENERGY` = 0.1, :data:`mbvi.runs.BLOW_UP` = 1e3). With the work W of
+    non-conservative forces the balance E − E₀ − W is; with such forces and W unknown (a member whose work was
+    not measured), a rise of E is (as ``simulate`` judges a run without it).
     """
     sizes = {len(traj.t) for traj in trajs}
     if len(sizes) != 1 or sizes == {0}:

@@ -201,16 +201,20 @@ def _simulate(verify: bool, scene: Scene | System, t_end: float, dt: float, inte
     return traj
 
 
-def damping_rate(system: System, q: np.ndarray, v: np.ndarray, t: float, iterations: int = 40) -> tuple[float, int]:
+def damping_rate(system: System, q: np.ndarray, v: np.ndarray, t: float, speed: float | None = None,
+                 iterations: int = 40) -> tuple[float, int]:  # fmt: skip
     """The fastest rate c/m (1/s) at which the velocity-dependent forces damp a motion the joints allow, at (q, v, t),
     and the coordinate that motion moves most.
 
-    The largest |λ| of M⁻¹ D, D = −∂F/∂v, on the velocities G(q) v = 0 (power iteration with the mass-weighted
-    projection onto them: a damper along a rod damps nothing). A scene without constraint rows is the whole space.
+    The largest eigenvalue of M⁻¹ D, D = −∂F/∂v, on the velocities G(q) v = 0: power iteration with the
+    mass-weighted projection onto them (a damper along a rod damps nothing), D x by central differences of F
+    along x (two force evaluations an iteration, whatever the size of the scene), the rate read as the Rayleigh
+    quotient xᵀ D x / xᵀ M x of the mode found (a force that turns the velocity without taking energy, v × B,
+    or one that feeds it, damps nothing). ``speed`` (m/s) scales the differences (default: the largest of |v|
+    and the length scale per second).
     """
-    _, dv = system.force_jacobians(q, v, t)
-    if dv.nnz == 0:
-        return 0.0, 0
+    if speed is None:
+        speed = max(float(np.max(np.abs(v), initial=0.0)), float(system.length_scale))
     factor = gdata = None
     if len(system.active):
         _, gdata = system.active_values_and_jacobian(q)
@@ -219,30 +223,52 @@ def damping_rate(system: System, q: np.ndarray, v: np.ndarray, t: float, iterati
     def tangent(x: np.ndarray) -> np.ndarray:
         return x if factor is None else system.project_velocity(q, x, factor, gdata)
 
+    def damping(x: np.ndarray) -> np.ndarray:  # D x, N
+        eps = 1e-6 * speed / max(float(np.max(np.abs(x))), 1e-300)
+        return -(system.force(q, v + eps * x, t) - system.force(q, v - eps * x, t)) / (2.0 * eps)
+
+    def size(x: np.ndarray) -> float:
+        return float(np.sqrt(x @ (system.mass * x)))  # the M-norm: a kinetic energy's measure
+
     x = tangent(np.random.default_rng(0).standard_normal(system.nq) * np.sqrt(system.inv_mass))
-    rate = 0.0
+    growth = size(x)
     for _ in range(iterations):
-        size = float(np.sqrt(x @ (system.mass * x)))  # the M-norm: a kinetic energy's measure
-        if not size > 0.0 or not np.isfinite(size):
+        if not (growth > 0.0 and np.isfinite(growth)):
             return 0.0, 0
-        x = x / size
-        y = tangent(-system.inv_mass * (dv @ x))
-        rate = float(np.sqrt(y @ (system.mass * y)))
-        x = y
-    return rate, int(np.argmax(np.abs(x) * np.sqrt(system.mass)))
+        x = x / growth
+        x = tangent(system.inv_mass * damping(x))
+        growth = size(x)
+    if not (growth > 0.0 and np.isfinite(growth)):
+        return 0.0, 0
+    x = x / growth
+    # the mode's own damping, xᵀ D x with xᵀ M x = 1, at most its growth (where the joints leave no damped motion the
+    # iteration amplifies the projection's round-off, normal to them: its growth is that round-off)
+    rate = min(float(x @ damping(x)), growth)
+    return (rate if rate > 0.0 and np.isfinite(rate) else 0.0), int(np.argmax(np.abs(x) * np.sqrt(system.mass)))
 
 
 def _warn_stiff_damping(traj: Trajectory, stepper: Integrator, system) -> None:
     """``midpoint`` (A-stable, not L-stable) under damping that stops a motion within a step: along it the velocity
     flips sign every step, shrinking by (1 − a)/(1 + a) (a = h c/2m) instead of vanishing, and the energy balance,
     exact for linear damping, does not show it (vx = 1, −0.996, 0.992 … under a drag that stops it in 1e-5 s). A
-    RuntimeWarning names it and the remedy."""
+    RuntimeWarning names it and the remedy. Judged at the first state and at the fastest one (a drag quadratic in
+    the speed damps nothing at rest); a force that cannot be evaluated there leaves it unjudged."""
     if not (isinstance(system, System) and system.has_velocity_forces and isinstance(stepper, Compiled)):
         return
     if int(stepper.method()[0, KIND]) != MIDPOINT or len(traj.t) < 2:
         return
+    rate, coordinate = 0.0, 0
     with np.errstate(all="ignore"):
-        rate, coordinate = damping_rate(system, traj.q[0], traj.v[0], float(traj.t[0]))
+        fastest = int(np.nanargmax(traj.kinetic)) if np.isfinite(traj.kinetic).any() else 0
+        for k in dict.fromkeys((0, fastest)):
+            try:
+                with notices.kept(quiet=True):  # (a singular G M⁻¹ Gᵀ's warning is the run's, said once)
+                    found = damping_rate(system, traj.q[k], traj.v[k], float(traj.t[k]),
+                                         speed=float(system.length_scale) / stepper.dt)  # fmt: skip
+            except Exception:  # (a measurement after a run that completed: not the run's failure)
+                continue
+            if found[0] > rate:
+                rate, coordinate = found
     a = 0.5 * stepper.dt * rate
     if not a > 1.0:
         return
@@ -293,11 +319,14 @@ def energy_error(traj: Trajectory, system, work: np.ndarray | None) -> tuple[flo
     -------
     (relative, absolute, time, gain, motion) or None
         The largest |E − E₀ − W| (J) over the saved states, as a fraction of the energy in motion (the larger of
-        the largest kinetic energy and the swing of the potential, J), when it happened (s), the largest
+        the largest kinetic energy and the swing of the potential, J; with non-conservative forces, at least a
+        tenth of the energy they moved through the system, :func:`mbvi.runs.energy_throughput`, over the saved
+        states, so that a run saved coarsely is judged the more strictly), when it happened (s), the largest
         gain E − E₀ − W as a fraction of the energy the run had to give at the start (T₀ and U₀ above the lowest
         U it reached, or the largest |W| when more: a gain is judged against what was there, not against the
         motion the gain itself made — an implicit Euler step that took the wrong root flipped a pendulum over
-        and tripled its energy, judged against that tripled motion), and that energy in motion (J); None when
+        and tripled its energy, judged against that tripled motion), and that scale (J: ``info["energy_in_motion"]``,
+        what plots divide by); None when
         it cannot be judged (non-conservative forces whose work the run did not measure).
     """
     e = traj.energy

@@ -460,7 +460,9 @@ class Trajectory:
                     raise ValueError(not_ours)
                 with data:
                     meta = json.loads(str(data["meta"]))
-                    version = meta.get("format", 1) if isinstance(meta, dict) else None
+                    if not isinstance(meta, dict):
+                        raise ValueError(not_ours)
+                    version = meta.get("format", 1)
                     if version not in _FORMATS:  # a newer mbvi's file read as if it were ours misreads it silently
                         raise _Refused(
                             f"{str(path)!r} is an mbvi trajectory of format {version!r}; this mbvi reads formats "

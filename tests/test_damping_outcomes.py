@@ -87,6 +87,18 @@ def test_midpoint_under_damping_the_step_resolves_or_the_joints_hold_stays_silen
         assert abs(run.energy[-1] - run.energy[0]) < 1e-4 * 9.81
 
 
+def test_a_force_that_turns_the_velocity_without_taking_energy_is_no_damping() -> None:
+    """A charge in a magnetic field, F = q v × B (a (t, state) load), at h qB/m = 10: midpoint turns the velocity
+    exactly (its energy kept to round-off) and says nothing of damping; its ∂F/∂v is skew, not a damping."""
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.Particle("e", mass=1.0, position=(0, 0, 0), velocity=(1, 0, 0)))
+    scene.add(mbvi.ExternalForce("e", force=lambda t, state: 100.0 * np.cross(state.velocity("e"), [0.0, 0.0, 1.0])))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        run = mbvi.simulate(scene, t_end=1.0, dt=0.1, integrator="midpoint")
+    assert np.ptp(run.energy) < 1e-12 and abs(run.energy[0] - 0.5) < 1e-15
+
+
 def test_a_damping_rate_is_that_of_the_motion_the_joints_allow() -> None:
     """mbvi.simulate.damping_rate: c/m of a free particle's drag; zero for a damper along a rod; a rigid body's
     joint damping c/J about its hinge."""

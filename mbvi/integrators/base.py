@@ -234,8 +234,8 @@ class Integrator:
         """Take ``nsteps`` steps from ``(state, t0)``, saving every ``save_every``-th state (and the last).
 
         What :func:`mbvi.simulate` calls. With a compiled :attr:`kernel` the run is one compiled call
-        (:func:`mbvi.integrators.stepkernel.run_kernel`, which does not measure the work of the non-conservative
-        forces: ``work`` is None); otherwise it runs the NumPy step, measuring that work step by step
+        (:func:`mbvi.integrators.stepkernel.run_kernel`, whose loop measures the work of the non-conservative
+        forces by the trapezoidal rule); otherwise it runs the NumPy step, measuring that work step by step
         (:meth:`_step_work`) when the system has such forces, so that the run's energy balance can be judged.
 
         Returns
