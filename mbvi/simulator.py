@@ -130,7 +130,8 @@ class LiveView(_StateArrays):
             raise ValueError(f"unknown body {name!r}; the bodies are {sorted(self._bodies)}")
         return slot
 
-    def _unknown(self, name: str, kind: str, known: dict) -> ValueError:
+    def _unknown(self, name: str, kind: str) -> ValueError:
+        """The error for a joint ``name`` that is not one of ``kind`` here (its own kind named when it has one)."""
         kinds = {**dict.fromkeys(self._rev, "revolute"), **dict.fromkeys(self._slide, "prismatic")}
         return ValueError(joint_of_kind(name, kind, kinds))
 
@@ -163,28 +164,28 @@ class LiveView(_StateArrays):
         not count turns)."""
         j = self._rev.get(name)
         if j is None:
-            raise self._unknown(name, "revolute", self._rev)
+            raise self._unknown(name, "revolute")
         return self._joint(self._frame, j, 0)
 
     def joint_rate(self, name: str) -> float:
         """Rate of a revolute joint angle, rad/s."""
         j = self._rev.get(name)
         if j is None:
-            raise self._unknown(name, "revolute", self._rev)
+            raise self._unknown(name, "revolute")
         return self._joint(self._frame, j, 1)
 
     def joint_displacement(self, name: str) -> float:
         """Displacement of a prismatic joint along its axis, m."""
         j = self._slide.get(name)
         if j is None:
-            raise self._unknown(name, "prismatic", self._slide)
+            raise self._unknown(name, "prismatic")
         return self._joint(self._frame, j, 2)
 
     def joint_displacement_rate(self, name: str) -> float:
         """Rate of a prismatic joint displacement, m/s."""
         j = self._slide.get(name)
         if j is None:
-            raise self._unknown(name, "prismatic", self._slide)
+            raise self._unknown(name, "prismatic")
         return self._joint(self._frame, j, 3)
 
     def __repr__(self) -> str:

@@ -421,12 +421,9 @@ def _drift_fixed_point(I, F, GD, AB, cur, q, v, t, h, c0, grad0, lam, tol, maxit
         if not more:
             return
         _kick_some(I, F, q, vh, t, v, c0, grad0, f0, vfree, X, going, m)  # v₀ + c₀ M⁻¹(F(q₀, v½, t) − ∇U(q₀))
-        if it == 0:  # each member's round-off of the iterate's terms (:func:`mbvi.engine.kernels.sum_roundoff`)
+        if it == 0:  # each member's round-off of the iterate's terms, the serial loop's rule
             for c in range(m):
-                big = 0.0
-                for i in range(nq):
-                    big = max(big, abs(v[i, c]), abs(vfree[i, c] - v[i, c]))
-                ffloor[c] = floor + 1e-13 * big
+                ffloor[c] = floor + K.sum_roundoff(v[:, c], vfree[:, c])
         _shake(I, F, GD[cur], AB[cur], q, vfree, h, lam, K.opaque(False), tol, maxiter, L, SF, SI, vnew, m)
         for c in range(m):
             if not fixed[c]:
