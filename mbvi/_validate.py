@@ -141,3 +141,48 @@ def renamed_state(state: dict, cls: type) -> dict:
         if not key.startswith("_") and isinstance(getattr(cls, key, None), (Checked, property)):
             out[f"_{key}"] = out.pop(key)
     return out
+
+
+#: each element type's checked attributes (name, descriptor), in the order of its class hierarchy
+_CHECKED: dict[type, list[tuple[str, Checked]]] = {}
+
+
+def _checked_attributes(kind: type) -> list[tuple[str, Checked]]:
+    if kind not in _CHECKED:
+        seen: dict[str, Checked] = {}
+        for klass in reversed(kind.__mro__):
+            seen.update({k: d for k, d in vars(klass).items() if isinstance(d, Checked)})
+        _CHECKED[kind] = list(seen.items())
+    return _CHECKED[kind]
+
+
+def recheck(elements: list) -> None:
+    """Check again the array attributes of ``elements`` that :class:`Checked` keeps, which an in-place edit
+    (``particle.position[0] = nan``, ``joint.axis[:] = 0``) changed past their check: one vectorised test that
+    every value is finite and every unit vector still one, and only if not, each attribute set again through its
+    check (the ValueError naming the element, or a unit axis normalised again). O(elements).
+
+    Raises
+    ------
+    ValueError
+        From the attribute's own check, naming the element.
+    """
+    arrays, units = [], []
+    for e in elements:
+        for _, d in _checked_attributes(type(e)):
+            value = e.__dict__.get(d.slot)
+            if type(value) is np.ndarray and value.dtype.kind == "f":
+                (units if d.check is unit else arrays).append(value.ravel())
+    ok = True
+    if arrays:
+        ok = bool(np.isfinite(np.concatenate(arrays)).all())
+    if ok and units:
+        u = np.array(units)
+        ok = bool(np.all(np.abs(np.einsum("ij,ij->i", u, u) - 1.0) < 1e-12))
+    if ok:
+        return
+    for e in elements:
+        for _, d in _checked_attributes(type(e)):
+            value = e.__dict__.get(d.slot)
+            if type(value) is np.ndarray:
+                d.__set__(e, value.copy())

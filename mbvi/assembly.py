@@ -318,8 +318,10 @@ def assemble(scene: Scene) -> System:
     Raises
     ------
     ValueError
-        When initial positions violate a joint (naming it), or an element is inconsistent.
+        When initial positions violate a joint (naming it), or an element is inconsistent or was changed past its
+        checks after it was added (:meth:`mbvi.Scene.check`).
     """
+    scene.check()
     layout = Layout(scene.bodies)
     rows: list[Row] = []
     for b in scene.bodies:

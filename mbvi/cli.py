@@ -247,8 +247,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     _check_parameters(module.build, params, args.scene, "parameters")
     try:
         scene = module.build(**params)
-    except (CLIError, ValueError, FileNotFoundError):  # mbvi's own checks name the element
+    except (CLIError, FileNotFoundError):
         raise
+    except ValueError as exc:  # mbvi's own checks name the element; the scene's own code's may not
+        raise CLIError(f"build() of {args.scene!r}: {str(exc) or type(exc).__name__}") from exc
     except (Exception, SystemExit) as exc:  # a failure inside the scene's code (not a rejection of its parameters)
         raise CLIError(f"build() of {args.scene!r} raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(scene, (Scene, LagrangianSystem)):  # a LagrangianSystem starts at its initial_state

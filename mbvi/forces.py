@@ -126,7 +126,8 @@ def _rest_angle(value: Any, what: str, owner: str) -> float:
 class Gravity(Force):
     """Uniform gravity on every body, potential −Σ m g·x (zero at the origin).
 
-    Added by :class:`mbvi.Scene` from its ``gravity`` argument.
+    :class:`mbvi.Scene` adds one from its ``gravity`` argument. One added with :meth:`mbvi.Scene.add` is a field
+    on top of the scene's (equal to it, gravity acts twice): a scene's own gravity is ``Scene(gravity=...)``.
     """
 
     def __init__(self, g: Any = (0.0, 0.0, -9.81), name: str | None = None) -> None:

@@ -405,13 +405,12 @@ class Prismatic(_AnchoredJoint):
     def constraint_rows(self, layout: Layout) -> list[Row]:
         u1, u2 = perpendicular_pair(self.axis)
         F = np.column_stack([u1, u2, self.axis])
-        p = self._anchor_point(layout)
-        if layout.kind(self.b) == "particle" and np.linalg.norm(
-            layout.world_point(self.b, np.zeros(3)) - p
-        ) > 1e-9 * layout.length_scale:
-            raise ValueError(
-                f"{self.owner}: initial positions violate the joint (particle {self.b!r} is not at the anchor)"
-            )
+        if layout.kind(self.b) == "particle":  # the anchor is any point of its sliding line
+            off = layout.world_point(self.b, np.zeros(3)) - self._anchor_point(layout)
+            off = off - (off @ self.axis) * self.axis
+            if np.linalg.norm(off) > 1e-9 * layout.length_scale:
+                raise ValueError(f"{self.owner}: initial positions violate the joint (particle {self.b!r} is "
+                                 f"{np.linalg.norm(off):.3g} m off the sliding line through the anchor)")  # fmt: skip
         frame = self._described(layout)
         pa = layout.point(self.a, frame.anchor_a)
         pb = layout.point(self.b, frame.anchor_b)

@@ -39,7 +39,7 @@ import numpy as np
 from mbvi.bodies import WORLD
 from mbvi.engine.contract import Kernel, PythonKernel
 from mbvi.kinematics import angle_frame
-from mbvi.loads import call_load, load_arity, state_view_factory
+from mbvi.loads import call_load, state_view_factory
 
 __all__ = ["LoadFailure", "compiled_view", "load_kernels", "names_read"]
 
@@ -177,13 +177,15 @@ def _python_kernel(owner: str, attr: str, func: Callable, arity: int, view: Call
     return PythonKernel(force=force, name=owner, source=f"its {attr} callable")
 
 
-def load_kernels(elements: list, attr: str, layout: Any, torque: bool) -> list[Kernel]:
-    """One force kernel per element whose ``attr`` (``"force"``/``"torque"``) is a callable (see the module).
+def load_kernels(loads: list, attr: str, layout: Any, torque: bool) -> list[Kernel]:
+    """One force kernel per load given as a callable (see the module).
 
     Parameters
     ----------
-    elements : list of ExternalForce or ExternalTorque
-        The law's elements (the constant ones are skipped).
+    loads : list of (element, callable, int, ndarray)
+        Each ``ExternalForce``/``ExternalTorque`` whose ``attr`` is a callable, with that callable, its calling
+        form (1: ``f(t)``, 2: ``f(t, state)``) and its anchor (m, body frame, shape (3,)), as the law read them
+        when the system was assembled (an element edited afterwards does not change an assembled system).
     attr : str
         ``"force"`` (N, at the element's anchor) or ``"torque"`` (N m).
     layout : mbvi.layout.Layout
@@ -197,16 +199,12 @@ def load_kernels(elements: list, attr: str, layout: Any, torque: bool) -> list[K
     nq = layout.nq
     view_np = state_view_factory(layout)
     out: list[Kernel] = []
-    for e in elements:
-        func = getattr(e, attr)
-        if not callable(func):
-            continue
-        arity = load_arity(func, e.owner, attr)
+    for e, func, arity, at in loads:
         rigid = layout.kind(e.body) == "rigid"
         o = layout.offset[e.body]
         anchor = np.zeros(3)
         if rigid and not torque:  # the point x + Σ aᵢ rᵢ, a = Vᵀ anchor (principal coordinates)
-            anchor = _axes(layout, e.body).T @ np.asarray(e.anchor, float)
+            anchor = _axes(layout, e.body).T @ np.asarray(at, float)
         target = (o, rigid, anchor)
         python = _python_kernel(e.owner, attr, func, arity, view_np, target, torque)
         failure = LoadFailure(e.owner, attr, func, arity, view_np, nq)

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
-from mbvi._validate import vector3
+from mbvi._validate import recheck, vector3
 from mbvi.bodies import WORLD, Body, RigidBody
 from mbvi.forces import Force
 from mbvi.joints import Joint
 
-__all__ = ["Scene"]
+__all__ = ["ForceList", "Scene"]
 
 
 class Scene:
@@ -31,8 +31,8 @@ class Scene:
     graph : networkx.MultiGraph
         Bodies are nodes (attribute ``body``; the node ``"world"`` is fixed),
         joints are edges keyed by joint name (attribute ``joint``).
-    forces : list of mbvi.forces.Force
-        Force elements in insertion order.
+    forces : ForceList of mbvi.forces.Force
+        Force elements in insertion order (read-only: forces join through :meth:`add`).
 
     Examples
     --------
@@ -45,13 +45,14 @@ class Scene:
     """
 
     def __init__(self, gravity: Any = (0.0, 0.0, -9.81)) -> None:
-        self.gravity = np.zeros(3) if gravity is None else vector3(gravity, "gravity", "Scene")
+        self.gravity = gravity
         self._added: set[int] = set()  # the ids of the elements added (one object added twice is refused)
         self._graph = nx.MultiGraph()
         self._graph.add_node(WORLD, body=None)
         self._bodies: dict[str, Body] = {}
         self._joints: dict[str, Joint] = {}
-        self.forces: list[Force] = []
+        self._forces: list[Force] = []
+        self._forces_view = ForceList(self._forces)
         self._force_names: set[str] = set()
         self.beams: dict[str, Any] = {}
 
@@ -95,11 +96,11 @@ class Scene:
             if hasattr(element, "check_targets"):  # (a plugin's element may be no mbvi.Force subclass)
                 element.check_targets(self._body_kind, lambda j: self._joints[j].kind)
             element = self._named(element, self._unique(element.name, element.explicit_name, "force", element))
-            self.forces.append(element)
+            self._forces.append(element)
         elif hasattr(element, "expand"):
             if element.name in self.beams or element.name in self._bodies:
                 raise ValueError(f"duplicate name {element.name!r}")
-            marks = len(self._bodies), len(self._joints), len(self.forces), len(self.beams)  # (not a copy: O(beam))
+            marks = len(self._bodies), len(self._joints), len(self._forces), len(self.beams)  # (not a copy: O(beam))
             try:
                 self.beams[element.name] = element
                 for part in element.expand():
@@ -121,7 +122,7 @@ class Scene:
         ``forces`` and ``beams`` (its own name, the composites inside it; an add that fails changes nothing, so
         these are its parts that were taken). In place, so that a view of the graph or of the forces list taken
         before stays the scene's; its cost is the scene's size, on failure only."""
-        gone = [*list(self._bodies.values())[bodies:], *list(self._joints.values())[joints:], *self.forces[forces:]]
+        gone = [*list(self._bodies.values())[bodies:], *list(self._joints.values())[joints:], *self._forces[forces:]]
         for element in [*gone, *list(self.beams.values())[beams:]]:
             if id(element) in self._added:  # (an add this scene completed: counted once more in a scene)
                 self._added.discard(id(element))
@@ -136,7 +137,7 @@ class Scene:
                 self._graph.remove_node(element.name)
             else:
                 self._force_names.discard(element.name)
-        del self.forces[forces:]
+        del self._forces[forces:]
         for name in list(self.beams)[beams:]:
             del self.beams[name]
 
@@ -156,9 +157,10 @@ class Scene:
         """A scene of the same elements whose records are its own: adding to the copy leaves this one as it is."""
         new = Scene.__new__(Scene)
         new.__dict__.update(self.__dict__)
-        new.gravity = self.gravity.copy()
+        new._gravity = self._gravity.copy()
         new._bodies, new._joints, new.beams = dict(self._bodies), dict(self._joints), dict(self.beams)
-        new.forces, new._force_names, new._added = list(self.forces), set(self._force_names), set(self._added)
+        new._forces, new._force_names, new._added = list(self._forces), set(self._force_names), set(self._added)
+        new._forces_view = ForceList(new._forces)
         new._graph = self._graph.copy()
         return new
 
@@ -168,8 +170,14 @@ class Scene:
         return state
 
     def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        if "forces" in state:  # (pickled when the forces were a plain list attribute)
+            state["_forces"] = list(state.pop("forces"))
+            state["_forces_view"] = ForceList(state["_forces"])
+        if "gravity" in state:
+            state["_gravity"] = state.pop("gravity")
         self.__dict__.update(state)
-        elements = (*self._bodies.values(), *self._joints.values(), *self.forces, *self.beams.values())
+        elements = (*self._bodies.values(), *self._joints.values(), *self._forces, *self.beams.values())
         self._added = {id(e) for e in elements}
 
     @property
@@ -205,6 +213,21 @@ class Scene:
         return name
 
     # -- queries ---------------------------------------------------------------------------------
+    @property
+    def gravity(self) -> np.ndarray:
+        """Gravitational acceleration, m/s², shape (3,); zeros for none (``None`` when set)."""
+        return self._gravity
+
+    @gravity.setter
+    def gravity(self, value: Any) -> None:
+        self._gravity = np.zeros(3) if value is None else vector3(value, "gravity", "Scene")
+
+    @property
+    def forces(self) -> ForceList:
+        """Force elements in insertion order: a read-only live view (a force joins through :meth:`add`, which
+        checks it)."""
+        return self._forces_view
+
     @property
     def bodies(self) -> list[Body]:
         """Bodies in insertion order (the world excluded)."""
@@ -270,5 +293,83 @@ class Scene:
 
         return scene_from_urdf(path_or_xml, joint_positions=joint_positions, gravity=gravity, scene_type=cls)
 
+    def check(self) -> None:
+        """Check that the scene's elements are still as they were added (:func:`mbvi.assemble` calls it).
+
+        An element's attributes are checked when set; this finds what bypassed that: a name, or a joint's or
+        force's body, changed after the element was added (the scene, its joints and its forces know the
+        element by the name it had), and an array attribute edited in place (``particle.position[0] = nan``,
+        ``joint.axis[:] = 0``). O(elements).
+
+        Raises
+        ------
+        ValueError
+            Naming the element and what changed.
+        """
+        self.gravity = self._gravity  # (an array edited in place)
+        for key, body in self._bodies.items():
+            if body.name != key:
+                raise ValueError(f"{_owner(body)}: renamed after it was added to the scene as {key!r} (the scene, "
+                                 "its joints and forces know it by that name): add a new body instead")  # fmt: skip
+        for key, joint in self._joints.items():
+            if joint.name != key:
+                raise ValueError(f"{_owner(joint)}: renamed after it was added to the scene as {key!r}: add a new "
+                                 "joint instead")  # fmt: skip
+            if not self._graph.has_edge(joint.a, joint.b, key=key):
+                raise ValueError(f"{_owner(joint)}: its bodies were changed after it was added to the scene (now "
+                                 f"{joint.a!r} and {joint.b!r}): add a new joint instead")  # fmt: skip
+        names = set(self._joints)
+        for force in self._forces:
+            if force.name in names:
+                raise ValueError(f"{_owner(force)}: its name was changed after it was added to the scene, to one "
+                                 "another joint or force has")  # fmt: skip
+            names.add(force.name)
+            for b in getattr(force, "bodies", ()):
+                self._require_body(b, force)
+            for j in getattr(force, "joints", ()):
+                if j not in self._joints:
+                    raise ValueError(f"{_owner(force)}: unknown joint {j!r}")
+        recheck([*self._bodies.values(), *self._joints.values(), *self._forces])
+
     def __repr__(self) -> str:
-        return f"Scene({len(self._bodies)} bodies, {len(self._joints)} joints, {len(self.forces)} forces)"
+        return f"Scene({len(self._bodies)} bodies, {len(self._joints)} joints, {len(self._forces)} forces)"
+
+
+def _owner(element: Any) -> str:
+    """How messages name an element: its type and name."""
+    return f"{type(element).__name__} {getattr(element, 'name', '?')!r}"
+
+
+class ForceList(Sequence):
+    """A scene's forces, read-only and live (:attr:`Scene.forces`): a force joins a scene through
+    :meth:`Scene.add`, which checks it and refuses one added twice (it would act twice)."""
+
+    def __init__(self, items: list) -> None:
+        self._items = items
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._items[i]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Any:
+        return iter(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (ForceList, list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._items)
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise ValueError("scene.forces is read-only: add a force with scene.add(force), which checks it (a "
+                         "scene does not remove elements: build a new one, or copy.copy the scene before adding)")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = _refuse
+

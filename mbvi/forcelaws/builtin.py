@@ -6,6 +6,8 @@ Each law evaluates every instance of its element type in one vectorized call.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -257,6 +259,11 @@ class _Prescribed:
         self.view = state_view_factory(layout) if self.reads_state else None
         self.held: set[int] = set()  # callables whose value mbvi.Simulator.set_load holds instead
 
+    def loads(self, anchors: np.ndarray) -> list[tuple[Any, Callable, int, np.ndarray]]:
+        """(element, callable, calling form, anchor) of each load given as a callable, as read at assembly
+        (:func:`mbvi.loadkernels.load_kernels`); ``anchors`` shape (m, 3), m, body frame."""
+        return [(e, func, arity, anchors[i]) for i, e, func, arity in self.callables]
+
     def copy(self) -> _Prescribed:
         """A copy whose values and holds are its own (the callables and the view shared)."""
         out = copy.copy(self)
@@ -302,7 +309,8 @@ class ExternalForceLaw(ForceLaw):
 
     def __init__(self, elements, layout):
         super().__init__(elements, layout)
-        self.P = _point_map(layout, [(e.body, e.anchor) for e in elements])
+        self.anchors = np.array([e.anchor for e in elements], dtype=float).reshape(-1, 3)
+        self.P = _point_map(layout, [(e.body, a) for e, a in zip(elements, self.anchors, strict=True)])
         self.values = _Prescribed(elements, "force", layout)
         self.velocity_dependent = self.values.reads_state
 
@@ -326,13 +334,13 @@ class ExternalForceLaw(ForceLaw):
     def compiled(self) -> list:
         """Constant forces as the engine's ``point_force`` family; each function of ``(t)`` or ``(t, state)`` as
         its own kernel, compiled with numba where it allows (:mod:`mbvi.loadkernels`)."""
-        const = [e for e in self.elements if not callable(e.force)]
+        const = [i for i in range(len(self.elements)) if i not in self.values.index]
         parts: list = []
         if const:
-            P = _point_map(self.layout, [(e.body, e.anchor) for e in const])
-            forces = np.array([e.force for e in const], dtype=float)
-            parts.append(Family("point_force", (P.terms, forces), owners=tuple(e.owner for e in const)))
-        return parts + load_kernels(self.elements, "force", self.layout, torque=False)
+            P = _point_map(self.layout, [(self.elements[i].body, self.anchors[i]) for i in const])
+            owners = tuple(self.elements[i].owner for i in const)
+            parts.append(Family("point_force", (P.terms, self.values.values0[const]), owners=owners))
+        return parts + load_kernels(self.values.loads(self.anchors), "force", self.layout, torque=False)
 
 
 class ExternalTorqueLaw(ForceLaw):
@@ -398,12 +406,13 @@ class ExternalTorqueLaw(ForceLaw):
     def compiled(self) -> list:
         """Constant torques as the engine's ``torque`` family; each function of ``(t)`` or ``(t, state)`` as its
         own kernel, compiled with numba where it allows (:mod:`mbvi.loadkernels`)."""
-        const = [i for i, e in enumerate(self.elements) if not callable(e.torque)]
+        const = [i for i in range(len(self.elements)) if i not in self.values.index]
         parts: list = []
         if const:
             owners = tuple(self.elements[i].owner for i in const)
             parts.append(Family("torque", (_columns(self.cols[const]), self.values.values0[const]), owners=owners))
-        return parts + load_kernels(self.elements, "torque", self.layout, torque=True)
+        return parts + load_kernels(self.values.loads(np.zeros((len(self.elements), 3))), "torque", self.layout,
+                                    torque=True)  # fmt: skip
 
 
 def _columns(cols: np.ndarray) -> np.ndarray:

@@ -160,6 +160,7 @@ def from_scene(scene: Any, name: str | None = None, *, system_type: type) -> Any
     """
     import sympy as sp
 
+    scene.check()
     if getattr(scene, "beams", None):
         raise ValueError(f"from_scene: beams ({', '.join(scene.beams)}) are not supported in joint coordinates")
     if scene.has_loops():
