@@ -263,8 +263,8 @@ def _integrator_registry() -> dict[str, type]:
         if _integrators is None:
             registry = _collect("register_integrators", _check_integrator)
             for cls in registry.values():
-                if _is_composition(cls):
-                    _bind(cls, registry)
+                if _is_composition(cls) and not cls.bound():  # (bound already as another's base: a second bind
+                    _bind(cls, registry)  # gave it a new scheme, and the composition on it looked changed)
             _integrators = registry
         return _integrators
 

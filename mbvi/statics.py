@@ -21,6 +21,7 @@ negative curvature, so that the result is a local minimum.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable
@@ -197,7 +198,7 @@ def _null_space(G: np.ndarray, n: int) -> np.ndarray:
 
 
 def _lagrangian_hessian(sysm: System, q: np.ndarray, lam_full: np.ndarray, t: float) -> np.ndarray:
-    """The symmetric part of ∇²U − ∂F/∂q + Σ λ ∇²g (dense): what the equilibrium's Newton steps use."""
+    """The symmetric part of ∇²U − ∂F/∂q + Σ λ ∇²g (dense): what the equilibrium's Newton steps on U − W use."""
     return _hessian_and_load_skew(sysm, q, lam_full, t)[0]
 
 
@@ -517,7 +518,10 @@ def equilibrium(
     constraint forces are subtracted; the path back onto g = 0 moves the soft bodies (W times each
     body's stiffness); below the round-off of U − W the line search accepts a step that is no worse,
     and, where the Newton model is convex, one that reduces the imbalance (which also lets loads that
-    read the state, without a work potential, find their equilibrium). The mass-weighted ω² of the
+    read the state, without a work potential, find their equilibrium). Where such loads' stiffness has a
+    skew part on the tangent space (a torque on a body free to turn about more than one axis), the step is
+    Levenberg–Marquardt's on the imbalance with the whole stiffness (:func:`_levenberg_marquardt`). The
+    mass-weighted ω² of the
     stability test are computed without forming an ill-conditioned generalized eigenproblem
     (:func:`_small_oscillations`). A 1e15 kg bob below a 1 kg one (or above it) is found hanging
     straight down, its frequencies those of the minimal-coordinate model.
@@ -654,12 +658,13 @@ def equilibrium(
     it = 0
     first = 1  # the first iteration of the current descent
     escapes = 0
+    damping: list[float] = []  # Levenberg–Marquardt's μ, kept from step to step (loads without a work potential)
     while True:
         for it in range(it + 1, maxiter + 1):  # noqa: B020 (the count goes on over every descent)
             lam_full[:] = 0.0
             lam_full[act] = lam
             res = float(np.max(np.abs(r))) if len(r) else 0.0
-            H = _lagrangian_hessian(sysm, q, lam_full, t)
+            H, skew = _hessian_and_load_skew(sysm, q, lam_full, t)
             Hu = H / np.outer(coords.root_weight, coords.root_weight)
             # the round-off of the forces: what rounding the coordinates (and the terms of the sums) leaves, N
             noise = _NOISE * (np.abs(Hu) @ np.abs(coords.root_weight * q) + scale)
@@ -699,8 +704,16 @@ def equilibrium(
                     cb = proj[bad] * (ls / pn) if pn > 0 else np.zeros_like(cb)
                 coef[bad] = cb
             du = -(X @ coef)
+            # loads without a work potential whose stiffness has a skew part on the tangent space (a torque on a
+            # body free to turn about more than one axis): U − W does not see them and the symmetric part is not
+            # their stiffness (a bar tilted by a torque on a ball joint: −99.9 1/s² where it is stable), so the
+            # step is Newton's on the imbalance with the whole stiffness, judged by the imbalance alone
+            skewed = skew is not None and _acts_on(skew, Zu, Hu, coords)
+            if skewed:
+                Ku = Zu.T @ (Hu + skew / np.outer(coords.root_weight, coords.root_weight)) @ Zu
+                du = Zu @ sla.lstsq(Ku, -(Zu.T @ gu), cond=1e-12, check_finite=False)[0]  # (the polish step)
             step = float(np.max(np.abs(du))) if len(du) else 0.0
-            if step <= 1e-12 * ls:
+            if step <= 1e-12 * ls and not skewed:  # (skewed: a load its stiffness cannot take is no polish)
                 # a step this short moves nothing a user sees, but a stiff element's force along it does (a steel
                 # beam's EA/ℓ of 4e8 N/m: 1e-12 m carries 4e-4 N, and its clamp showed a 5e-6 N reaction to no
                 # load): it is taken as the polish step, kept if it balances better, and the solve ends
@@ -719,7 +732,7 @@ def equilibrium(
             # step that reduces the relative imbalance is accepted too (loads that read the state have no work
             # potential, so U − W does not see them)
             if polish:
-                if good.all():
+                if good.all() or skewed:
                     try:
                         trial = _project(sysm, q + dq, metric)
                     except SolverError:
@@ -735,6 +748,18 @@ def equilibrium(
                         lam_full[act] = lam
                         res = float(np.max(np.abs(r))) if len(r) else 0.0
                 break
+            if skewed:
+                def imbalance(r: np.ndarray, noise: np.ndarray = noise, scale: np.ndarray = scale) -> float:
+                    """The relative imbalance's 2-norm: Newton's step descends it (not always its largest)."""
+                    return float(np.linalg.norm(np.maximum(np.abs(r) / coords.root_weight - noise, 0.0) / scale))
+
+                q, found = _levenberg_marquardt(
+                    q, Ku, Zu.T @ gu, Zu / coords.root_weight[:, None], coords.step_cap(ls),
+                    functools.partial(_project, sysm, metric=metric), balance, lambda f: imbalance(f[3]), imbalance(r),
+                    damping, it, res,
+                )  # fmt: skip
+                grad, G, lam, r, scale = found
+                continue
             f0 = merit(q)
             slope = float(r @ dq)
             fnoise = noise  # (the forces' round-off, N; noise is U − W's from here, J)
@@ -821,6 +846,99 @@ def equilibrium(
         system=sysm,
         scene=scene,
         t=float(t),
+    )
+
+
+def _acts_on(skew: np.ndarray, Z: np.ndarray, Hu: np.ndarray, coords: _Coordinates) -> bool:
+    """True when the loads' skew stiffness (dense, (nq, nq)) is more than round-off of the stiffness on the
+    tangent space Z (orthonormal columns in the metric W; ``Hu`` the symmetric part in that metric): a torque on
+    a hinge has a skew part on the rotation columns that the hinge's one direction does not see."""
+    Su = skew / np.outer(coords.root_weight, coords.root_weight)
+    S = Z.T @ Su @ Z
+    scale = max(float(np.max(np.abs(Z.T @ Hu @ Z), initial=0.0)), float(np.max(np.abs(Su), initial=0.0)))
+    return float(np.max(np.abs(S), initial=0.0)) > 1e-10 * scale
+
+
+def _levenberg_marquardt(
+    q: np.ndarray,
+    K: np.ndarray,
+    g: np.ndarray,
+    basis: np.ndarray,
+    cap: np.ndarray,
+    project: Callable[[np.ndarray], np.ndarray],
+    balance: Callable[[np.ndarray], tuple],
+    imbalance: Callable[[tuple], float],
+    rel: float,
+    damping: list[float],
+    it: int,
+    res: float,
+) -> tuple[np.ndarray, tuple]:
+    """One Levenberg–Marquardt step on the tangential imbalance g + K c = 0, taken once the imbalance falls.
+
+    Newton's own step is no good far from the balance: a torque's generalized force turns with the rotation
+    columns, so spinning a body about its free axis changes the imbalance by O(the imbalance) — a direction that
+    looks stiff until the balance is reached, where Newton stepped by the largest step allowed, every step (a bar
+    on a ball joint under a torque (3, 4, 0) N m, started tilted in the wrong plane, took 124 iterations or none
+    converged). The damped step (KᵀK + μ diag KᵀK) c = −Kᵀ g follows the imbalance's descent; μ falls by 3 after a
+    step that lowered it and grows by 4 until one does, so that near the balance the step is Gauss–Newton's and
+    converges quadratically.
+
+    Parameters
+    ----------
+    q : ndarray, shape (nq,)
+    K : ndarray, shape (m, m)
+        The whole stiffness on the tangent space (orthonormal basis in the metric W).
+    g : ndarray, shape (m,)
+        The tangential imbalance in that basis.
+    basis : ndarray, shape (nq, m)
+        Tangent coefficients to a step in q.
+    cap : ndarray, shape (nq,)
+        The largest step on each coordinate (a longer one is shortened to it).
+    project, balance, imbalance : callable
+        Back onto g = 0; a point's balance (load, G, λ, residual, force scale); its relative imbalance.
+    rel : float
+        ``imbalance`` at ``q``.
+    damping : list of float
+        μ from the previous step (empty at first), updated in place.
+    it, res : int, float
+        The iteration and the KKT residual, N (for the message).
+
+    Returns
+    -------
+    q : ndarray
+        The accepted point.
+    found : tuple
+        Its balance.
+
+    Raises
+    ------
+    SolverError
+        When no damping lowers the imbalance.
+    """
+    KtK, Ktg = K.T @ K, K.T @ g
+    diag = np.maximum(np.diag(KtK), 1e-12 * float(np.max(np.diag(KtK), initial=0.0)) or 1.0)
+    mu = damping[0] if damping else 1e-3
+    for _ in range(60):
+        try:
+            dq = basis @ sla.solve(KtK + mu * np.diag(diag), -Ktg, assume_a="pos", check_finite=False)
+            over = float(np.max(np.abs(dq) / cap))
+            trial = project(q + (dq / over if over > 1.0 else dq))
+        except (SolverError, sla.LinAlgError):
+            mu *= 4.0
+            continue
+        found = balance(trial)
+        if imbalance(found) < rel:
+            damping[:] = [max(mu / 3.0, 1e-12)]
+            return trial, found
+        mu *= 4.0
+        if mu > 1e16:
+            break
+    raise SolverError(
+        f"equilibrium: line search failed at iteration {it} (KKT residual {res:.3g}): a load without a work "
+        "potential (a torque on a body free to turn about more than one axis) is balanced by steps that lower the "
+        "imbalance, and none does from here. A load that nothing resists (a torque along a free axis, or one "
+        "larger than the weight or spring that holds it can balance) has no equilibrium; otherwise start nearer "
+        "to it (initial_state=…)"
     )
 
 

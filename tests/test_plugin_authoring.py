@@ -552,6 +552,26 @@ def test_a_composition_that_is_not_symmetric_has_the_order_the_check_allows_it()
     assert np.all((orders > 2.7) & (orders < 3.6)), orders
 
 
+def test_a_composition_registered_before_the_composition_it_builds_on_runs_by_its_name() -> None:
+    """Halves of Forest–Ruth, registered before Forest–Ruth: the registry bound Forest–Ruth once as its base and
+    again in its own turn, a new scheme, and ``simulate(..., "halves_of_fr")`` then said its base "changed after it
+    was bound" (the class itself ran). By its name it runs, at Forest–Ruth's order 4."""
+    theta = 1.0 / (2.0 - 2.0 ** (1.0 / 3.0))
+
+    class FR(mbvi.Composition):
+        name, order, base, weights = "fr_after", 4, "verlet", (theta, 1 - 2 * theta, theta)
+
+    class HalvesOfFR(mbvi.Composition):
+        name, order, base, weights = "halves_of_fr", 4, "fr_after", (0.5, 0.5)
+
+    scene = _pendulum()
+    reference = mbvi.simulate(scene, 1.0, 1 / 2048, "yoshida6", tol=1e-14).q[-1]
+    with _Registered(register_integrators=[HalvesOfFR, FR]):
+        errors = [np.abs(mbvi.simulate(scene, 1.0, 1 / n, "halves_of_fr", tol=1e-14).q[-1] - reference).max()
+                  for n in (32, 64)]  # fmt: skip
+    assert 3.6 < math.log2(errors[0] / errors[1]) < 4.4, errors
+
+
 def test_weights_symmetric_to_rounding_are_symmetric_and_no_base_lends_an_order_it_lacks() -> None:
     """Yoshida's weights with the outer pair rounded apart by 1e-13 passed the order check as symmetric but were
     marked not symmetric, and a triple jump on them declared order 8 was accepted (refused on the exact ones);

@@ -551,3 +551,42 @@ def test_loads_without_a_work_potential_find_their_equilibrium(case: str) -> Non
         expected = tau
     centre = mbvi.equilibrium(sc).position("bar")
     np.testing.assert_allclose(centre, (0.5 * np.cos(expected), 0.5 * np.sin(expected), 0.0), atol=1e-9)
+
+
+def _bar_on_a_ball_joint(torque, start_tilt: float, about=(0.0, 1.0, 0.0)) -> mbvi.Scene:
+    from scipy.spatial.transform import Rotation
+
+    turn = Rotation.from_rotvec(start_tilt * np.asarray(about, float))
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.RigidBody("bar", mass=2.0, shape=mbvi.Box((0.05, 0.05, 1.0)), position=turn.apply([0, 0, -0.5]),
+                             orientation=turn))  # fmt: skip
+    scene.add(mbvi.Spherical("world", "bar", anchor=(0.0, 0.0, 0.0)))
+    scene.add(mbvi.ExternalTorque("bar", torque=torque))
+    return scene
+
+
+@pytest.mark.parametrize(
+    ("torque", "start"),
+    [((0.0, 5.0, 0.0), 0.0), ((0.0, 5.0, 0.0), 0.53), ((0.0, 9.0, 0.0), 0.0), ((3.0, 4.0, 0.0), 0.0),
+     ((3.0, 4.0, 0.0), 0.53)],  # fmt: skip
+)
+def test_a_bar_on_a_ball_joint_finds_the_tilt_a_torque_holds_it_at(torque, start: float) -> None:
+    """A torque has no work potential, and on a ball joint its stiffness is skew: the search steered by U − W and
+    the symmetric part raised "no step lowers U − W … a load that nothing resists has no equilibrium" from any
+    start but the answer itself (0.9999 of the tilt failed). The tilt balances the torque: m g (L/2) sin θ = |τ|,
+    the bar in the plane normal to τ."""
+    tau = np.asarray(torque, float)
+    eq = mbvi.equilibrium(_bar_on_a_ball_joint(torque, start))
+    down = eq.position("bar") / 0.5  # the bar's direction, from the pivot to its centre
+    assert np.arcsin(np.linalg.norm(tau) / (2.0 * 9.81 * 0.5)) == pytest.approx(np.arccos(-down[2]), abs=1e-9)
+    assert abs(down @ tau) < 1e-9  # in the plane normal to the torque
+    np.testing.assert_allclose(np.cross(0.5 * down, [0.0, 0.0, -2.0 * 9.81]) + tau, 0.0, atol=1e-9)  # moments
+    w2 = eq.tangent_eigenvalues  # its spin about itself, and the two swings of the tilted bar
+    assert abs(w2[0]) < 1e-9 and w2[1] == pytest.approx(w2[2], rel=1e-6) and w2[1] > 0
+
+
+@pytest.mark.parametrize("torque", [(0.0, 0.0, 1.0), (0.0, 12.0, 0.0)])
+def test_a_torque_a_ball_jointed_bar_cannot_hold_has_no_equilibrium(torque) -> None:
+    """Along the hanging bar's own free axis, or more than its weight's largest moment m g L/2 = 9.81 N m."""
+    with pytest.raises(mbvi.SolverError, match=r"A load that nothing resists .* has no equilibrium"):
+        mbvi.equilibrium(_bar_on_a_ball_joint(torque, 0.0))
