@@ -159,26 +159,33 @@ def _checked_attributes(kind: type) -> list[tuple[str, Checked]]:
 def recheck(elements: list) -> None:
     """Check again the array attributes of ``elements`` that :class:`Checked` keeps, which an in-place edit
     (``particle.position[0] = nan``, ``joint.axis[:] = 0``) changed past their check: one vectorised test that
-    every value is finite and every unit vector still one, and only if not, each attribute set again through its
-    check (the ValueError naming the element, or a unit axis normalised again). O(elements).
+    every value is finite, every unit vector still one and every orientation a rotation, and only if not, each
+    attribute set again through its check (the ValueError naming the element, or a unit axis or a nearly
+    orthonormal orientation made exact again). O(elements).
 
     Raises
     ------
     ValueError
         From the attribute's own check, naming the element.
     """
-    arrays, units = [], []
+    arrays, units, turns = [], [], []
     for e in elements:
-        for _, d in _checked_attributes(type(e)):
+        for name, d in _checked_attributes(type(e)):
             value = e.__dict__.get(d.slot)
             if type(value) is np.ndarray and value.dtype.kind == "f":
                 (units if d.check is unit else arrays).append(value.ravel())
+                if name == "orientation" and value.shape == (3, 3):
+                    turns.append(value)
     ok = True
     if arrays:
         ok = bool(np.isfinite(np.concatenate(arrays)).all())
     if ok and units:
         u = np.array(units)
         ok = bool(np.all(np.abs(np.einsum("ij,ij->i", u, u) - 1.0) < 1e-12))
+    if ok and turns:  # a rotation still: RᵀR = I, det R = 1 (to the setter's own tolerance, or tighter)
+        R = np.array(turns)
+        ok = bool(np.all(np.abs(np.einsum("kji,kjl->kil", R, R) - np.eye(3)) < 1e-9)) and bool(
+            np.all(np.linalg.det(R) > 0))
     if ok:
         return
     for e in elements:

@@ -154,7 +154,10 @@ def recorded_failure(callbacks, t0: float, h: float, t_end: float) -> SolverErro
         if getattr(cb, "error", None) is None:
             continue
         when = float(getattr(cb, "time", getattr(cb, "error_time", t0)))
-        if when >= t_end - slack:
+        if math.isnan(when):  # met at no known time (a gradient a plugin's step asked for): the step the call
+            k = max(0, round((t_end - t0) / h)) if h > 0 else 0  # stopped at, whose start is t_end
+            when = t0 + (k + 1) * h if h > 0 else t0
+        elif when >= t_end - slack:
             cb.reset()
             continue
         if first is None or when < first[0]:

@@ -88,7 +88,7 @@ class FamilyMethod(RoleMethod):
         out = np.zeros(self.nq)
         q = np.ascontiguousarray(q, dtype=float)
         if self.role == "gradient":
-            K.gradient(I, F, q, out)
+            K.gradient(I, F, q, 0.0, out)
         else:
             v = np.zeros(self.nq) if v is None else np.ascontiguousarray(v, dtype=float)
             K.nonconservative_force(I, F, q, v, float(t), out)

@@ -263,8 +263,11 @@ def _integrator_registry() -> dict[str, type]:
         if _integrators is None:
             registry = _collect("register_integrators", _check_integrator)
             for cls in registry.values():
-                if _is_composition(cls) and not cls.bound():  # (bound already as another's base: a second bind
-                    _bind(cls, registry)  # gave it a new scheme, and the composition on it looked changed)
+                # (one bound already as another's base is not bound again: a second bind gave it a new scheme, and
+                # the composition on it looked changed; one whose base this registry lacks is, and says so)
+                if _is_composition(cls) and not (cls.bound() and registry.get(cls.base) is cls.__dict__.get(
+                        "_bound_base")):  # fmt: skip
+                    _bind(cls, registry)
             _integrators = registry
         return _integrators
 

@@ -320,6 +320,9 @@ class Scene:
                                  f"{joint.a!r} and {joint.b!r}): add a new joint instead")  # fmt: skip
         names = set(self._joints)
         for force in self._forces:
+            if force.name not in self._force_names:
+                raise ValueError(f"{_owner(force)}: renamed after it was added to the scene (the scene knows it by "
+                                 "the name it had): add a new force instead")  # fmt: skip
             if force.name in names:
                 raise ValueError(f"{_owner(force)}: its name was changed after it was added to the scene, to one "
                                  "another joint or force has")  # fmt: skip

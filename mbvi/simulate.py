@@ -171,7 +171,7 @@ def _simulate(verify: bool, scene: Scene | System, t_end: float, dt: float, inte
             # a step that failed on non-finite values after the balance had already broken: the blow-up's start
             # is the error, with the states up to it (not those of 1e140 J the run went on to)
             earlier = _blow_up(err.trajectory, stepper, system, failed=True)
-            if earlier is not None and earlier.step is not None and (err.step is None or earlier.step < err.step):
+            if earlier is not None and earlier.step is not None and (err.step is None or earlier.step <= err.step):
                 err = earlier
         if verify:
             _verify_suggestion(err, source, cls, dt, t_end, t0, initial_state, options)
@@ -362,14 +362,14 @@ def _warn_energy_error(traj: Trajectory, stepper: Integrator, system) -> None:
             notices.warn(
                 f"integrator {stepper.name!r} at dt = {stepper.dt:g} s: the energy balance E − E₀ − W strayed by "
                 f"{err[1]:.3g} J, {err[0]:.0%} of the energy in motion, by t = {err[2]:.4g} s; the result is not "
-                f"accurate ({_remedy(stepper)})",
+                f"accurate ({_remedy(stepper, system, traj)})",
                 RuntimeWarning,
             )
     elif err[3] > WARN_ENERGY_BASELINE:  # a baseline: its damping is its nature; a gain past its energy is not
         notices.warn(
             f"integrator {stepper.name!r} at dt = {stepper.dt:g} s: the energy balance E − E₀ − W gained "
             f"{err[3]:.3g} times the energy the run had to give at the start (it strayed by {err[1]:.3g} J by "
-            f"t = {err[2]:.4g} s); the result is not a solution ({_remedy(stepper)})",
+            f"t = {err[2]:.4g} s); the result is not a solution ({_remedy(stepper, system, traj)})",
             RuntimeWarning,
         )
 
@@ -378,10 +378,14 @@ def _warn_energy_error(traj: Trajectory, stepper: Integrator, system) -> None:
 LOOSE_TOL = 100.0
 
 
-def _remedy(stepper: Integrator) -> str:
-    """What to change first: a loose ``tol`` (SHAKE stops as soon as its residual is under it, with a sign that
-    depends on the state: energy and momentum creep by about tol a step, whatever dt, and a smaller dt only
-    takes more steps), else dt."""
+def _remedy(stepper: Integrator, system: Any = None, traj: Trajectory | None = None) -> str:
+    """What to change first: a plugin law whose gradient is not its potential's derivative (the balance cannot
+    hold at any dt: :func:`law_at_odds`), a loose ``tol`` (SHAKE stops as soon as its residual is under it, with
+    a sign that depends on the state: energy and momentum creep by about tol a step, whatever dt, and a smaller dt
+    only takes more steps), else dt."""
+    odd = law_at_odds(system, [traj.q[0], traj.q[-1]]) if system is not None and traj is not None else None
+    if odd is not None:
+        return odd
     tol, default = getattr(stepper, "tol", None), type(stepper).options.get("tol")
     # SHAKE's residual only: a RATTLE-family scheme on constraint rows (the implicit pair's solves converge
     # below tol; a system without rows solves nothing)
@@ -390,6 +394,48 @@ def _remedy(stepper: Integrator) -> str:
         return (f"tol = {tol:g} is loose: the solves' residual makes the energy creep step by step whatever dt, "
                 f"and a smaller dt only takes more steps; tighten tol, e.g. to its default {default:g}")  # fmt: skip
     return f"reduce dt, e.g. to {stepper.dt / 4:g} s"
+
+
+#: a law's gradient along a direction differs from its potential's central difference by more than this
+#: fraction of |∇U|: it is not that potential's gradient
+GRADIENT_AT_ODDS = 1e-4
+
+
+def law_at_odds(system: Any, states: list[np.ndarray]) -> str | None:
+    """What to say of a plugin force law whose ``gradient`` is not the derivative of its ``potential``, or None.
+
+    The run integrates the gradient and measures the energy with the potential: when they disagree (a constant
+    typed differently in the two) the balance strays by the same amount at every dt, and "reduce dt" cannot mend
+    it. Each plugin law with a potential is checked along one direction at each of ``states`` (shape (nq,)) by a
+    central difference of its potential; mbvi's own laws are tested elsewhere. Two potential evaluations and one
+    gradient per law and state; a law that cannot be evaluated there is not judged.
+    """
+    rng = np.random.default_rng(0)
+    for law in getattr(system, "laws", ()):
+        if not getattr(law, "has_potential", False) or type(law).__module__.startswith("mbvi."):
+            continue
+        for q in states:
+            q = np.asarray(q, dtype=float)
+            d = rng.standard_normal(len(q))
+            d /= np.linalg.norm(d)
+            eps = 1e-6 * max(float(getattr(system, "length_scale", 1.0)), float(np.max(np.abs(q), initial=0.0)))
+            try:
+                with np.errstate(all="ignore"):
+                    g = np.asarray(law.gradient(q), dtype=float)
+                    u = [float(law.potential(q + s * eps * d)) for s in (1.0, -1.0, 2.0, -2.0)]
+            except Exception:
+                continue
+            slope, wider = (u[0] - u[1]) / (2 * eps), (u[2] - u[3]) / (4 * eps)
+            # what the difference itself errs by: its truncation (the wider one's is 4 times the narrower's: a
+            # third derivative of U) and the round-off of U's values over the width
+            slack = 2.0 * abs(wider - slope) + 1e3 * np.finfo(float).eps * max(abs(x) for x in u) / eps
+            along, size = float(g @ d), float(np.linalg.norm(g))
+            if np.isfinite(slope) and np.isfinite(along) and abs(along - slope) > GRADIENT_AT_ODDS * max(
+                    size, abs(slope)) + slack:  # fmt: skip
+                return (f"force law {law.name!r}: its gradient is not the derivative of its potential (along a "
+                        f"direction, ∇U·d = {along:.6g} where U changes at {slope:.6g}), so no dt mends the "
+                        "balance; mbvi.check_force_law finds where they differ")  # fmt: skip
+    return None
 
 
 def _ending_at(stepper, cls, system, state: State, t0: float, nsteps: int, save_every: int, callback, last: float,

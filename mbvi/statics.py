@@ -35,7 +35,7 @@ import scipy.sparse.linalg as spla
 from mbvi import notices
 from mbvi.assembly import assemble
 from mbvi.errors import SolverError
-from mbvi.kernels import AffineMap
+from mbvi.reactions import joint_rows, moment, read_body
 from mbvi.scene import Scene
 from mbvi.state import State
 from mbvi.system import System
@@ -100,25 +100,12 @@ class Equilibrium:
     def _joint_generalized_force(self, joint: str, body: str | None) -> tuple[np.ndarray, str]:
         """−Gᵀλ restricted to one joint's rows, and the body it is read on."""
         sysm = self.system
-        rows = [i for i, o in enumerate(sysm.rows.owner) if o.endswith(f"{joint!r}") and not o.startswith("RigidBody")]
-        if not rows:
-            raise ValueError(f"unknown joint {joint!r}")
+        rows = joint_rows(sysm, joint)
         ends = None
         if self.scene is not None:
             j = self.scene.joint(joint)
             ends = (j.a, j.b)
-        if body is None:
-            body = ends[1] if ends is not None else None
-            if body == "world":
-                other = ends[0]
-                raise ValueError(f"joint {joint!r} joins {other!r} to the world: its force is read on "
-                                 f"body={other!r}")  # fmt: skip
-        if body is None or body == "world":
-            raise ValueError(f"joint {joint!r}: constraint forces are read on one of its bodies, not the world")
-        if body not in sysm.layout.offset:
-            raise ValueError(f"joint {joint!r}: unknown body {body!r}")
-        if ends is not None and body not in ends:
-            raise ValueError(f"joint {joint!r} joins {ends[0]!r} and {ends[1]!r}: it exerts no force on {body!r}")
+        body = read_body(sysm, joint, body, ends)
         lam = np.zeros(sysm.nc)
         lam[rows] = self.multipliers[rows]
         return -(sysm.constraint_jacobian(self.q).T @ lam), body
@@ -137,17 +124,7 @@ class Equilibrium:
         reaction. Zero about a revolute axis, as a hinge transmits no moment there.
         """
         f, body = self._joint_generalized_force(joint, body)
-        layout = self.system.layout
-        if layout.kind(body) != "rigid":
-            raise ValueError(f"constraint_torque: body {body!r} is not a rigid body")
-        o = layout.offset[body]
-        r = self.q[o + 3 : o + 12].reshape(3, 3)  # rotation columns
-        fr = f[o + 3 : o + 12].reshape(3, 3)
-        torque_com = np.cross(r, fr).sum(axis=0)  # Σ rᵢ × fᵢ: the moment about the centre of mass
-        j = layout.joint_frames[self.scene.joint(joint).name]  # body-frame anchors (mbvi.geometry.LinkGeometry)
-        anchor = j.anchor_a if body == j.a else j.anchor_b
-        point = AffineMap.from_terms([layout.point(body, anchor)], layout.nq)(self.q)[0]
-        return torque_com - np.cross(point - self.q[o : o + 3], f[o : o + 3])
+        return moment(self.system, self.scene.joint(joint).name, body, self.q[None], f[None])[0]
 
 
 class SaddleWarning(UserWarning):
@@ -749,9 +726,10 @@ def equilibrium(
                         res = float(np.max(np.abs(r))) if len(r) else 0.0
                 break
             if skewed:
-                def imbalance(r: np.ndarray, noise: np.ndarray = noise, scale: np.ndarray = scale) -> float:
-                    """The relative imbalance's 2-norm: Newton's step descends it (not always its largest)."""
-                    return float(np.linalg.norm(np.maximum(np.abs(r) / coords.root_weight - noise, 0.0) / scale))
+                def imbalance(r: np.ndarray) -> float:
+                    """The imbalance's 2-norm in the fixed metric W (N per √(kg/kg)): the step descends it, and
+                    each point is judged by the same weights (by each point's own force scale the search cycled)."""
+                    return float(np.linalg.norm(r / coords.root_weight))
 
                 q, found = _levenberg_marquardt(
                     q, Ku, Zu.T @ gu, Zu / coords.root_weight[:, None], coords.step_cap(ls),
@@ -921,14 +899,16 @@ def _levenberg_marquardt(
     for _ in range(60):
         try:
             dq = basis @ sla.solve(KtK + mu * np.diag(diag), -Ktg, assume_a="pos", check_finite=False)
-            over = float(np.max(np.abs(dq) / cap))
-            trial = project(q + (dq / over if over > 1.0 else dq))
+            if float(np.max(np.abs(dq) / cap)) > 1.0:  # past the largest step: more damping (a trust region),
+                mu *= 4.0  # not the same direction cut short (Gauss-Newton's, clipped, cycled)
+                continue
+            trial = project(q + dq)
         except (SolverError, sla.LinAlgError):
             mu *= 4.0
             continue
         found = balance(trial)
         if imbalance(found) < rel:
-            damping[:] = [max(mu / 3.0, 1e-12)]
+            damping[:] = [max(mu / 10.0, 1e-12)]
             return trial, found
         mu *= 4.0
         if mu > 1e16:

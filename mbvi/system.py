@@ -62,7 +62,10 @@ def _as_parts(c: Any, name: str) -> list:
     """What a law's ``compiled()`` returned (not None) as a list of Families and Kernels: ``{family: arrays}`` (the
     earlier form), one of them, or a list of them; anything else is a ValueError naming the law ``name``."""
     if isinstance(c, dict):  # {family: arrays}, the earlier form
-        return [Family(k, v) for k, v in c.items()]
+        try:
+            return [Family(k, v) for k, v in c.items()]
+        except ValueError as exc:  # (an unknown family, arrays of the wrong count: the family's own check)
+            raise ValueError(f"force law {name!r}: its compiled() gave {exc}") from None
     if isinstance(c, (Family, Kernel)):
         return [c]
     if isinstance(c, (list, tuple)) and all(isinstance(p, (Family, Kernel)) for p in c):
@@ -82,7 +85,8 @@ def _as_parts(c: Any, name: str) -> list:
 def _probe_kernels(law: ForceLaw, parts: list, q0: np.ndarray) -> None:
     """A plugin's kernels called once as Python at the initial configuration, before the compiled loop runs them:
     an index out of range (ints the law forgot to pack) is a ValueError naming the law, where the compiled kernel,
-    unchecked, crashed the interpreter (a segmentation fault) or wrote past ``out`` without a word. Whatever
+    unchecked, crashed the interpreter (a segmentation fault) or wrote past ``out`` without a word; so is a write
+    into q, v, ints or floats (compiled, it changed the run's state, or the law's parameters, silently). Whatever
     else the Python form raises is left to the compiled loop (numba's own constructs may not run as Python)."""
     from mbvi.engine.callbacks import function_name
 
@@ -93,18 +97,34 @@ def _probe_kernels(law: ForceLaw, parts: list, q0: np.ndarray) -> None:
         for role, fn in part.roles():
             py = getattr(fn, "py_func", fn)  # (a plain function too: mbvi compiles it)
             out = np.zeros(1 if role == "potential" else nq)
+            args = [np.array(q0, dtype=float), np.zeros(nq), part.ints.copy(), part.floats.copy()]
+            for a in args:  # what the kernel reads only: a write into them changed the run's state silently
+                a.flags.writeable = False
             try:
                 with np.errstate(all="ignore"):
-                    py(np.array(q0, dtype=float), np.zeros(nq), 0.0, part.ints.copy(), part.floats.copy(), out)
-            except IndexError as exc:
+                    py(args[0], args[1], 0.0, args[2], args[3], out)
+            except Exception as exc:  # numpy's ValueError, or numba's TypingError from an njit helper it calls
+                if "read-only" not in str(exc) and "readonly" not in str(exc):
+                    if isinstance(exc, IndexError):
+                        raise _out_of_range(law, role, fn, exc, part, nq) from None
+                    continue  # (the compiled loop reports what its kernels raise)
                 name = law.name or type(law).__name__
                 raise ValueError(
-                    f"force law {name!r}: its {role} kernel {function_name(fn)} indexes out of range "
-                    f"at the initial configuration ({exc}; ints has {len(part.ints)} entries, floats "
-                    f"{len(part.floats)}, q and out {nq}): compiled, it would read or write outside its arrays"
+                    f"force law {name!r}: its {role} kernel {function_name(fn)} writes into its q, v, ints or "
+                    "floats (the run's state and the law's parameters, read-only); a kernel writes only into out"
                 ) from None
-            except Exception:  # (the compiled loop reports what its kernels raise)
-                continue
+
+
+def _out_of_range(law: ForceLaw, role: str, fn: Any, exc: Exception, part: Kernel, nq: int) -> ValueError:
+    """The ValueError for a kernel whose Python form indexed out of range at the initial configuration."""
+    from mbvi.engine.callbacks import function_name
+
+    name = law.name or type(law).__name__
+    return ValueError(
+        f"force law {name!r}: its {role} kernel {function_name(fn)} indexes out of range at the initial "
+        f"configuration ({exc}; ints has {len(part.ints)} entries, floats {len(part.floats)}, q and out {nq}): "
+        "compiled, it would read or write outside its arrays"
+    )
 
 
 #: the NumPy method of each role a kernel plays, and the law's attribute that declares the role

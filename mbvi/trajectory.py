@@ -91,6 +91,7 @@ class Trajectory:
     momentum = _OnFirstUse()
     angular_momentum = _OnFirstUse()
     constraint_error = _OnFirstUse()
+    _system = None  # (an unpickled trajectory has no System)
 
     def __init__(
         self,
@@ -124,6 +125,7 @@ class Trajectory:
         self.scene = scene
         self.info = dict(info or {})
         self.work = None if work is None else np.asarray(work, dtype=float)
+        self._system = None  # the run's System, when made by a run (constraint_force reads it)
         self._bodies = {b.name: b for b in self.geometry.bodies}
         self._links = {link.name: link for link in self.geometry.links}
 
@@ -135,6 +137,8 @@ class Trajectory:
             getattr(self, name)
         state = dict(self.__dict__)
         state.pop("_run_angles", None)  # (a cache of the run's joint angles for its parts)
+        state.pop("_system", None)  # (the run's System: constraint forces are read in the run's process)
+        state.pop("_multipliers", None)
         return state
 
     # -- construction ------------------------------------------------------------------------------
@@ -147,7 +151,7 @@ class Trajectory:
         v = np.atleast_2d(v)
         kin = system.kinetic(v)
         pot = system.potential(q)
-        return cls(
+        out = cls(
             t,
             q,
             v,
@@ -162,6 +166,8 @@ class Trajectory:
             info=info,
             work=work if work is not None or system.has_forces else np.zeros(len(q)),
         )
+        out._system = system
+        return out
 
     @classmethod
     def many_from_states(cls, system, t, Q, V, counts, *, scene=None, info=None, work=None) -> list[Trajectory]:
@@ -199,6 +205,7 @@ class Trajectory:
         # one template, copied per member (the per-member constructor's checks cost ~10 µs a member)
         first = cls(**{k: (a if k == "t" else a[0]) for k, a in fields.items()}, geometry=system.geometry,
                     scene=scene, info=info)  # fmt: skip
+        first._system = system
         # each member's views of the batch arrays, made by iterating over the batch axis (in C), as rows
         keys = [k for k in fields if k != "t"]
         rows = list(zip(*(list(fields[k]) for k in keys), strict=True))
@@ -280,6 +287,7 @@ class Trajectory:
             work=work,
             **kw,
         )
+        out._system = self._system
         counted = start or hasattr(self, "_turns_from") or "joint_turns" in self.info
         if counted and len(out.t):  # its joints' turns count on from this run's at its first state (joint_angle),
             out._turns_from = (self, start)  # a part of a part, or of a saved part, as that part counts them
@@ -401,6 +409,46 @@ class Trajectory:
     def joint_displacement_rate(self, name: str) -> np.ndarray:
         """Rate of a prismatic joint displacement, m/s, shape (n,) (as a state's view reads it during the run)."""
         return kin.joint_displacement_rate(self.q, self.v, *self._joint(name, "prismatic"))
+
+    # -- joint reactions ---------------------------------------------------------------------------
+    def _joint_forces(self, joint: str, body: str | None) -> tuple[np.ndarray, str, Any]:
+        """−Gᵀλ over one joint's rows at every saved state, (n, nq), the body it is read on, and the system."""
+        from mbvi import reactions
+
+        system = self._system
+        if system is None or not hasattr(system, "rows"):
+            raise ValueError(
+                "constraint forces are read from the System a run was made with: this trajectory has none (loaded "
+                "from a file, unpickled, or a LagrangianSystem's run); simulate again to read them"
+            )
+        rows = reactions.joint_rows(system, joint)
+        j = system.layout.joints.get(joint)
+        body = reactions.read_body(system, joint, body, (j.a, j.b) if j is not None else None)
+        if "_multipliers" not in self.__dict__:
+            with np.errstate(all="ignore"):
+                self.__dict__["_multipliers"] = reactions.multipliers(system, self.t, self.q, self.v)
+        return reactions.generalized_forces(system, self.q, self.__dict__["_multipliers"], rows), body, system
+
+    def constraint_force(self, joint: str, body: str | None = None) -> np.ndarray:
+        """Force (N, world frame, shape (n, 3)) that a joint exerts on one of its bodies at each saved state
+        (default: its child b; its parent a when b is the world).
+
+        The reaction of the equations of motion at each state: λ from G M⁻¹ Gᵀ λ = G M⁻¹ f + Ġ v, the joint's
+        part of −Gᵀλ read on the body's centre (:mod:`mbvi.reactions`). A bob swinging on a rod feels
+        m g cos θ + m v²/L along it; at rest it is :meth:`mbvi.Equilibrium.constraint_force`. Computed when
+        first read (a sparse solve per state), from the run's System: a trajectory loaded from a file has none.
+        """
+        f, body, system = self._joint_forces(joint, body)
+        o = system.layout.offset[body]
+        return f[:, o : o + 3]
+
+    def constraint_torque(self, joint: str, body: str | None = None) -> np.ndarray:
+        """Moment (N m, world frame, shape (n, 3)) that a joint exerts on a rigid body at each saved state, about
+        the joint's anchor on it (see :meth:`constraint_force`); zero about a revolute joint's axis."""
+        f, body, system = self._joint_forces(joint, body)
+        from mbvi import reactions
+
+        return reactions.moment(system, joint, body, self.q, f)
 
     def strain(self, beam: str) -> np.ndarray:
         """Axial strain of each beam segment, shape (n, segments)."""

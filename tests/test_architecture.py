@@ -47,7 +47,7 @@ LAYERS: list[tuple[str, ...]] = [
         "mbvi.scene",
     ),
     # 4: force laws and the assembled system
-    ("mbvi.forcelaws", "mbvi.lawmethods", "mbvi.beam", "mbvi.system"),
+    ("mbvi.forcelaws", "mbvi.lawmethods", "mbvi.beam", "mbvi.system", "mbvi.reactions"),
     # 5: integrators (scenes' and Lagrangian systems'), and why a step failed
     ("mbvi.diagnosis", "mbvi.integrators", "mbvi.lagrangian"),
     # 6: the registry and assembly

@@ -561,3 +561,57 @@ def test_an_initial_angle_beyond_pi_is_read_as_given_by_the_trajectory_a_control
     sim = mbvi.Simulator(hinge(4.0, pd), dt=1e-3)
     sim.step(20000)
     assert sim.view.joint_angle("h") == pytest.approx(traj.joint_angle("h")[-1], abs=1e-12)
+
+
+def _flaps(n: int) -> mbvi.Scene:
+    """n flaps, each on two coaxial hinges (a loop through the world: 5 of its 16 rows are redundant)."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    turn = Rotation.from_rotvec([0.5, 0.0, 0.0])
+    for i in range(n):
+        y = 3.0 * i
+        scene.add(mbvi.RigidBody(f"f{i}", mass=2.0, shape=mbvi.Box((1.0, 0.02, 0.6)), orientation=turn,
+                                 position=np.array([0.0, y, 0.0]) + turn.apply([0.0, 0.0, -0.3])))  # fmt: skip
+        scene.add(mbvi.Revolute("world", f"f{i}", anchor=(-0.4, y, 0.0), axis=(1.0, 0.0, 0.0), name=f"h1_{i}"))
+        scene.add(mbvi.Revolute("world", f"f{i}", anchor=(0.4, y, 0.0), axis=(1.0, 0.0, 0.0), name=f"h2_{i}"))
+    return scene
+
+
+def test_redundant_loops_past_the_dense_check_are_checked_loop_by_loop(monkeypatch) -> None:
+    """Past RANK_CHECK_MAX rows (6000) the redundancy check was skipped: 380 flaps on two coaxial hinges kept all
+    6080 rows, and every step met a singular G M⁻¹ Gᵀ of 6080 rows through a dense pseudo-inverse (8 steps did
+    not finish in 200 s). Each loop is now checked alone there: the same rows kept as the whole check keeps, and
+    the flap swings as a compound pendulum about its hinge line, ω² = m g d / (I + m d²)."""
+    from mbvi import assembly
+
+    with pytest.warns(mbvi.RedundantConstraintWarning, match=r"15 of 48 constraint equations are redundant"):
+        whole = mbvi.assemble(_flaps(3))
+    monkeypatch.setattr(assembly, "RANK_CHECK_MAX", 20)  # (3 × 16 rows: past it)
+    every = r"15 of 48 constraint equations, in 3 closed loops, are redundant .*'h2_0', .*'h2_1', .*'h2_2'"
+    with pytest.warns(mbvi.RedundantConstraintWarning, match=every):
+        by_loop = mbvi.assemble(_flaps(3))
+    assert len(whole.active) == len(by_loop.active) == 3 * 11
+    traj = mbvi.simulate(by_loop, 2.0, 1e-3)
+    np.testing.assert_allclose(traj.q, mbvi.simulate(whole, 2.0, 1e-3).q, rtol=0, atol=1e-9)
+    assert traj.constraint_error.max() < 1e-10
+    d, inertia = 0.3, 2.0 * (0.02**2 + 0.6**2) / 12  # centre below the hinge line; I about the flap's x axis
+    w = math.sqrt(2.0 * 9.81 * d / (inertia + 2.0 * d * d))
+    angle = traj.joint_angle("h1_1")
+    crossings = np.where(np.diff(np.sign(angle - angle.mean())) != 0)[0]
+    period = 2 * np.mean(np.diff(traj.t[crossings]))
+    assert period == pytest.approx(2 * math.pi / w * (1 + 0.5**2 / 16), rel=2e-3)  # amplitude 0.5 rad
+
+
+def test_one_loop_past_the_dense_check_is_left_unchecked_not_factorized(monkeypatch) -> None:
+    """A ring of links is one loop: checked alone past RANK_CHECK_MAX, it was the whole dense check again (a ring
+    of 700 links: 6300 × 8400, minutes); it is left unchecked, as every scene past the cap was."""
+    from mbvi import assembly
+
+    scene = mbvi.Scene(gravity=None)
+    corners = [(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (1.0, 1.0, 0.0), (0.0, 1.0, 0.0)]
+    for i, c in enumerate(corners):
+        scene.add(mbvi.Particle(f"p{i}", mass=1.0, position=c))
+    for i in range(4):
+        scene.add(mbvi.Rod(f"p{i}", f"p{(i + 1) % 4}"))
+    monkeypatch.setattr(assembly, "RANK_CHECK_MAX", 3)
+    monkeypatch.setattr(assembly, "_kept_rows", lambda *a: pytest.fail("a loop past the cap was factorized"))
+    assert len(mbvi.assemble(scene).active) == 4

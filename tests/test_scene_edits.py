@@ -179,3 +179,20 @@ def test_a_value_error_of_the_scene_files_own_code_says_where_it_came_from(
     assert len(lines) == 1 and lines[0].startswith(f"mbvi: error: build() of {str(scene)!r}: "), lines
     assert lines[0].endswith("cannot reshape array of size 5 into shape (3,newaxis)" if "reshape" in raise_line
                              else "ValueError")  # fmt: skip
+
+
+def test_an_orientation_edited_in_place_and_a_force_renamed_to_a_fresh_name_are_named() -> None:
+    """``body.orientation[0, 0] = 2`` passed the finiteness test and was blamed on the joint ("initial positions
+    violate the joint (residual 3)"); a force renamed to a name no one has kept the old one taken."""
+    scene = mbvi.Scene()
+    body = scene.add(mbvi.RigidBody("b", mass=1.0, inertia=(1.0, 1.0, 1.0), position=(0.0, 0.0, -1.0)))
+    scene.add(mbvi.Spherical("world", "b", anchor=(0.0, 0.0, 0.0)))
+    body.orientation[0, 0] = 2.0
+    with pytest.raises(ValueError, match=r"RigidBody 'b': orientation is not a rotation matrix"):
+        mbvi.assemble(scene)
+    body.orientation = np.eye(3)
+    spring = scene.add(mbvi.Spring("world", "b", stiffness=1.0, name="k"))
+    mbvi.assemble(scene)
+    spring.name = "other"
+    with pytest.raises(ValueError, match=r"Spring 'other': renamed after it was added"):
+        mbvi.assemble(scene)

@@ -75,7 +75,8 @@ def inv_mass(model):
 @jit
 def gradient(model, q, out):
     """``out`` ← ∇U(q), N (every conservative force law, compiled kernels and callbacks alike)."""
-    K.gradient(model[0], model[1], q, out)
+    K.gradient(model[0], model[1], q, math.nan, out)  # (no time: a gradient called back as Python that raises is
+    # named at the step that called it)
 
 
 @jit
@@ -220,7 +221,7 @@ def accelerations(model, ws, q, v, t, out):
     n, nq_ = I[M.N], I[M.NQ]
     wi = floats(I, F, M.W, nq_)
     f = _buf(WI, WS, WK.F0, nq_)
-    K.gradient(I, F, q, out)
+    K.gradient(I, F, q, t, out)
     K.nonconservative_force(I, F, q, v, t, f)
     for i in range(nq_):
         out[i] = wi[i] * (f[i] - out[i])  # M⁻¹ f

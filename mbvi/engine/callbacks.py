@@ -249,6 +249,8 @@ def _signature_key(fn: Callable, role: str, salt: str = "") -> str:
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: lines of a numba error that quote source
+_SOURCE = ("def ", "return ", "<source elided>")
 #: lines of a numba error that say where, not why
 _FRAMING = (
     "Failed in ",
@@ -269,13 +271,27 @@ _FRAMING = (
 )
 
 
+#: a value numba could not take as a compile-time constant: ``freevar(acc: [0.0])`` (a closure's), ``global(…)``
+_CONSTANT = re.compile(r"(freevar|global)\((\w+): (.*)\)\"? at ")
+
+
 def numba_reason(exc: BaseException) -> str:
-    """The line of a numba compilation error that says why (the first that is not framing), for a log line."""
-    lines = [_ANSI.sub("", line).strip() for line in str(exc).splitlines()]
+    """The line of a numba compilation error that says why (the first that is not framing, nor numba's internal
+    reprs, nor a line of source), for a log line; a closure variable or global numba cannot take as a constant
+    (a list a controller keeps its state in) is said in words."""
+    text = _ANSI.sub("", str(exc))
+    constant = _CONSTANT.search(text)
+    if constant is not None:
+        kind = "closure variable" if constant.group(1) == "freevar" else "global"
+        shown = constant.group(3) if len(constant.group(3)) <= 40 else constant.group(3)[:37] + "..."
+        return f"it reads the {kind} {constant.group(2)!r} = {shown}, which numba cannot take as a constant"
+    lines = [line.strip() for line in text.splitlines()]
     lines = [line for line in lines if line]
     for line in lines:
-        if not line.startswith(_FRAMING):
-            return line if len(line) <= 200 else line[:197] + "..."
+        # ("<numba.core.base.OverloadSelector object at 0x…>" and the source lines of its frames say nothing)
+        if line.startswith(_FRAMING) or " object at 0x" in line or line.startswith(_SOURCE):
+            continue
+        return line if len(line) <= 200 else line[:197] + "..."
     return lines[0] if lines else type(exc).__name__
 
 

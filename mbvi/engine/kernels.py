@@ -696,13 +696,16 @@ def _torque_on_columns(I, cols, i, t0, t1, t2, scale, q, out):
 
 
 @jit
-def gradient(I, F, q, out):
-    """∇U(q) into ``out`` (nq,): gravity, the other conservative families, then the gradient kernels."""
+def gradient(I, F, q, t, out):
+    """∇U(q) into ``out`` (nq,): gravity, the other conservative families, then the gradient kernels.
+
+    ``t`` (s) is the time of the stage that evaluates it: no gradient reads it, but a gradient called back as
+    Python that raises records it, and the run's error names the step it was met in (it was always 0)."""
     gv = I[M.GVEC]
     for i in range(I[M.NQ]):
         out[i] = -F[gv + i]
     gradient_families(I, F, q, out)
-    call_kernels(I, F, opaque(CT.GRADIENT), q, q, 0.0, out)
+    call_kernels(I, F, opaque(CT.GRADIENT), q, q, t, out)
 
 
 @jit

@@ -488,7 +488,7 @@ def lie_prepare(I, F, IL, WI, bufs, q, u):
     WI[WK.CONST_FORCE] = 1 if const else 0
     if const:
         grad = bufs[LB.GRAD0]
-        K.gradient(I, F, q, grad)
+        K.gradient(I, F, q, 0.0, grad)
         _forces(I, F, IL, q, u, 0.0, grad, bufs, bufs[LB.FV0])  # (a force of no time)
         K.copy_into(bufs[LB.FC], bufs[LB.TMPV])
 
@@ -514,7 +514,7 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, t, h, c0, c1, lam, tol, m
     grad1 = bufs[LB.GRAD1] if cur == 0 else bufs[LB.GRAD0]
     cf = WI[WK.CONST_FORCE]
     if c0 != 0.0 and not WI[WK.HAVE_GRAD] and not cf:
-        K.gradient(I, F, q, grad0)
+        K.gradient(I, F, q, t, grad0)
     ufree, ua, unew, fv0, fv1 = bufs[LB.UFREE], bufs[LB.UA], bufs[LB.UNEW], bufs[LB.FV0], bufs[LB.FV1]
     q1 = bufs[LB.Q1]
     # --- kick c₀ and constrained drift
@@ -563,7 +563,7 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, t, h, c0, c1, lam, tol, m
     if c1 != 0.0 and cf:
         _kick(Iv, Fv, ua, c1, bufs[LB.FC], u)
     elif c1 != 0.0:
-        K.gradient(I, F, q1, grad1)
+        K.gradient(I, F, q1, t + h, grad1)
         _forces(I, F, IL, q1, bufs[LB.UM], t + h, grad1, bufs, fv1)
         _kick(Iv, Fv, ua, c1, bufs[LB.TMPV], u)
         WI[WK.HAVE_GRAD] = 1

@@ -230,7 +230,7 @@ def _set_column(A, c, x):
 
 
 @jit
-def _gradient(I, F, q, out, X, m):
+def _gradient(I, F, q, t, out, X, m):
     """∇U for every member: gravity in lockstep, the other conservative families member by member.
 
     X: (3, nq) scratch rows for one member's q and ∇U.
@@ -245,7 +245,7 @@ def _gradient(I, F, q, out, X, m):
             _column(q, c, X[0])
             _column(out, c, X[1])
             K.gradient_families(I, F, X[0], X[1])
-            K.call_kernels(I, F, K.opaque(CT.GRADIENT), X[0], X[0], 0.0, X[1])
+            K.call_kernels(I, F, K.opaque(CT.GRADIENT), X[0], X[0], t, X[1])
             _set_column(out, c, X[1])
 
 
@@ -461,7 +461,7 @@ def _substep(I, F, GD, AB, cur, have_grad, t, h, c0, c1, lam, tol, maxiter, ls, 
     f0, f1 = L[LN.F0], L[LN.F1]
     grad0, grad1 = (L[LN.GR0], L[LN.GR1]) if cur == 0 else (L[LN.GR1], L[LN.GR0])
     if c0 != 0.0 and not have_grad:
-        _gradient(I, F, q, grad0, X, m)
+        _gradient(I, F, q, t, grad0, X, m)
     if c0 == 0.0:
         _enter(SI, m)
         _shake(I, F, GD[cur], AB[cur], q, v, h, lam, K.opaque(True), tol, maxiter, L, SF, SI, vh, m)
@@ -478,7 +478,7 @@ def _substep(I, F, GD, AB, cur, have_grad, t, h, c0, c1, lam, tol, maxiter, ls, 
         for c in range(m):
             f1[i, c] = 0.0
     if c1 != 0.0:
-        _gradient(I, F, q1, grad1, X, m)
+        _gradient(I, F, q1, t + h, grad1, X, m)
         _kick(I, F, q1, vh, t + h, vh, c1, grad1, f1, v, X, m)
         have_grad = True
     else:

@@ -184,7 +184,7 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
     grad0 = WS[go + cur * nq : go + (cur + 1) * nq]
     grad1 = WS[go + nxt * nq : go + (nxt + 1) * nq]
     if c0 != 0.0 and not WI[WK.HAVE_GRAD]:
-        K.gradient(I, F, q, grad0)
+        K.gradient(I, F, q, t, grad0)
     q1, vh, vfree = _buf(WI, WS, WK.Q1, nq), _buf(WI, WS, WK.VH, nq), _buf(WI, WS, WK.VFREE, nq)
     f0, f1 = _buf(WI, WS, WK.F0, nq), _buf(WI, WS, WK.F1, nq)
     # --- kick c₀ and constrained drift
@@ -224,7 +224,7 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
     # --- kick c₁ at q₁ and projection onto G(q₁) v = 0
     f1[:] = 0.0
     if c1 != 0.0:
-        K.gradient(I, F, q1, grad1)
+        K.gradient(I, F, q1, t + h, grad1)
         _kick(I, F, q1, vh, t + h, vh, c1, grad1, f1, v)
         WI[WK.HAVE_GRAD] = 1
     else:
@@ -298,7 +298,7 @@ def _implicit_residual(I, F, WI, WS, midpoint, q, v, t, h, q1, lamv, gd, r, vq, 
     for i in range(nq):
         vq[i] = (q1[i] - q[i]) / h
         qm[i] = 0.5 * (q[i] + q1[i]) if midpoint else q1[i]
-    K.gradient(I, F, qm, grad)
+    K.gradient(I, F, qm, t + 0.5 * h if midpoint else t + h, grad)
     _kick(I, F, qm, vq, t + 0.5 * h if midpoint else t + h, v, 0.5 * h if midpoint else h, grad, f, tmp)
     if not midpoint and n:
         u, w = _buf(WI, WS, WK.U, 3 * n), _buf(WI, WS, WK.W, 3 * n)
@@ -438,7 +438,7 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, t, h, lam, tol, maxiter, ls):
             for i in range(nq):
                 q1[i] = q[i] + h * vh[i]  # the current estimate of q₁
                 qm[i] = 0.5 * (q[i] + q1[i]) if midpoint else q1[i]
-            K.gradient(I, F, qm, grad)
+            K.gradient(I, F, qm, tf, grad)
             _kick(I, F, qm, vh, tf, v, c, grad, f, vfree)
             if it == 0:  # the round-off of the iterate's terms (v₀ and its kick may nearly cancel)
                 floor += K.sum_roundoff(v, vfree)
@@ -463,7 +463,7 @@ def _implicit_step(I, F, WI, WS, midpoint, q, v, t, h, lam, tol, maxiter, ls):
     if midpoint:
         for i in range(nq):
             qm[i] = 0.5 * (q[i] + q1[i])
-        K.gradient(I, F, qm, grad)
+        K.gradient(I, F, qm, tf, grad)
         _kick(I, F, qm, vh, tf, vh, c, grad, f, v)
     else:
         K.nonconservative_force(I, F, q1, vh, tf, f)

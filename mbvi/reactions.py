@@ -1,0 +1,92 @@
+"""Joint reactions: the force and moment a joint exerts on one of its bodies, from the constraint multipliers.
+
+The constraint force on the generalized coordinates is −Gᵀλ (M a = f − Gᵀλ); one joint's part of it is −Gᵀλ
+over that joint's rows. Read on a body, it is a force on the body's centre (the translation coordinates) and a
+moment about the joint's anchor (the rotation columns: Σ rᵢ × fᵢ about the centre, moved to the anchor).
+:class:`mbvi.Equilibrium` reads them at rest; :meth:`mbvi.Trajectory.constraint_force` along a run, with λ of
+the equations of motion at each saved state (:func:`multipliers`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mbvi.kernels import AffineMap
+
+__all__ = ["generalized_forces", "joint_rows", "moment", "multipliers", "read_body"]
+
+
+def joint_rows(system: Any, joint: str) -> list[int]:
+    """The indices of a joint's constraint rows in ``system.rows`` (ValueError naming an unknown joint)."""
+    rows = [i for i, o in enumerate(system.rows.owner) if o.endswith(f"{joint!r}") and not o.startswith("RigidBody")]
+    if not rows:
+        raise ValueError(f"unknown joint {joint!r}")
+    return rows
+
+
+def read_body(system: Any, joint: str, body: str | None, ends: tuple[str, str] | None) -> str:
+    """The body a joint's reaction is read on: ``body``, or its child b (its parent a when b is the world); a
+    ValueError for the world, a body it does not join, or an unknown body. ``ends``: the joint's (a, b)."""
+    if body is None:
+        body = ends[1] if ends is not None else None
+        if body == "world":
+            other = ends[0]
+            raise ValueError(f"joint {joint!r} joins {other!r} to the world: its force is read on body={other!r}")
+    if body is None or body == "world":
+        raise ValueError(f"joint {joint!r}: constraint forces are read on one of its bodies, not the world")
+    if body not in system.layout.offset:
+        raise ValueError(f"joint {joint!r}: unknown body {body!r}")
+    if ends is not None and body not in ends:
+        raise ValueError(f"joint {joint!r} joins {ends[0]!r} and {ends[1]!r}: it exerts no force on {body!r}")
+    return body
+
+
+def moment(system: Any, joint: str, body: str, q: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """The moment (N m, world frame, shape (n, 3)) of a joint's generalized force ``f`` (n, nq) on a rigid
+    ``body``, about the joint's anchor on it, at configurations ``q`` (n, nq)."""
+    layout = system.layout
+    if layout.kind(body) != "rigid":
+        raise ValueError(f"constraint_torque: body {body!r} is not a rigid body")
+    o = layout.offset[body]
+    r = q[:, o + 3 : o + 12].reshape(-1, 3, 3)  # rotation columns
+    fr = f[:, o + 3 : o + 12].reshape(-1, 3, 3)
+    about_centre = np.cross(r, fr).sum(axis=1)  # Σ rᵢ × fᵢ
+    j = layout.joint_frames[joint]  # body-frame anchors (mbvi.geometry.LinkGeometry)
+    anchor = j.anchor_a if body == j.a else j.anchor_b
+    point = AffineMap.from_terms([layout.point(body, anchor)], layout.nq)
+    arm = np.array([point(x)[0] for x in q]) - q[:, o : o + 3]
+    return about_centre - np.cross(arm, f[:, o : o + 3])
+
+
+def multipliers(system: Any, t: np.ndarray, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """λ of the equations of motion at each state, shape (n, nc) (zero on rows the solves drop as redundant).
+
+    G M⁻¹ Gᵀ λ = G M⁻¹ f + Ġ v with f = −∇U + F(q, v, t): the λ that keeps g̈ = 0, so that M a = f − Gᵀλ. At a
+    state a run saved this is the reaction of the continuous equations there (the integrator's own multipliers
+    are those of its steps, between states). Least-squares multipliers where G M⁻¹ Gᵀ is singular (a dead
+    point), with the solver's warning. One factorization of G M⁻¹ Gᵀ a state (the runs' own sparse one).
+    """
+    lam = np.zeros((len(t), system.nc))
+    act = system.active
+    if not len(act):
+        return lam
+    w = system.inv_mass
+    for k in range(len(t)):
+        factor, gdata = system.factor(q[k])
+        f = system.generalized_acceleration_force(q[k], v[k], float(t[k]))
+        lam[k, act] = factor.solve(system.G_matvec(gdata, w * f) + system.constraint_curvature(v[k])[act])
+    return lam
+
+
+def generalized_forces(system: Any, q: np.ndarray, lam: np.ndarray, rows: list[int]) -> np.ndarray:
+    """−Gᵀλ over the constraint ``rows`` only, at each configuration ``q`` (n, nq) with multipliers ``lam``
+    (n, nc): shape (n, nq), N (N m per unit of a rotation column)."""
+    act = system.active
+    mine = np.isin(act, rows)
+    out = np.zeros(q.shape)
+    for k in range(len(q)):
+        _, gdata = system.active_values_and_jacobian(q[k])
+        out[k] = -system.G_rmatvec(gdata, np.where(mine, lam[k, act], 0.0))
+    return out

@@ -1,0 +1,105 @@
+"""Joint reactions along a run (``traj.constraint_force``, ``traj.constraint_torque``) against closed forms.
+
+Reactions could be read only at rest (``mbvi.equilibrium``); along a run a user differenced ``traj.v`` to get a
+rod's tension. λ of the equations of motion at each saved state gives them: the tension of a swinging bob is
+m v²/L + m g·r̂ of its own state, a conical pendulum's m g / cos θ, a hinge transmits no moment about its axis,
+and at rest they are the equilibrium's.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import mbvi
+
+G = 9.81
+
+
+def _pendulum(m: float = 2.0, length: float = 1.5) -> mbvi.Scene:
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    scene.add(mbvi.Particle("bob", mass=m, position=(length, 0.0, 0.0)))  # released level with its pivot
+    scene.add(mbvi.Rod("world", "bob", name="rod"))
+    return scene
+
+
+@pytest.mark.parametrize("integrator", ["verlet", "midpoint", "yoshida4", "csm"])
+def test_a_swinging_bobs_rod_pulls_with_the_tension_of_its_state(integrator: str) -> None:
+    """T = m |v|²/L + m g·r̂ (r̂ from the pivot to the bob), along −r̂: the radial equation at each saved state.
+    Released level with the pivot, it is 3 m g sin φ at the angle φ below the level (3 m g at the bottom)."""
+    m, length = 2.0, 1.5
+    traj = mbvi.simulate(_pendulum(m, length), 3.0, 1e-3, integrator)
+    force = traj.constraint_force("rod")  # on the bob (the rod's other end is the world)
+    x, v = traj.position("bob"), traj.velocity("bob")
+    reach = np.linalg.norm(x, axis=1)  # L, to the constraint tolerance (csm's 1e-9)
+    r = x / reach[:, None]
+    tension = m * np.sum(v * v, axis=1) / reach + m * (r @ np.array([0.0, 0.0, -G]))
+    np.testing.assert_allclose(force, -tension[:, None] * r, rtol=0, atol=1e-9 * m * G)
+    assert np.max(np.linalg.norm(force, axis=1)) == pytest.approx(3 * m * G, rel=1e-4)  # at the bottom
+
+
+def test_a_conical_pendulums_rod_holds_its_weight_over_cos_theta() -> None:
+    m, length, theta = 2.0, 1.0, 0.6
+    w = math.sqrt(G / (length * math.cos(theta)))
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    scene.add(mbvi.Particle("bob", mass=m, position=(length * math.sin(theta), 0.0, -length * math.cos(theta)),
+                            velocity=(0.0, w * length * math.sin(theta), 0.0)))  # fmt: skip
+    scene.add(mbvi.Rod("world", "bob", name="rod"))
+    traj = mbvi.simulate(scene, 2.0, 1e-3)
+    tension = np.linalg.norm(traj.constraint_force("rod"), axis=1)
+    np.testing.assert_allclose(tension, m * G / math.cos(theta), rtol=2e-6)  # the orbit kept to O(dt²)
+
+
+def test_a_rod_pulls_its_two_bodies_apart_equally_and_oppositely() -> None:
+    scene = _pendulum()
+    scene.add(mbvi.Particle("tail", mass=0.5, position=(2.5, 0.0, 0.0)))
+    scene.add(mbvi.Rod("bob", "tail", name="link"))
+    traj = mbvi.simulate(scene, 2.0, 1e-3)
+    on_tail, on_bob = traj.constraint_force("link"), traj.constraint_force("link", "bob")
+    np.testing.assert_allclose(on_bob, -on_tail, rtol=0, atol=1e-10)
+    d = traj.position("tail") - traj.position("bob")  # along the link
+    np.testing.assert_allclose(np.cross(on_tail, d), 0.0, atol=1e-9)
+    # the tail: m a = m g + force (a from the run's velocities, second order)
+    a = np.gradient(traj.velocity("tail"), traj.t, axis=0)[5:-5]
+    np.testing.assert_allclose(0.5 * a, 0.5 * np.array([0, 0, -G]) + on_tail[5:-5], atol=2e-3)
+
+
+def _arm(torque=(0.0, 1.0, 0.0), along: float = 0.0) -> mbvi.Scene:
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    scene.add(mbvi.RigidBody("arm", mass=1.0, inertia=(0.01, 0.01, 0.002), position=(0.3, along, -0.4)))
+    scene.add(mbvi.Revolute("world", "arm", anchor=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0), name="hinge"))
+    scene.add(mbvi.ExternalTorque("arm", torque=torque))
+    return scene
+
+
+def test_at_rest_the_reactions_are_the_equilibriums() -> None:
+    eq = mbvi.equilibrium(_arm())
+    traj = mbvi.simulate(_arm(), 0.01, 1e-3, initial_state=eq.state)
+    np.testing.assert_allclose(traj.constraint_force("hinge")[0], eq.constraint_force("hinge"), atol=1e-10)
+    np.testing.assert_allclose(traj.constraint_torque("hinge")[0], eq.constraint_torque("hinge"), atol=1e-10)
+    np.testing.assert_allclose(traj.constraint_force("hinge")[0], [0.0, 0.0, G], atol=1e-10)  # its weight
+
+
+def test_a_swinging_hinge_transmits_no_moment_about_its_axis() -> None:
+    """The hinge's moment on the arm, about its anchor, has no part along the axis (y); the arm's centre 0.2 m
+    along the axis makes it hold a moment across it (m g 0.2 = 1.96 N m at rest); the force is m a − m g."""
+    traj = mbvi.simulate(_arm(along=0.2), 2.0, 1e-3, "yoshida4")
+    moment = traj.constraint_torque("hinge")
+    assert np.max(np.abs(moment[:, 1])) < 1e-9 and np.max(np.abs(moment)) > 1.0
+    force = traj.constraint_force("hinge")
+    a = np.gradient(traj.velocity("arm"), traj.t, axis=0)[5:-5]
+    np.testing.assert_allclose(a, np.array([0.0, 0.0, -G]) + force[5:-5], atol=1e-4)  # m = 1 kg
+
+
+def test_reactions_of_a_part_are_the_parts_and_a_loaded_run_has_none(tmp_path) -> None:
+    traj = mbvi.simulate(_pendulum(), 1.0, 1e-3)
+    np.testing.assert_array_equal(traj[200:400].constraint_force("rod"), traj.constraint_force("rod")[200:400])
+    with pytest.raises(ValueError, match="unknown joint 'hinge'"):
+        traj.constraint_force("hinge")
+    with pytest.raises(ValueError, match="constraint forces are read on one of its bodies, not the world"):
+        traj.constraint_force("rod", "world")
+    traj.save(tmp_path / "run.npz")
+    with pytest.raises(ValueError, match=r"this trajectory has none .* simulate again"):
+        mbvi.Trajectory.load(tmp_path / "run.npz").constraint_force("rod")
