@@ -87,35 +87,45 @@ def _independent_rows(rows: BilinearRows, q: np.ndarray, owners: list[str],
         here = sorted({owners[i] for i in dropped[only_here]})
         singular = (
             f"{int(only_here.sum())} of {G.shape[0]} constraint equations are dependent at the initial "
-            f"configuration (rank {rank}) but not near it: {', '.join(here)}. The configuration is singular (a "
-            "chain pulled taut, a linkage at a dead point); they are kept, with least-squares multipliers where "
-            "they are dependent."
+            f"configuration (rank {rank}) but not near it: {', '.join(here)}{_SINGULAR} (a chain pulled taut, a "
+            "linkage at a dead point); they are kept, with least-squares multipliers where they are dependent."
         )
         if only_here.all():
             return np.arange(G.shape[0]), singular
         keep = np.sort(np.concatenate([keep, dropped[only_here]]))
         dropped = dropped[~only_here]
     names = sorted({owners[i] for i in dropped})
-    return keep, (
-        (singular + " " if only_here.any() else "")
-        + f"{len(dropped)} of {G.shape[0]} constraint equations are redundant (rank {rank}) and are "
-        f"dropped from the solves: {', '.join(names)}. This is normal for closed planar loops "
-        "built from spatial joints; the dropped equations stay satisfied (checked along a motion of the "
-        "mechanism)."
+    redundant = _redundant_note(len(dropped), G.shape[0], f" (rank {rank})", "", names)
+    return keep, (singular + " " if only_here.any() else "") + redundant
+
+
+#: where a note of :func:`_independent_rows` on rows dependent at the initial configuration only ends its first
+#: sentence (:func:`_kept_rows_by_loop` keeps that sentence of each loop's)
+_SINGULAR = ". The configuration is singular"
+
+
+def _redundant_note(count: int, total: int, rank: str, where: str, names: list[str]) -> str:
+    """The warning's sentence on ``count`` of ``total`` rows dropped as redundant (``rank``: " (rank r)" or "";
+    ``where``: ", in k closed loops," or "")."""
+    return (
+        f"{count} of {total} constraint equations{where} are redundant{rank} and are dropped from the solves: "
+        f"{', '.join(names)}. This is normal for closed planar loops built from spatial joints; the dropped "
+        "equations stay satisfied (checked along a motion of the mechanism)."
     )
 
 
-def _kept_rows(rows: list[Row], layout: Layout, joints: list) -> tuple[list[Row], np.ndarray, str | None]:
-    """The rows (a loop's closing joint's point rows in its body's frame, where some were dropped), the indices
-    of those the solves keep (:func:`_independent_rows`) and the warning to give."""
-    brows = BilinearRows(rows, layout.nq)
+def _kept_rows(
+    rows: list[Row], brows: BilinearRows, layout: Layout, joints: list
+) -> tuple[list[Row], BilinearRows, np.ndarray, str | None]:
+    """The rows and their :class:`BilinearRows` (a loop's closing joint's point rows in its body's frame, where
+    some were dropped), the indices of those the solves keep (:func:`_independent_rows`) and the warning."""
     active, note = _independent_rows(brows, layout.q0, brows.owner, layout.length_scale)
     turning = _turning_points(rows, active)
     body_rows = _in_body_frames(rows, layout, joints, turning) if turning else None
     if body_rows is not None:  # a loop's closing joint keeps point rows its bodies carry, not the world's
         rows, brows = body_rows, BilinearRows(body_rows, layout.nq)
         active, note = _independent_rows(brows, layout.q0, brows.owner, layout.length_scale)
-    return rows, active, note
+    return rows, brows, active, note
 
 
 def _loops(scene: Scene) -> list[list]:
@@ -149,7 +159,8 @@ def _kept_rows_by_loop(rows: list[Row], layout: Layout, scene: Scene) -> tuple[l
         idx = [i for i, r in enumerate(rows) if r.owner in owners]
         if len(idx) > RANK_CHECK_MAX:  # one loop this large (a ring of 700 links) is left unchecked, as it was
             continue
-        mine, kept, note = _kept_rows([rows[i] for i in idx], layout, joints)
+        mine = [rows[i] for i in idx]
+        mine, _, kept, note = _kept_rows(mine, BilinearRows(mine, layout.nq), layout, joints)
         for i, r in zip(idx, mine, strict=True):
             rows[i] = r
         gone = sorted(set(range(len(idx))) - set(kept.tolist()))
@@ -163,13 +174,9 @@ def _kept_rows_by_loop(rows: list[Row], layout: Layout, scene: Scene) -> tuple[l
     if len(notes) == 1:
         return rows, active, notes[0]
     names = sorted({rows[i].owner for i in dropped})
-    singular = [n.split(". The configuration is singular")[0] for n in notes if "dependent at the initial" in n]
-    return rows, active, (
-        (" ".join(singular) + ". " if singular else "")
-        + f"{len(dropped)} of {len(rows)} constraint equations, in {loops} closed loops, are redundant and are "
-        f"dropped from the solves: {', '.join(names)}. This is normal for closed planar loops built from spatial "
-        "joints; the dropped equations stay satisfied (checked along a motion of the mechanism)."
-    )
+    singular = [n.split(_SINGULAR)[0] for n in notes if _SINGULAR in n]
+    redundant = _redundant_note(len(dropped), len(rows), "", f", in {loops} closed loops,", names)
+    return rows, active, (" ".join(singular) + ". " if singular else "") + redundant
 
 
 def _turning_points(rows: list[Row], active: np.ndarray) -> set[str]:
@@ -409,8 +416,7 @@ def assemble(scene: Scene) -> System:
             raise ValueError(f"{brows.owner[worst]}: initial positions violate the joint (residual {g0[worst]:.3g})")
     active, note = np.arange(brows.n), None
     if brows.n and scene.has_loops() and brows.n <= RANK_CHECK_MAX:
-        rows, active, note = _kept_rows(rows, layout, list(scene.joints))
-        brows = BilinearRows(rows, layout.nq)
+        rows, brows, active, note = _kept_rows(rows, brows, layout, list(scene.joints))
     elif brows.n and scene.has_loops():  # each loop alone: a dense check of every row grows as n³
         rows, active, note = _kept_rows_by_loop(rows, layout, scene)
         brows = BilinearRows(rows, layout.nq)

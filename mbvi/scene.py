@@ -88,11 +88,7 @@ class Scene:
             self._joints[element.name] = element
             self._graph.add_edge(element.a, element.b, key=element.name, joint=element)
         elif isinstance(element, Force):
-            for b in element.bodies:
-                self._require_body(b, element)
-            for j in element.joints:
-                if j not in self._joints:
-                    raise ValueError(f"{type(element).__name__} {element.name!r}: unknown joint {j!r}")
+            self._require_targets(element)
             if hasattr(element, "check_targets"):  # (a plugin's element may be no mbvi.Force subclass)
                 element.check_targets(self._body_kind, lambda j: self._joints[j].kind)
             element = self._named(element, self._unique(element.name, element.explicit_name, "force", element))
@@ -192,6 +188,14 @@ class Scene:
         if name == WORLD:
             return "world"
         return "rigid" if isinstance(self._bodies[name], RigidBody) else "particle"
+
+    def _require_targets(self, force: Any) -> None:
+        """A ValueError naming ``force`` when a body or joint it acts on is not in the scene."""
+        for b in getattr(force, "bodies", ()):
+            self._require_body(b, force)
+        for j in getattr(force, "joints", ()):
+            if j not in self._joints:
+                raise ValueError(f"{_owner(force)}: unknown joint {j!r}")
 
     def _require_body(self, name: str, element: Any) -> None:
         if name != WORLD and name not in self._bodies:
@@ -327,11 +331,7 @@ class Scene:
                 raise ValueError(f"{_owner(force)}: its name was changed after it was added to the scene, to one "
                                  "another joint or force has")  # fmt: skip
             names.add(force.name)
-            for b in getattr(force, "bodies", ()):
-                self._require_body(b, force)
-            for j in getattr(force, "joints", ()):
-                if j not in self._joints:
-                    raise ValueError(f"{_owner(force)}: unknown joint {j!r}")
+            self._require_targets(force)
         recheck([*self._bodies.values(), *self._joints.values(), *self._forces])
 
     def __repr__(self) -> str:

@@ -636,6 +636,12 @@ def equilibrium(
     first = 1  # the first iteration of the current descent
     escapes = 0
     damping: list[float] = []  # Levenberg–Marquardt's μ, kept from step to step (loads without a work potential)
+
+    def imbalance(r: np.ndarray) -> float:
+        """The imbalance's 2-norm in the fixed metric W (N per √(kg/kg)), what Levenberg–Marquardt's steps
+        descend: each point judged by the same weights (by each point's own force scale the search cycled)."""
+        return float(np.linalg.norm(r / coords.root_weight))
+
     while True:
         for it in range(it + 1, maxiter + 1):  # noqa: B020 (the count goes on over every descent)
             lam_full[:] = 0.0
@@ -656,39 +662,41 @@ def equilibrium(
             # the tangential load: grad and r = grad + Gᵀλ agree on ker G, and r keeps no normal part (a 1e19 N
             # weight held by a rod) for the round-off of Z to carry into a light body's modes
             gu = r / coords.root_weight
-            # curvature along the tangent space in the metric W, each mode to its own precision
-            w, V = _graded_eigh(Hu, Zu)
-            X = Zu @ V
-            thr = _ZERO * ((X * X).T @ coords.body_scale(np.diag(Hu)))
-            # Newton along positive curvature (however small next to other bodies' curvature: a beam's bending,
-            # a heavy bob's pendulum); positive-definite modification where the curvature is negative or zero at
-            # the mode's own scale (saddles, unloaded strings, slack chains), that step capped at the length scale
-            good = w > thr
-            proj = X.T @ gu
-            # along a direction without curvature, a load within round-off is none (else the capped step it
-            # drives, a rigid body spun about a free axis, goes on for ever); Newton steps along curvature are
-            # as small as their load, and polish the balance to its real floor
-            proj[~good & (np.abs(proj) <= np.abs(X).T @ noise)] = 0.0
-            coef = np.zeros_like(proj)
-            coef[good] = proj[good] / w[good]
-            if not good.all():
-                bad = ~good
-                with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-                    cb = proj[bad] / np.maximum(np.abs(w[bad]), thr[bad])
-                    norm = float(np.linalg.norm(cb))
-                if not np.isfinite(norm) or norm > ls:
-                    pn = float(np.linalg.norm(proj[bad]))
-                    cb = proj[bad] * (ls / pn) if pn > 0 else np.zeros_like(cb)
-                coef[bad] = cb
-            du = -(X @ coef)
             # loads without a work potential whose stiffness has a skew part on the tangent space (a torque on a
             # body free to turn about more than one axis): U − W does not see them and the symmetric part is not
             # their stiffness (a bar tilted by a torque on a ball joint: −99.9 1/s² where it is stable), so the
             # step is Newton's on the imbalance with the whole stiffness, judged by the imbalance alone
-            skewed = skew is not None and _acts_on(skew, Zu, Hu, coords)
+            Su = None if skew is None else skew / np.outer(coords.root_weight, coords.root_weight)
+            skewed = Su is not None and _acts_on(Su, Zu, Hu)
             if skewed:
-                Ku = Zu.T @ (Hu + skew / np.outer(coords.root_weight, coords.root_weight)) @ Zu
+                Ku = Zu.T @ (Hu + Su) @ Zu
                 du = Zu @ sla.lstsq(Ku, -(Zu.T @ gu), cond=1e-12, check_finite=False)[0]  # (the polish step)
+            else:
+                # curvature along the tangent space in the metric W, each mode to its own precision
+                w, V = _graded_eigh(Hu, Zu)
+                X = Zu @ V
+                thr = _ZERO * ((X * X).T @ coords.body_scale(np.diag(Hu)))
+                # Newton along positive curvature (however small next to other bodies' curvature: a beam's bending,
+                # a heavy bob's pendulum); positive-definite modification where the curvature is negative or zero at
+                # the mode's own scale (saddles, unloaded strings, slack chains), that step capped at the length scale
+                good = w > thr
+                proj = X.T @ gu
+                # along a direction without curvature, a load within round-off is none (else the capped step it
+                # drives, a rigid body spun about a free axis, goes on for ever); Newton steps along curvature are
+                # as small as their load, and polish the balance to its real floor
+                proj[~good & (np.abs(proj) <= np.abs(X).T @ noise)] = 0.0
+                coef = np.zeros_like(proj)
+                coef[good] = proj[good] / w[good]
+                if not good.all():
+                    bad = ~good
+                    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+                        cb = proj[bad] / np.maximum(np.abs(w[bad]), thr[bad])
+                        norm = float(np.linalg.norm(cb))
+                    if not np.isfinite(norm) or norm > ls:
+                        pn = float(np.linalg.norm(proj[bad]))
+                        cb = proj[bad] * (ls / pn) if pn > 0 else np.zeros_like(cb)
+                    coef[bad] = cb
+                du = -(X @ coef)
             step = float(np.max(np.abs(du))) if len(du) else 0.0
             if step <= 1e-12 * ls and not skewed:  # (skewed: a load its stiffness cannot take is no polish)
                 # a step this short moves nothing a user sees, but a stiff element's force along it does (a steel
@@ -709,7 +717,7 @@ def equilibrium(
             # step that reduces the relative imbalance is accepted too (loads that read the state have no work
             # potential, so U − W does not see them)
             if polish:
-                if good.all() or skewed:
+                if skewed or good.all():
                     try:
                         trial = _project(sysm, q + dq, metric)
                     except SolverError:
@@ -726,11 +734,6 @@ def equilibrium(
                         res = float(np.max(np.abs(r))) if len(r) else 0.0
                 break
             if skewed:
-                def imbalance(r: np.ndarray) -> float:
-                    """The imbalance's 2-norm in the fixed metric W (N per √(kg/kg)): the step descends it, and
-                    each point is judged by the same weights (by each point's own force scale the search cycled)."""
-                    return float(np.linalg.norm(r / coords.root_weight))
-
                 q, found = _levenberg_marquardt(
                     q, Ku, Zu.T @ gu, Zu / coords.root_weight[:, None], coords.step_cap(ls),
                     functools.partial(_project, sysm, metric=metric), balance, lambda f: imbalance(f[3]), imbalance(r),
@@ -827,11 +830,10 @@ def equilibrium(
     )
 
 
-def _acts_on(skew: np.ndarray, Z: np.ndarray, Hu: np.ndarray, coords: _Coordinates) -> bool:
-    """True when the loads' skew stiffness (dense, (nq, nq)) is more than round-off of the stiffness on the
-    tangent space Z (orthonormal columns in the metric W; ``Hu`` the symmetric part in that metric): a torque on
-    a hinge has a skew part on the rotation columns that the hinge's one direction does not see."""
-    Su = skew / np.outer(coords.root_weight, coords.root_weight)
+def _acts_on(Su: np.ndarray, Z: np.ndarray, Hu: np.ndarray) -> bool:
+    """True when the loads' skew stiffness ``Su`` (dense, (nq, nq)) is more than round-off of the stiffness on the
+    tangent space Z (orthonormal columns in the metric W; ``Su`` and ``Hu``, the symmetric part, in that metric):
+    a torque on a hinge has a skew part on the rotation columns that the hinge's one direction does not see."""
     S = Z.T @ Su @ Z
     scale = max(float(np.max(np.abs(Z.T @ Hu @ Z), initial=0.0)), float(np.max(np.abs(Su), initial=0.0)))
     return float(np.max(np.abs(S), initial=0.0)) > 1e-10 * scale

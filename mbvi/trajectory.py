@@ -413,7 +413,7 @@ class Trajectory:
     # -- joint reactions ---------------------------------------------------------------------------
     def _joint_forces(self, joint: str, body: str | None) -> tuple[np.ndarray, str, Any]:
         """−Gᵀλ over one joint's rows at every saved state, (n, nq), the body it is read on, and the system."""
-        from mbvi import reactions
+        from mbvi import reactions  # (scipy.sparse: loaded when reactions are first read, not with a trajectory)
 
         system = self._system
         if system is None or not hasattr(system, "rows"):
@@ -445,9 +445,9 @@ class Trajectory:
     def constraint_torque(self, joint: str, body: str | None = None) -> np.ndarray:
         """Moment (N m, world frame, shape (n, 3)) that a joint exerts on a rigid body at each saved state, about
         the joint's anchor on it (see :meth:`constraint_force`); zero about a revolute joint's axis."""
-        f, body, system = self._joint_forces(joint, body)
         from mbvi import reactions
 
+        f, body, system = self._joint_forces(joint, body)
         return reactions.moment(system, joint, body, self.q, f)
 
     def strain(self, beam: str) -> np.ndarray:

@@ -255,14 +255,17 @@ class _Prescribed:
             if callable(getattr(e, attr))
         ]
         self.index = np.array([i for i, *_ in self.callables], dtype=np.intp)
+        #: the loads given as constants (the engine's families take them)
+        self.constant = np.setdiff1d(np.arange(len(elements)), self.index)
         self.reads_state = any(arity == 2 for *_, arity in self.callables)
         self.view = state_view_factory(layout) if self.reads_state else None
         self.held: set[int] = set()  # callables whose value mbvi.Simulator.set_load holds instead
 
-    def loads(self, anchors: np.ndarray) -> list[tuple[Any, Callable, int, np.ndarray]]:
+    def loads(self, anchors: np.ndarray | None = None) -> list[tuple[Any, Callable, int, np.ndarray]]:
         """(element, callable, calling form, anchor) of each load given as a callable, as read at assembly
-        (:func:`mbvi.loadkernels.load_kernels`); ``anchors`` shape (m, 3), m, body frame."""
-        return [(e, func, arity, anchors[i]) for i, e, func, arity in self.callables]
+        (:func:`mbvi.loadkernels.load_kernels`); ``anchors`` shape (m, 3), m, body frame (a torque's: none)."""
+        return [(e, func, arity, np.zeros(3) if anchors is None else anchors[i]) for i, e, func, arity in
+                self.callables]  # fmt: skip
 
     def copy(self) -> _Prescribed:
         """A copy whose values and holds are its own (the callables and the view shared)."""
@@ -334,9 +337,9 @@ class ExternalForceLaw(ForceLaw):
     def compiled(self) -> list:
         """Constant forces as the engine's ``point_force`` family; each function of ``(t)`` or ``(t, state)`` as
         its own kernel, compiled with numba where it allows (:mod:`mbvi.loadkernels`)."""
-        const = [i for i in range(len(self.elements)) if i not in self.values.index]
+        const = self.values.constant
         parts: list = []
-        if const:
+        if len(const):
             P = _point_map(self.layout, [(self.elements[i].body, self.anchors[i]) for i in const])
             owners = tuple(self.elements[i].owner for i in const)
             parts.append(Family("point_force", (P.terms, self.values.values0[const]), owners=owners))
@@ -406,13 +409,12 @@ class ExternalTorqueLaw(ForceLaw):
     def compiled(self) -> list:
         """Constant torques as the engine's ``torque`` family; each function of ``(t)`` or ``(t, state)`` as its
         own kernel, compiled with numba where it allows (:mod:`mbvi.loadkernels`)."""
-        const = [i for i in range(len(self.elements)) if i not in self.values.index]
+        const = self.values.constant
         parts: list = []
-        if const:
+        if len(const):
             owners = tuple(self.elements[i].owner for i in const)
             parts.append(Family("torque", (_columns(self.cols[const]), self.values.values0[const]), owners=owners))
-        return parts + load_kernels(self.values.loads(np.zeros((len(self.elements), 3))), "torque", self.layout,
-                                    torque=True)  # fmt: skip
+        return parts + load_kernels(self.values.loads(), "torque", self.layout, torque=True)
 
 
 def _columns(cols: np.ndarray) -> np.ndarray:
