@@ -45,9 +45,12 @@ class Beam:
         E, Pa.
     second_moment : float, optional
         Second moment of area I, m⁴ (enables bending stiffness EI).
-    clamp : {"start", "end", "both"}, optional
-        Clamp these ends to the world: the end node is pinned and (with
-        bending) its tangent held along the beam axis.
+    clamp : {"start", "end", "both"} or dict, optional
+        Clamp these ends: the end node is pinned and (with bending) its
+        tangent held along the beam axis. A string clamps to the world; a
+        mapping ``{"start": "hub", "end": "world"}`` welds each end it names
+        to that body (a rigid body, or the world): the node is pinned at its
+        place on the body and the end's tangent turns with the body.
     """
 
     def __init__(
@@ -73,9 +76,9 @@ class Beam:
         self.area = positive(area, "area", owner)
         self.youngs_modulus = positive(youngs_modulus, "youngs_modulus", owner)
         self.second_moment = None if second_moment is None else positive(second_moment, "second_moment", owner)
-        if clamp not in (None, "start", "end", "both"):
-            raise ValueError(f"{owner}: clamp must be None, 'start', 'end' or 'both', got {clamp!r}")
         self.clamp = clamp
+        #: the clamped ends and what each is clamped to: ``{"start": "world"}`` for ``clamp="start"``
+        self.clamps = _clamps(clamp, owner)
         self.length = float(np.linalg.norm(self.end - self.start))
         if self.length == 0:
             raise ValueError(f"{owner}: start and end coincide")
@@ -84,7 +87,7 @@ class Beam:
     #: what the beam's nodes, springs, bending element and clamps are built from (:meth:`expand`, when the beam is
     #: added): fixed once the beam is made
     _FIXED = frozenset({"start", "end", "segments", "density", "area", "youngs_modulus", "second_moment", "clamp",
-                        "length", "segment_length"})  # fmt: skip
+                        "clamps", "length", "segment_length"})  # fmt: skip
 
     def __setattr__(self, key: str, value: Any) -> None:
         """Refuses to change a parameter the beam is built from: ``b.youngs_modulus = -2e11`` after ``scene.add(b)``
@@ -120,11 +123,11 @@ class Beam:
             s = Spring(nodes[i], nodes[i + 1], stiffness=k, rest_length=ell, name=f"{self.name}:axial[{i}]")
             s.internal = True
             parts.append(s)
-        ends = {"start": [0], "end": [n], "both": [0, n], None: []}[self.clamp]
-        for i in ends:
-            parts.append(Spherical(WORLD, nodes[i], anchor=xs[i], name=f"{self.name}:clamp[{i}]"))
+        ends = {0 if end == "start" else n: body for end, body in self.clamps.items()}
+        for i, body in ends.items():
+            parts.append(Spherical(body, nodes[i], anchor=xs[i], name=f"{self.name}:clamp[{i}]"))
         if self.second_moment is not None and (n >= 2 or ends):
-            parts.append(BeamBending(self, clamp_start=0 in ends, clamp_end=n in ends and n > 0))
+            parts.append(BeamBending(self, clamp_start=ends.get(0), clamp_end=ends.get(n) if n > 0 else None))
         return parts
 
     def describe(self) -> dict:
@@ -132,13 +135,36 @@ class Beam:
         return {"name": self.name, "nodes": self.nodes, "rest_lengths": [self.segment_length] * self.segments}
 
 
-class BeamBending(Force):
-    """The bending energy of one beam (added by :class:`Beam`)."""
+def _clamps(clamp: Any, owner: str) -> dict[str, str]:
+    """``clamp`` as {end: body}: "start" → {"start": "world"}; a mapping's ends and body names checked."""
+    if clamp is None or (isinstance(clamp, str) and clamp in ("start", "end", "both")):
+        return {"start": {"start": WORLD}, "end": {"end": WORLD}, "both": {"start": WORLD, "end": WORLD}, None: {}}[
+            clamp
+        ]
+    if not isinstance(clamp, dict):
+        raise ValueError(
+            f"{owner}: clamp must be None, 'start', 'end', 'both' or a mapping such as {{'start': 'hub'}}, "
+            f"got {clamp!r}"
+        )
+    for end, body in clamp.items():
+        if end not in ("start", "end"):
+            raise ValueError(f"{owner}: clamp's keys are 'start' and 'end' (the beam's ends), got {end!r}")
+        if not isinstance(body, str) or not body:
+            raise ValueError(f"{owner}: clamp[{end!r}] must name a body (or 'world'), got {body!r}")
+    return {end: str(clamp[end]) for end in ("start", "end") if end in clamp}
 
-    def __init__(self, beam: Beam, clamp_start: bool = False, clamp_end: bool = False) -> None:
+
+class BeamBending(Force):
+    """The bending energy of one beam (added by :class:`Beam`).
+
+    ``clamp_start``, ``clamp_end``: the body each end is clamped to ("world" or a rigid body), or None.
+    """
+
+    def __init__(self, beam: Beam, clamp_start: str | None = None, clamp_end: str | None = None) -> None:
         self._init_name(None, f"{beam.name}:bending")
         self.beam = beam
-        self.bodies = tuple(beam.nodes)
+        held = [b for b in (clamp_start, clamp_end) if b not in (None, WORLD)]
+        self.bodies = tuple(beam.nodes) + tuple(dict.fromkeys(held))
         self.clamp_start = clamp_start
         self.clamp_end = clamp_end
 
@@ -165,13 +191,13 @@ class BeamBendingLaw(ForceLaw):
                 ea.append(edges[i - 1])
                 eb.append(edges[i])
                 kappa.append(EI / ell)
-            if e.clamp_start:
-                ea.append(([], axis * ell))
+            if e.clamp_start is not None:
+                ea.append(_held_tangent(layout, e, e.clamp_start, axis * ell))
                 eb.append(edges[0])
                 kappa.append(EI / (0.5 * ell))
-            if e.clamp_end:
+            if e.clamp_end is not None:
                 ea.append(edges[-1])
-                eb.append(([], axis * ell))
+                eb.append(_held_tangent(layout, e, e.clamp_end, axis * ell))
                 kappa.append(EI / (0.5 * ell))
         self.Ea = AffineMap.from_terms(ea, self.nq)
         self.Eb = AffineMap.from_terms(eb, self.nq)
@@ -227,6 +253,19 @@ class BeamBendingLaw(ForceLaw):
 
     def support(self):
         return self._support
+
+
+def _held_tangent(layout, element: BeamBending, body: str, tangent: np.ndarray) -> tuple[list, np.ndarray]:
+    """The affine terms of a clamped end's tangent: fixed in the world, or turning with the rigid body it is welded
+    to (its columns of R times the tangent's body-frame coordinates)."""
+    if body == WORLD:
+        return [], tangent
+    if layout.kind(body) != "rigid":
+        raise ValueError(
+            f"Beam {element.beam.name!r}: clamp to {body!r}, a {layout.kind(body)}, which has no orientation to "
+            "hold the beam's end along; weld it to a RigidBody (or pin it with a Spherical joint)"
+        )
+    return layout.direction(body, layout.to_body_direction(body, tangent))
 
 
 @hookimpl

@@ -245,6 +245,9 @@ def test_bending_energy_of_an_arc() -> None:
     [
         ({"segments": 0}, "segments"),
         ({"clamp": "middle"}, "clamp"),
+        ({"clamp": {"middle": "hub"}}, "clamp's keys are 'start' and 'end'"),
+        ({"clamp": {"start": 3}}, r"clamp\['start'\] must name a body"),
+        ({"clamp": ["start"]}, "or a mapping"),
         ({"density": -1.0}, "density"),
         ({"end": (0, 0, 0)}, "coincide"),
     ],
@@ -318,3 +321,94 @@ def test_the_beam_scenes_refuse_what_would_make_another_scene(scene: str, params
     positive area and I; a negative pulse duration never applied the load, a zero one divided by zero mid-run."""
     with pytest.raises(ValueError, match=match):
         load_scene(scene).build(**params)
+
+
+# -- a beam welded to a rigid body -------------------------------------------------------------------
+
+
+def _hub_and_beam(
+    clamp, *, gravity=None, orientation=None, hub_joint="fixed", segments=20, length=1.0, spin=(0.0, 0.0, 0.0)
+):
+    """A rigid hub (held by ``hub_joint``: "fixed" to the world, "revolute" about y at its centre, or None: free,
+    spinning at ``spin``, rad/s) with a steel beam along +x (or, with gravity, hanging along −z) from its centre,
+    clamped by ``clamp``."""
+    scene = mbvi.Scene(gravity=gravity)
+    scene.add(mbvi.RigidBody("hub", mass=1.0, inertia=(0.015, 0.02, 0.025), position=(0, 0, 0),
+                             orientation=np.eye(3) if orientation is None else orientation,
+                             angular_velocity=spin))  # fmt: skip
+    if hub_joint == "fixed":
+        scene.add(mbvi.Fixed("world", "hub"))
+    elif hub_joint == "revolute":
+        scene.add(mbvi.Revolute("world", "hub", axis=(0, 1, 0), anchor=(0, 0, 0)))
+    end = (0, 0, -length) if gravity is not None else (length, 0, 0)
+    scene.add(mbvi.Beam("b", (0, 0, 0), end, segments, density=RHO, area=2e-4, youngs_modulus=E,
+                        second_moment=0.02 * 0.01**3 / 12, clamp=clamp))  # fmt: skip
+    return scene
+
+
+@pytest.mark.parametrize("turn", [0.0, 0.7])
+def test_a_beam_welded_to_a_held_body_deflects_as_one_clamped_to_the_world(turn: float) -> None:
+    """Welded to a hub fixed to the world (turned by ``turn`` rad about z, or not), the cantilever under a tip load
+    takes the world-clamped beam's deflection (PL³/3EI to discretization), and the hub's joint carries the load's
+    moment about the hub."""
+    P, EI = 10.0, E * 0.02 * 0.01**3 / 12
+    turned = np.array([[math.cos(turn), -math.sin(turn), 0], [math.sin(turn), math.cos(turn), 0], [0, 0, 1]])
+    tips = {}
+    for clamp in ("start", {"start": "hub"}):
+        scene = _hub_and_beam(clamp, orientation=turned)
+        scene.add(mbvi.ExternalForce("b[20]", force=(0.0, 0.0, -P)))
+        eq = mbvi.equilibrium(scene)
+        assert eq.stable
+        tips[str(clamp)] = eq.position("b[20]")
+    assert tips["{'start': 'hub'}"] == pytest.approx(tips["start"], rel=1e-9, abs=1e-12)
+    assert -tips["start"][2] == pytest.approx(P / (3 * EI), rel=2e-3)
+    # the hub holds the beam: its joint's moment is the tip load's about the hub, −P x_tip about y (x_tip: the bent
+    # beam's reach, 5e-5 short of L), and nothing about x or z
+    reach = eq.position("b[20]")[0]
+    assert eq.constraint_torque("world-hub") == pytest.approx([0.0, -P * reach, 0.0], abs=1e-9 * P)
+
+
+def test_a_stiff_beam_welded_to_a_hinged_hub_swings_as_one_compound_pendulum() -> None:
+    """A hub on a hinge at its centre, with a steel beam hanging from it welded on: the lowest mode is the compound
+    pendulum of hub and beam, ω² = g Σ mᵢ rᵢ / (I_hub + Σ mᵢ rᵢ²) (lumped masses), to the beam's flexibility.
+    Pinned instead of welded, the hub spins freely (a zero mode) and the beam swings alone."""
+    g, n = 9.81, 10
+    m = RHO * 2e-4 * (1.0 / n) * np.r_[0.5, np.ones(n - 1), 0.5]
+    r = np.linspace(0.0, 1.0, n + 1)
+    pendulum = math.sqrt(g * np.sum(m * r) / (0.02 + np.sum(m * r**2)))
+    welded, _ = mbvi.modes(_hub_and_beam({"start": "hub"}, gravity=(0, 0, -g), hub_joint="revolute", segments=n))
+    assert welded[0] == pytest.approx(pendulum, rel=1e-4)
+    assert welded[1] > 10 * pendulum  # the next is the beam's own bending
+    pinned = _hub_and_beam(None, gravity=(0, 0, -g), hub_joint="revolute", segments=n)
+    pinned.add(mbvi.Spherical("hub", "b[0]", anchor=(0, 0, 0)))
+    free, _ = mbvi.modes(pinned)
+    assert abs(free[0]) < 1e-3 * pendulum
+    assert free[1] == pytest.approx(math.sqrt(g * np.sum(m * r) / np.sum(m * r**2)), rel=1e-4)
+
+
+def test_a_spinning_hub_with_a_welded_beam_keeps_its_angular_momentum() -> None:
+    """A free hub spinning in space (200 rad/s) with a beam at rest welded on: the weld's moments are internal, so
+    the angular momentum is conserved to round-off (a weld whose moment did not match its force would drift) while
+    the hub hands its spin to the beam, and the energy stays in a band."""
+    scene = _hub_and_beam({"start": "hub"}, hub_joint=None, segments=10, spin=(6.0, 4.0, 200.0))
+    traj = mbvi.simulate(scene, t_end=0.1, dt=1e-5)  # the beam starts at rest (verlet: dt < 1.9e-5, axial waves)
+    L = traj.angular_momentum
+    assert np.max(np.abs(L - L[0])) < 1e-12 * np.linalg.norm(L[0])
+    assert np.ptp(traj.energy) < 1e-5 * traj.energy[0]
+    # the weld hands the hub's spin to the beam (pinned, the hub would keep its 200 rad/s): the hub's mean spin over
+    # the second half is a few rad/s, and the beam's tip has swept round ~80°
+    spin = traj.angular_velocity("hub")[len(traj.t) // 2 :, 2]
+    assert abs(np.mean(spin)) < 10.0
+    tip = traj.position("b[10]")[-1]
+    assert math.degrees(math.atan2(tip[1], tip[0])) > 45.0
+
+
+@pytest.mark.parametrize(("other", "match"), [("bead", "a particle, which has no orientation"),
+                                              ("ghost", "unknown body 'ghost'")])  # fmt: skip
+def test_a_weld_to_what_cannot_hold_a_beam_end_is_named(other: str, match: str) -> None:
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.Particle("bead", mass=1.0, position=(0, 0, 0)))
+    with pytest.raises(ValueError, match=match):
+        scene.add(mbvi.Beam("b", (0, 0, 0), (1, 0, 0), 4, density=RHO, area=2e-4, youngs_modulus=E,
+                            second_moment=1e-9, clamp={"start": other}))  # fmt: skip
+        mbvi.assemble(scene)
