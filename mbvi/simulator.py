@@ -38,7 +38,7 @@ from mbvi.geometry import joint_of_kind
 from mbvi.integrators.base import Integrator
 from mbvi.integrators.compiled import Compiled, Drive
 from mbvi.loads import load_value
-from mbvi.runs import run_info
+from mbvi.runs import run_info, time_resolution
 from mbvi.scene import Scene
 from mbvi.simulate import assembled, check_capabilities, given_state, resolve_integrator
 from mbvi.state import State
@@ -285,6 +285,7 @@ class Simulator:
         dt = float(dt)
         if not (is_number(t0) and math.isfinite(float(t0))):  # (as simulate: NumPy numbers too, not a bool)
             raise ValueError(f"Simulator: t0 must be a finite number of seconds, got {t0!r}")
+        time_resolution(float(t0), float(t0), dt, "Simulator")
         self._dt, self._t0 = float(dt), float(t0)
         self._drive = self._lagrangian = self._fast = None
         self._capacity = 0

@@ -853,7 +853,9 @@ def write(ds: Any, path: str | os.PathLike) -> None:
         ``NAME.zarr`` writes Zarr format 2 with consolidated metadata (read by
         every Zarr library, ``xarray.open_zarr`` among them; format 3 has no
         specification yet for fixed-width strings), replacing an existing
-        store (a directory with other files is refused, not emptied); ``NAME.nc`` writes netCDF.
+        store (a directory with other files is refused, not emptied); ``NAME.nc`` writes netCDF-4 (HDF5, through
+        h5netcdf: 64-bit integers such as a seed grid keep their type; netCDF-3, xarray's fallback without it,
+        has no int64 and failed on a value past 2³¹ after the whole sweep had run).
 
     Raises
     ------
@@ -869,4 +871,4 @@ def write(ds: Any, path: str | os.PathLike) -> None:
         check_zarr_target(path)
         ds.to_zarr(path, mode="w", zarr_format=2, consolidated=True)
     else:
-        ds.to_netcdf(path)
+        ds.to_netcdf(path, engine="h5netcdf", invalid_netcdf=False)

@@ -64,6 +64,28 @@ def test_a_lagrangian_sweep_written_to_netcdf_reads_back(tmp_path: Path) -> None
     np.testing.assert_array_equal(back.q.values, ds.q.values)
 
 
+def _seeded(seed: int = 0) -> mbvi.Scene:
+    """A bob on a spring whose mass a seed picks (a grid of integers, as random seeds are)."""
+    scene = mbvi.Scene(gravity=(0, 0, -9.81))
+    scene.add(mbvi.Particle("p", mass=1.0 + (seed % 7) * 0.1, position=(1.0, 0, 0)))
+    scene.add(mbvi.Spring("world", "p", stiffness=1.0, rest_length=1.0))
+    return scene
+
+
+def test_a_sweep_over_64_bit_seeds_is_written_to_netcdf_and_reads_back_whole(tmp_path: Path) -> None:
+    """A seed past 2³¹ failed the write after the whole sweep had run (netCDF-3 has no int64: xarray's message
+    spoke of datetimes), and small seeds came back as int32; netCDF-4 keeps the dataset as it is."""
+    xr = pytest.importorskip("xarray")
+    from mbvi.sweep import write
+
+    ds = mbvi.sweep(_seeded, {"seed": [1, 3_000_000_000]}, 0.1, 1e-2, scheduler="synchronous")
+    write(ds, tmp_path / "s.nc")
+    back = xr.open_dataset(tmp_path / "s.nc").load()
+    assert back.seed.dtype == np.int64
+    assert back.seed.values.tolist() == [1, 3_000_000_000]
+    xr.testing.assert_identical(back, ds)
+
+
 def test_a_sweep_of_failing_members_ends_its_time_axis_at_t_end() -> None:
     def build(k=1.0):
         raise ValueError("no scene")
