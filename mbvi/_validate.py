@@ -19,6 +19,16 @@ def is_number(value: Any) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating))
 
 
+def as_float(value: Any) -> float:
+    """A real number as a Python float; a float32 or float16 (a NumPy scalar or 0-d array) at the decimal it
+    prints as, np.float32(0.01) → 0.01 rather than its binary value 0.009999999776 (a dt of which made an extra
+    step of 2e-8 s and a time axis off the grid)."""
+    a = np.asarray(value)
+    if a.dtype.kind == "f" and a.dtype.itemsize < 8 and a.ndim == 0:
+        return float(np.format_float_positional(a[()], unique=True, trim="-"))
+    return float(value)
+
+
 def holds_bool(value: Any) -> bool:
     """True when a (nested) list or tuple holds a bool, which NumPy would silently turn into 0 or 1."""
     if isinstance(value, (list, tuple)):

@@ -190,8 +190,13 @@ class RigidBody(Body):
             J = np.diag(J)
         if J.shape != (3, 3) or not np.all(np.isfinite(J)):
             raise ValueError(f"{owner}: inertia must be 3 finite moments or a finite 3x3 tensor")
-        if np.max(np.abs(J - J.T)) > 1e-9 * np.max(np.abs(J)):  # relative: a mm-scale body's 1e-10 kg m² too
-            raise ValueError(f"{owner}: inertia tensor must be symmetric")
+        # relative: a mm-scale body's 1e-10 kg m² too; 1e-6, a float32 tensor's rounding (R J Rᵀ in float32 is
+        # 3e-9 off symmetric), symmetrized below
+        asymmetry = np.max(np.abs(J - J.T)) / np.max(np.abs(J))
+        if asymmetry > 1e-6:
+            raise ValueError(
+                f"{owner}: inertia tensor must be symmetric (J − Jᵀ is {asymmetry:.2g} of its largest entry)"
+            )
         moments, axes = np.linalg.eigh(0.5 * (J + J.T))
         if np.any(moments <= 0):
             raise ValueError(f"{owner}: inertia must be positive definite, got moments {moments.tolist()}")

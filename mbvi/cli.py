@@ -83,7 +83,9 @@ def parse_params(items: Sequence[str], option: str = "--param") -> dict[str, Any
         try:
             params[key] = ast.literal_eval(raw.strip())
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            params[key] = raw
+            # inf and nan as Python spells them (max_turn=inf, as the docs' max_turn=math.inf), else the text
+            text = raw.strip().lower().replace("numpy.", "").replace("math.", "").replace("np.", "")
+            params[key] = float(text) if text.lstrip("+-") in ("inf", "infinity", "nan") else raw
     return params
 
 

@@ -9,13 +9,63 @@ the equations of motion at each saved state (:func:`multipliers`).
 
 from __future__ import annotations
 
+import bisect
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from mbvi.kernels import AffineMap
 
-__all__ = ["generalized_forces", "joint_rows", "moment", "multipliers", "read_body"]
+__all__ = ["LoadSchedule", "generalized_forces", "joint_rows", "moment", "multipliers", "read_body"]
+
+
+class LoadSchedule:
+    """The values :meth:`mbvi.Simulator.set_load` gave a run's loads, and when: what acted at each saved state.
+
+    The reactions of a Simulator's run are read after it, from the System whose loads hold the values set last;
+    a state is read with the values that acted on the step out of it (set at its time or before).
+
+    Parameters
+    ----------
+    start : list of (law, values)
+        The laws of the loads (ExternalForce, ExternalTorque) and the values they held before the first set
+        (a copy of their ``values``, :class:`mbvi.forcelaws.builtin._Prescribed`).
+    log : list of (int, law, int, tuple of 3 float)
+        Each set in order: the step it acts from (the state it was set at, 0 the first), the law, the load's
+        index in it and the value.
+    t0, dt : float
+        The run's start and step, s: state k is at t0 + k dt.
+    """
+
+    def __init__(self, start: list, log: list, t0: float, dt: float) -> None:
+        current = {id(law): values for law, values in start}
+        self._laws = {id(law): law for law, _ in start}
+        self._t0, self._dt = t0, dt
+        self._times, self._values = [-1], [dict(current)]
+        for t, law, i, value in log:
+            held = current[id(law)].copy()
+            held.hold(i, np.asarray(value, dtype=float))
+            current[id(law)] = held
+            if t != self._times[-1]:
+                self._times.append(t)
+                self._values.append({})
+            self._values[-1] = dict(current)
+
+    @contextlib.contextmanager
+    def acting(self, t: float) -> Iterator[None]:
+        """The laws hold the values that acted at time ``t`` (s) within the block, and their own again after."""
+        step = round((t - self._t0) / self._dt)
+        values = self._values[bisect.bisect_right(self._times, step) - 1]
+        own = {key: law.values for key, law in self._laws.items()}
+        try:
+            for key, law in self._laws.items():
+                law.values = values[key]
+            yield
+        finally:
+            for key, law in self._laws.items():
+                law.values = own[key]
 
 
 def joint_rows(system: Any, joint: str) -> list[int]:
@@ -60,13 +110,16 @@ def moment(system: Any, joint: str, body: str, q: np.ndarray, f: np.ndarray) -> 
     return about_centre - np.cross(arm, f[:, o : o + 3])
 
 
-def multipliers(system: Any, t: np.ndarray, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+def multipliers(
+    system: Any, t: np.ndarray, q: np.ndarray, v: np.ndarray, loads: LoadSchedule | None = None
+) -> np.ndarray:
     """λ of the equations of motion at each state, shape (n, nc) (zero on rows the solves drop as redundant).
 
     G M⁻¹ Gᵀ λ = G M⁻¹ f + Ġ v with f = −∇U + F(q, v, t): the λ that keeps g̈ = 0, so that M a = f − Gᵀλ. At a
     state a run saved this is the reaction of the continuous equations there (the integrator's own multipliers
     are those of its steps, between states). Least-squares multipliers where G M⁻¹ Gᵀ is singular (a dead
     point), with the solver's warning. One factorization of G M⁻¹ Gᵀ a state (the runs' own sparse one).
+    ``loads``: the values a Simulator's loads were set to along the run (else the System's own, at every state).
     """
     lam = np.zeros((len(t), system.nc))
     act = system.active
@@ -75,7 +128,8 @@ def multipliers(system: Any, t: np.ndarray, q: np.ndarray, v: np.ndarray) -> np.
     w = system.inv_mass
     for k in range(len(t)):
         factor, gdata = system.factor(q[k])
-        f = system.generalized_acceleration_force(q[k], v[k], float(t[k]))
+        with loads.acting(float(t[k])) if loads is not None else contextlib.nullcontext():
+            f = system.generalized_acceleration_force(q[k], v[k], float(t[k]))
         lam[k, act] = factor.solve(system.G_matvec(gdata, w * f) + system.constraint_curvature(v[k])[act])
     return lam
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from mbvi import notices
-from mbvi._validate import is_number
+from mbvi._validate import as_float, is_number
 from mbvi.errors import SolverError, member_failure
 
 #: a run whose energy left its balance by this many energy scales has blown up
@@ -95,7 +95,7 @@ def time_resolution(t0: float, t_end: float, dt: float, who: str = "simulate") -
 def _real(val: Any, label: str, who: str) -> float:
     """``val`` as a finite float (:func:`mbvi._validate.is_number`: Python or NumPy numbers, a 0-d array; not a
     bool), or a ValueError naming it."""
-    out = float(val) if is_number(val) else math.nan
+    out = as_float(val) if is_number(val) else math.nan
     if not math.isfinite(out):
         raise ValueError(f"{who}: {label} must be a finite number, got {val!r}")
     return out

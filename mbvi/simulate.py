@@ -93,7 +93,11 @@ def simulate(
         MuJoCo's runs reuse one compiled ``MjModel``); or a system in its own
         coordinates (run by the integrators of
         :mod:`mbvi.lagrangian.integrators`, same names; ``initial_state``
-        defaults to the system's own).
+        defaults to the system's own). One System runs in one thread at a
+        time: its compiled model keeps the record of a load that raised, and
+        two threads running it at once can report each other's failures
+        (their states are their own); give each thread its own System, or
+        run many states of one with :func:`mbvi.simulate_batch`.
     t_end : float
         End time, s. The number of steps is ``ceil((t_end − t0)/dt)`` (rounded
         when within 1e-9 of an integer).
@@ -133,6 +137,8 @@ def _simulate(verify: bool, scene: Scene | System, t_end: float, dt: float, inte
     """:func:`simulate`; ``verify``: a failed run's step-size hint is checked by re-running (False in those
     re-runs)."""
     from mbvi.lagrangian import LagrangianSystem
+
+    progress = Integrator.check_flag("progress", progress)  # ("no" showed a bar)
 
     if isinstance(scene, LagrangianSystem):  # a system in the user's own coordinates: its own integrators
         from mbvi.lagrangian.run import simulate_lagrangian

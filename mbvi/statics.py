@@ -786,8 +786,9 @@ def equilibrium(
         else:
             raise SolverError(
                 f"equilibrium did not converge in {maxiter} iterations (KKT residual {res:.3g} N, "
-                f"U − W = {merit(q):.6g} J); if U − W keeps falling it is unbounded below under the "
-                "constraints (e.g. a body free to move along a constant load): there is no equilibrium"
+                f"U − W = {merit(q):.6g} J): raise maxiter (now {maxiter}) if it was still converging; if U − W "
+                "keeps falling it is unbounded below under the constraints (e.g. a body free to move along a "
+                "constant load): there is no equilibrium"
             )
         # mass-weighted reduced Hessian: eigenvalues are ω² of small oscillations
         eig, shapes, thr_eig = _small_oscillations(sysm, q, lam_full, t, coords)

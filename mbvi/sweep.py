@@ -285,28 +285,40 @@ def _check_options(spec: SceneFile | Callable[..., Any], members: list, settings
     build failing, an unknown option was recorded for every other member and the sweep returned.
     """
     from mbvi.assembly import assemble
+    from mbvi.engine.runner import check_memory
     from mbvi.lagrangian import LagrangianSystem
     from mbvi.lagrangian.run import resolve
+    from mbvi.runs import step_count
     from mbvi.simulate import check_capabilities, resolve_integrator
 
     fn = _build_function(spec)
-    for _, params in members:
-        try:  # what the member's own run reports: a failing build, an invalid scene, an integrator that cannot run
-            scene = _built(fn, params)
-            if isinstance(scene, LagrangianSystem):
-                cls, system = resolve(settings["integrator"]), scene
-            else:
-                cls, system = resolve_integrator(settings["integrator"]), assemble(scene)
-                check_capabilities(cls, system)
-        except Exception:
-            continue
-        break
-    else:
-        return
     try:
+        for _, params in members:
+            try:  # what the member's own run reports: a failing build, an invalid scene, an integrator that cannot
+                scene = _built(fn, params)  # run this member's scene
+                system = scene if isinstance(scene, LagrangianSystem) else assemble(scene)
+            except Exception:
+                continue
+            if isinstance(system, LagrangianSystem):  # an integrator that runs no LagrangianSystem runs no member
+                cls = resolve(settings["integrator"])
+            else:
+                cls = resolve_integrator(settings["integrator"])
+                try:
+                    check_capabilities(cls, system)
+                except ValueError:
+                    continue
+            break
+        else:
+            return
         cls(system, settings["dt"], **settings["options"])
     except (ValueError, TypeError) as err:
         raise ValueError(f"sweep: {' '.join(str(err).split())}") from err
+    # the dataset gathered in this process: positions and velocities of each body (a LagrangianSystem's q and v),
+    # four scalars, every member and saved state (50 members of 2e7 states ran towards 80 GB on a 24 GB machine)
+    width = 2 * system.nq + 4 if isinstance(system, LagrangianSystem) else 6 * len(system.layout.bodies) + 4
+    nsave = step_count(settings["t_end"], settings["dt"], 0.0, settings["save_every"], who="sweep")
+    nsave = nsave // settings["save_every"] + 2
+    check_memory((len(members), nsave, width), "the sweep's dataset", "raise save_every, run shorter or split the grid")
 
 
 def _message(err: BaseException) -> str:
@@ -456,14 +468,16 @@ def sweep(
         import xarray  # noqa: F401
     except ImportError as exc:
         raise ImportError(_INSTALL) from exc
+    from mbvi.integrators.base import Integrator
     from mbvi.plugins import run_time_plugins
-    from mbvi.runs import step_count
+    from mbvi.runs import run_numbers
     from mbvi.simulate import resolve_integrator
 
     if client is None and scheduler not in (None, *SCHEDULERS):
         raise ValueError(f"sweep: scheduler must be one of {', '.join(map(repr, SCHEDULERS))}, got {scheduler!r}")
+    progress, timing = Integrator.check_flag("progress", progress), Integrator.check_flag("timing", timing)
     names, values = _check_grid(grid)
-    step_count(t_end, dt, 0.0, save_every, who="sweep")
+    t_end, dt, _, save_every, _ = run_numbers(t_end, dt, 0.0, save_every, who="sweep")  # NumPy numbers as floats
     from mbvi.lagrangian.integrators import LagrangianIntegrator
 
     # (a LagrangianIntegrator class is for a build that returns a LagrangianSystem: each member resolves it)
@@ -520,7 +534,8 @@ def _check_grid(grid: Mapping[str, Sequence[Any]]) -> tuple[list[str], list[list
                 f"sweep: grid name {name!r} is reserved, one of the dataset's own dimensions and variables "
                 f"{RESERVED}: give build's parameter another name"
             )
-        if isinstance(vals, (str, bytes)) or not isinstance(vals, (Sequence, np.ndarray, range)):
+        if (isinstance(vals, (str, bytes)) or not isinstance(vals, (Sequence, np.ndarray, range))
+                or np.ndim(vals) == 0):  # fmt: skip
             raise ValueError(f"sweep: grid[{name!r}] must be a list of values, got {vals!r}")
         vals = list(vals)
         if not vals:

@@ -92,6 +92,7 @@ class Trajectory:
     angular_momentum = _OnFirstUse()
     constraint_error = _OnFirstUse()
     _system = None  # (an unpickled trajectory has no System)
+    _loads_along = None  # what a Simulator's set_load gave the System's loads along the run (mbvi.reactions)
 
     def __init__(
         self,
@@ -138,6 +139,7 @@ class Trajectory:
         state = dict(self.__dict__)
         state.pop("_run_angles", None)  # (a cache of the run's joint angles for its parts)
         state.pop("_system", None)  # (the run's System: constraint forces are read in the run's process)
+        state.pop("_loads_along", None)
         state.pop("_multipliers", None)
         return state
 
@@ -287,7 +289,7 @@ class Trajectory:
             work=work,
             **kw,
         )
-        out._system = self._system
+        out._system, out._loads_along = self._system, self._loads_along
         counted = start or hasattr(self, "_turns_from") or "joint_turns" in self.info
         if counted and len(out.t):  # its joints' turns count on from this run's at its first state (joint_angle),
             out._turns_from = (self, start)  # a part of a part, or of a saved part, as that part counts them
@@ -426,7 +428,7 @@ class Trajectory:
         body = reactions.read_body(system, joint, body, (j.a, j.b) if j is not None else None)
         if "_multipliers" not in self.__dict__:
             with np.errstate(all="ignore"):
-                self.__dict__["_multipliers"] = reactions.multipliers(system, self.t, self.q, self.v)
+                self.__dict__["_multipliers"] = reactions.multipliers(system, self.t, self.q, self.v, self._loads_along)
         return reactions.generalized_forces(system, self.q, self.__dict__["_multipliers"], rows), body, system
 
     def constraint_force(self, joint: str, body: str | None = None) -> np.ndarray:

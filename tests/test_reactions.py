@@ -103,3 +103,30 @@ def test_reactions_of_a_part_are_the_parts_and_a_loaded_run_has_none(tmp_path) -
     traj.save(tmp_path / "run.npz")
     with pytest.raises(ValueError, match=r"this trajectory has none .* simulate again"):
         mbvi.Trajectory.load(tmp_path / "run.npz").constraint_force("rod")
+
+
+def test_a_simulators_reactions_read_the_loads_that_acted_at_each_state() -> None:
+    """A bob held at rest on a rod (no gravity) by a pull the Simulator sets: 20 N from a function of time, then
+    held at 10 N, then 50 N; the rod carries the pull acting at each state. Read after the run, the reactions
+    took the value set last for every state (999 N here, set after the run), and a function of time once it was
+    held."""
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.Particle("bob", mass=1.0, position=(0, 0, -1)))
+    scene.add(mbvi.Rod("world", "bob", name="rod"))
+    scene.add(mbvi.ExternalForce("bob", force=lambda t: (0.0, 0.0, -20.0), name="pull"))
+    sim = mbvi.Simulator(scene, dt=1e-3)
+    sim.step(50)
+    sim.set_load("pull", (0.0, 0.0, -10.0))
+    sim.step(50)
+    sim.set_load("pull", (0.0, 0.0, -30.0))  # set twice at one state: the last acts
+    sim.set_load("pull", (0.0, 0.0, -50.0))
+    sim.step(100)
+    traj = sim.trajectory()
+    sim.set_load("pull", (0.0, 0.0, -999.0))
+    assert np.max(np.abs(traj.velocity("bob"))) == 0.0  # held at rest throughout
+    pull = np.r_[np.full(50, 20.0), np.full(50, 10.0), np.full(101, 50.0)]  # a set acts on the step out of its state
+    np.testing.assert_allclose(traj.constraint_force("rod")[:, 2], pull, rtol=1e-12)
+    np.testing.assert_allclose(traj[120:].constraint_force("rod")[:, 2], pull[120:], rtol=1e-12)
+    # the simulator goes on with the value set last
+    sim.step(1)
+    np.testing.assert_allclose(sim.trajectory().constraint_force("rod")[-1], [0.0, 0.0, 999.0], rtol=1e-12)

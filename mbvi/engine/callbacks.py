@@ -134,6 +134,28 @@ _loaded: dict[str, object] = {}
 _failed: dict[str, Exception] = {}  # keys numba could not compile, with why (not tried again in this process)
 
 
+def interrupted(exc: BaseException) -> bool:
+    """Whether an exception met while numba compiled a user's function came from elsewhere — a signal handler's
+    deadline, a MemoryError, a timeout — rather than numba saying it cannot compile the function.
+
+    Such an exception reaches the caller and nothing is recorded: the next call compiles. (Every exception used
+    to be taken for numba's, the function called as Python for the rest of the process: a deadline met during
+    the first compilation made a controller's run 30 times slower thereafter.)
+    """
+    if isinstance(exc, (MemoryError, TimeoutError)):
+        return True
+    return (type(exc).__module__ or "").split(".")[0] not in ("builtins", "numba", "llvmlite", "mbvi")
+
+
+def cannot_cache(exc: BaseException) -> bool:
+    """numba's refusal to cache a function whose cache directory it cannot write (a shared, read-only cache that
+    holds the generated module but not this machine's compiled code), or a failure to read or write its files:
+    compile it in memory instead."""
+    if isinstance(exc, OSError) and not isinstance(exc, TimeoutError):
+        return True
+    return isinstance(exc, RuntimeError) and "cannot cache" in str(exc)
+
+
 def cache_dir() -> Path:
     """Where generated kernel wrappers (and numba's cache of them) live: ``$MBVI_CACHE_DIR/kernels``."""
     root = os.environ.get("MBVI_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "mbvi")
@@ -390,7 +412,10 @@ def compiled(fn: Callable, role: str, template: str = _TEMPLATE, salt: str = "",
         try:
             module = import_generated(name, path)
         except Exception as exc:
-            _failed[key] = exc
+            if cannot_cache(exc):  # a read-only cache: compile in memory (every process compiles it again)
+                return _compile_here(dispatcher, key, template)
+            if not interrupted(exc):  # numba cannot compile it: not tried again in this process
+                _failed[key] = exc
             raise
         finally:
             _pending.pop(key, None)
@@ -438,7 +463,8 @@ def _compile_here(dispatcher, key: str, template: str) -> object:
         namespace: dict = {}
         exec(compile(template.format(key=key).replace("cache=True", "cache=False"), f"<mbvi {key}>", "exec"), namespace)
     except Exception as exc:
-        _failed[key] = exc
+        if not interrupted(exc):
+            _failed[key] = exc
         raise
     finally:
         _pending.pop(key, None)

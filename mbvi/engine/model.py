@@ -503,6 +503,8 @@ def _resolve(spec: ModelSpec) -> tuple[list, list[tuple[int, int, object]], list
                     label = f"the {part.source[4:]} of {part.name}" if part.source.startswith("its ") else ""
                     cf = callbacks.compiled(fn, role, salt=part.salt, label=label)
                 except Exception as exc:  # numba cannot compile it: called from the loop as Python instead
+                    if callbacks.interrupted(exc):  # (a deadline, a MemoryError: the caller's, not numba's)
+                        raise
                     _log_once(
                         f"numba:{name}:{part.name}:{part.source}:{role}",
                         "%s: %s does not compile with numba (%s); it is called from the compiled loop as Python "

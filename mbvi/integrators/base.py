@@ -42,12 +42,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mbvi._validate import is_number
+from mbvi._validate import as_float, is_number
 from mbvi.diagnosis import instability
 from mbvi.engine.runner import RunResult, saved_states
 from mbvi.errors import SolverError
 from mbvi.integrators.stepkernel import run_kernel
-from mbvi.state import State
+from mbvi.state import State, real_array
 from mbvi.system import System
 
 __all__ = ["Integrator", "Recorder"]
@@ -86,6 +86,34 @@ class Recorder:
 
 def _work(saved: list[float], measured: bool) -> np.ndarray | None:
     return np.asarray(saved) if measured else None
+
+
+#: the settings of a run (not an integrator's options), by the calls that take them
+RUN_SETTINGS = {
+    "t0": "simulate, simulate_batch and Simulator",
+    "t_end": "simulate, simulate_batch and sweep",
+    "save_every": "simulate, simulate_batch and sweep",
+    "initial_state": "simulate (and Simulator, Simulator.reset)",
+    "initial_states": "simulate_batch",
+    "progress": "simulate and sweep",
+    "timing": "sweep",
+    "client": "sweep",
+    "scheduler": "sweep",
+}
+
+
+def _hints(unknown: list[str], options: dict) -> str:
+    """What an unknown option may have been meant as: a setting of the run given to a call that does not take it
+    (Simulator(save_every=10) was "verlet does not take save_every"), or a near spelling (saveevery)."""
+    import difflib
+
+    said = []
+    for name in unknown:
+        if name in RUN_SETTINGS:
+            said.append(f"{name} is not an integrator option but a setting of the run, taken by {RUN_SETTINGS[name]}")
+        elif close := difflib.get_close_matches(name, [*options, *RUN_SETTINGS], n=1):
+            said.append(f"{name}: did you mean {close[0]}?")
+    return "".join(f"; {s}" for s in said)
 
 
 class Integrator:
@@ -151,13 +179,14 @@ class Integrator:
 
     def __init__(self, system: System, dt: float, **options: Any) -> None:
         label = self.name or type(self).__name__
-        if isinstance(dt, bool) or not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+        if not (is_number(dt) and math.isfinite(as_float(dt)) and as_float(dt) > 0):  # (NumPy numbers too, as simulate)
             raise ValueError(f"{label}: dt must be a positive number, got {dt!r}")
+        dt = as_float(dt)
         unknown = set(options) - set(self.options)
         if unknown:
             raise ValueError(
                 f"integrator {self.name!r} does not take option(s) {', '.join(sorted(unknown))}; "
-                f"it takes: {', '.join(sorted(self.options)) or 'none'}"
+                f"it takes: {', '.join(sorted(self.options)) or 'none'}" + _hints(sorted(unknown), self.options)
             )
         self.system = system
         self.dt = float(dt)
@@ -200,6 +229,11 @@ class Integrator:
         q, v = state.q, state.v
         if np.shape(q) != (nq,) or np.shape(v) != (nq,):
             raise ValueError(f"{self.name}: state must have q and v of shape ({nq},)")
+        if type(q) is not np.ndarray or type(v) is not np.ndarray or q.dtype != np.float64 or v.dtype != np.float64:
+            # lists, float32 (whose Newton solves cannot reach the tolerance: "did not converge, try a smaller dt"
+            # at every dt), ints: the step runs in float64 and returns float64
+            state = State(real_array(q, f"{self.name}: the state's q"), real_array(v, f"{self.name}: the state's v"))
+            q, v = state.q, state.v
         if not (np.isfinite(q).all() and np.isfinite(v).all()):
             raise ValueError(f"{self.name}: the state going into the step is not finite")
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):

@@ -37,6 +37,8 @@ def step_address(cls: type) -> tuple[int, object] | None:
     try:
         cf = callbacks.compiled_step(cls.kernel)
     except Exception as exc:  # numba's errors: the NumPy step runs
+        if callbacks.interrupted(exc):  # (a deadline, a MemoryError: the caller's, not numba's)
+            raise
         if cls not in _failed:
             _failed.add(cls)
             log.warning("integrator %r: its compiled step does not compile with numba (%s); its NumPy step runs",

@@ -162,7 +162,15 @@ def kernels(system: Any) -> CompiledLagrangian | None:
         except OSError:  # no writable cache directory: compiled in this process only
             module = _in_memory(text, name)
         except Exception as exc:  # numba cannot compile an expression
-            from mbvi.engine.callbacks import numba_reason
+            from mbvi.engine.callbacks import cannot_cache, interrupted, numba_reason
+
+            if interrupted(exc):  # (a deadline, a MemoryError: the caller's, not numba's; compiled next time)
+                raise
+            if cannot_cache(exc):  # a read-only cache holding the module: compiled in this process only
+                module = _in_memory(text, name)
+                out = CompiledLagrangian(module, str(path))
+                _loaded[key] = out
+                return out
 
             log.warning("%s: its derivatives do not compile with numba (%s); it steps with its NumPy functions",
                         system.name, numba_reason(exc))  # fmt: skip

@@ -30,6 +30,10 @@ def resolve(integrator: Any) -> type[LagrangianIntegrator]:
     name = integrator if isinstance(integrator, str) else getattr(integrator, "name", repr(integrator))
     if isinstance(integrator, str) and integrator in INTEGRATORS:
         return INTEGRATORS[integrator]
+    if isinstance(integrator, str):  # a name registered nowhere: said so (with the names), not "does not handle"
+        from mbvi.plugins import get_integrator
+
+        get_integrator(integrator)
     plugin = _plugin(integrator)
     if plugin is not None and "lagrangian" in plugin.handles:
         return _adapted(plugin)

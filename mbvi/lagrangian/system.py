@@ -181,7 +181,9 @@ class LagrangianSystem:
             sym = sp.Symbol(key) if isinstance(key, str) else key
             if not isinstance(sym, sp.Symbol):
                 raise ValueError(f"LagrangianSystem: parameter {key!r} is not a sympy Symbol or a name")
-            try:
+            try:  # a number (sympy's too: sp.pi, sp.Rational(1, 2)); not a bool or a text that looks like one,
+                if isinstance(val, (bool, np.bool_, str, bytes)):  # as a scene's elements refuse them (g = True
+                    raise TypeError  # was taken as g = 1)
                 fval = float(val)
             except (TypeError, ValueError):
                 raise ValueError(f"LagrangianSystem: parameter {sym} = {val!r} is not a number") from None
