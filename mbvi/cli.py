@@ -406,13 +406,18 @@ def _is_scheduler_address(text: str) -> bool:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from mbvi.sweep import SCHEDULERS, check_zarr_target, sweep, write
+    from mbvi.sweep import SCHEDULERS, check_zarr_target, netcdf_engine, sweep, write
 
     _check_output(args.out, (".zarr", ".nc"), "--out", directory=(".zarr",))  # before the sweep, not after it
     if args.out is not None and Path(args.out).suffix.lower() == ".zarr":
         try:
             check_zarr_target(args.out)
         except ValueError as exc:
+            raise CLIError(f"--out: {exc}") from None
+    if args.out is not None and Path(args.out).suffix.lower() == ".nc":
+        try:
+            netcdf_engine()
+        except ImportError as exc:
             raise CLIError(f"--out: {exc}") from None
     if not args.grid:
         raise CLIError("give at least one --grid name=value1,value2,...")

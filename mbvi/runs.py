@@ -73,9 +73,10 @@ def run_numbers(
     return t_end, dt, t0, save_every, nsteps
 
 
-#: the fewest float spacings of the clock a step may span: below it the steps' times t0 + k dt round to values
-#: that repeat or jitter by more than 3 % of a step (a load read the wrong time, the saved times did not increase)
-MIN_TICKS = 16
+#: the fewest float spacings of the clock a step may span: below one the steps' times t0 + k dt round to values
+#: that repeat (a load read the wrong time, the saved times did not increase); at two they jitter by a quarter
+#: of a step at most
+MIN_TICKS = 2
 
 
 def time_resolution(t0: float, t_end: float, dt: float, who: str = "simulate") -> None:
@@ -87,8 +88,8 @@ def time_resolution(t0: float, t_end: float, dt: float, who: str = "simulate") -
     if dt < MIN_TICKS * tick:
         raise ValueError(
             f"{who}: dt = {dt!r} s is below the resolution of the clock at t0 = {t0!r} s (times there are floats "
-            f"{tick:.3g} s apart: the steps' times would repeat); count time from a nearer origin (t0 = 0) or take "
-            f"dt >= {MIN_TICKS * tick:.3g} s"
+            f"{tick:.3g} s apart: the steps' times would repeat or stand still); count time from a nearer origin "
+            f"(t0 = 0) or take dt >= {MIN_TICKS * tick:.3g} s"
         )
 
 

@@ -102,7 +102,8 @@ def simulate(
         End time, s. The number of steps is ``ceil((t_end − t0)/dt)`` (rounded
         when within 1e-9 of an integer).
     dt : float
-        Step size, s.
+        Step size, s: at least two float spacings of the clock at t0 and t_end (t0 = 1.7e9 s, a Unix time
+        stamp, has times 2.4e-7 s apart; a finer step is refused, its times would repeat).
     integrator : str or Integrator subclass, default: "verlet"
         A name from :func:`mbvi.integrators` or a class.
     t0 : float, default: 0

@@ -874,12 +874,13 @@ class Simulator:
             else:
                 work = None if self._W is None else np.array(self._W[: len(t)], dtype=float)
             traj = Trajectory.from_states(self.system, t, Q, V, scene=self.scene, info=dict(self._info), work=work)
-        if self._load_log:
-            from mbvi.reactions import LoadSchedule
+        if self._loads:  # the loads as set along the run (or as they are now, none set yet): a set after this
+            from mbvi.reactions import LoadSchedule  # does not change the reactions of these states
 
             loads = [(found[0], found[1]) for found in self._loads.values()]
             sets = [(k, *loads[n], (f0, f1, f2)) for k, n, f0, f1, f2 in self._load_log]
-            traj._loads_along = LoadSchedule(self._loads_before, sets, self.t0, self.dt)
+            before = self._loads_before if self._load_log else self._load_values()
+            traj._loads_along = LoadSchedule(before, sets, self.t0, self.dt)
         return traj
 
     @property

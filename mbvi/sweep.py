@@ -433,9 +433,11 @@ def sweep(
         Dask or xarray is not installed.
     ValueError
         A bad grid (empty, a reserved name, an empty value list), bad time
-        settings, an unknown integrator, an unknown scheduler, or an option
-        the integrator does not take or rejects (checked by constructing it
-        on the first member's system) — before anything runs.
+        settings, an unknown integrator (or one that runs none of the
+        members, a LagrangianSystem's), an unknown scheduler, an option the
+        integrator does not take or rejects (checked by constructing it on
+        the first member's system), or a dataset that would not fit in this
+        machine's memory — before anything runs.
     FileNotFoundError
         ``build`` is a path that does not exist.
 
@@ -535,7 +537,7 @@ def _check_grid(grid: Mapping[str, Sequence[Any]]) -> tuple[list[str], list[list
                 f"{RESERVED}: give build's parameter another name"
             )
         if (isinstance(vals, (str, bytes)) or not isinstance(vals, (Sequence, np.ndarray, range))
-                or np.ndim(vals) == 0):  # fmt: skip
+                or (isinstance(vals, np.ndarray) and vals.ndim == 0)):  # fmt: skip
             raise ValueError(f"sweep: grid[{name!r}] must be a list of values, got {vals!r}")
         vals = list(vals)
         if not vals:
@@ -857,6 +859,23 @@ def check_zarr_target(path: str | os.PathLike) -> None:
         )
 
 
+def netcdf_engine() -> str:
+    """xarray's engine for a netCDF-4 file: h5netcdf (the sweep extra installs it), else netCDF4.
+
+    Raises
+    ------
+    ImportError
+        With neither installed (netCDF-3, xarray's fallback through scipy, has no 64-bit integers: a seed past
+        2³¹ failed the write after the whole sweep had run), saying what to install.
+    """
+    import importlib.util
+
+    for engine, module in (("h5netcdf", "h5netcdf"), ("netcdf4", "netCDF4")):
+        if importlib.util.find_spec(module) is not None:
+            return engine
+    raise ImportError("writing a sweep to .nc needs h5netcdf (pip install 'mbvi[sweep]') or netCDF4")
+
+
 def write(ds: Any, path: str | os.PathLike) -> None:
     """Write a sweep's dataset to a Zarr store (``.zarr``) or a netCDF file (``.nc``).
 
@@ -876,6 +895,8 @@ def write(ds: Any, path: str | os.PathLike) -> None:
     ------
     ValueError
         For another suffix, or a ``.zarr`` directory that holds files but no Zarr store.
+    ImportError
+        For ``.nc`` without h5netcdf or netCDF4 (:func:`netcdf_engine`).
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -886,4 +907,4 @@ def write(ds: Any, path: str | os.PathLike) -> None:
         check_zarr_target(path)
         ds.to_zarr(path, mode="w", zarr_format=2, consolidated=True)
     else:
-        ds.to_netcdf(path, engine="h5netcdf", invalid_netcdf=False)
+        ds.to_netcdf(path, engine=netcdf_engine())

@@ -274,7 +274,8 @@ def test_absurd_step_counts_are_refused() -> None:
 def test_a_step_below_the_clocks_resolution_is_refused_and_one_above_it_keeps_its_times() -> None:
     """t0 = 1.7e9 s (a Unix time stamp) has floats 2.4e-7 s apart: dt = 1e-7 made 102 states of 43 distinct times
     (loads read wrong times; the saved run was refused by Trajectory.load). Refused naming dt and t0, by simulate,
-    simulate_batch and the Simulator; a step of 16 spacings runs, its times increasing by dt to 3 %."""
+    simulate_batch and the Simulator; a step of 2 spacings runs, its times increasing by dt to half a spacing, and
+    one of 8 (t0 = 1e9 s, dt = 1e-6 s) is not refused."""
     scene = _far_scene(0.0)
     t0, tick = 1.7e9, math.ulp(1.7e9)
     for call in (
@@ -284,9 +285,10 @@ def test_a_step_below_the_clocks_resolution_is_refused_and_one_above_it_keeps_it
     ):
         with pytest.raises(ValueError, match=r"dt = 1e-07 s is below the resolution of the clock at t0 = 1700000000"):
             call()
-    traj = mbvi.simulate(scene, t0 + 20 * 16 * tick, 16 * tick, t0=t0)
+    traj = mbvi.simulate(scene, t0 + 20 * 2 * tick, 2 * tick, t0=t0)
     assert len(traj) == 21
-    assert np.all(np.abs(np.diff(traj.t) - 16 * tick) <= 0.5 * tick)
+    assert np.all(np.abs(np.diff(traj.t) - 2 * tick) <= 0.5 * tick)
+    assert len(mbvi.simulate(scene, 1e9 + 2000e-6, 1e-6, t0=1e9)) == 2001
 
 
 def test_direct_step_calls_are_checked() -> None:

@@ -133,3 +133,20 @@ def test_a_lagrangian_systems_parameters_are_numbers_and_its_integrator_a_known_
         mbvi.simulate(system, 0.1, 1e-2, "verlett")
     with pytest.raises(ValueError, match="integrator 'yoshida4' does not handle Lagrangian systems"):
         mbvi.simulate(system, 0.1, 1e-2, "yoshida4")
+
+
+def test_a_grid_of_ragged_list_values_still_runs() -> None:
+    """A grid value may be a list (a chain's link lengths), of different lengths member to member."""
+
+    def chain(lengths=(1.0,)):
+        scene = mbvi.Scene(gravity=(0, 0, -9.81))
+        x, parent = 0.0, "world"
+        for i, length in enumerate(lengths):
+            x += length
+            scene.add(mbvi.Particle(f"b{i}", mass=1.0, position=(x, 0, 0)))
+            scene.add(mbvi.Rod(parent, f"b{i}"))
+            parent = f"b{i}"
+        return scene
+
+    ds = mbvi.sweep(chain, {"lengths": [[1.0], [0.5, 0.5]]}, 0.05, 1e-2, scheduler="synchronous")
+    assert ds.sizes["lengths"] == 2 and not any(ds.error.values)

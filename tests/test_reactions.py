@@ -130,3 +130,23 @@ def test_a_simulators_reactions_read_the_loads_that_acted_at_each_state() -> Non
     # the simulator goes on with the value set last
     sim.step(1)
     np.testing.assert_allclose(sim.trajectory().constraint_force("rod")[-1], [0.0, 0.0, 999.0], rtol=1e-12)
+
+
+def test_a_simulators_trajectory_taken_before_a_set_or_after_a_reset_keeps_its_reactions() -> None:
+    """Taken before the first set_load (or after a reset), a trajectory read its reactions with whatever the loads
+    held when first read: a set after it changed them."""
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.Particle("bob", mass=1.0, position=(0, 0, -1)))
+    scene.add(mbvi.Rod("world", "bob", name="rod"))
+    scene.add(mbvi.ExternalForce("bob", force=(0.0, 0.0, -20.0), name="pull"))
+    sim = mbvi.Simulator(scene, dt=1e-3)
+    sim.step(50)
+    before = sim.trajectory()
+    sim.set_load("pull", (0.0, 0.0, -999.0))
+    np.testing.assert_allclose(before.constraint_force("rod")[:, 2], 20.0, rtol=1e-12)
+    sim.set_load("pull", (0.0, 0.0, -10.0))
+    sim.reset()
+    sim.step(50)
+    after = sim.trajectory()
+    sim.set_load("pull", (0.0, 0.0, -999.0))
+    np.testing.assert_allclose(after.constraint_force("rod")[:, 2], 10.0, rtol=1e-12)
