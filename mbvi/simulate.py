@@ -400,7 +400,18 @@ def _remedy(stepper: Integrator, system: Any = None, traj: Trajectory | None = N
     if shake and isinstance(tol, float) and isinstance(default, float) and tol > LOOSE_TOL * default:
         return (f"tol = {tol:g} is loose: the solves' residual makes the energy creep step by step whatever dt, "
                 f"and a smaller dt only takes more steps; tighten tol, e.g. to its default {default:g}")  # fmt: skip
+    if isinstance(getattr(stepper, "rtol", None), float):  # csm: solve_ivp's own steps, to rtol and atol
+        return adaptive_remedy(stepper)
     return f"reduce dt, e.g. to {stepper.dt / 4:g} s"
+
+
+def adaptive_remedy(stepper: Any) -> str:
+    """What to change for an integrator whose steps solve_ivp chooses to ``rtol`` and ``atol`` (csm): those, not
+    dt, which only spaces the saved states (csm at rtol = atol = 1 blew up alike at every dt, told to reduce it)."""
+    defaults = type(stepper).options
+    return (f"its steps are solve_ivp's, chosen to rtol = {stepper.rtol:g} and atol = {stepper.atol:g}, and dt only "
+            f"spaces the saved states: tighten rtol and atol (defaults {defaults.get('rtol', 1e-8):g}, "
+            f"{defaults.get('atol', 1e-10):g})")  # fmt: skip
 
 
 #: a law's gradient along a direction differs from its potential's central difference by more than this
@@ -632,9 +643,12 @@ def _blow_up(traj: Trajectory, stepper: Integrator, system, warn: bool = False,
             out.trajectory = traj.head(k)
         return out
     err = instability(system, stepper.name, stepper.dt, float(traj.t[k]), step, finite=finite)
+    why = err.reason
+    if isinstance(getattr(stepper, "rtol", None), float):  # csm: its tolerances, not dt
+        why = f"integrator {stepper.name!r} went unstable: {adaptive_remedy(stepper)}"
     reason = (
         f"the energy balance broke: E − E₀ − W reached {drift:.3g} J against an energy scale of {scale:.3g} J "
-        f"by t = {traj.t[k]:.6g} s (the run blew up); {err.reason}"
+        f"by t = {traj.t[k]:.6g} s (the run blew up); {why}"
     )
     if stepper.variational or stepper.symplectic or failed:
         out = SolverError(reason, time=float(traj.t[k]), step=step, culprit=err.culprit, suggested_dt=err.suggested_dt)

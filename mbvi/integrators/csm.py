@@ -206,9 +206,12 @@ class CSM(Integrator):
             callback(nsteps)
         if not sol.success:
             m = len(sol.t)
+            from mbvi.simulate import adaptive_remedy
+
             err = SolverError(
-                f"solve_ivp failed: {sol.message}", time=float(sol.t[-1]) if m else t0, step=int(k[m - 1]) if m else 0
-            )
+                f"solve_ivp failed: {sol.message} ({adaptive_remedy(self)})",
+                time=float(sol.t[-1]) if m else t0, step=int(k[m - 1]) if m else 0,
+            )  # fmt: skip
             err.partial = result
             raise err
         return result
