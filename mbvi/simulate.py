@@ -644,8 +644,8 @@ def _blow_up(traj: Trajectory, stepper: Integrator, system, warn: bool = False,
         return out
     err = instability(system, stepper.name, stepper.dt, float(traj.t[k]), step, finite=finite)
     why = err.reason
-    if isinstance(getattr(stepper, "rtol", None), float):  # csm: its tolerances, not dt
-        why = f"integrator {stepper.name!r} went unstable: {adaptive_remedy(stepper)}"
+    if isinstance(getattr(stepper, "rtol", None), float):  # csm: its tolerances, not dt (no dt to suggest)
+        why, err.suggested_dt = f"integrator {stepper.name!r} went unstable: {adaptive_remedy(stepper)}", None
     reason = (
         f"the energy balance broke: E − E₀ − W reached {drift:.3g} J against an energy scale of {scale:.3g} J "
         f"by t = {traj.t[k]:.6g} s (the run blew up); {why}"

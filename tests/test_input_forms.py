@@ -155,8 +155,12 @@ def test_a_grid_of_ragged_list_values_still_runs() -> None:
 def test_csm_out_of_its_tolerances_is_told_to_tighten_them_not_dt() -> None:
     """csm's steps are solve_ivp's: at rtol = atol = 1 the pendulum blew up alike at every dt, told to reduce dt."""
     for dt in (1e-2, 2.5e-3):
-        with pytest.warns(RuntimeWarning) as said:
-            traj = mbvi.simulate(_pendulum(), 2.0, dt, "csm", rtol=1.0, atol=1.0)
-        text = " ".join(str(w.message) for w in said)
-        assert "tighten rtol and atol (defaults 1e-08, 1e-10)" in text and "reduce dt" not in text
-        assert traj.constraint_error.max() > 1.0  # it did blow up (and said so)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            try:
+                mbvi.simulate(_pendulum(), 2.0, dt, "csm", rtol=1.0, atol=1.0)
+                text = " ".join(str(w.message) for w in said)
+            except mbvi.SolverError as err:
+                text = str(err)
+        assert "tighten rtol and atol (defaults 1e-08, 1e-10)" in text
+        assert "reduce dt" not in text and "try dt" not in text
