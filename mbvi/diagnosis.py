@@ -99,6 +99,15 @@ def instability(system, name: str, dt: float, t: float, k: int, *, finite: bool 
     return SolverError(f"integrator {name!r} {what} (unstable; reduce dt)", time=t, step=k, suggested_dt=dt / 4)
 
 
+def adaptive_remedy(stepper) -> str:
+    """What to change for an integrator whose steps solve_ivp chooses to ``rtol`` and ``atol`` (csm): those, not
+    dt, which only spaces the saved states (csm at rtol = atol = 1 blew up alike at every dt, told to reduce it)."""
+    defaults = type(stepper).options
+    return (f"its steps are solve_ivp's, chosen to rtol = {stepper.rtol:g} and atol = {stepper.atol:g}, and dt only "
+            f"spaces the saved states: tighten rtol and atol (defaults {defaults.get('rtol', 1e-8):g}, "
+            f"{defaults.get('atol', 1e-10):g})")  # fmt: skip
+
+
 def reach(scheme: np.ndarray | None) -> tuple[float, float]:
     """The times a step of ``scheme`` evaluates its forces at, as fractions of h from its start: (lowest, highest).
 

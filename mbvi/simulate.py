@@ -8,7 +8,7 @@ import numpy as np
 
 from mbvi import notices
 from mbvi.assembly import assemble
-from mbvi.diagnosis import instability
+from mbvi.diagnosis import adaptive_remedy, instability
 from mbvi.engine.scheme import KIND, MIDPOINT, is_rattle
 from mbvi.errors import LoadError, SolverError
 from mbvi.integrators.base import Integrator
@@ -404,14 +404,6 @@ def _remedy(stepper: Integrator, system: Any = None, traj: Trajectory | None = N
         return adaptive_remedy(stepper)
     return f"reduce dt, e.g. to {stepper.dt / 4:g} s"
 
-
-def adaptive_remedy(stepper: Any) -> str:
-    """What to change for an integrator whose steps solve_ivp chooses to ``rtol`` and ``atol`` (csm): those, not
-    dt, which only spaces the saved states (csm at rtol = atol = 1 blew up alike at every dt, told to reduce it)."""
-    defaults = type(stepper).options
-    return (f"its steps are solve_ivp's, chosen to rtol = {stepper.rtol:g} and atol = {stepper.atol:g}, and dt only "
-            f"spaces the saved states: tighten rtol and atol (defaults {defaults.get('rtol', 1e-8):g}, "
-            f"{defaults.get('atol', 1e-10):g})")  # fmt: skip
 
 
 #: a law's gradient along a direction differs from its potential's central difference by more than this

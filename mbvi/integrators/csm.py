@@ -14,6 +14,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from mbvi._validate import is_number
+from mbvi.diagnosis import adaptive_remedy
 from mbvi.engine.runner import RunResult
 from mbvi.errors import LoadError, SolverError
 from mbvi.hookspecs import hookimpl
@@ -206,8 +207,6 @@ class CSM(Integrator):
             callback(nsteps)
         if not sol.success:
             m = len(sol.t)
-            from mbvi.simulate import adaptive_remedy
-
             err = SolverError(
                 f"solve_ivp failed: {sol.message} ({adaptive_remedy(self)})",
                 time=float(sol.t[-1]) if m else t0, step=int(k[m - 1]) if m else 0,
