@@ -456,6 +456,8 @@ def equilibrium(
     tol : float, default: 1e-10
         Tolerance on the KKT residual ∇U − F + Gᵀλ, relative to the forces that meet on each body
         (its loads and the constraint forces on it); once met, one more Newton step polishes the balance.
+        A LagrangianSystem's equilibrium is solved to at most 1e-12 (its Newton converges quadratically:
+        a looser tolerance would save a step and lose digits).
     maxiter : int, default: 200
         Largest number of Newton iterations, counted over every descent (see ``minimum``).
     minimum : bool, default: True
