@@ -133,6 +133,12 @@ def test_a_lagrangian_systems_parameters_are_numbers_and_its_integrator_a_known_
         mbvi.simulate(system, 0.1, 1e-2, "verlett")
     with pytest.raises(ValueError, match="integrator 'yoshida4' does not handle Lagrangian systems"):
         mbvi.simulate(system, 0.1, 1e-2, "yoshida4")
+    with pytest.raises(ValueError, match="save_every is not an integrator option but a setting of the run"):
+        mbvi.Simulator(system, dt=1e-2, save_every=2)
+    with pytest.raises(ValueError, match="mxiter: did you mean maxiter"):
+        mbvi.simulate(system, 0.1, 1e-2, "midpoint", mxiter=5)
+    stepper = mbvi.lagrangian.integrators.INTEGRATORS["verlet"](system, np.float32(0.01))
+    assert stepper.dt == 0.01
 
 
 def test_a_grid_of_ragged_list_values_still_runs() -> None:

@@ -102,7 +102,7 @@ RUN_SETTINGS = {
 }
 
 
-def _hints(unknown: list[str], options: dict) -> str:
+def option_hints(unknown: list[str], options: dict) -> str:
     """What an unknown option may have been meant as: a setting of the run given to a call that does not take it
     (Simulator(save_every=10) was "verlet does not take save_every"), or a near spelling (saveevery)."""
     import difflib
@@ -186,7 +186,7 @@ class Integrator:
         if unknown:
             raise ValueError(
                 f"integrator {self.name!r} does not take option(s) {', '.join(sorted(unknown))}; "
-                f"it takes: {', '.join(sorted(self.options)) or 'none'}" + _hints(sorted(unknown), self.options)
+                f"it takes: {', '.join(sorted(self.options)) or 'none'}" + option_hints(sorted(unknown), self.options)
             )
         self.system = system
         self.dt = float(dt)

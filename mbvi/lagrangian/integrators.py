@@ -40,10 +40,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mbvi._validate import is_number
+from mbvi._validate import as_float, is_number
 from mbvi.engine.runner import saved_states
 from mbvi.errors import SolverError
-from mbvi.integrators.base import Integrator
+from mbvi.integrators.base import Integrator, option_hints
 
 __all__ = ["INTEGRATORS", "LagrangianIntegrator", "Run", "constrained_acceleration"]
 
@@ -236,8 +236,9 @@ class LagrangianIntegrator:
     compiled_method: ClassVar[int | None] = None
 
     def __init__(self, system: Any, dt: float, **options: Any) -> None:
-        if isinstance(dt, bool) or not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
+        if not (is_number(dt) and math.isfinite(as_float(dt)) and as_float(dt) > 0):  # (NumPy numbers too)
             raise ValueError(f"{self.name}: dt must be a positive number, got {dt!r}")
+        dt = as_float(dt)
         for key in ("tol", "maxiter"):
             if key in options:  # as a scene's integrators check them (a NumPy number is a number)
                 val = options[key].item() if isinstance(options[key], np.generic) else options[key]
@@ -250,6 +251,7 @@ class LagrangianIntegrator:
             raise ValueError(
                 f"integrator {self.name!r} (for Lagrangian systems) does not take option(s) "
                 f"{', '.join(sorted(unknown))}; it takes: {', '.join(sorted(self.options)) or 'none'}"
+                + option_hints(sorted(unknown), self.options)
             )
         if "project" in options:  # as a scene's explicit_euler checks it
             try:
