@@ -29,6 +29,15 @@ def as_float(value: Any) -> float:
     return float(value)
 
 
+def positive_seconds(value: Any) -> float | None:
+    """``value`` as a positive finite float (:func:`as_float`: a NumPy number too, a float32 at its decimal), or
+    None when it is not one (a bool, text, zero, negative, inf or nan): what a step size ``dt`` must be."""
+    if not is_number(value):
+        return None
+    out = as_float(value)
+    return out if math.isfinite(out) and out > 0 else None
+
+
 def holds_bool(value: Any) -> bool:
     """True when a (nested) list or tuple holds a bool, which NumPy would silently turn into 0 or 1."""
     if isinstance(value, (list, tuple)):

@@ -99,9 +99,12 @@ def instability(system, name: str, dt: float, t: float, k: int, *, finite: bool 
     return SolverError(f"integrator {name!r} {what} (unstable; reduce dt)", time=t, step=k, suggested_dt=dt / 4)
 
 
-def adaptive_remedy(stepper) -> str:
+def adaptive_remedy(stepper) -> str | None:
     """What to change for an integrator whose steps solve_ivp chooses to ``rtol`` and ``atol`` (csm): those, not
-    dt, which only spaces the saved states (csm at rtol = atol = 1 blew up alike at every dt, told to reduce it)."""
+    dt, which only spaces the saved states (csm at rtol = atol = 1 blew up alike at every dt, told to reduce it).
+    None for an integrator whose steps are dt's."""
+    if not isinstance(getattr(stepper, "rtol", None), float):
+        return None
     defaults = type(stepper).options
     return (f"its steps are solve_ivp's, chosen to rtol = {stepper.rtol:g} and atol = {stepper.atol:g}, and dt only "
             f"spaces the saved states: tighten rtol and atol (defaults {defaults.get('rtol', 1e-8):g}, "

@@ -43,15 +43,16 @@ class LoadSchedule:
         current = {id(law): values for law, values in start}
         self._laws = {id(law): law for law, _ in start}
         self._t0, self._dt = t0, dt
-        self._times, self._values = [-1], [dict(current)]
-        for t, law, i, value in log:
+        self._times, self._values = [-1], [dict(current)]  # from each step on: the values held
+        for step, law, i, value in log:
             held = current[id(law)].copy()
             held.hold(i, np.asarray(value, dtype=float))
             current[id(law)] = held
-            if t != self._times[-1]:
-                self._times.append(t)
-                self._values.append({})
-            self._values[-1] = dict(current)
+            if step == self._times[-1]:  # set again at that step: the last set holds
+                self._values[-1] = dict(current)
+            else:
+                self._times.append(step)
+                self._values.append(dict(current))
 
     @contextlib.contextmanager
     def acting(self, t: float) -> Iterator[None]:

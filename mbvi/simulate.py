@@ -400,10 +400,7 @@ def _remedy(stepper: Integrator, system: Any = None, traj: Trajectory | None = N
     if shake and isinstance(tol, float) and isinstance(default, float) and tol > LOOSE_TOL * default:
         return (f"tol = {tol:g} is loose: the solves' residual makes the energy creep step by step whatever dt, "
                 f"and a smaller dt only takes more steps; tighten tol, e.g. to its default {default:g}")  # fmt: skip
-    if isinstance(getattr(stepper, "rtol", None), float):  # csm: solve_ivp's own steps, to rtol and atol
-        return adaptive_remedy(stepper)
-    return f"reduce dt, e.g. to {stepper.dt / 4:g} s"
-
+    return adaptive_remedy(stepper) or f"reduce dt, e.g. to {stepper.dt / 4:g} s"  # (csm: its rtol and atol)
 
 
 #: a law's gradient along a direction differs from its potential's central difference by more than this
@@ -635,9 +632,9 @@ def _blow_up(traj: Trajectory, stepper: Integrator, system, warn: bool = False,
             out.trajectory = traj.head(k)
         return out
     err = instability(system, stepper.name, stepper.dt, float(traj.t[k]), step, finite=finite)
-    why = err.reason
-    if isinstance(getattr(stepper, "rtol", None), float):  # csm: its tolerances, not dt (no dt to suggest)
-        why, err.suggested_dt = f"integrator {stepper.name!r} went unstable: {adaptive_remedy(stepper)}", None
+    why, adaptive = err.reason, adaptive_remedy(stepper)
+    if adaptive is not None:  # csm: its tolerances, not dt (no dt to suggest)
+        why, err.suggested_dt = f"integrator {stepper.name!r} went unstable: {adaptive}", None
     reason = (
         f"the energy balance broke: E − E₀ − W reached {drift:.3g} J against an energy scale of {scale:.3g} J "
         f"by t = {traj.t[k]:.6g} s (the run blew up); {why}"

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from mbvi import notices
-from mbvi._validate import as_float, coordinate_key, is_number
+from mbvi._validate import as_float, coordinate_key, is_number, positive_seconds
 from mbvi.engine.fields import RI
 from mbvi.engine.runner import saved_states
 from mbvi.errors import SolverError
@@ -280,9 +280,9 @@ class Simulator:
     ) -> None:
         from mbvi.lagrangian import LagrangianSystem
 
-        if not (is_number(dt) and math.isfinite(as_float(dt)) and as_float(dt) > 0):
-            raise ValueError(f"Simulator: dt must be a positive finite number of seconds, got {dt!r}")
-        dt = as_float(dt)  # (a float32 0.01 as 0.01)
+        given, dt = dt, positive_seconds(dt)  # (a float32 0.01 as 0.01)
+        if dt is None:
+            raise ValueError(f"Simulator: dt must be a positive finite number of seconds, got {given!r}")
         if not (is_number(t0) and math.isfinite(float(t0))):  # (as simulate: NumPy numbers too, not a bool)
             raise ValueError(f"Simulator: t0 must be a finite number of seconds, got {t0!r}")
         t0 = as_float(t0)

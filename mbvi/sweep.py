@@ -276,19 +276,19 @@ def _built(fn: Callable[..., Any], params: dict[str, Any]) -> Any:
     return scene
 
 
-def _check_options(spec: SceneFile | Callable[..., Any], members: list, settings: dict[str, Any]) -> None:
+def _check_options(spec: SceneFile | Callable[..., Any], members: list, settings: dict[str, Any], nsave: int) -> None:
     """Construct the integrator once, on the first member's system that builds: a bad option fails the sweep here.
 
     An unknown option, or a value the integrator's constructor rejects, is the same for every member, so it
     is a ``ValueError`` before anything runs rather than an error recorded for each member. Members whose
     ``build`` fails are passed over (their runs record, or raise, that as usual): with the first member's
-    build failing, an unknown option was recorded for every other member and the sweep returned.
+    build failing, an unknown option was recorded for every other member and the sweep returned. ``nsave``: the
+    states each member saves, for the dataset's size (a ValueError when it would not fit in memory).
     """
     from mbvi.assembly import assemble
     from mbvi.engine.runner import check_memory
     from mbvi.lagrangian import LagrangianSystem
     from mbvi.lagrangian.run import resolve
-    from mbvi.runs import step_count
     from mbvi.simulate import check_capabilities, resolve_integrator
 
     fn = _build_function(spec)
@@ -316,8 +316,6 @@ def _check_options(spec: SceneFile | Callable[..., Any], members: list, settings
     # the dataset gathered in this process: positions and velocities of each body (a LagrangianSystem's q and v),
     # four scalars, every member and saved state (50 members of 2e7 states ran towards 80 GB on a 24 GB machine)
     width = 2 * system.nq + 4 if isinstance(system, LagrangianSystem) else 6 * len(system.layout.bodies) + 4
-    nsave = step_count(settings["t_end"], settings["dt"], 0.0, settings["save_every"], who="sweep")
-    nsave = nsave // settings["save_every"] + 2
     check_memory((len(members), nsave, width), "the sweep's dataset", "raise save_every, run shorter or split the grid")
 
 
@@ -479,7 +477,7 @@ def sweep(
         raise ValueError(f"sweep: scheduler must be one of {', '.join(map(repr, SCHEDULERS))}, got {scheduler!r}")
     progress, timing = Integrator.check_flag("progress", progress), Integrator.check_flag("timing", timing)
     names, values = _check_grid(grid)
-    t_end, dt, _, save_every, _ = run_numbers(t_end, dt, 0.0, save_every, who="sweep")  # NumPy numbers as floats
+    t_end, dt, _, save_every, nsteps = run_numbers(t_end, dt, 0.0, save_every, who="sweep")  # NumPy numbers too
     from mbvi.lagrangian.integrators import LagrangianIntegrator
 
     # (a LagrangianIntegrator class is for a build that returns a LagrangianSystem: each member resolves it)
@@ -496,7 +494,7 @@ def sweep(
     spec, label = _build_spec(build)
     shape = tuple(len(v) for v in values)
     members = [(i, dict(zip(names, combo, strict=True))) for i, combo in enumerate(itertools.product(*values))]
-    _check_options(spec, members, settings)
+    _check_options(spec, members, settings, nsteps // save_every + 2)
 
     if client is not None:
         if scheduler is not None:

@@ -126,7 +126,6 @@ class Trajectory:
         self.scene = scene
         self.info = dict(info or {})
         self.work = None if work is None else np.asarray(work, dtype=float)
-        self._system = None  # the run's System, when made by a run (constraint_force reads it)
         self._bodies = {b.name: b for b in self.geometry.bodies}
         self._links = {link.name: link for link in self.geometry.links}
 

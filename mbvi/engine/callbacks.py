@@ -404,15 +404,11 @@ def compiled(fn: Callable, role: str, template: str = _TEMPLATE, salt: str = "",
         if label:
             cache.label(dispatcher.py_func.__qualname__, label)
         name = f"mbvi_{key}"
-        try:
-            path = write_generated(name, template.format(key=key))
-        except OSError:  # no writable cache: compile in memory (every process compiles it again)
-            return _compile_here(dispatcher, key, template)
         _pending[key] = dispatcher
         try:
-            module = import_generated(name, path)
+            module = import_generated(name, write_generated(name, template.format(key=key)))
         except Exception as exc:
-            if cannot_cache(exc):  # a read-only cache: compile in memory (every process compiles it again)
+            if cannot_cache(exc):  # no writable cache, or a read-only one: compile in memory (in every process)
                 return _compile_here(dispatcher, key, template)
             if not interrupted(exc):  # numba cannot compile it: not tried again in this process
                 _failed[key] = exc

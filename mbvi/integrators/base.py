@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mbvi._validate import as_float, is_number
+from mbvi._validate import is_number, positive_seconds
 from mbvi.diagnosis import instability
 from mbvi.engine.runner import RunResult, saved_states
 from mbvi.errors import SolverError
@@ -179,9 +179,9 @@ class Integrator:
 
     def __init__(self, system: System, dt: float, **options: Any) -> None:
         label = self.name or type(self).__name__
-        if not (is_number(dt) and math.isfinite(as_float(dt)) and as_float(dt) > 0):  # (NumPy numbers too, as simulate)
-            raise ValueError(f"{label}: dt must be a positive number, got {dt!r}")
-        dt = as_float(dt)
+        given, dt = dt, positive_seconds(dt)  # (NumPy numbers too, as simulate takes them)
+        if dt is None:
+            raise ValueError(f"{label}: dt must be a positive number, got {given!r}")
         unknown = set(options) - set(self.options)
         if unknown:
             raise ValueError(

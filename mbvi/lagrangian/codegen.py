@@ -159,23 +159,17 @@ def kernels(system: Any) -> CompiledLagrangian | None:
         path = cache_dir() / f"{name}.py"
         try:
             module = import_generated(name, write_generated(name, text))
-        except OSError:  # no writable cache directory: compiled in this process only
-            module = _in_memory(text, name)
-        except Exception as exc:  # numba cannot compile an expression
+        except Exception as exc:
             from mbvi.engine.callbacks import cannot_cache, interrupted, numba_reason
 
             if interrupted(exc):  # (a deadline, a MemoryError: the caller's, not numba's; compiled next time)
                 raise
-            if cannot_cache(exc):  # a read-only cache holding the module: compiled in this process only
-                module = _in_memory(text, name)
-                out = CompiledLagrangian(module, str(path))
-                _loaded[key] = out
-                return out
-
-            log.warning("%s: its derivatives do not compile with numba (%s); it steps with its NumPy functions",
-                        system.name, numba_reason(exc))  # fmt: skip
-            _loaded[key] = None
-            return None
+            if not cannot_cache(exc):  # numba cannot compile an expression
+                log.warning("%s: its derivatives do not compile with numba (%s); it steps with its NumPy functions",
+                            system.name, numba_reason(exc))  # fmt: skip
+                _loaded[key] = None
+                return None
+            module = _in_memory(text, name)  # no writable cache, or a read-only one: compiled in this process only
         out = CompiledLagrangian(module, str(path))
         _loaded[key] = out
         return out

@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mbvi._validate import as_float, is_number
+from mbvi._validate import is_number, positive_seconds
 from mbvi.engine.runner import saved_states
 from mbvi.errors import SolverError
 from mbvi.integrators.base import Integrator, option_hints
@@ -236,9 +236,9 @@ class LagrangianIntegrator:
     compiled_method: ClassVar[int | None] = None
 
     def __init__(self, system: Any, dt: float, **options: Any) -> None:
-        if not (is_number(dt) and math.isfinite(as_float(dt)) and as_float(dt) > 0):  # (NumPy numbers too)
-            raise ValueError(f"{self.name}: dt must be a positive number, got {dt!r}")
-        dt = as_float(dt)
+        given, dt = dt, positive_seconds(dt)  # (NumPy numbers too)
+        if dt is None:
+            raise ValueError(f"{self.name}: dt must be a positive number, got {given!r}")
         for key in ("tol", "maxiter"):
             if key in options:  # as a scene's integrators check them (a NumPy number is a number)
                 val = options[key].item() if isinstance(options[key], np.generic) else options[key]
