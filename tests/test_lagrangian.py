@@ -455,3 +455,31 @@ def test_coordinates_are_read_by_the_symbols_the_system_was_built_from() -> None
     assert mbvi.equilibrium(system).coordinate(theta) == pytest.approx(0.0, abs=1e-9)
     with pytest.raises(ValueError, match="unknown coordinate 'phi'"):
         traj.coordinate(sp.Symbol("phi"))
+
+
+def _final_angles(system: mbvi.LagrangianSystem) -> np.ndarray:
+    """A module-level function: what a process pool pickles by name."""
+    return mbvi.simulate(system, 0.5, 1e-3).q[-1]
+
+
+def test_a_lagrangian_system_pickles_and_runs_the_same_in_another_process(double) -> None:
+    """pickle.dumps raised "Can't pickle local object '_arrays.<locals>.wrapped'" (the lambdified forms), so a
+    LagrangianSystem could not go to a multiprocessing pool or a Dask process scheduler. Its sympy expressions
+    travel; the numerical forms are made again where it lands, and step for step give the same trajectory."""
+    import multiprocessing
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(double))
+    assert repr(copy) == repr(double) and copy.parameters == double.parameters
+    here = mbvi.simulate(double, 0.5, 1e-3)
+    np.testing.assert_array_equal(mbvi.simulate(copy, 0.5, 1e-3).q, here.q)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        (there,) = pool.map(_final_angles, [double])
+    np.testing.assert_array_equal(there, here.q[-1])
+    # a system from a scene keeps its bodies' kinematics
+    scene = load_scene("double_pendulum").build()
+    from_scene = mbvi.LagrangianSystem.from_scene(scene)
+    copied = pickle.loads(pickle.dumps(from_scene))
+    q0 = from_scene.initial_state().q
+    for name in from_scene.body_names:
+        np.testing.assert_array_equal(copied.body_position(name, q0), from_scene.body_position(name, q0))

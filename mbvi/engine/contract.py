@@ -39,6 +39,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -209,11 +210,18 @@ class Kernel:
         return [(role, getattr(self, role)) for role in ROLES if getattr(self, role) is not None]
 
 
+#: one ast.parse at a time: two threads building their first Simulators of one System hit "AST constructor
+#: recursion depth mismatch" (a SystemError from CPython 3.11's parser, gh-106905) about once in 800 tries
+_PARSING = threading.Lock()
+
+
 def _returns_value(fn: Callable) -> bool:
     """Whether a kernel's source returns a value (a contract breach: the engine reads only ``out``); False when
     its source cannot be read."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(getattr(fn, "py_func", fn))))
+        source = textwrap.dedent(inspect.getsource(getattr(fn, "py_func", fn)))
+        with _PARSING:  # CPython 3.11's parser is not safe across threads (gh-106905)
+            tree = ast.parse(source)
     except (OSError, TypeError, SyntaxError):
         return False
     if not tree.body or not isinstance(tree.body[0], ast.FunctionDef):

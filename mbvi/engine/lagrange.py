@@ -2,7 +2,9 @@
 
 A Lagrangian system hands the engine its derivatives as kernels of the contract
 (:data:`mbvi.engine.callbacks.SIGNATURE`), generated from its sympy expressions
-(:mod:`mbvi.lagrangian.codegen`), each *setting* its ``out``:
+(:mod:`mbvi.lagrangian.codegen`), each *setting* its ``out``. Every kernel gets the
+system's parameter values as its ``ints`` (``fns[NFN:]``, float64s by their bits), so
+systems that differ only in their values share one compiled module:
 
 ===============  ==========  ================================================================
 kernel (``FN``)  ``floats``  ``out``
@@ -32,10 +34,11 @@ from numba import njit
 from mbvi.engine.fields import ST
 from mbvi.engine.kernels import _call_address
 
-__all__ = ["CONSTRAINT", "DISCRETE", "FORCE", "IMPLICIT_EULER", "POINT", "run"]
+__all__ = ["CONSTRAINT", "DISCRETE", "FORCE", "IMPLICIT_EULER", "NFN", "POINT", "run"]
 
-#: kernels (addresses in ``fns``; 0: none)
+#: kernels (addresses in ``fns``; 0: none), and where the parameter values start in ``fns``
 POINT, FORCE, CONSTRAINT = 0, 1, 2
+NFN = 3
 #: methods
 DISCRETE, IMPLICIT_EULER = 0, 1
 
@@ -43,9 +46,6 @@ DISCRETE, IMPLICIT_EULER = 0, 1
 jit = njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
 #: the functions that allocate (a run's workspace)
 jit_alloc = njit(cache=True, nogil=True, error_model="numpy", _nrt=True)
-
-_NONE_I = np.zeros(0, np.int64)
-
 
 @jit
 def _lu_solve(A, b, piv, x):
@@ -107,17 +107,17 @@ def _scale_rows(A, b):
 @jit
 def _point(fns, n, x, vel, t, buf):
     """buf ← (L, L_q, L_v, L_qq, L_qv, L_vv) at (x, vel, t)."""
-    _call_address(fns[POINT], x, vel, t, _NONE_I, buf[:0], buf)
+    _call_address(fns[POINT], x, vel, t, fns[NFN:], buf[:0], buf)
 
 
 @jit
 def _force(fns, n, x, vel, t, buf):
-    _call_address(fns[FORCE], x, vel, t, _NONE_I, buf[:0], buf)
+    _call_address(fns[FORCE], x, vel, t, fns[NFN:], buf[:0], buf)
 
 
 @jit
 def _constraint(fns, q, lam, buf):
-    _call_address(fns[CONSTRAINT], q, q, 0.0, _NONE_I, lam, buf)
+    _call_address(fns[CONSTRAINT], q, q, 0.0, fns[NFN:], lam, buf)
 
 
 @jit

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Derived", "NoNumericForm", "derive"]
+__all__ = ["Derived", "NoNumericForm", "derivatives", "derive"]
 
 
 class NoNumericForm(ValueError):
@@ -116,42 +116,25 @@ def derive(
     """
     import sympy as sp
 
-    # the coordinates, velocities and time are real: d|x|/dx is sign(x), not an expression in re(x) and im(x); and
-    # named apart from every function the numerical forms call (a coordinate named cos shadowed math.cos)
-    names = [*(f"_q{i}" for i in range(len(q))), *(f"_v{i}" for i in range(len(v))), "_t"]
-    real = {s: sp.Symbol(name, **(s.assumptions0 if s.is_real else {"real": True}))  # (a positive r stays so)
-            for s, name in zip([*q, *v, t], names, strict=True)}
-    L = L.subs(real)
-    constraints = [sp.sympify(e).subs(real) for e in constraints]
-    force = None if force is None else [sp.sympify(e).subs(real) for e in force]
-    q, v, t = [real.get(s, s) for s in q], [real.get(s, s) for s in v], real.get(t, t)
+    exprs = derivatives(L, q, v, t, constraints, force)
+    q, v, t, L, Lq, Lv = exprs["q"], exprs["v"], exprs["t"], exprs["L"], exprs["Lq"], exprs["Lv"]
     n = len(q)
-    qv, vv = sp.Matrix(q), sp.Matrix(v)
-    Lq = _kinks(sp.Matrix([L]).jacobian(qv).T)
-    Lv = _kinks(sp.Matrix([L]).jacobian(vv).T)
-    Lqq = _kinks(Lq.jacobian(qv))
-    Lqv = _kinks(Lq.jacobian(vv))
-    Lvv = _kinks(Lv.jacobian(vv))
+    vv = sp.Matrix(v)
     args = [list(q), list(v), t]
-    exprs: dict = {"q": list(q), "v": list(v), "t": t, "L": L, "Lq": Lq, "Lv": Lv, "Lqq": Lqq, "Lqv": Lqv, "Lvv": Lvv}
-    point = _arrays(args, [L, Lq, Lv, Lqq, Lqv, Lvv], [(), (n,), (n,), (n, n), (n, n), (n, n)])
+    point = _arrays(args, [L, Lq, Lv, exprs["Lqq"], exprs["Lqv"], exprs["Lvv"]],
+                    [(), (n,), (n,), (n, n), (n, n), (n, n)])  # fmt: skip
     force_f = None
-    if force is not None:
-        Q = sp.Matrix(force)
-        Qq, Qv = _kinks(Q.jacobian(qv)), _kinks(Q.jacobian(vv))
-        force_f = _arrays(args, [Q, Qq, Qv], [(n,), (n, n), (n, n)])
-        exprs.update(Q=Q, Qq=Qq, Qv=Qv)
+    if "Q" in exprs:
+        force_f = _arrays(args, [exprs["Q"], exprs["Qq"], exprs["Qv"]], [(n,), (n, n), (n, n)])
     constraint_f = curvature_f = None
-    m = len(constraints)
-    if m:
-        g = sp.Matrix(constraints)
-        G = _kinks(g.jacobian(qv))
-        mu = sp.symbols(f"_lambda0:{m}", real=True)
-        H = _kinks((G.T * sp.Matrix(mu)).jacobian(qv))
-        constraint_f = _arrays([list(q), list(mu)], [g, G, H], [(m,), (m, n), (n, n)])
-        exprs.update(g=g, G=G, H=H, mu=list(mu))
-        gamma = _kinks((G * vv).jacobian(qv) * vv)
+    rows: list = []
+    if "g" in exprs:
+        g, G, mu = exprs["g"], exprs["G"], exprs["mu"]
+        m = len(mu)
+        constraint_f = _arrays([list(q), list(mu)], [g, G, exprs["H"]], [(m,), (m, n), (n, n)])
+        gamma = _kinks((G * vv).jacobian(sp.Matrix(q)) * vv)
         curvature_f = _arrays([list(q), list(v)], [gamma], [(m,)])
+        rows = [_vectorized(_lambdify(args, e, ARRAY_MODULES)) for e in g]
     zero_v = {s: 0 for s in v}
     energy = (Lv.T * vv)[0, 0] - L
     scalar = {
@@ -161,15 +144,50 @@ def derive(
     }
     # dE/dt = Q·v − ∂L/∂t: the power the run's energy balance integrates (forced or time-dependent systems)
     power = -_kinks(sp.Matrix([L.diff(t)]))[0, 0]
-    if force is not None:
-        power = power + (Q.T * vv)[0, 0]
+    if "Q" in exprs:
+        power = power + (exprs["Q"].T * vv)[0, 0]
     if power != 0:
         scalar["power"] = _vectorized(_lambdify(args, power, ARRAY_MODULES))
     momentum = [_vectorized(_lambdify(args, Lv[i], ARRAY_MODULES)) for i in range(n)]
-    rows = [_vectorized(_lambdify(args, e, ARRAY_MODULES)) for e in constraints]
     Lvt = _kinks(Lv.diff(t))
     time_f = None if all(e == 0 for e in Lvt) else _arrays(args, [Lvt], [(n,)])
-    return Derived(point, force_f, constraint_f, curvature_f, scalar, momentum, time_f, tuple(Lvv), exprs, rows)
+    return Derived(point, force_f, constraint_f, curvature_f, scalar, momentum, time_f, tuple(exprs["Lvv"]), exprs,
+                   rows)  # fmt: skip
+
+
+def derivatives(
+    L: Any, q: Sequence[Any], v: Sequence[Any], t: Any, constraints: Sequence[Any], force: Sequence[Any] | None
+) -> dict:
+    """The derivatives the integrators evaluate, as sympy expressions (:attr:`Derived.exprs`): L, ∂L/∂q, ∂L/∂v
+    and the three Hessians; Q and its Jacobians with a force; g, G = ∂g/∂q and H = ∇²(λ·g) in multipliers
+    ``"mu"`` with constraints; and the symbols ``"q"``, ``"v"``, ``"t"`` they are written in (real, renamed).
+    Other symbols in L (parameters left symbolic, :mod:`mbvi.lagrangian.codegen`) stay as they are."""
+    import sympy as sp
+
+    # the coordinates, velocities and time are real: d|x|/dx is sign(x), not an expression in re(x) and im(x); and
+    # named apart from every function the numerical forms call (a coordinate named cos shadowed math.cos)
+    names = [*(f"_q{i}" for i in range(len(q))), *(f"_v{i}" for i in range(len(v))), "_t"]
+    real = {s: sp.Symbol(name, **(s.assumptions0 if s.is_real else {"real": True}))  # (a positive r stays so)
+            for s, name in zip([*q, *v, t], names, strict=True)}
+    L = L.subs(real)
+    constraints = [sp.sympify(e).subs(real) for e in constraints]
+    force = None if force is None else [sp.sympify(e).subs(real) for e in force]
+    q, v, t = [real.get(s, s) for s in q], [real.get(s, s) for s in v], real.get(t, t)
+    qv, vv = sp.Matrix(q), sp.Matrix(v)
+    Lq = _kinks(sp.Matrix([L]).jacobian(qv).T)
+    Lv = _kinks(sp.Matrix([L]).jacobian(vv).T)
+    exprs: dict = {"q": list(q), "v": list(v), "t": t, "L": L, "Lq": Lq, "Lv": Lv, "Lqq": _kinks(Lq.jacobian(qv)),
+                   "Lqv": _kinks(Lq.jacobian(vv)), "Lvv": _kinks(Lv.jacobian(vv))}  # fmt: skip
+    if force is not None:
+        Q = sp.Matrix(force)
+        exprs.update(Q=Q, Qq=_kinks(Q.jacobian(qv)), Qv=_kinks(Q.jacobian(vv)))
+    m = len(constraints)
+    if m:
+        g = sp.Matrix(constraints)
+        G = _kinks(g.jacobian(qv))
+        mu = sp.symbols(f"_lambda0:{m}", real=True)
+        exprs.update(g=g, G=G, H=_kinks((G.T * sp.Matrix(mu)).jacobian(qv)), mu=list(mu))
+    return exprs
 
 
 #: lambdify's namespaces: a point's scalar derivatives take ``math`` first (a call costs microseconds); SciPy's

@@ -118,7 +118,9 @@ class LagrangianSystem:
         principle (viscous friction, a driving torque F(t), …).
     parameters : mapping of sympy.Symbol or str to float, optional
         Values of the other symbols (masses, lengths, g, …); substituted
-        before differentiation.
+        before differentiation in the NumPy forms, read at run time by the
+        compiled kernels (other values run on the kernels compiled for the
+        first).
     time : sympy.Symbol, optional
         The time symbol (default ``sympy.Symbol("t")``).
     initial_state : mbvi.State or (q0, v0), optional
@@ -203,16 +205,18 @@ class LagrangianSystem:
         raw_f = None if force is None else _expressions(force, "force component")
         # a parameter is its name: Symbol("k", positive=True) in L is the parameter "k" (or Symbol("k")) given
         used = set().union(Lx[0].free_symbols, *(e.free_symbols for e in raw_g + list(raw_f or ()))) - set(seen)
-        subs = {k: sp.Float(val) for k, val in params.items()}
-        for k, val in params.items():
-            subs.update({s: sp.Float(val) for s in used if s.name == k.name})
+        rename = {s: k for k in params for s in used if s.name == k.name}
         # so is a coordinate, a velocity or time: Symbol("x", real=True) in L (as sympy.physics users write it) is
         # the coordinate "x" (said not to be one, with advice that then failed: "x is given twice")
         by_name = {str(c): c for c in (*q, *v, t)}
-        subs.update({s: by_name[s.name] for s in used if s.name in by_name and s not in subs})
-        Lx = Lx[0].subs(subs)
-        gx = [e.subs(subs) for e in raw_g]
-        fx = None if raw_f is None else [e.subs(subs) for e in raw_f]
+        rename.update({s: by_name[s.name] for s in used if s.name in by_name and s not in rename})
+        # the expressions with the parameters as symbols: the compiled kernels read their values at run time, so
+        # a system with other values (a fit, a sweep) runs on the kernels compiled for the first
+        Ls, gs = Lx[0].subs(rename), [e.subs(rename) for e in raw_g]
+        fs = None if raw_f is None else [e.subs(rename) for e in raw_f]
+        values = {k: sp.Float(val) for k, val in params.items()}
+        Lx, gx = Ls.subs(values), [e.subs(values) for e in gs]
+        fx = None if fs is None else [e.subs(values) for e in fs]
         for what, exprs in (("Lagrangian", [Lx]), ("constraint", gx), ("force component", fx or [])):
             for e in exprs:  # (a parameter's value can make one: m = 0 in v²/2m)
                 if e.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
@@ -246,8 +250,11 @@ class LagrangianSystem:
         self.parameters = dict(params)
         self.constraint_exprs = tuple(gx)
         self.force_exprs = None if fx is None else tuple(fx)
+        #: L, g and Q with the parameters as symbols, and the parameters in the order the kernels read them
+        self._symbolic = (Ls, tuple(gs), None if fx is None else tuple(fs), tuple(params))
         self._d = derive(Lx, q, v, t, gx, fx)
         self._compiled: Any = False  # compiled_kernels(): not tried yet
+        self._kernel_exprs: tuple[dict, list[Any]] | None = None
         self._angles: tuple[bool, ...] | None = None
         #: True when L is quadratic in v (M independent of v): the Legendre transform is one linear solve
         self.quadratic = all(sp.diff(e, s) == 0 for e in self._d.mass_exprs for s in self._d.exprs["v"])
@@ -414,6 +421,21 @@ class LagrangianSystem:
         """The lambdified functions (:class:`mbvi.lagrangian.derive.Derived`), for integrator authors."""
         return self._d
 
+    def kernel_expressions(self) -> tuple[dict, list[Any]]:
+        """What the compiled kernels evaluate (:mod:`mbvi.lagrangian.codegen`): the derivatives
+        (:attr:`mbvi.lagrangian.derive.Derived.exprs`) with the parameters left as symbols, and those symbols in
+        the order the kernels read their values; without parameters, :attr:`derived`'s expressions."""
+        if self._kernel_exprs is None:
+            Ls, gs, fs, params = self._symbolic
+            if not params:
+                self._kernel_exprs = (self._d.exprs, [])
+            else:
+                from mbvi.lagrangian.derive import derivatives
+
+                exprs = derivatives(Ls, self.coordinates, self.velocities, self.time, gs, fs)
+                self._kernel_exprs = (exprs, list(params))
+        return self._kernel_exprs
+
     def compiled_kernels(self) -> Any:
         """The derivatives as compiled kernels (:mod:`mbvi.lagrangian.codegen`, generated and compiled on first
         use, then loaded from the disk cache), or None when numba cannot compile them."""
@@ -422,6 +444,24 @@ class LagrangianSystem:
 
             self._compiled = kernels(self)
         return self._compiled
+
+    # -- pickling (multiprocessing, Dask's process schedulers, saving a model with pickle) ----------
+    def __getstate__(self) -> dict[str, Any]:
+        """The sympy expressions and settings, without their lambdified and compiled forms (local functions
+        pickle cannot write): those are made again where the system is unpickled."""
+        state = dict(self.__dict__)
+        state.pop("_d", None)
+        state["_compiled"] = False
+        state["_kernel_exprs"] = None
+        state["_position_funcs"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        from mbvi.lagrangian.derive import derive
+
+        self.__dict__.update(state)
+        self._d = derive(self.lagrangian_expr, self.coordinates, self.velocities, self.time,
+                         self.constraint_exprs, self.force_exprs)  # fmt: skip
 
     def __repr__(self) -> str:
         extra = f", {self.nc} constraints" if self.nc else ""
