@@ -75,7 +75,9 @@ def flip_time_map(path: Path, n: int, t_end: float) -> str:
     fig.colorbar(image, ax=ax, label=f"time of the first flip, s (white: none before {t_end:g} s)")
     th = np.linspace(-math.pi, math.pi, 400)
     th1, th2 = np.meshgrid(th, th, indexing="ij")
-    ax.contour(th, th, (3 * np.cos(th1) + np.cos(th2)).T, levels=[2.0], colors="0.4", linewidths=1.0)
+    # point bobs of equal mass on equal arms: V = −mgl(2 cos θ₁ + cos θ₂); the lower arm goes over the top first,
+    # at θ₁ = 0, θ₂ = π (V = −mgl), so a release from rest with 2 cos θ₁ + cos θ₂ > 1 never flips
+    ax.contour(th, th, (2 * np.cos(th1) + np.cos(th2)).T, levels=[1.0], colors="0.4", linewidths=1.0)
     ax.set_xlabel("θ₁ (upper arm), rad")
     ax.set_ylabel("θ₂ (lower arm), rad")
     ax.set_title(f"Double pendulum (l = 1 m, m = 1 kg): flip time, {n}×{n} members")
@@ -137,8 +139,9 @@ SECTION = f"""{BEGIN}
 Made by `mbvi.sweep` in `tools/gen_sweep_figures.py` (see [Sweeps on Dask](sweeps.md)).
 
 The double pendulum released from rest at (θ₁, θ₂): the time until either arm
-first goes over the top. Inside the grey curve 3 cos θ₁ + cos θ₂ = 2 (around the origin) it never
-can: it lacks the energy.
+first goes over the top. Inside the grey curve 2 cos θ₁ + cos θ₂ = 1 (around the origin) it never
+can: it lacks the energy to lift even the lower bob over the top (V = −mgl(2 cos θ₁ + cos θ₂) for
+the scene's point bobs).
 
 ![Flip time of the double pendulum over initial angles](gallery/sweep_flip_time.png)
 
