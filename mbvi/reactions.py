@@ -135,13 +135,27 @@ def multipliers(
     return lam
 
 
-def generalized_forces(system: Any, q: np.ndarray, lam: np.ndarray, rows: list[int]) -> np.ndarray:
-    """−Gᵀλ over the constraint ``rows`` only, at each configuration ``q`` (n, nq) with multipliers ``lam``
-    (n, nc): shape (n, nq), N (N m per unit of a rotation column)."""
-    act = system.active
-    mine = np.isin(act, rows)
-    out = np.zeros(q.shape)
+def jacobians(system: Any, q: np.ndarray) -> np.ndarray:
+    """G's values on the active pattern at each configuration ``q`` (n, nq): shape (n, entries)."""
+    entries = len(system.jacobian_pattern.rows)
+    out = np.zeros((len(q), entries))
     for k in range(len(q)):
-        _, gdata = system.active_values_and_jacobian(q[k])
-        out[k] = -system.G_rmatvec(gdata, np.where(mine, lam[k, act], 0.0))
+        out[k] = system.active_values_and_jacobian(q[k])[1]
+    return out
+
+
+def generalized_forces(system: Any, q: np.ndarray, lam: np.ndarray, rows: list[int],
+                       gdata: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+    """−Gᵀλ over the constraint ``rows`` only, at each configuration ``q`` (n, nq) with multipliers ``lam``
+    (n, nc): shape (n, nq), N (N m per unit of a rotation column). ``gdata``: G's values at each q
+    (:func:`jacobians`), when a trajectory keeps them for all its joints; then a joint costs its own entries only
+    (a system of N joints read joint by joint was O(N²): 0.2 s a joint for 1000 pendulums over 2000 states)."""
+    act = system.active
+    pattern = system.jacobian_pattern
+    entries = np.nonzero(np.isin(act[pattern.rows], rows))[0]  # the entries of G in the joint's rows
+    if gdata is None:
+        gdata = jacobians(system, q)
+    contributions = -gdata[:, entries] * lam[:, act[pattern.rows[entries]]]  # (n, entries)
+    out = np.zeros(q.shape)
+    np.add.at(out.T, pattern.cols[entries], contributions.T)
     return out

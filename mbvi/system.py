@@ -22,7 +22,7 @@ from mbvi.engine.contract import Family, Kernel, PythonKernel, numpy_kernels
 from mbvi.engine.spec import ROW_ROTATION, Bodies, ModelSpec, Pattern
 from mbvi.errors import ConstraintWarning, LoadError, SolverError
 from mbvi.forcelaws.base import ForceLaw
-from mbvi.kernels import BilinearRows
+from mbvi.kernels import BilinearRows, SparsePattern
 from mbvi.lawmethods import numpy_methods
 from mbvi.layout import Layout
 from mbvi.linalg import ConstraintSolver, Factor
@@ -552,6 +552,12 @@ class System:
             return 0.0
         roundoff = self.rows.roundoff(q, ulps=1.0)
         return self.residual(g_active, roundoff if self._active_mask is None else roundoff[self.active])
+
+    @property
+    def jacobian_pattern(self) -> SparsePattern:
+        """The COO pattern of G on the active rows (``rows`` numbered among them, ``cols``): where the values
+        ``gdata`` of :meth:`active_values_and_jacobian` go."""
+        return self._active_pattern
 
     def G_matvec(self, gdata: np.ndarray, x: np.ndarray) -> np.ndarray:
         """G x with active Jacobian values ``gdata``."""

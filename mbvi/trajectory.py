@@ -140,6 +140,7 @@ class Trajectory:
         state.pop("_system", None)  # (the run's System: constraint forces are read in the run's process)
         state.pop("_loads_along", None)
         state.pop("_multipliers", None)
+        state.pop("_jacobians", None)
         return state
 
     # -- construction ------------------------------------------------------------------------------
@@ -425,10 +426,12 @@ class Trajectory:
         rows = reactions.joint_rows(system, joint)
         j = system.layout.joints.get(joint)
         body = reactions.read_body(system, joint, body, (j.a, j.b) if j is not None else None)
-        if "_multipliers" not in self.__dict__:
+        if "_multipliers" not in self.__dict__:  # (both kept for every joint read after: O(states × entries))
             with np.errstate(all="ignore"):
                 self.__dict__["_multipliers"] = reactions.multipliers(system, self.t, self.q, self.v, self._loads_along)
-        return reactions.generalized_forces(system, self.q, self.__dict__["_multipliers"], rows), body, system
+                self.__dict__["_jacobians"] = reactions.jacobians(system, self.q)
+        lam, gdata = self.__dict__["_multipliers"], self.__dict__["_jacobians"]
+        return reactions.generalized_forces(system, self.q, lam, rows, gdata), body, system
 
     def constraint_force(self, joint: str, body: str | None = None) -> np.ndarray:
         """Force (N, world frame, shape (n, 3)) that a joint exerts on one of its bodies at each saved state
