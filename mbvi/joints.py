@@ -206,7 +206,8 @@ class Rod(Joint):
             raise ValueError(f"{self.owner}: its anchors coincide (zero length); use a Spherical joint")
         if abs(actual - L) > 1e-9 * L:
             raise ValueError(
-                f"{self.owner}: initial positions violate the joint (distance {actual:.6g} m, length {L:.6g} m)"
+                f"{self.owner}: initial positions violate the joint (distance {actual:.6g} m, length {L:.6g} m: "
+                f"{actual - L:+.3g} m off, {abs(actual - L) / L:.2g} of the length; the tolerance is 1e-09)"
             )
         t, c = _diff(pa, pb)
         return [Row(t, c, t, c, 1.0 / (2 * L), L / 2, L, self.owner)]
