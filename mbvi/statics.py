@@ -168,6 +168,38 @@ _ESCAPE_STEPS = (0.1, 0.4)
 _ESCAPES = 8
 
 
+#: dense (nq, nq) float64 arrays :func:`equilibrium` holds at its peak (the Hessian, its scaled copy and their
+#: temporaries, the tangent basis, the reduced Hessian and its eigenvectors). Measured with tracemalloc: 12.9–13.3
+#: for independent pendulums (nq = 300–1200), 15.3–15.4 for a beam (nq = 300–600, almost no constraints: a tangent
+#: basis of nq columns), 14.1–14.5 for bars under torques on ball joints (the Levenberg–Marquardt path); peak RSS
+#: 14–17 at nq = 600–2400 (16.5 for the beam at 1200, 15.3 at 2400)
+EQUILIBRIUM_ARRAYS = 16
+#: the same for :func:`modes` of an equilibrium already found (tracemalloc: 8.0–8.4 for the pendulums and the bars,
+#: 10.0–10.1 for the beam)
+MODES_ARRAYS = 11
+
+
+def _check_dense_size(nq: int, what: str, copies: int) -> None:
+    """A ValueError naming ``what`` (``"equilibrium"``, ``"modes"``) and its coordinate count when ``copies`` dense
+    (nq, nq) float64 arrays would take more than half of this machine's memory
+    (:func:`mbvi.engine.runner.check_memory`), before any of them is made.
+
+    Statics and modes work with dense matrices: O(nq²) memory and O(nq³) time (docs/statics.md, "Size: dense
+    matrices"). A problem refused here would have run for hours and ended in numpy's MemoryError, an
+    out-of-memory kill or a machine swapping.
+    """
+    from mbvi.engine.runner import check_memory
+
+    check_memory(
+        (nq, nq),
+        f"{what}: a scene of {nq} coordinates is solved with dense matrices, and its peak",
+        "statics and modes cost O(nq²) memory and O(nq³) time (measured: 0.5 s at nq = 600, 24–29 s at nq = 2400 "
+        'for a two-iteration solve; docs/statics.md, "Size: dense matrices"): use fewer bodies or segments, or '
+        "solve the scene's independent parts separately",
+        copies=copies,
+    )
+
+
 def _null_space(G: np.ndarray, n: int) -> np.ndarray:
     if G.shape[0] == 0:
         return np.eye(n)
@@ -477,7 +509,8 @@ def equilibrium(
         For a scene that is not one, options that are not finite positive numbers (``tol``, ``maxiter``,
         ``t``: finite; ``minimum``: a bool), an ``initial_state`` of the wrong size or that cannot be projected
         onto the joints, or a load callable that fails or returns anything but 3 finite numbers (naming the
-        element).
+        element); and, before any work, for a scene whose dense matrices would take more than half of this
+        machine's memory (naming equilibrium, the coordinate count and the GiB it would take; see Size below).
     SolverError
         When the iteration does not converge (after how many iterations, and why).
 
@@ -523,6 +556,14 @@ def equilibrium(
     ω². Where no step lowers U − W, or after 8 saddles, the stationary point is returned with ``stable``
     False and a :class:`SaddleWarning`.
 
+    Size: the solver works with dense matrices (nq × nq Hessians, a dense tangent basis from an SVD of G, a
+    full symmetric eigendecomposition every iteration): O(nq²) memory, some 16 arrays of nq × nq (8 nq² bytes
+    each: 0.7 GiB at nq = 2400, 12 GiB at nq = 10000), and O(nq³) time per iteration. Measured on a shared
+    2-core machine (one BLAS thread), independent pendulums, two Newton iterations: 0.5–0.6 s at nq = 600,
+    2.4–3.8 s at nq = 1200, 24–29 s at nq = 2400; a beam (four iterations): 1.3 s, 10–13 s and 128 s. A scene
+    whose :data:`EQUILIBRIUM_ARRAYS` dense arrays would take more than half of the machine's memory is refused
+    with a ValueError before any work (docs/statics.md, "Size: dense matrices").
+
     For an :class:`mbvi.LagrangianSystem` this is the minimum of
     −L(q, 0) − W under its constraints, searched from q = 0 unless
     ``initial_state`` (a State or the coordinates) gives a start; it returns a
@@ -545,6 +586,7 @@ def equilibrium(
         raise ValueError(f"equilibrium: expected an mbvi.Scene or mbvi.LagrangianSystem, got {type(scene).__name__}")
     _unresolved_beams(scene)
     sysm = assemble(scene)
+    _check_dense_size(sysm.nq, "equilibrium", EQUILIBRIUM_ARRAYS)  # before the dense work: see "Size" in Notes
     coords = _Coordinates(sysm)
     try:
         q = _project(sysm, _start(sysm, initial_state), coords.weight)
@@ -1104,7 +1146,17 @@ def modes(scene_or_eq: Scene | Equilibrium, count: int | None = None) -> tuple[n
     ValueError
         For a ``count`` that is not a non-negative integer, an argument that is neither a scene, a Lagrangian
         system nor an equilibrium of one, or a Lagrangian equilibrium about which the small motion is
-        gyroscopic (no undamped normal modes).
+        gyroscopic (no undamped normal modes); and, before any work, for a problem whose dense matrices would
+        take more than half of this machine's memory (naming modes, or equilibrium when it computes that first,
+        the coordinate count and the GiB it would take).
+
+    Notes
+    -----
+    The eigenproblem is dense: all nq × nq, every mode computed (``count`` only selects), O(nq²) memory (some
+    :data:`MODES_ARRAYS` arrays of 8 nq² bytes) and O(nq³) time. Measured on a shared 2-core machine (one BLAS
+    thread), of an equilibrium already found: 0.15 s at nq = 600, 0.7–1.1 s at nq = 1200 and 6–12 s at
+    nq = 2400 for independent pendulums; 0.4 s, 3.2 s and 18 s for a beam. See docs/statics.md, "Size: dense
+    matrices".
     """
     if count is not None and (isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0):
         raise ValueError(f"modes: count must be a non-negative integer or None, got {count!r}")
@@ -1115,6 +1167,7 @@ def modes(scene_or_eq: Scene | Equilibrium, count: int | None = None) -> tuple[n
         scene_or_eq = equilibrium(scene_or_eq)
     if isinstance(scene_or_eq, Equilibrium):
         eq = scene_or_eq
+        _check_dense_size(eq.system.nq, "modes", MODES_ARRAYS)
         w2, phi, _ = _small_oscillations(eq.system, eq.q, eq.multipliers, eq.t)
     elif isinstance(scene_or_eq, LagrangianEquilibrium):
         w2, phi = lagrangian_modes(scene_or_eq)
