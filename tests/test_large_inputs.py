@@ -139,3 +139,18 @@ def test_a_small_equilibrium_and_its_modes_still_work(monkeypatch) -> None:
     omega, shapes = mbvi.modes(eq)
     assert shapes.shape == (nq, 2 * n)
     np.testing.assert_allclose(omega, math.sqrt(G / length), rtol=1e-9)
+
+
+def test_a_lagrangian_systems_csm_refuses_saved_states_beyond_memory_before_solving(monkeypatch) -> None:
+    """The same check for a LagrangianSystem's csm (its own solve_ivp call), with its momenta counted too."""
+    import scipy.integrate
+    import sympy as sp
+
+    th, w = sp.symbols("theta omega")
+    system = mbvi.LagrangianSystem(w**2 / 2 + G * sp.cos(th), [th], [w], initial_state=mbvi.State([0.5], [0.0]))
+    _machine(monkeypatch, 2**20)
+    monkeypatch.setattr(scipy.integrate, "solve_ivp", _never)
+    with pytest.raises(ValueError, match=r"saved states, 5 arrays of 60001 × 1 numbers.*save_every"):
+        mbvi.simulate(system, t_end=60.0, dt=1e-3, integrator="csm")
+    monkeypatch.undo()
+    assert mbvi.simulate(system, t_end=0.1, dt=1e-3, integrator="csm").q.shape == (101, 1)

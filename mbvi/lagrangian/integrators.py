@@ -602,6 +602,11 @@ class CSM(LagrangianIntegrator):
         if nsteps == 0:  # no interval for solve_ivp (it returns its y as a list): the start alone
             q0, v0, t_eval = np.asarray(q, float)[None], np.asarray(v, float)[None], np.array([float(t0)])
             return t_eval, q0, v0, sysm.momentum(q0, v0, t_eval)
+        from mbvi.engine.runner import check_memory, nsave
+        from mbvi.integrators.csm import CSM_ARRAYS
+
+        # before anything runs, as for a scene's csm: solve_ivp's columns and sol.y, q and v, and the momenta
+        check_memory((nsave(nsteps, save_every), n), copies=CSM_ARRAYS + 1)
         idx = list(range(0, nsteps + 1, save_every))
         if idx[-1] != nsteps:
             idx.append(nsteps)
