@@ -49,7 +49,8 @@ F_ANCHOR, F_OVERRIDE, F_VALUE = 0, 3, 4  # as mbvi.engine.stateview (numba-free 
 
 
 def _strings(fn: Any, depth: int = 0, seen: set | None = None) -> Iterator[str]:
-    """The string constants a function's compiled code can see: literals, closure cells, the globals it reads."""
+    """The string constants a function's compiled code can see: literals, closure cells, default arguments (a
+    controller made in a loop binds its joint's name as ``jn=jn``), the globals it reads."""
     seen = set() if seen is None else seen
     fn = getattr(fn, "py_func", fn)
     code = getattr(fn, "__code__", None)
@@ -67,6 +68,7 @@ def _strings(fn: Any, depth: int = 0, seen: set | None = None) -> Iterator[str]:
             elif isinstance(const, types.CodeType):
                 stack.append(const)
     values = [cell.cell_contents for cell in (fn.__closure__ or ()) if _filled(cell)]
+    values += [*(getattr(fn, "__defaults__", None) or ()), *(getattr(fn, "__kwdefaults__", None) or {}).values()]
     values += [fn.__globals__[n] for n in code.co_names if n in getattr(fn, "__globals__", {})]
     for value in values:
         if isinstance(value, str):

@@ -279,7 +279,8 @@ def _table(state) -> type | None:
 
 def _literal(name, what: str) -> str:
     if not isinstance(name, nt.StringLiteral):
-        raise TypingError(f"state.{what}(name): the name must be a constant string (a literal or a closure variable)")
+        raise TypingError(f"state.{what}(name): the name must be a constant string (a literal, a closure variable or "
+                          "a default argument)")  # fmt: skip
     return name.literal_value
 
 
