@@ -213,9 +213,10 @@ def _lagrangian_hessian(sysm: System, q: np.ndarray, lam_full: np.ndarray, t: fl
 
 def _hessian_and_load_skew(
     sysm: System, q: np.ndarray, lam_full: np.ndarray, t: float
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """:func:`_lagrangian_hessian`, and the skew part of the loads' stiffness −∂F/∂q (dense; None when it is
-    symmetric), from one evaluation of the loads' Jacobian.
+) -> tuple[np.ndarray, np.ndarray | None, bool]:
+    """:func:`_lagrangian_hessian`, the skew part of the loads' stiffness −∂F/∂q (dense; None when it is
+    symmetric), and whether the loads have any stiffness (they read the configuration: a PD torque, a force of
+    the position), from one evaluation of the loads' Jacobian.
 
     A constant torque on a body free to turn about more than one axis has no work potential, and its stiffness
     ½ [τ]× on the rotation columns is skew: the symmetric part alone is another operator, and the small
@@ -223,15 +224,16 @@ def _hessian_and_load_skew(
     12.65, was reported a saddle of ω² = −99.9).
     """
     H = sysm.potential_hessian(q) + sysm.constraint_hessian(lam_full)
-    skew = None
+    skew, stiff = None, False
     if sysm.has_forces:
         dq, _ = sysm.force_jacobians(q, np.zeros_like(q), t)
         H = H - dq
         D = dq.toarray()
+        stiff = bool(np.any(D))
         skew = -0.5 * (D - D.T)
         skew = skew if np.any(skew) else None
     H = H.toarray()
-    return 0.5 * (H + H.T), skew
+    return 0.5 * (H + H.T), skew, stiff
 
 
 def _graded_eigh(H: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -416,7 +418,7 @@ def _small_oscillations(
         return np.zeros(0), np.zeros((sysm.nq, 0)), np.zeros(0)
     Q, _ = sla.qr(np.sqrt(coords.body_mass)[:, None] * Zu, mode="economic")  # M^½ Z, as M = m_body W
     root = np.sqrt(sysm.mass)
-    H, skew = _hessian_and_load_skew(sysm, q, lam_full, t)
+    H, skew, _ = _hessian_and_load_skew(sysm, q, lam_full, t)
     Hy = H / np.outer(root, root)
     w2, psi = _graded_eigh(Hy, Q)
     X = Q @ psi
@@ -691,7 +693,7 @@ def equilibrium(
             lam_full[:] = 0.0
             lam_full[act] = lam
             res = float(np.max(np.abs(r))) if len(r) else 0.0
-            H, skew = _hessian_and_load_skew(sysm, q, lam_full, t)
+            H, skew, stiff_loads = _hessian_and_load_skew(sysm, q, lam_full, t)
             Hu = H / np.outer(coords.root_weight, coords.root_weight)
             # the round-off of the forces: what rounding the coordinates (and the terms of the sums) leaves, N
             noise = _NOISE * (np.abs(Hu) @ np.abs(coords.root_weight * q) + scale)
@@ -824,7 +826,19 @@ def equilibrium(
                         break
                 alpha *= 0.5
             else:
-                raise no_step(it, res)
+                if not stiff_loads:
+                    raise no_step(it, res)
+                # loads that read the configuration without a work potential (a PD torque holding an arm up): a step
+                # towards their balance can raise U − W, and from some starts every step was refused, "a load that
+                # nothing resists", where a run settles: this step is then taken on the imbalance, as for a skew load
+                Ku = Zu.T @ (Hu if Su is None else Hu + Su) @ Zu
+                q, found = _levenberg_marquardt(
+                    q, Ku, Zu.T @ gu, Zu / coords.root_weight[:, None], coords.step_cap(ls),
+                    functools.partial(_project, sysm, metric=metric), balance, lambda f: imbalance(f[3]), imbalance(r),
+                    damping, it, res,
+                )  # fmt: skip
+                grad, G, lam, r, scale = found
+                continue
             q = trial
             grad, G, lam, r, scale = found
         else:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import math
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scene_loader import load_scene
 from scipy.optimize import brentq, minimize
+from scipy.spatial.transform import Rotation
 
 import mbvi
 
@@ -592,3 +594,115 @@ def test_a_torque_a_ball_jointed_bar_cannot_hold_has_no_equilibrium(torque) -> N
     """Along the hanging bar's own free axis, or more than its weight's largest moment m g L/2 = 9.81 N m."""
     with pytest.raises(mbvi.SolverError, match=r"A load that nothing resists .* has no equilibrium"):
         mbvi.equilibrium(_bar_on_a_ball_joint(torque, 0.0))
+
+
+# -- an arm held by PD torques: loads that read the configuration and have no work potential -------------------
+ARM_KP, ARM_SET = 40.0, (0.7, -0.6)
+
+
+def _shoulder_torque(t, s):
+    return ARM_KP * (ARM_SET[0] - s.joint_angle("shoulder")) - 4.0 * s.joint_rate("shoulder")
+
+
+def _elbow_torque(t, s):
+    return ARM_KP * (ARM_SET[1] - s.joint_angle("elbow")) - 4.0 * s.joint_rate("elbow")
+
+
+def _on_upper(t, s):
+    return (0.0, _shoulder_torque(t, s) - _elbow_torque(t, s), 0.0)
+
+
+def _on_fore(t, s):
+    return (0.0, _elbow_torque(t, s), 0.0)
+
+
+def _pd_arm(start: tuple[float, float] = (0.0, 0.0)) -> mbvi.Scene:
+    """Two 1-kg links of 0.5 m on hinges about y, built at joint angles ``start`` (rad, turning x down towards
+    −z), each joint driven by a PD torque towards (0.7, −0.6) rad with no gravity compensation."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -G))
+    a1, a2 = start[0], start[0] + start[1]
+    e1, e2 = np.array([math.cos(a1), 0.0, -math.sin(a1)]), np.array([math.cos(a2), 0.0, -math.sin(a2)])
+    inertia = (1e-3, 1.0 * 0.5**2 / 12, 1.0 * 0.5**2 / 12)
+    scene.add(mbvi.RigidBody("upper", mass=1.0, inertia=inertia, position=tuple(0.25 * e1),
+                             orientation=Rotation.from_rotvec([0.0, a1, 0.0])))  # fmt: skip
+    scene.add(mbvi.RigidBody("fore", mass=1.0, inertia=inertia, position=tuple(0.5 * e1 + 0.25 * e2),
+                             orientation=Rotation.from_rotvec([0.0, a2, 0.0])))  # fmt: skip
+    scene.add(mbvi.Revolute("world", "upper", anchor=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0), name="shoulder"))
+    scene.add(mbvi.Revolute("upper", "fore", anchor=tuple(0.5 * e1), axis=(0.0, 1.0, 0.0), name="elbow"))
+    scene.add(mbvi.ExternalTorque("upper", torque=_on_upper, name="shoulder motor"))
+    scene.add(mbvi.ExternalTorque("fore", torque=_on_fore, name="elbow motor"))
+    return scene
+
+
+def _arm_balance() -> np.ndarray:
+    """The joint angles where the PD torques hold the links' weight (an independent root find). A link whose
+    centre is x ahead of a joint (along x) is turned by m g x about +y, down."""
+    from scipy.optimize import fsolve
+
+    def imbalance(th):
+        a1, a2 = th[0], th[0] + th[1]
+        x_upper, x_elbow = 0.25 * math.cos(a1), 0.5 * math.cos(a1)
+        x_fore = x_elbow + 0.25 * math.cos(a2)
+        shoulder = ARM_KP * (ARM_SET[0] - th[0]) + G * (x_upper + x_fore)
+        return [shoulder, ARM_KP * (ARM_SET[1] - th[1]) + G * (x_fore - x_elbow)]
+
+    return fsolve(imbalance, ARM_SET, xtol=1e-12)
+
+
+@pytest.mark.parametrize("start", [(0.0, 0.0), (0.2, 0.3), (-0.5, 0.9)])
+def test_an_arm_held_by_pd_torques_is_found_at_its_balance_from_any_start(start) -> None:
+    """PD torques have no work potential (U − W does not see them): the balance found from each start is the
+    closed form's, kp (θ* − θ) against the links' weight, and the one a run settles at."""
+    there = mbvi.assemble(_pd_arm(start)).initial_state().q  # the arm at the start, in the zero-built arm's q
+    eq = mbvi.equilibrium(_pd_arm(), initial_state=there)
+    sim = mbvi.Simulator(_pd_arm(), dt=1e-3, initial_state=eq.state)
+    found = np.array([sim.view.joint_angle("shoulder"), sim.view.joint_angle("elbow")])
+    np.testing.assert_allclose(found, _arm_balance(), atol=1e-9)
+    assert eq.stable
+    settled = mbvi.simulate(_pd_arm(), 20.0, 2e-3, initial_state=mbvi.State(there, np.zeros_like(there)))
+    assert [settled.joint_angle("shoulder")[-1], settled.joint_angle("elbow")[-1]] == pytest.approx(found, abs=1e-6)
+
+
+URDF_ARM = Path(__file__).resolve().parent.parent / "docs" / "notebooks" / "two_link_arm.urdf"
+ELBOW_AXIS = np.array([1.0, 0.0, 0.5]) / math.sqrt(1.25)
+
+
+def _urdf_shoulder(t, s):
+    return ARM_KP * (ARM_SET[0] - s.joint_angle("shoulder")) - 4.0 * s.joint_rate("shoulder")
+
+
+def _urdf_elbow(t, s):
+    return ARM_KP * (ARM_SET[1] - s.joint_angle("elbow")) - 4.0 * s.joint_rate("elbow")
+
+
+def _urdf_on_upper(t, s):
+    return _urdf_shoulder(t, s) * (s.rotation("upper") @ np.array([0.0, 1.0, 0.0])) - _urdf_elbow(t, s) * (
+        s.rotation("fore") @ ELBOW_AXIS
+    )
+
+
+def _urdf_on_fore(t, s):
+    return _urdf_elbow(t, s) * (s.rotation("fore") @ ELBOW_AXIS)
+
+
+def _urdf_pd_arm(start: tuple[float, float]) -> mbvi.Scene:
+    scene = mbvi.Scene.from_urdf(URDF_ARM, joint_positions={"shoulder": start[0], "elbow": start[1]})
+    scene.add(mbvi.ExternalTorque("upper", torque=_urdf_on_upper, name="upper motors"))
+    scene.add(mbvi.ExternalTorque("fore", torque=_urdf_on_fore, name="elbow motor"))
+    return scene
+
+
+def test_the_notebooks_arm_held_by_pd_torques_is_found_where_a_run_settles_from_an_ordinary_start() -> None:
+    """docs/notebooks' two-link arm (its elbow axis skewed) under PD torques without gravity compensation, started
+    at (0.2, 0.3) rad: equilibrium said "line search failed at iteration 1 ... a load that nothing resists", though
+    a run settles at one balance from there and equilibrium found it from (0, 0). A step no descent of U − W takes
+    is now taken on the imbalance (Levenberg–Marquardt) where loads read the configuration."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # (the URDF's joint limits, which mbvi does not enforce)
+        eq = mbvi.equilibrium(_urdf_pd_arm((0.2, 0.3)))
+        settled = mbvi.simulate(_urdf_pd_arm((0.2, 0.3)), 20.0, 2e-3)
+        sim = mbvi.Simulator(_urdf_pd_arm((0.2, 0.3)), dt=1e-3, initial_state=eq.state)
+    assert eq.stable
+    found = [sim.view.joint_angle("shoulder"), sim.view.joint_angle("elbow")]
+    assert found == pytest.approx([settled.joint_angle("shoulder")[-1], settled.joint_angle("elbow")[-1]], abs=1e-6)
+    assert found == pytest.approx([0.611740, -0.596061], abs=1e-6)
