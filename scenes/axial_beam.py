@@ -25,7 +25,9 @@ from collections.abc import Callable
 
 import mbvi
 
-T_END = 1.6e-3  # two round trips of the pulse 4L/c … ≈ 4 periods of the fundamental
+# 2.07 × 4L/c (4L/c = 0.773 ms at the defaults, the fundamental's period): ≈ 2 periods of the fundamental, in which
+# the pulse runs to the clamp and back 4 times
+T_END = 1.6e-3
 DT = 4e-6  # 0.83 ℓ/c at the defaults
 
 

@@ -8,11 +8,19 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 
 import mbvi
 
 T_END = 3.0
 DT = 1e-3
+
+
+def _positive(name: str, value: object) -> float:
+    """``value`` as a positive finite number, else a ValueError naming the parameter."""
+    if not (isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 < value < math.inf):
+        raise ValueError(f"chain: {name} must be a positive number of metres, got {value!r}")
+    return float(value)
 
 
 def build(
@@ -28,7 +36,7 @@ def build(
     Parameters
     ----------
     links : int, default: 20
-        Number of links N (= number of bobs).
+        Number of links N (= number of bobs), a whole number ≥ 1.
     length : float, default: 1
         Total chain length, m.
     mass : float, default: 1
@@ -40,9 +48,17 @@ def build(
     angle : float, default: π/2
         Initial angle of the straight chain from the downward vertical, rad
         (π/2: horizontal, the classic whip).
+
+    Raises
+    ------
+    ValueError
+        For ``links`` that is not a whole number ≥ 1 (``True`` included), or a ``length`` that is not a
+        positive finite number (a negative one laid the chain out on the other side of the pivot).
     """
-    if links < 1:
-        raise ValueError(f"chain: links must be >= 1, got {links}")
+    if not (isinstance(links, numbers.Integral) and not isinstance(links, bool) and links >= 1):
+        raise ValueError(f"chain: links must be a whole number >= 1, got {links!r}")
+    links = int(links)
+    length = _positive("length", length)
     scene = mbvi.Scene(gravity=(0.0, 0.0, -g))
     ell = length / links
     names = [f"bob{i}" for i in range(1, links + 1)]

@@ -23,6 +23,7 @@ dissipation and the curves separate. :func:`compare` measures exactly that::
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -31,6 +32,13 @@ import mbvi
 T_END = 20.0
 DT = 2.0**-5
 INTEGRATOR = "verlet"
+
+
+def _positive(name: str, value: object, unit: str = "metres") -> float:
+    """``value`` as a positive finite number, else a ValueError naming the parameter."""
+    if not (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and 0 < value < math.inf):
+        raise ValueError(f"damped_pendulum: {name} must be a positive number of {unit}, got {value!r}")
+    return float(value)
 
 
 def damping_coefficient(
@@ -58,7 +66,15 @@ def damping_coefficient(
     -------
     float
         c = 2 ζ m √(g/l) or b = 2 ζ √(I m g l) with I = m l² + (2/5) m r².
+
+    Raises
+    ------
+    ValueError
+        For a ``length`` or ``g`` that is not a positive finite number: ζ is the damping ratio of the
+        linearized pendulum, whose ω₀ = √(g/l) needs both (they gave "math domain error").
     """
+    length = _positive("length", length)
+    g = _positive("g", g, "m/s² (the damping ratio is that of the linearized pendulum, ω₀ = √(g/l))")
     if model == "drag":
         return 2.0 * damping_ratio * mass * math.sqrt(g / length)
     if model == "joint":
@@ -96,6 +112,11 @@ def build(
         :class:`mbvi.JointDamping`.
     bob_radius : float, default: 0.05
         Radius of the rigid bob (``"joint"`` model), m.
+
+    Raises
+    ------
+    ValueError
+        For a ``length`` or ``g`` that is not a positive finite number (see :func:`damping_coefficient`).
     """
     coefficient = damping_coefficient(damping_ratio, mass, length, g, model, bob_radius)
     scene = mbvi.Scene(gravity=(0.0, 0.0, -g))

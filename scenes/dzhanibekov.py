@@ -10,6 +10,9 @@ momentum exactly and the energy in a narrow band.
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import numpy as np
 
 import mbvi
@@ -37,8 +40,24 @@ def build(
         Box edges along body x, y, z, m.
     density : float, default: 700
         Density, kg/m³.
+
+    Raises
+    ------
+    ValueError
+        For a ``size`` that is not 3 positive finite lengths (``--param size=0.3`` gave "'float' object is not
+        iterable").
     """
-    shape = mbvi.Box(tuple(size))
+    edges = list(size) if isinstance(size, (tuple, list, np.ndarray)) else None
+    if not (
+        edges is not None
+        and len(edges) == 3
+        and all(isinstance(e, numbers.Real) and not isinstance(e, (bool, np.bool_)) and 0 < e < math.inf for e in edges)
+    ):
+        raise ValueError(
+            "dzhanibekov: size must be 3 lengths, the box's edges along body x, y, z in metres, each positive "
+            f"(on the command line: --param 'size=(0.3,0.2,0.05)'), got {size!r}"
+        )
+    shape = mbvi.Box(tuple(float(e) for e in edges))
     scene = mbvi.Scene(gravity=None)
     scene.add(
         mbvi.RigidBody(

@@ -13,6 +13,7 @@ K₃ = (a² − b² + c² + d²)/(2ac).
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -22,6 +23,15 @@ T_END = 5.0
 DT = 1e-3
 
 AXIS = np.array([0.0, -1.0, 0.0])  # hinge axis: a positive angle turns +x towards +z
+# |sin μ| of the transmission angle μ (coupler to rocker) below which build() refuses: the coupler's and rocker's
+# rates grow as 1/sin μ, and C's offset from the line BD, √(b² − along²), is known only to ~√eps·b ≈ 1.5e-8 b,
+# so near 1e-6 the velocities carry percent errors and at 0 they are undetermined (np.linalg.solve: "Singular
+# matrix")
+_DEAD_POINT = 1e-6
+
+
+def _real(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
 def _planar(angle: float) -> np.ndarray:
@@ -34,15 +44,30 @@ def positions(crank: float, coupler: float, rocker: float, ground: float, theta:
     Raises
     ------
     ValueError
-        When the loop cannot close at this crank angle.
+        For a link length that is not a positive finite number or a crank angle that is not finite, or when
+        the loop cannot close at this crank angle (the crank pin B on the rocker pivot D included).
     """
+    lengths = {"crank": crank, "coupler": coupler, "rocker": rocker, "ground": ground}
+    for what, value in lengths.items():
+        if not (_real(value) and 0 < value < math.inf):
+            raise ValueError(f"four_bar: {what} must be a positive link length in metres, got {value!r}")
+    if not (_real(theta) and math.isfinite(theta)):
+        raise ValueError(f"four_bar: theta must be a finite crank angle in radians, got {theta!r}")
     A, D = np.zeros(3), np.array([ground, 0.0, 0.0])
     B = A + crank * _planar(theta)
     BD = D - B
     dist = float(np.linalg.norm(BD))
+    if dist <= 1e-12 * max(lengths.values()):
+        raise ValueError(
+            f"four_bar: at crank angle {theta:g} rad the crank pin B lies on the rocker pivot D (crank {crank:g} m "
+            f"= ground {ground:g} m): the linkage cannot be assembled there; choose another theta"
+        )
     along = (coupler**2 - rocker**2 + dist**2) / (2 * dist)
     if coupler**2 - along**2 < 0:
-        raise ValueError(f"four_bar: the loop does not close at crank angle {theta:g} rad")
+        raise ValueError(
+            f"four_bar: the loop does not close at crank angle {theta:g} rad (crank {crank:g} m, coupler "
+            f"{coupler:g} m, rocker {rocker:g} m, ground {ground:g} m): the linkage cannot be assembled there"
+        )
     across = math.sqrt(coupler**2 - along**2)
     ex = BD / dist
     ez = np.cross(AXIS, ex)  # ex turned by +90° in the x–z plane
@@ -106,9 +131,26 @@ def build(
         Capsule radius of the links, m.
     density : float, default: 1000
         Link density, kg/m³.
+
+    Raises
+    ------
+    ValueError
+        For a link length that is not a positive finite number, a ``theta`` or ``crank_speed`` that is not
+        finite, a crank angle at which the loop does not close, or a dead point: the coupler and the rocker in
+        line (|sin μ| < 1e-6 for the transmission angle μ), where their rates are undetermined.
     """
     P = positions(crank, coupler, rocker, ground, theta)
+    if not (_real(crank_speed) and math.isfinite(crank_speed)):
+        raise ValueError(f"four_bar: crank_speed must be a finite number of rad/s, got {crank_speed!r}")
     A, B, C, D = P["A"], P["B"], P["C"], P["D"]
+    sin_mu = float(np.cross(C - B, C - D) @ AXIS) / (coupler * rocker)
+    if abs(sin_mu) < _DEAD_POINT:
+        raise ValueError(
+            f"four_bar: at theta = {theta:g} rad the coupler ({coupler:g} m) and the rocker ({rocker:g} m) lie in "
+            f"line (crank {crank:g} m, ground {ground:g} m; sin of the transmission angle {sin_mu:.2g}): the "
+            "linkage is at a dead point, where the coupler's and rocker's rates are undetermined; "
+            "choose another theta or other lengths"
+        )
     # velocity analysis: v_B + ω₃ n × (C − B) = ω₄ n × (C − D), solved in the x–z plane
     vB = crank_speed * np.cross(AXIS, B - A)
     M = np.column_stack([np.cross(AXIS, C - B), -np.cross(AXIS, C - D)])[[0, 2]]

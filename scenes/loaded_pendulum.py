@@ -11,11 +11,19 @@ about 2θ about the tilted equilibrium.
 from __future__ import annotations
 
 import math
+import numbers
 
 import mbvi
 
 T_END = 10.0
 DT = 1e-3
+
+
+def _positive(name: str, value: object) -> float:
+    """``value`` as a positive finite number, else a ValueError naming the parameter."""
+    if not (isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 < value < math.inf):
+        raise ValueError(f"loaded_pendulum: {name} must be a positive number of metres, got {value!r}")
+    return float(value)
 
 
 def build(
@@ -37,7 +45,13 @@ def build(
         Initial angle from the downward vertical towards +x, rad (released at rest).
 
     The rod is the joint ``"world-bob"``, the load the force ``"load"``.
+
+    Raises
+    ------
+    ValueError
+        For a ``length`` that is not a positive finite number (a negative one hung the bob above the pivot).
     """
+    length = _positive("length", length)
     scene = mbvi.Scene(gravity=(0.0, 0.0, -g))
     scene.add(mbvi.Particle("bob", mass=mass, position=(length * math.sin(theta0), 0.0, -length * math.cos(theta0))))
     scene.add(mbvi.Rod("world", "bob"))

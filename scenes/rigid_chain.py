@@ -12,6 +12,7 @@ and factors in linear time.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -19,6 +20,13 @@ import mbvi
 
 T_END = 3.0
 DT = 1e-3
+
+
+def _positive(name: str, value: object) -> float:
+    """``value`` as a positive finite number, else a ValueError naming the parameter."""
+    if not (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and 0 < value < math.inf):
+        raise ValueError(f"rigid_chain: {name} must be a positive number of metres, got {value!r}")
+    return float(value)
 
 
 def build(
@@ -34,7 +42,7 @@ def build(
     Parameters
     ----------
     links : int, default: 6
-        Number of links.
+        Number of links, a whole number ≥ 1.
     length : float, default: 1.8
         Total chain length, m (each link is length/links between hinge points).
     radius : float, default: 0.03
@@ -46,9 +54,17 @@ def build(
     twist : float, default: π/3
         Angle, rad, by which every second hinge axis is tilted from the world y
         axis about x (0 gives a planar chain).
+
+    Raises
+    ------
+    ValueError
+        For ``links`` that is not a whole number ≥ 1 (``True`` included), or a ``length`` that is not a
+        positive finite number (0 made every hinge sit on one point).
     """
-    if links < 1:
-        raise ValueError(f"rigid_chain: links must be >= 1, got {links}")
+    if not (isinstance(links, numbers.Integral) and not isinstance(links, (bool, np.bool_)) and links >= 1):
+        raise ValueError(f"rigid_chain: links must be a whole number >= 1, got {links!r}")
+    links = int(links)
+    length = _positive("length", length)
     ell = length / links
     scene = mbvi.Scene(gravity=(0.0, 0.0, -g))
     # body z (the capsule axis) along world x: a quarter turn about y

@@ -54,12 +54,13 @@ def precession_rate(
     b = axial * spin
     a = A * math.cos(tilt)
     c = mass * g * arm
-    if abs(a) < 1e-15:
-        return c / b
     disc = b * b - 4 * a * c
-    if disc < 0:
+    if disc < 0 or (b == 0 and a == 0):
         raise ValueError(f"spinning_top: spin {spin:g} rad/s is too slow for steady precession at tilt {tilt:g} rad")
-    return (b - math.copysign(math.sqrt(disc), b)) / (2 * a)
+    # the root of smaller magnitude, 2c/(b + sgn(b)√disc): the textbook (b − sgn(b)√disc)/(2a) subtracts two
+    # nearly equal numbers when 4ac ≪ b² (a fast top, or a tilt near π/2, where cos θ → 0) and lost up to
+    # 5 digits at θ = π/2 − 1e-11; this form has no cancellation and gives c/b at a = 0 without a special case
+    return 2 * c / (b + math.copysign(math.sqrt(disc), b))
 
 
 def build(
@@ -90,7 +91,19 @@ def build(
         Gravity along −z, m/s².
     steady : bool, default: True
         Start with the steady-precession rate (else with no precession).
+
+    Raises
+    ------
+    ValueError
+        For a ``steady`` that is not a bool (the command line's ``--param steady=false`` is the string
+        ``'false'``, which Python counts as true: write ``steady=False``), or a spin too slow for steady
+        precession.
     """
+    if not isinstance(steady, (bool, np.bool_)):
+        raise ValueError(
+            f"spinning_top: steady must be True or False, got {steady!r} "
+            "(on the command line: --param steady=True or --param steady=False)"
+        )
     shape = mbvi.Cylinder(radius, thickness)
     m, J = shape.mass_properties(density)
     omega_p = precession_rate(m, arm, J[0], J[2], spin, tilt, g) if steady else 0.0
