@@ -191,6 +191,7 @@ def _simulate(verify: bool, scene: Scene | System, t_end: float, dt: float, inte
     counters = result.counters
     if "refined_steps" in counters:  # steps a fast body had taken in substeps
         info["refined_steps"] = counters["refined_steps"]
+        _warn_refined_without_max_turn(counters["refined_steps"], stepper, len(result.t) - 1)
     if counters.get("numpy_steps"):  # compiled run: steps the NumPy path took (stiff implicit steps)
         info["numpy_steps"] = counters["numpy_steps"]
     with np.errstate(over="ignore", invalid="ignore"):  # a blown-up run is judged below, not warned about
@@ -252,6 +253,24 @@ def damping_rate(system: System, q: np.ndarray, v: np.ndarray, t: float, speed: 
     # iteration amplifies the projection's round-off, normal to them: its growth is that round-off)
     rate = min(float(x @ damping(x)), growth)
     return (rate if rate > 0.0 and np.isfinite(rate) else 0.0), int(np.argmax(np.abs(x) * np.sqrt(system.mass)))
+
+
+def _warn_refined_without_max_turn(refined: int, stepper: Integrator, steps: int) -> None:
+    """Steps taken in substeps with ``max_turn=math.inf`` (which turns the turn rule off) were retried so because
+    their drift found no solution at dt: most often the fixed point of a force that reads the velocity (a PD
+    torque's kd, a damper) contracting too slowly for the step (h c/2m past ½). The run's step is then a fraction
+    of dt, and a convergence study that halves dt sees nothing change: a RuntimeWarning says so."""
+    import math
+
+    if not refined or getattr(stepper, "max_turn", None) != math.inf:
+        return
+    notices.warn(
+        f"integrator {stepper.name!r} at dt = {stepper.dt:g} s took {refined} of {steps} steps in substeps although "
+        "max_turn=inf: their drift found no solution at this dt (most often forces that read the velocity, a "
+        "damping or a controller's kd, too stiff for the step: h c/2m past 1/2), so those steps ran at a fraction "
+        "of dt; a convergence study must use a dt at which traj.info['refined_steps'] is 0",
+        RuntimeWarning,
+    )
 
 
 #: the share of a velocity midpoint's flip may leave after one step before it warns: just past h c/m = 2 the

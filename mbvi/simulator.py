@@ -873,7 +873,13 @@ class Simulator:
                 work = self._drive.Wk[: len(t)].copy()
             else:
                 work = None if self._W is None else np.array(self._W[: len(t)], dtype=float)
-            traj = Trajectory.from_states(self.system, t, Q, V, scene=self.scene, info=dict(self._info), work=work)
+            info = dict(self._info)
+            if self._drive is not None:  # how its steps went, as simulate's trajectory says it
+                counters = self._drive.counters()
+                info["refined_steps"] = counters["refined_steps"]
+                if counters["numpy_steps"]:
+                    info["numpy_steps"] = counters["numpy_steps"]
+            traj = Trajectory.from_states(self.system, t, Q, V, scene=self.scene, info=info, work=work)
         if self._loads:  # the loads as set along the run (or as they are now, none set yet): a set after this
             from mbvi.reactions import LoadSchedule  # does not change the reactions of these states
 

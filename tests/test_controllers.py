@@ -555,3 +555,33 @@ def test_newton_steps_of_rigid_bodies_make_a_loads_differences_only_when_newton_
     np.testing.assert_allclose(traj.q, fresh.q, rtol=0, atol=1e-11)
     np.testing.assert_allclose(traj.v, fresh.v, rtol=0, atol=1e-9)
     assert abs(traj.joint_angle("j0")[-1] - traj.joint_angle("j0")[0]) > 0.1  # it moved
+
+
+STIFF_KD = 360.0  # h kd / 2J = 0.69 at dt = 1e-3 (J = 0.26 kg m² about the hinge)
+
+
+def stiff_pd(t, state):
+    return (0.0, KP * (TARGET - state.joint_angle("hinge")) - STIFF_KD * state.joint_rate("hinge"), 0.0)
+
+
+def test_steps_taken_in_substeps_with_max_turn_off_are_said_and_counted_by_the_simulator_too() -> None:
+    """A PD torque whose kd makes the step's velocity fixed point contract by more than ½ an iterate had every step
+    retried in substeps, with max_turn=inf (which the docs say turns substepping off) and no word: a convergence
+    study that halved dt saw nothing change. simulate now warns, and a Simulator's trajectory counts them too (it
+    had no refined_steps). A kd the step resolves stays silent."""
+    import math
+    import warnings
+
+    with pytest.warns(RuntimeWarning, match=r"took 500 of 500 steps in substeps although max_turn=inf.*kd"):
+        run = mbvi.simulate(_arm(stiff_pd), 0.5, 1e-3, max_turn=math.inf)
+    assert run.info["refined_steps"] == 500
+    sim = mbvi.Simulator(_arm(stiff_pd), 1e-3, max_turn=math.inf)
+    sim.step(500)
+    stepped = sim.trajectory()
+    assert stepped.info["refined_steps"] == 500
+    np.testing.assert_array_equal(stepped.q, run.q)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        calm = mbvi.simulate(_arm(pd), 0.5, 1e-3, max_turn=math.inf)
+    assert calm.info["refined_steps"] == 0
+    assert mbvi.Simulator(_arm(pd), 1e-3).trajectory().info["refined_steps"] == 0
