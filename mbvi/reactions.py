@@ -18,7 +18,10 @@ import numpy as np
 
 from mbvi.kernels import AffineMap
 
-__all__ = ["LoadSchedule", "generalized_forces", "joint_rows", "moment", "multipliers", "read_body"]
+__all__ = [
+    "LoadSchedule", "generalized_forces", "joint_rows", "moment", "multipliers", "multipliers_and_jacobians",
+    "read_body",
+]  # fmt: skip
 
 
 class LoadSchedule:
@@ -122,39 +125,41 @@ def multipliers(
     point), with the solver's warning. One factorization of G M⁻¹ Gᵀ a state (the runs' own sparse one).
     ``loads``: the values a Simulator's loads were set to along the run (else the System's own, at every state).
     """
+    return multipliers_and_jacobians(system, t, q, v, loads)[0]
+
+
+def multipliers_and_jacobians(
+    system: Any, t: np.ndarray, q: np.ndarray, v: np.ndarray, loads: LoadSchedule | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`multipliers`, and G's values on the active pattern (:attr:`mbvi.System.jacobian_pattern`) at each
+    state, shape (n, entries), which the factorizations evaluate anyway: what a trajectory keeps for the reactions
+    of all its joints (:func:`generalized_forces`)."""
     lam = np.zeros((len(t), system.nc))
+    gdata = np.zeros((len(t), len(system.jacobian_pattern.rows)))
     act = system.active
     if not len(act):
-        return lam
+        return lam, gdata
     w = system.inv_mass
     for k in range(len(t)):
-        factor, gdata = system.factor(q[k])
+        factor, gdata[k] = system.factor(q[k])
         with loads.acting(float(t[k])) if loads is not None else contextlib.nullcontext():
             f = system.generalized_acceleration_force(q[k], v[k], float(t[k]))
-        lam[k, act] = factor.solve(system.G_matvec(gdata, w * f) + system.constraint_curvature(v[k])[act])
-    return lam
-
-
-def jacobians(system: Any, q: np.ndarray) -> np.ndarray:
-    """G's values on the active pattern at each configuration ``q`` (n, nq): shape (n, entries)."""
-    entries = len(system.jacobian_pattern.rows)
-    out = np.zeros((len(q), entries))
-    for k in range(len(q)):
-        out[k] = system.active_values_and_jacobian(q[k])[1]
-    return out
+        lam[k, act] = factor.solve(system.G_matvec(gdata[k], w * f) + system.constraint_curvature(v[k])[act])
+    return lam, gdata
 
 
 def generalized_forces(system: Any, q: np.ndarray, lam: np.ndarray, rows: list[int],
                        gdata: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """−Gᵀλ over the constraint ``rows`` only, at each configuration ``q`` (n, nq) with multipliers ``lam``
     (n, nc): shape (n, nq), N (N m per unit of a rotation column). ``gdata``: G's values at each q
-    (:func:`jacobians`), when a trajectory keeps them for all its joints; then a joint costs its own entries only
-    (a system of N joints read joint by joint was O(N²): 0.2 s a joint for 1000 pendulums over 2000 states)."""
+    (:func:`multipliers_and_jacobians`), when a trajectory keeps them for all its joints; then a joint costs its own
+    entries only (a system of N joints read joint by joint was O(N²): 0.2 s a joint for 1000 pendulums over 2000
+    states)."""
     act = system.active
     pattern = system.jacobian_pattern
     entries = np.nonzero(np.isin(act[pattern.rows], rows))[0]  # the entries of G in the joint's rows
     if gdata is None:
-        gdata = jacobians(system, q)
+        gdata = np.array([system.active_values_and_jacobian(x)[1] for x in q]).reshape(len(q), len(pattern.rows))
     contributions = -gdata[:, entries] * lam[:, act[pattern.rows[entries]]]  # (n, entries)
     out = np.zeros(q.shape)
     np.add.at(out.T, pattern.cols[entries], contributions.T)

@@ -191,7 +191,7 @@ def _simulate(verify: bool, scene: Scene | System, t_end: float, dt: float, inte
     counters = result.counters
     if "refined_steps" in counters:  # steps a fast body had taken in substeps
         info["refined_steps"] = counters["refined_steps"]
-        _warn_refined_without_max_turn(counters["refined_steps"], stepper, len(result.t) - 1)
+        _warn_refined_without_max_turn(counters["refined_steps"], stepper, nsteps)
     if counters.get("numpy_steps"):  # compiled run: steps the NumPy path took (stiff implicit steps)
         info["numpy_steps"] = counters["numpy_steps"]
     with np.errstate(over="ignore", invalid="ignore"):  # a blown-up run is judged below, not warned about

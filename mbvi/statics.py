@@ -534,7 +534,8 @@ def equilibrium(
     and, where the Newton model is convex, one that reduces the imbalance (which also lets loads that
     read the state, without a work potential, find their equilibrium). Where such loads' stiffness has a
     skew part on the tangent space (a torque on a body free to turn about more than one axis), the step is
-    Levenberg–Marquardt's on the imbalance with the whole stiffness (:func:`_levenberg_marquardt`). The
+    Levenberg–Marquardt's on the imbalance with the whole stiffness (:func:`_levenberg_marquardt`); so is a
+    step no descent of U − W takes where loads read the configuration (PD torques holding an arm up). The
     mass-weighted ω² of the
     stability test are computed without forming an ill-conditioned generalized eigenproblem
     (:func:`_small_oscillations`). A 1e15 kg bob below a 1 kg one (or above it) is found hanging
@@ -976,7 +977,8 @@ def _levenberg_marquardt(
             break
     raise SolverError(
         f"equilibrium: line search failed at iteration {it} (KKT residual {res:.3g}): a load without a work "
-        "potential (a torque on a body free to turn about more than one axis) is balanced by steps that lower the "
+        "potential (a torque on a body free to turn about more than one axis, a controller's torque) is balanced by "
+        "steps that lower the "
         "imbalance, and none does from here. A load that nothing resists (a torque along a free axis, or one "
         "larger than the weight or spring that holds it can balance) has no equilibrium; otherwise start nearer "
         "to it (initial_state=…)"

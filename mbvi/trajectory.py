@@ -428,8 +428,9 @@ class Trajectory:
         body = reactions.read_body(system, joint, body, (j.a, j.b) if j is not None else None)
         if "_multipliers" not in self.__dict__:  # (both kept for every joint read after: O(states × entries))
             with np.errstate(all="ignore"):
-                self.__dict__["_multipliers"] = reactions.multipliers(system, self.t, self.q, self.v, self._loads_along)
-                self.__dict__["_jacobians"] = reactions.jacobians(system, self.q)
+                self.__dict__["_multipliers"], self.__dict__["_jacobians"] = reactions.multipliers_and_jacobians(
+                    system, self.t, self.q, self.v, self._loads_along
+                )
         lam, gdata = self.__dict__["_multipliers"], self.__dict__["_jacobians"]
         return reactions.generalized_forces(system, self.q, lam, rows, gdata), body, system
 

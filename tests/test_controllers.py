@@ -575,6 +575,8 @@ def test_steps_taken_in_substeps_with_max_turn_off_are_said_and_counted_by_the_s
     with pytest.warns(RuntimeWarning, match=r"took 500 of 500 steps in substeps although max_turn=inf.*kd"):
         run = mbvi.simulate(_arm(stiff_pd), 0.5, 1e-3, max_turn=math.inf)
     assert run.info["refined_steps"] == 500
+    with pytest.warns(RuntimeWarning, match=r"took 500 of 500 steps"):  # steps, not the saved states
+        mbvi.simulate(_arm(stiff_pd), 0.5, 1e-3, max_turn=math.inf, save_every=50)
     sim = mbvi.Simulator(_arm(stiff_pd), 1e-3, max_turn=math.inf)
     sim.step(500)
     stepped = sim.trajectory()

@@ -206,3 +206,24 @@ def test_other_parameter_values_run_on_the_kernels_compiled_for_the_first() -> N
         crossings = fast.t[1:][(x[:-1] < 0) & (x[1:] >= 0)]  # upward zero crossings: 3T/4 after the start
         assert crossings[0] == pytest.approx(0.75 * 2 * math.pi * math.sqrt(ell / 9.81), abs=2e-3)
     assert len(codegen._loaded) == held
+
+
+def test_parameters_in_kinks_compile_and_values_are_those_given() -> None:
+    """Found by the review of run-time parameters: a parameter symbol (not declared real) inside Abs or sign gave
+    derivatives in re/im that cannot be printed, and the system fell back to its NumPy functions (40x slower);
+    a value contradicting its symbol's declaration (k positive, given −4) flipped |k| into an inverted spring; an
+    edit of ``parameters`` after building reached the compiled kernels but not the NumPy forms (energy, checks)."""
+    x, v, a, k = sp.symbols("x v a k")
+    start = mbvi.State([0.3], [0.0])
+    for L in (v**2 / 2 - 4 * sp.Abs(x - a) ** 3, v**2 / 2 - (x - a) ** 2 * (1 + sp.sign(x - a)) - (x - a) ** 2):
+        system = LagrangianSystem(L, [x], [v], parameters={a: 0.1}, initial_state=start)
+        assert system.compiled_kernels() is not None
+        fast, slow = mbvi.simulate(system, 1.0, 1e-3, "midpoint"), _numpy(system, 1.0, 1e-3, "midpoint")
+        np.testing.assert_allclose(fast.q, slow.q, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match=r"parameter k = -4 is not positive, as its symbol is declared"):
+        LagrangianSystem(v**2 / 2 - sp.Abs(k) * x**2 / 2, [x], [v], parameters={sp.Symbol("k", positive=True): -4.0})
+    spring = LagrangianSystem(v**2 / 2 - k * x**2 / 2, [x], [v], parameters={k: 4.0}, initial_state=start)
+    spring.parameters[k] = 9.0  # not the system's: it was built with k = 4
+    run = mbvi.simulate(spring, 1.0, 1e-4, "midpoint")
+    assert run.q[-1, 0] == pytest.approx(0.3 * math.cos(2.0), abs=1e-7)
+    assert np.ptp(run.energy) < 1e-7

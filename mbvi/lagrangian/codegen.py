@@ -45,6 +45,7 @@ from mbvi.engine.callbacks import SIGNATURE
 
 _lock = threading.RLock()
 _loaded: dict[str, Any] = {}
+_sources: dict[tuple, str] = {}
 
 
 class CompiledLagrangian:
@@ -147,15 +148,20 @@ def kernels(system: Any) -> CompiledLagrangian | None:
     when numba cannot compile them (logged once; the system then steps with its NumPy functions)."""
     import numba
 
-    try:
-        text = source(system)
-    except Exception as exc:  # an expression sympy cannot print as Python
-        log.warning("%s: its derivatives cannot be written as Python (%s); it steps with its NumPy functions",
-                    system.name, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)  # fmt: skip
-        return None
+    # systems of one form (differing in their parameters' values) have one source: derived and printed once
+    form = (system._symbolic, system.coordinates, system.velocities, system.time)
+    text = _sources.get(form)
+    if text is None:
+        try:
+            text = source(system)
+        except Exception as exc:  # an expression sympy cannot print as Python
+            log.warning("%s: its derivatives cannot be written as Python (%s); it steps with its NumPy functions",
+                        system.name, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)  # fmt: skip
+            return None
+        _sources[form] = text
     versions = (numba.__version__, sys.version_info[:2], TEMPLATE_VERSION)
     key = hashlib.sha256(repr((versions, text)).encode()).hexdigest()[:24]
-    values = [system.parameters[p] for p in system.kernel_expressions()[1]]
+    values = system._values  # (in the order of kernel_expressions' parameters; as given, see LagrangianSystem)
     with _lock:
         if key not in _loaded:
             _loaded[key] = _module(system, key, text)

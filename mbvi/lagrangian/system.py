@@ -70,6 +70,21 @@ _GREEK = re.compile(
 )
 
 
+def _check_assumptions(sym: Any, value: float) -> None:
+    """A ValueError when a parameter's value contradicts what its symbol is declared to be (sympy has already
+    simplified the expressions by it: Abs(k) is k for a positive k, so k = −4 would flip a spring)."""
+    declared = [("positive", value > 0), ("negative", value < 0), ("nonnegative", value >= 0),
+                ("nonpositive", value <= 0), ("nonzero", value != 0), ("zero", value == 0),
+                ("integer", float(value).is_integer())]  # fmt: skip
+    for name, holds in declared:
+        if getattr(sym, f"is_{name}") and not holds:
+            raise ValueError(
+                f"LagrangianSystem: parameter {sym} = {value:g} is not {name}, as its symbol is declared "
+                f"({sym}.is_{name}); sympy simplifies by that (|{sym}| is {sym} for a positive {sym}): give a value "
+                "that is, or a symbol declared without it"
+            )
+
+
 def positive_definite_scaled(M: np.ndarray) -> bool:
     """Whether M (n × n, finite) is symmetric and positive definite, judged on its Jacobi scaling D^-½ M D^-½
     (D its diagonal): symmetric to 1e-12 and the smallest eigenvalue above 1e-12 there. The scaling makes the
@@ -191,6 +206,7 @@ class LagrangianSystem:
                 raise ValueError(f"LagrangianSystem: parameter {sym} = {val!r} is not a number") from None
             if not np.isfinite(fval):
                 raise ValueError(f"LagrangianSystem: parameter {sym} = {val!r} is not finite")
+            _check_assumptions(sym, fval)
             params[sym] = fval
         seen: dict[Any, str] = {}
         for role, syms in (("coordinate", q), ("velocity", v), ("time", [t]), ("parameter", list(params))):
@@ -206,6 +222,8 @@ class LagrangianSystem:
         # a parameter is its name: Symbol("k", positive=True) in L is the parameter "k" (or Symbol("k")) given
         used = set().union(Lx[0].free_symbols, *(e.free_symbols for e in raw_g + list(raw_f or ()))) - set(seen)
         rename = {s: k for k in params for s in used if s.name == k.name}
+        for s, k in rename.items():  # (a value sympy's simplification of L under the symbol's assumptions contradicts)
+            _check_assumptions(s, params[k])
         # so is a coordinate, a velocity or time: Symbol("x", real=True) in L (as sympy.physics users write it) is
         # the coordinate "x" (said not to be one, with advice that then failed: "x is given twice")
         by_name = {str(c): c for c in (*q, *v, t)}
@@ -252,6 +270,9 @@ class LagrangianSystem:
         self.force_exprs = None if fx is None else tuple(fx)
         #: L, g and Q with the parameters as symbols, and the parameters in the order the kernels read them
         self._symbolic = (Ls, tuple(gs), None if fx is None else tuple(fs), tuple(params))
+        #: the values the compiled kernels read, as given (the NumPy forms were derived with them: an edit of
+        #: ``parameters`` afterwards changes neither)
+        self._values = tuple(params.values())
         self._d = derive(Lx, q, v, t, gx, fx)
         self._compiled: Any = False  # compiled_kernels(): not tried yet
         self._kernel_exprs: tuple[dict, list[Any]] | None = None
@@ -430,10 +451,17 @@ class LagrangianSystem:
             if not params:
                 self._kernel_exprs = (self._d.exprs, [])
             else:
+                import sympy as sp
+
                 from mbvi.lagrangian.derive import derivatives
 
-                exprs = derivatives(Ls, self.coordinates, self.velocities, self.time, gs, fs)
-                self._kernel_exprs = (exprs, list(params))
+                # real, as the coordinates are (their values are): d|x − a|/dx is sign(x − a), not re/im terms
+                # that cannot be printed (a parameter in an Abs left the system on its NumPy functions)
+                real = {p: p if p.is_real else sp.Symbol(p.name, **{**p.assumptions0, "real": True}) for p in params}
+                gr = [e.xreplace(real) for e in gs]
+                fr = None if fs is None else [e.xreplace(real) for e in fs]
+                exprs = derivatives(Ls.xreplace(real), self.coordinates, self.velocities, self.time, gr, fr)
+                self._kernel_exprs = (exprs, [real[p] for p in params])
         return self._kernel_exprs
 
     def compiled_kernels(self) -> Any:
