@@ -780,12 +780,14 @@ def equilibrium(
                         lam_full[act] = lam
                         res = float(np.max(np.abs(r))) if len(r) else 0.0
                 break
+            # a Levenberg–Marquardt step on the imbalance with the stiffness K (on the tangent space), from q
+            on_imbalance = functools.partial(
+                _levenberg_marquardt, g=Zu.T @ gu, basis=Zu / coords.root_weight[:, None], cap=coords.step_cap(ls),
+                project=functools.partial(_project, sysm, metric=metric), balance=balance,
+                imbalance=lambda f: imbalance(f[3]), rel=imbalance(r), damping=damping, it=it, res=res,
+            )  # fmt: skip
             if skewed:
-                q, found = _levenberg_marquardt(
-                    q, Ku, Zu.T @ gu, Zu / coords.root_weight[:, None], coords.step_cap(ls),
-                    functools.partial(_project, sysm, metric=metric), balance, lambda f: imbalance(f[3]), imbalance(r),
-                    damping, it, res,
-                )  # fmt: skip
+                q, found = on_imbalance(q, Ku)
                 grad, G, lam, r, scale = found
                 continue
             f0 = merit(q)
@@ -832,12 +834,7 @@ def equilibrium(
                 # loads that read the configuration without a work potential (a PD torque holding an arm up): a step
                 # towards their balance can raise U − W, and from some starts every step was refused, "a load that
                 # nothing resists", where a run settles: this step is then taken on the imbalance, as for a skew load
-                Ku = Zu.T @ (Hu if Su is None else Hu + Su) @ Zu
-                q, found = _levenberg_marquardt(
-                    q, Ku, Zu.T @ gu, Zu / coords.root_weight[:, None], coords.step_cap(ls),
-                    functools.partial(_project, sysm, metric=metric), balance, lambda f: imbalance(f[3]), imbalance(r),
-                    damping, it, res,
-                )  # fmt: skip
+                q, found = on_imbalance(q, Zu.T @ (Hu if Su is None else Hu + Su) @ Zu)
                 grad, G, lam, r, scale = found
                 continue
             q = trial
