@@ -19,8 +19,7 @@ import numpy as np
 from mbvi.kernels import AffineMap
 
 __all__ = [
-    "LoadSchedule", "generalized_forces", "joint_rows", "moment", "multipliers", "multipliers_and_jacobians",
-    "read_body",
+    "LoadSchedule", "generalized_forces", "joint_rows", "moment", "multipliers", "read_body",
 ]  # fmt: skip
 
 
@@ -116,8 +115,11 @@ def moment(system: Any, joint: str, body: str, q: np.ndarray, f: np.ndarray) -> 
 
 def multipliers(
     system: Any, t: np.ndarray, q: np.ndarray, v: np.ndarray, loads: LoadSchedule | None = None
-) -> np.ndarray:
-    """λ of the equations of motion at each state, shape (n, nc) (zero on rows the solves drop as redundant).
+) -> tuple[np.ndarray, np.ndarray]:
+    """λ of the equations of motion at each state, shape (n, nc) (zero on rows the solves drop as redundant), and
+    G's values on the active pattern (:attr:`mbvi.System.jacobian_pattern`) at each state, shape (n, entries):
+    the factorizations evaluate them anyway, and a trajectory keeps them for the reactions of all its joints
+    (:func:`generalized_forces`).
 
     G M⁻¹ Gᵀ λ = G M⁻¹ f + Ġ v with f = −∇U + F(q, v, t): the λ that keeps g̈ = 0, so that M a = f − Gᵀλ. At a
     state a run saved this is the reaction of the continuous equations there (the integrator's own multipliers
@@ -125,15 +127,6 @@ def multipliers(
     point), with the solver's warning. One factorization of G M⁻¹ Gᵀ a state (the runs' own sparse one).
     ``loads``: the values a Simulator's loads were set to along the run (else the System's own, at every state).
     """
-    return multipliers_and_jacobians(system, t, q, v, loads)[0]
-
-
-def multipliers_and_jacobians(
-    system: Any, t: np.ndarray, q: np.ndarray, v: np.ndarray, loads: LoadSchedule | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`multipliers`, and G's values on the active pattern (:attr:`mbvi.System.jacobian_pattern`) at each
-    state, shape (n, entries), which the factorizations evaluate anyway: what a trajectory keeps for the reactions
-    of all its joints (:func:`generalized_forces`)."""
     lam = np.zeros((len(t), system.nc))
     gdata = np.zeros((len(t), len(system.jacobian_pattern.rows)))
     act = system.active
@@ -148,18 +141,14 @@ def multipliers_and_jacobians(
     return lam, gdata
 
 
-def generalized_forces(system: Any, q: np.ndarray, lam: np.ndarray, rows: list[int],
-                       gdata: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+def generalized_forces(system: Any, q: np.ndarray, lam: np.ndarray, gdata: np.ndarray, rows: list[int]) -> np.ndarray:
     """−Gᵀλ over the constraint ``rows`` only, at each configuration ``q`` (n, nq) with multipliers ``lam``
-    (n, nc): shape (n, nq), N (N m per unit of a rotation column). ``gdata``: G's values at each q
-    (:func:`multipliers_and_jacobians`), when a trajectory keeps them for all its joints; then a joint costs its own
-    entries only (a system of N joints read joint by joint was O(N²): 0.2 s a joint for 1000 pendulums over 2000
-    states)."""
+    (n, nc) and G's values ``gdata`` (n, entries) from :func:`multipliers`: shape (n, nq), N (N m per unit of a
+    rotation column). A joint costs its own entries of G (evaluating the whole system's G at every state for each
+    joint made reading N joints O(N²): 0.2 s a joint for 1000 pendulums over 2000 states)."""
     act = system.active
     pattern = system.jacobian_pattern
     entries = np.nonzero(np.isin(act[pattern.rows], rows))[0]  # the entries of G in the joint's rows
-    if gdata is None:
-        gdata = np.array([system.active_values_and_jacobian(x)[1] for x in q]).reshape(len(q), len(pattern.rows))
     contributions = -gdata[:, entries] * lam[:, act[pattern.rows[entries]]]  # (n, entries)
     out = np.zeros(q.shape)
     np.add.at(out.T, pattern.cols[entries], contributions.T)

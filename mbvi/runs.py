@@ -116,6 +116,17 @@ def run_info(cls: Any, dt: float, options: dict, **extra: Any) -> dict:
     return {"integrator": name, "dt": float(dt), "order": int(cls.order), "options": options, **extra}
 
 
+def counted(info: dict, counters: dict[str, int]) -> dict:
+    """``info`` with what a trajectory reports of how its steps went (:attr:`mbvi.engine.runner.RunResult.counters`):
+    ``refined_steps`` (steps taken in substeps) whenever the run counts them, ``numpy_steps`` (steps the NumPy path
+    took) when there were any."""
+    if "refined_steps" in counters:
+        info["refined_steps"] = counters["refined_steps"]
+    if counters.get("numpy_steps"):
+        info["numpy_steps"] = counters["numpy_steps"]
+    return info
+
+
 def progress_bar(nsteps: int, label: str) -> tuple[Any, Callable[[int], None]]:
     """A tqdm bar over ``nsteps`` steps and the ``callback(k)`` that advances it every 100 steps."""
     from tqdm.auto import tqdm

@@ -19,6 +19,7 @@ from mbvi.runs import (
     THROUGHPUT_SHARE,
     WARN_ENERGY,
     WARN_ENERGY_BASELINE,
+    counted,
     energy_given,
     energy_scales,
     energy_throughput,
@@ -188,12 +189,8 @@ def _simulate(verify: bool, scene: Scene | System, t_end: float, dt: float, inte
     finally:
         if bar is not None:
             bar.close()
-    counters = result.counters
-    if "refined_steps" in counters:  # steps a fast body had taken in substeps
-        info["refined_steps"] = counters["refined_steps"]
-        _warn_refined_without_max_turn(counters["refined_steps"], stepper, nsteps)
-    if counters.get("numpy_steps"):  # compiled run: steps the NumPy path took (stiff implicit steps)
-        info["numpy_steps"] = counters["numpy_steps"]
+    counted(info, result.counters)  # substeps a fast body took; steps the NumPy path took (stiff implicit steps)
+    _warn_refined_without_max_turn(info.get("refined_steps", 0), stepper, nsteps)
     with np.errstate(over="ignore", invalid="ignore"):  # a blown-up run is judged below, not warned about
         traj = Trajectory.from_states(system, result.t, result.q, result.v, scene=scene, info=info,
                                       work=_measured(result.work, result.t))  # fmt: skip

@@ -38,7 +38,7 @@ from mbvi.geometry import joint_of_kind
 from mbvi.integrators.base import Integrator
 from mbvi.integrators.compiled import Compiled, Drive
 from mbvi.loads import load_value
-from mbvi.runs import run_info, time_resolution
+from mbvi.runs import counted, run_info, time_resolution
 from mbvi.scene import Scene
 from mbvi.simulate import assembled, check_capabilities, given_state, resolve_integrator
 from mbvi.state import State
@@ -875,10 +875,7 @@ class Simulator:
                 work = None if self._W is None else np.array(self._W[: len(t)], dtype=float)
             info = dict(self._info)
             if self._drive is not None:  # how its steps went, as simulate's trajectory says it
-                counters = self._drive.counters()
-                info["refined_steps"] = counters["refined_steps"]
-                if counters["numpy_steps"]:
-                    info["numpy_steps"] = counters["numpy_steps"]
+                counted(info, self._drive.counters())
             traj = Trajectory.from_states(self.system, t, Q, V, scene=self.scene, info=info, work=work)
         if self._loads:  # the loads as set along the run (or as they are now, none set yet): a set after this
             from mbvi.reactions import LoadSchedule  # does not change the reactions of these states

@@ -428,11 +428,11 @@ class Trajectory:
         body = reactions.read_body(system, joint, body, (j.a, j.b) if j is not None else None)
         if "_multipliers" not in self.__dict__:  # (both kept for every joint read after: O(states × entries))
             with np.errstate(all="ignore"):
-                self.__dict__["_multipliers"], self.__dict__["_jacobians"] = reactions.multipliers_and_jacobians(
+                self.__dict__["_multipliers"], self.__dict__["_jacobians"] = reactions.multipliers(
                     system, self.t, self.q, self.v, self._loads_along
                 )
         lam, gdata = self.__dict__["_multipliers"], self.__dict__["_jacobians"]
-        return reactions.generalized_forces(system, self.q, lam, rows, gdata), body, system
+        return reactions.generalized_forces(system, self.q, lam, gdata, rows), body, system
 
     def constraint_force(self, joint: str, body: str | None = None) -> np.ndarray:
         """Force (N, world frame, shape (n, 3)) that a joint exerts on one of its bodies at each saved state

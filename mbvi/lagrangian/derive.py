@@ -156,27 +156,36 @@ def derive(
 
 
 def derivatives(
-    L: Any, q: Sequence[Any], v: Sequence[Any], t: Any, constraints: Sequence[Any], force: Sequence[Any] | None
+    L: Any,
+    q: Sequence[Any],
+    v: Sequence[Any],
+    t: Any,
+    constraints: Sequence[Any],
+    force: Sequence[Any] | None,
+    parameters: Sequence[Any] = (),
 ) -> dict:
     """The derivatives the integrators evaluate, as sympy expressions (:attr:`Derived.exprs`): L, ∂L/∂q, ∂L/∂v
     and the three Hessians; Q and its Jacobians with a force; g, G = ∂g/∂q and H = ∇²(λ·g) in multipliers
-    ``"mu"`` with constraints; and the symbols ``"q"``, ``"v"``, ``"t"`` they are written in (real, renamed).
-    Other symbols in L (parameters left symbolic, :mod:`mbvi.lagrangian.codegen`) stay as they are."""
+    ``"mu"`` with constraints; and the symbols ``"q"``, ``"v"``, ``"t"`` they are written in, and ``"p"`` for the
+    ``parameters`` left symbolic (:mod:`mbvi.lagrangian.codegen`), all real and renamed."""
     import sympy as sp
 
-    # the coordinates, velocities and time are real: d|x|/dx is sign(x), not an expression in re(x) and im(x); and
-    # named apart from every function the numerical forms call (a coordinate named cos shadowed math.cos)
-    names = [*(f"_q{i}" for i in range(len(q))), *(f"_v{i}" for i in range(len(v))), "_t"]
+    # the coordinates, velocities, time and parameters are real: d|x|/dx is sign(x), not an expression in re(x)
+    # and im(x) that cannot be printed; and named apart from every function the numerical forms call (a coordinate
+    # named cos shadowed math.cos)
+    p = list(parameters)
+    names = [*(f"_q{i}" for i in range(len(q))), *(f"_v{i}" for i in range(len(v))), "_t",
+             *(f"_p{i}" for i in range(len(p)))]  # fmt: skip
     real = {s: sp.Symbol(name, **(s.assumptions0 if s.is_real else {"real": True}))  # (a positive r stays so)
-            for s, name in zip([*q, *v, t], names, strict=True)}
+            for s, name in zip([*q, *v, t, *p], names, strict=True)}
     L = L.subs(real)
     constraints = [sp.sympify(e).subs(real) for e in constraints]
     force = None if force is None else [sp.sympify(e).subs(real) for e in force]
-    q, v, t = [real.get(s, s) for s in q], [real.get(s, s) for s in v], real.get(t, t)
+    q, v, t, p = [real[s] for s in q], [real[s] for s in v], real[t], [real[s] for s in p]
     qv, vv = sp.Matrix(q), sp.Matrix(v)
     Lq = _kinks(sp.Matrix([L]).jacobian(qv).T)
     Lv = _kinks(sp.Matrix([L]).jacobian(vv).T)
-    exprs: dict = {"q": list(q), "v": list(v), "t": t, "L": L, "Lq": Lq, "Lv": Lv, "Lqq": _kinks(Lq.jacobian(qv)),
+    exprs: dict = {"q": q, "v": v, "t": t, "p": p, "L": L, "Lq": Lq, "Lv": Lv, "Lqq": _kinks(Lq.jacobian(qv)),
                    "Lqv": _kinks(Lq.jacobian(vv)), "Lvv": _kinks(Lv.jacobian(vv))}  # fmt: skip
     if force is not None:
         Q = sp.Matrix(force)

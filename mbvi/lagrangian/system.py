@@ -450,18 +450,11 @@ class LagrangianSystem:
             Ls, gs, fs, params = self._symbolic
             if not params:
                 self._kernel_exprs = (self._d.exprs, [])
-            else:
-                import sympy as sp
-
+            else:  # (real there, as the coordinates are: a parameter in an Abs had left it on its NumPy functions)
                 from mbvi.lagrangian.derive import derivatives
 
-                # real, as the coordinates are (their values are): d|x − a|/dx is sign(x − a), not re/im terms
-                # that cannot be printed (a parameter in an Abs left the system on its NumPy functions)
-                real = {p: p if p.is_real else sp.Symbol(p.name, **{**p.assumptions0, "real": True}) for p in params}
-                gr = [e.xreplace(real) for e in gs]
-                fr = None if fs is None else [e.xreplace(real) for e in fs]
-                exprs = derivatives(Ls.xreplace(real), self.coordinates, self.velocities, self.time, gr, fr)
-                self._kernel_exprs = (exprs, [real[p] for p in params])
+                exprs = derivatives(Ls, self.coordinates, self.velocities, self.time, gs, fs, params)
+                self._kernel_exprs = (exprs, exprs["p"])
         return self._kernel_exprs
 
     def compiled_kernels(self) -> Any:
