@@ -143,7 +143,7 @@ def _first_residuals(I, F, Iv, Fv, IL, FL, q, u, nsteps, order, out):
                 for j in range(use):
                     lam[i] += weights[use - 1][j] * hist[j, i]
         grad = bufs[LB.GRAD0] if WI[WK.CUR] == 0 else bufs[LB.GRAD1]
-        K.gradient(I, F, q, grad)
+        K.gradient(I, F, q, 0.0, grad)
         LIE._forces(I, F, IL, q, u, 0.0, grad, bufs, bufs[LB.FV0])
         LIE._kick(Iv, Fv, u, 0.5 * H, bufs[LB.TMPV], bufs[LB.UFREE])
         probe = lam.copy()

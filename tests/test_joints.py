@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from scipy.optimize import brentq
 from scipy.spatial.transform import Rotation
 
@@ -599,6 +600,53 @@ def test_redundant_loops_past_the_dense_check_are_checked_loop_by_loop(monkeypat
     crossings = np.where(np.diff(np.sign(angle - angle.mean())) != 0)[0]
     period = 2 * np.mean(np.diff(traj.t[crossings]))
     assert period == pytest.approx(2 * math.pi / w * (1 + 0.5**2 / 16), rel=2e-3)  # amplitude 0.5 rad
+
+
+def _long_loop(links: int, doubled: int | None = None) -> mbvi.Scene:
+    """A ring of ``links`` particles joined by rods, lying in a circle without gravity (one loop), with the rod
+    after particle ``doubled`` laid twice when given: that row depends on its twin."""
+    scene = mbvi.Scene(gravity=None)
+    radius = links / (2 * math.pi)
+    for i in range(links):
+        a = 2 * math.pi * i / links
+        scene.add(mbvi.Particle(f"p{i}", mass=1.0, position=(radius * math.cos(a), radius * math.sin(a), 0.0)))
+    for i in range(links):
+        scene.add(mbvi.Rod(f"p{i}", f"p{(i + 1) % links}", name=f"r{i}"))
+    if doubled is not None:
+        scene.add(mbvi.Rod(f"p{doubled}", f"p{(doubled + 1) % links}", name="twin"))
+    return scene
+
+
+def test_a_long_loop_of_independent_rows_is_told_so_by_the_sparse_check(monkeypatch) -> None:
+    """A loop of more than SPARSE_RANK_MIN rows was checked by a dense rank-revealing QR, whose cost grows as
+    rows² × coordinates (a 2000-link chain hung between two points: 7 s of its assembly). The sparse G Gᵀ now
+    says when every row is independent by a wide margin: its verdict is the dense QR's (all rows kept, no
+    warning), and the dense QR is not made."""
+    from mbvi import assembly
+
+    scene = _long_loop(600)
+    monkeypatch.setattr(assembly, "SPARSE_RANK_MIN", 10**9)  # the dense check alone
+    dense = mbvi.assemble(scene)
+    monkeypatch.setattr(assembly, "SPARSE_RANK_MIN", 400)
+    monkeypatch.setattr(assembly.sla, "qr", lambda *a, **k: pytest.fail("the dense QR was made"))
+    sparse = mbvi.assemble(scene)
+    assert len(dense.active) == len(sparse.active) == 600
+    np.testing.assert_array_equal(dense.active, sparse.active)
+
+
+def test_a_redundant_row_in_a_long_loop_is_still_found_and_dropped(monkeypatch) -> None:
+    """The sparse check must not call a loop independent when one of its rows repeats another: a rod laid
+    twice in a 600-link ring. The dense QR then finds it, and the warning names it, as below SPARSE_RANK_MIN."""
+    from mbvi import assembly
+
+    scene = _long_loop(600, doubled=17)
+    with pytest.warns(mbvi.RedundantConstraintWarning, match=r"1 of 601 constraint equations are redundant"):
+        system = mbvi.assemble(scene)
+    assert len(system.active) == 600
+    Gs = sp.csr_matrix(system.constraint_jacobian(system.layout.q0))
+    assert Gs.shape[0] == 601
+    assert not assembly._surely_independent(Gs)
+    assert assembly._surely_independent(Gs[:-1])  # without the twin: independent
 
 
 def test_one_loop_past_the_dense_check_is_left_unchecked_not_factorized(monkeypatch) -> None:
