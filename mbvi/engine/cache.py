@@ -24,7 +24,8 @@ __all__ = ["announce_compiling", "ensure_fresh", "serialize_cache_saves", "stamp
 HERE = Path(__file__).resolve().parent
 SOURCES = (
     "fields.py", "scheme.py", "dense.py", "contract.py", "extrapolation.py", "kernels.py", "loop.py", "lie.py",
-    "rotation.py", "lieloop.py", "lockstep.py", "api.py", "steps.py", "lagrange.py", "spin.py",
+    "rotation.py", "lieloop.py", "lockstep.py", "api.py", "steps.py", "lagrange.py", "spin.py", "fastcall.py",
+    "stateview.py",
 )  # fmt: skip
 _done = False
 _stamp: str | None = None
