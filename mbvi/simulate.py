@@ -9,7 +9,7 @@ import numpy as np
 from mbvi import notices
 from mbvi.assembly import assemble
 from mbvi.diagnosis import adaptive_remedy, instability
-from mbvi.engine.scheme import KIND, MIDPOINT, is_rattle
+from mbvi.engine.scheme import IMPLICIT_EULER, MIDPOINT, is_rattle
 from mbvi.errors import LoadError, SolverError
 from mbvi.integrators.base import Integrator
 from mbvi.integrators.compiled import Compiled
@@ -276,15 +276,34 @@ def _warn_refined_without_max_turn(refined: int, stepper: Integrator, steps: int
 FLIP_LEFT = 0.1
 
 
+def flip_factor(scheme: np.ndarray, h: float, rate: float) -> float:
+    """What one step of ``scheme`` leaves of a velocity under linear damping of rate c/m = ``rate`` (1/s): the
+    product over its stages of (1 − a₁ h_s c/m)/(1 + a₀ h_s c/m) (a RATTLE stage, the force at the stage's
+    mean velocity: its kicks a₀ h_s, a₁ h_s), (1 − h_s c/2m)/(1 + h_s c/2m) (midpoint) or 1/(1 + h_s c/m)
+    (implicit Euler). Negative: the step flips the velocity's sign, where the motion stops within it."""
+    out = 1.0
+    for kind, w, a0, a1, _row in np.asarray(scheme, dtype=float):
+        hs = w * h * rate
+        if int(kind) == MIDPOINT:
+            a0 = a1 = 0.5
+        elif int(kind) == IMPLICIT_EULER:
+            a0, a1 = 1.0, 0.0
+        out *= (1.0 - a1 * hs) / (1.0 + a0 * hs)
+    return out
+
+
 def _warn_stiff_damping(traj: Trajectory, stepper: Integrator, system) -> None:
-    """``midpoint`` (A-stable, not L-stable) under damping that stops a motion within a step: along it the velocity
-    flips sign every step, shrinking by (1 − a)/(1 + a) (a = h c/2m) instead of vanishing, and the energy balance,
-    exact for linear damping, does not show it (vx = 1, −0.996, 0.992 … under a drag that stops it in 1e-5 s). A
-    RuntimeWarning names it and the remedy. Judged at the first state and at the fastest one (a drag quadratic in
-    the speed damps nothing at rest); a force that cannot be evaluated there leaves it unjudged."""
+    """A method that flips the velocity under damping that stops a motion within a step (``midpoint``, A-stable,
+    not L-stable; ``verlet`` and its compositions, whose drift solves for the force at the step's mean velocity
+    as midpoint does): along it the velocity flips sign every step, shrinking by (1 − a)/(1 + a) (a = h c/2m)
+    instead of vanishing, and the energy balance, exact for linear damping, does not show it (vx = 1, −0.996,
+    0.992 … under a drag that stops it in 1e-5 s). A RuntimeWarning names it and the remedy. Judged at the first
+    state and at the fastest one (a drag quadratic in the speed damps nothing at rest); a force that cannot be
+    evaluated there leaves it unjudged."""
     if not (isinstance(system, System) and system.has_velocity_forces and isinstance(stepper, Compiled)):
         return
-    if int(stepper.method()[0, KIND]) != MIDPOINT or len(traj.t) < 2:
+    scheme = np.asarray(stepper.method(), dtype=float)
+    if len(traj.t) < 2:
         return
     rate, coordinate = 0.0, 0
     with np.errstate(all="ignore"):
@@ -298,16 +317,19 @@ def _warn_stiff_damping(traj: Trajectory, stepper: Integrator, system) -> None:
                 continue
             if found[0] > rate:
                 rate, coordinate = found
-    a = 0.5 * stepper.dt * rate
-    if not (a > 1.0 and (a - 1.0) / (a + 1.0) > FLIP_LEFT):
+    left = flip_factor(scheme, stepper.dt, rate)
+    if not left < -FLIP_LEFT:
         return
     body = next((n for n, o in system.layout.offset.items()
                  if o <= coordinate < o + system.layout.bodies[n].ncoords), "?")  # fmt: skip
+    ends = [0.5 * w if int(k) == MIDPOINT else a1 * w for k, w, _a0, a1, _r in scheme if int(k) != IMPLICIT_EULER]
+    no_flip = 1.0 / (rate * max(ends))  # the dt at which the first stage's end kick stops the motion
     notices.warn(
         f"integrator {stepper.name!r} at dt = {stepper.dt:g} s: the damping is stiff for this step (a motion of "
-        f"body {body!r} is damped at c/m = {rate:.3g} 1/s, h c/m = {2 * a:.3g} > 2): midpoint flips its velocity's "
-        f"sign every step, shrinking it by only {abs((1 - a) / (1 + a)):.3g}, where the motion stops within a step; "
-        f"the result is not accurate (use integrator='implicit_euler', which damps it, or dt <= {2.0 / rate:.3g} s)",
+        f"body {body!r} is damped at c/m = {rate:.3g} 1/s, h c/m = {stepper.dt * rate:.3g} > {1 / max(ends):.3g}): "
+        f"{stepper.name} flips "
+        f"its velocity's sign every step, shrinking it by only {abs(left):.3g}, where the motion stops within a "
+        f"step; the result is not accurate (use integrator='implicit_euler', which damps it, or dt <= {no_flip:.3g} s)",
         RuntimeWarning,
     )
 

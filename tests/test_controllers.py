@@ -567,21 +567,27 @@ def stiff_pd(t, state):
 def test_steps_taken_in_substeps_with_max_turn_off_are_said_and_counted_by_the_simulator_too() -> None:
     """A PD torque whose kd makes the step's velocity fixed point contract by more than ½ an iterate had every step
     retried in substeps, with max_turn=inf (which the docs say turns substepping off) and no word: a convergence
-    study that halved dt saw nothing change. simulate now warns, and a Simulator's trajectory counts them too (it
-    had no refined_steps). A kd the step resolves stays silent."""
+    study that halved dt saw nothing change. verlet now solves that fixed point at dt (Anderson mixing: no
+    substep, no warning); yoshida4's backward stage (h_s = −1.7 h, never mixed) still cannot, and simulate warns,
+    and a Simulator's trajectory counts them too (it had no refined_steps). A kd the step resolves stays silent."""
     import math
     import warnings
 
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        solved = mbvi.simulate(_arm(stiff_pd), 0.5, 1e-3, max_turn=math.inf)
+    assert solved.info["refined_steps"] == 0
     with pytest.warns(RuntimeWarning, match=r"took 500 of 500 steps in substeps although max_turn=inf.*kd"):
-        run = mbvi.simulate(_arm(stiff_pd), 0.5, 1e-3, max_turn=math.inf)
+        run = mbvi.simulate(_arm(stiff_pd), 0.5, 1e-3, "yoshida4", max_turn=math.inf)
     assert run.info["refined_steps"] == 500
     with pytest.warns(RuntimeWarning, match=r"took 500 of 500 steps"):  # steps, not the saved states
-        mbvi.simulate(_arm(stiff_pd), 0.5, 1e-3, max_turn=math.inf, save_every=50)
-    sim = mbvi.Simulator(_arm(stiff_pd), 1e-3, max_turn=math.inf)
+        mbvi.simulate(_arm(stiff_pd), 0.5, 1e-3, "yoshida4", max_turn=math.inf, save_every=50)
+    sim = mbvi.Simulator(_arm(stiff_pd), 1e-3, "yoshida4", max_turn=math.inf)
     sim.step(500)
     stepped = sim.trajectory()
     assert stepped.info["refined_steps"] == 500
     np.testing.assert_array_equal(stepped.q, run.q)
+    np.testing.assert_allclose(solved.q, run.q, rtol=0, atol=1e-5)  # both the same motion, to their orders
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         calm = mbvi.simulate(_arm(pd), 0.5, 1e-3, max_turn=math.inf)

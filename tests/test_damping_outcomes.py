@@ -133,9 +133,81 @@ def test_a_damping_rate_is_that_of_the_motion_the_joints_allow() -> None:
 
 def test_the_advice_for_a_stiff_damping_names_the_integrator_that_damps_it() -> None:
     """verlet's error for a drag too stiff for its drift recommended 'midpoint', whose velocity then flips sign
-    every step without decaying."""
-    with pytest.raises(mbvi.SolverError, match=r"integrator='implicit_euler', which solves it by Newton and damps it"):
-        mbvi.simulate(dragged(1e5, gravity=(0, 0, -9.81)), t_end=0.5, dt=0.01, integrator="verlet")
+    every step without decaying. verlet now solves its drift at that step (below) and flips as midpoint does: the
+    warning names the integrators that damp it, and the dt that does not flip."""
+    advice = r"integrator='implicit_euler', which damps it, or dt <= 2e-05 s"
+    with pytest.warns(RuntimeWarning, match=r"'verlet'.*h c/m = 1e\+03.*" + advice) as rec:
+        run = mbvi.simulate(dragged(1e5, gravity=(0, 0, -9.81)), t_end=0.5, dt=0.01, integrator="verlet")
+    assert len(rec) == 1 and abs(run.velocity("a")[-1, 0]) > 0.5  # what it warns of: −0.996 a step
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # the remedy it names damps it
+        damped = mbvi.simulate(dragged(1e5, gravity=(0, 0, -9.81)), t_end=0.5, dt=0.01, integrator="implicit_euler")
+    assert abs(damped.velocity("a")[-1, 0]) < 1e-12
+
+
+def _drag_map(kappa: float, h: float, steps: int, m: float = 2.0, g: float = -9.81) -> np.ndarray:
+    """Positions of verlet's steps under gravity and a linear drag c = 2 m κ/h, the force at the step's mean
+    velocity, in closed form: v½ = (v₀ + h g/2)/(1 + κ), x₁ = x₀ + h v½, v₁ = v½ + (h/2)(g − (c/m) v½)."""
+    x, v, gv = np.zeros(3), np.array([0.5, 0.0, 3.0]), np.array([0.0, 0.0, g])
+    out = [x]
+    for _ in range(steps):
+        vh = (v + 0.5 * h * gv) / (1.0 + kappa)
+        x = x + h * vh
+        v = vh + 0.5 * h * (gv - 2.0 * kappa / h * vh)
+        out.append(x)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("integrator", ["verlet", "verlet_rigid"])
+@pytest.mark.parametrize("kappa", [0.6, 0.9, 3.0])
+def test_verlet_solves_a_stiff_damping_at_its_own_step(integrator: str, kappa: float) -> None:
+    """The drift's fixed point on the mean velocity contracts by κ = h c/2m under a linear damping. From κ = ½ it
+    stalled (past 1 it diverged), and every step was taken in substeps, silently: the run was not the method at
+    dt, and a dt study saw nothing change as dt halved. With Anderson mixing it is solved at dt: verlet's steps
+    are their closed form to round-off, with no substep; past κ ≈ 1.2, where verlet flips the velocity's sign as
+    midpoint does, it warns."""
+    h, steps, m = 1e-2, 300, 2.0
+    scene = mbvi.Scene(gravity=(0, 0, -9.81))
+    kind = mbvi.RigidBody if integrator == "verlet_rigid" else mbvi.Particle
+    extra = {"inertia": (0.1, 0.1, 0.1)} if kind is mbvi.RigidBody else {}
+    scene.add(kind("p", mass=m, position=(0, 0, 0), velocity=(0.5, 0, 3.0), **extra))
+    scene.add(mbvi.Drag("p", coefficient=2 * m * kappa / h))
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        run = mbvi.simulate(scene, t_end=steps * h, dt=h, integrator="verlet")
+    assert run.info["refined_steps"] == 0
+    np.testing.assert_allclose(run.position("p"), _drag_map(kappa, h, steps, m), rtol=0, atol=1e-13)
+    flips = [str(w.message) for w in rec if "flips its velocity" in str(w.message)]
+    assert len(flips) == (kappa > 1.2)
+
+
+def test_a_stiff_pd_hinge_runs_at_its_own_step_to_second_order() -> None:
+    """A PD hinge (TorsionSpring kp, JointDamping kd) with h kd/2J = 0.77 at dt = 1e-3, the gains a robot's
+    controller takes: every step went in substeps. It runs at dt and converges at second order to the hinge's
+    equation J θ̈ = −kp (θ − θ*) − kd θ̇ − m g d sin θ (solve_ivp at rtol 1e-12)."""
+    from scipy.integrate import solve_ivp
+
+    m, d, kp, kd, target = 1.0, 0.5, 50.0, 400.0, 0.5
+    J = 0.01 + m * d * d
+    scene = mbvi.Scene(gravity=(0, 0, -9.81))
+    scene.add(mbvi.RigidBody("arm", mass=m, inertia=(0.01, 0.01, 0.002), position=(0, 0, -d)))
+    scene.add(mbvi.Revolute("world", "arm", anchor=(0, 0, 0), axis=(0, 1, 0), name="hinge"))
+    scene.add(mbvi.TorsionSpring("hinge", kp, rest_angle=target))
+    scene.add(mbvi.JointDamping("hinge", kd))
+
+    def rhs(t, y):
+        return [y[1], (-kp * (y[0] - target) - kd * y[1] - m * 9.81 * d * math.sin(y[0])) / J]
+
+    t_end, errors = 0.5, []
+    exact = solve_ivp(rhs, (0.0, t_end), [0.0, 0.0], rtol=1e-12, atol=1e-14, dense_output=True)
+    for h in (1e-3, 5e-4):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            run = mbvi.simulate(scene, t_end=t_end, dt=h, integrator="verlet")
+        assert run.info["refined_steps"] == 0
+        assert 0.5 * h * kd / J > 0.38  # past the old stall (½) at 1e-3, near it at 5e-4
+        errors.append(np.abs(run.joint_angle("hinge") - exact.sol(run.t)[0]).max())
+    assert errors[0] < 1e-3 and 3.5 < errors[0] / errors[1] < 4.5
 
 
 def _pushed(body: str) -> mbvi.Scene:

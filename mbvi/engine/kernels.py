@@ -304,6 +304,77 @@ def settle(new, old, floor, it, prev):
     return GOING, delta
 
 
+#: the contraction (change / last change) of a velocity's fixed point above which :func:`settle_mixed` mixes
+#: its iterates (Anderson's acceleration, depth 1); below it the plain iteration is fast and left as it was
+MIX_ABOVE = 0.25
+
+
+@jit
+def settle_mixed(new, old, gprev, rprev, floor, it, prev, mixing):
+    """:func:`settle` with Anderson's acceleration (depth 1) once the plain iteration contracts slowly.
+
+    The iteration is x ← g(x): ``old`` is x, ``new`` g(x). A stiff damping force makes g contract by about
+    h c / 2m (a PD hinge of gain kd: h kd / 2J), and from ½ on the plain iteration stalled and every step
+    went in substeps (a linear damper past 1: it diverged). Once the change shrinks by less than
+    :data:`MIX_ABOVE` (or grows) the next iterate is g(x) − γ (g(x) − g(x_prev)), γ minimising the mixed
+    residual r − γ (r − r_prev) (r = g(x) − x): exact at once for a linear damping of one rate, and a secant
+    step for the rest. ``gprev``, ``rprev`` keep g and r of the last iterate. Mixed, the change must halve
+    from the third mixed iterate on, else STALLED (the step then goes in substeps, as before).
+
+    ``mixing`` starts at 0, or at −1 for a stage that steps backward in time (h < 0, the middle stage of a
+    triple jump): there a damping's fixed point is 1 − h c/2m ≈ 0 away from singular, an anti-damped solution
+    that mixing would find and substeps avoid, so it is never mixed (:func:`settle`'s rule alone).
+
+    Returns (outcome, the change max |g(x) − x|, ``mixing``: 0 while plain, else the mixed iterates + 1).
+    """
+    delta = 0.0
+    big = 0.0
+    for i in range(len(new)):
+        delta = max(delta, abs(new[i] - old[i]))
+        big = max(big, abs(new[i]))
+    if delta <= 1e-13 * big + floor:
+        copy_into(old, new)
+        return SETTLED, delta, mixing
+    if mixing == 0 and it >= 1 and delta > MIX_ABOVE * prev:
+        mixing = 1
+    if mixing <= 0:
+        for i in range(len(new)):
+            rprev[i] = new[i] - old[i]
+            gprev[i] = new[i]
+        copy_into(old, new)
+        if (it >= 1 and delta > prev) or (it >= 4 and delta > 0.5 * prev):  # settle's rule (reached unmixed only)
+            return STALLED, delta, mixing
+        return GOING, delta, mixing
+    num = 0.0
+    den = 0.0
+    dxx = 0.0
+    for i in range(len(new)):
+        r = new[i] - old[i]
+        dr = r - rprev[i]
+        dx = (new[i] - gprev[i]) - dr  # x − x_prev
+        num += r * dr
+        den += dr * dr
+        dxx += dx * dx
+    # x's error is r/(1 − g′), g′ the secant slope: under a damping g′ = −h c/2m, so that a stiff one leaves x far
+    # closer than its residual, whose round-off (1 + h c/2m) ε |x| the plain test above would wait for in vain
+    if den > 0.0 and delta * min(1.0, math.sqrt(dxx / den)) <= 1e-13 * big + floor:
+        copy_into(old, new)
+        return SETTLED, delta, mixing
+    if mixing >= 3 and delta > 0.5 * prev:
+        copy_into(old, new)
+        return STALLED, delta, mixing
+    gamma = num / den if den > 0.0 else 0.0
+    if not abs(gamma) < math.inf:
+        gamma = 0.0
+    for i in range(len(new)):
+        r = new[i] - old[i]
+        g = new[i]
+        old[i] = g - gamma * (g - gprev[i])
+        rprev[i] = r
+        gprev[i] = g
+    return GOING, delta, mixing + 1
+
+
 #: the warm start rule of :mod:`mbvi.engine.extrapolation`, compiled (the NumPy path calls the same functions)
 _extrapolated = jit(extrapolation.extrapolated)
 _best_order = jit(extrapolation.best_order)

@@ -45,12 +45,15 @@ __all__ = ["lie_buffers", "lie_prepare", "lie_project", "lie_step", "run_lie", "
 
 @jit_alloc
 def lie_buffers(I, Iv, IL):
-    """The float buffers of a Lie run, in the order of the ``B_*`` constants."""
+    """The float buffers of a Lie run, in the order of :data:`mbvi.engine.fields.LB` (the runs' own are sized by
+    :mod:`mbvi.engine.runner` from the table; this is for tools that call the kernels alone)."""
     nq, nv, nnz, nb1 = I[M.NQ], Iv[M.NQ], I[M.NNZ], max(IL[LT.NB], 1)
     return (np.zeros(nnz), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq), np.zeros(nq),
             np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv), np.zeros(nv),
             np.zeros(nv), np.zeros(nv), np.zeros(6 * nb1), np.zeros(nv),
-            np.zeros(max(I[M.N], 1)), np.zeros(Z_ROWS * nv), np.zeros(3 * nb1), np.zeros(13 * nb1))  # fmt: skip
+            np.zeros(max(I[M.N], 1)), np.zeros(Z_ROWS * nv), np.zeros(3 * nb1), np.zeros(13 * nb1),
+            np.zeros(nq), np.zeros(nv), np.zeros(nq), np.zeros(nv), np.zeros(nv),
+            np.zeros(nv), np.zeros(nv))  # fmt: skip
 
 
 #: steps a factor of A serves SHAKE at most (:func:`_correction`), and the contraction of its correction
@@ -534,6 +537,7 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, t, h, c0, c1, lam, tol, m
         floor = 10.0 * tol * length_scale / abs(h) if n else 0.0
         K.copy_into(unew, u)
         prev = math.inf
+        mixing = 0 if h > 0.0 else -1  # (a backward stage is not mixed: K.settle_mixed)
         st = ST.DRIFT_FAILED
         for it in range(100):
             _forces(I, F, IL, q, unew, t, grad0, bufs, fv0)
@@ -548,7 +552,8 @@ def _substep(I, F, Iv, Fv, IL, FL, WI, WS, bufs, q, u, t, h, c0, c1, lam, tol, m
                     return s2
                 break
             # the force acts at the step's mean velocity: unew ← u_m
-            outcome, prev = K.settle(bufs[LB.UM], unew, floor, it, prev)
+            outcome, prev, mixing = K.settle_mixed(bufs[LB.UM], unew, bufs[LB.GP], bufs[LB.RP], floor, it, prev,
+                                                   mixing)  # fmt: skip
             if outcome == K.SETTLED:
                 st = ST.DONE
             if outcome != K.GOING:

@@ -198,8 +198,10 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
         # fixed point on v½ (the force at the step's mean velocity), as the NumPy path does
         floor = 10.0 * tol * length_scale / abs(h) if n else 0.0
         vnew = _buf(WI, WS, WK.VNEW, nq)
+        gprev, rprev = _buf(WI, WS, WK.QM, nq), f1  # the mixing's history (both free until the kick at q₁)
         K.copy_into(vh, v)
         prev = math.inf
+        mixing = 0 if h > 0.0 else -1  # (a backward stage is not mixed: K.settle_mixed)
         st = ST.DRIFT_FAILED
         for it in range(100):
             _kick(I, F, q, vh, t, v, c0, grad0, f0, vfree)  # v₀ + c₀ M⁻¹(F(q₀, v½, t) − ∇U(q₀))
@@ -212,7 +214,7 @@ def _substep(I, F, WI, WS, q, v, t, h, c0, c1, lam, tol, maxiter, length_scale):
                 if it == 0:  # force; later, the fixed point may have run away before SHAKE could follow
                     return s2
                 break
-            outcome, prev = K.settle(vnew, vh, floor, it, prev)  # vh ← vnew
+            outcome, prev, mixing = K.settle_mixed(vnew, vh, gprev, rprev, floor, it, prev, mixing)  # vh ← next x
             if outcome == K.SETTLED:
                 st = ST.DONE
             if outcome != K.GOING:
