@@ -884,6 +884,8 @@ class Simulator:
             sets = [(k, *loads[n], (f0, f1, f2)) for k, n, f0, f1, f2 in self._load_log]
             before = self._loads_before if self._load_log else self._load_values()
             traj._loads_along = LoadSchedule(before, sets, self.t0, self.dt)
+            if self._load_log and traj.work is not None and isinstance(self.stepper, Compiled):
+                _credit_switched_loads(self.system, self.stepper.method(), traj, traj._loads_along)
         return traj
 
     @property
@@ -918,3 +920,34 @@ class Simulator:
             "state: mbvi.Simulator(scene, dt, integrator, initial_state=sim.state, t0=sim.t), or go back to a "
             "start with sim.reset(state)"
         )
+
+
+def _credit_switched_loads(system: System, scheme: np.ndarray, traj: Trajectory, schedule) -> None:
+    """Correct ``traj.work`` (in place) where :meth:`Simulator.set_load` switched a load under a method that kicks
+    one end of its step (symplectic Euler A or B).
+
+    Such a step measures its work by the trapezoid ½ (f₀ + f₁)·Δq, the end it does not kick evaluated for the
+    measure alone, with the load of the call it is in. A load switched between two calls acts at their node
+    with the new value (the next kick) under A, with the old one (the last kick) under B, and the trapezoid
+    counts the other: (h/2)·ΔF·Δq a switch, one sign throughout under a policy that pushes the way it moves (a
+    random-action loop's balance strayed by 1.8× the energy it ever held, and warned, of a right trajectory).
+    Here each such node's force is the one its kick applied, as :func:`mbvi.simulate` counts a load held
+    between nodes (a time function)."""
+    scheme = np.asarray(scheme, dtype=float)
+    if len(scheme) != 1 or int(scheme[0, 0]) != 0 or scheme[0, 2] * scheme[0, 3] != 0.0:
+        return
+    start_kicked = scheme[0, 2] != 0.0  # A: the kick at the step's start (its end measured with the old load)
+    t, Q, V, W = traj.t, traj.q, traj.v, traj.work
+    last = len(t) - 1
+    for k in schedule.switches():
+        if not 1 <= k <= (last if start_kicked else last - 1):
+            continue
+        forces = []
+        for at in (t[k - 1], t[k]):  # the values before the switch, and after it
+            with schedule.acting(float(at)):
+                forces.append(system.force(Q[k], V[k], float(t[k])))
+        change = forces[1] - forces[0]
+        if start_kicked:  # step k−1's end: measured with the old value, kicked with the new
+            W[k:] += 0.5 * float(change @ (Q[k] - Q[k - 1]))
+        else:  # step k's start: measured with the new value, kicked (by step k−1's end) with the old
+            W[k + 1 :] -= 0.5 * float(change @ (Q[k + 1] - Q[k]))
