@@ -678,6 +678,7 @@ def equilibrium(
     res = np.inf
     grad, G, lam, r, scale = balance(q)
     stuck = 0  # descents in a row that took only a round-off step (neither U − W nor the imbalance fell)
+    midway = None  # (U − W, the imbalance) halfway through the iterations left: what maxiter's error compares
     polish = False
     it = 0
     first = 1  # the first iteration of the current descent
@@ -694,6 +695,8 @@ def equilibrium(
             lam_full[:] = 0.0
             lam_full[act] = lam
             res = float(np.max(np.abs(r))) if len(r) else 0.0
+            if it == (first + maxiter) // 2:
+                midway = (merit(q), res)
             H, skew, stiff_loads = _hessian_and_load_skew(sysm, q, lam_full, t)
             Hu = H / np.outer(coords.root_weight, coords.root_weight)
             # the round-off of the forces: what rounding the coordinates (and the terms of the sums) leaves, N
@@ -840,6 +843,17 @@ def equilibrium(
             q = trial
             grad, G, lam, r, scale = found
         else:
+            now = merit(q)
+            if midway is not None and now >= midway[0] - 0.5 * abs(midway[0]) and res > 0.5 * midway[1]:
+                # a load without a work potential that nothing resists: U − W does not see it and does not fall
+                # (it wanders as the rest settles: a bead on the turning bar), nor does the imbalance
+                raise SolverError(
+                    f"equilibrium did not converge in {maxiter} iterations (KKT residual {res:.3g} N): over the last "
+                    f"{maxiter - (first + maxiter) // 2} neither U − W nor the imbalance fell by half. Most likely a "
+                    "load that nothing resists (a torque about a free hinge or on a free body, a force along a free "
+                    "slider), which has no equilibrium: hold that motion (a spring, a joint) or remove the load; "
+                    f"raise maxiter (now {maxiter}) only if the imbalance was still falling"
+                )
             raise SolverError(
                 f"equilibrium did not converge in {maxiter} iterations (KKT residual {res:.3g} N, "
                 f"U − W = {merit(q):.6g} J): raise maxiter (now {maxiter}) if it was still converging; if U − W "

@@ -524,6 +524,27 @@ def test_a_torque_nothing_resists_is_said_to_have_no_equilibrium() -> None:
     np.testing.assert_allclose(centre, (0.5 * np.cos(0.25), 0.5 * np.sin(0.25), 0.0), atol=1e-9)
 
 
+def test_a_torque_nothing_resists_with_a_bead_sliding_on_the_bar_is_said_so_too() -> None:
+    """The same free hinge with a bead on a spring sliding along the bar: each step moved the bead a little, so
+    the line search never failed, and after 200 iterations (5 s) the error said to raise maxiter "if it was
+    still converging", or that U − W keeps falling, when neither U − W nor the imbalance fell. It now says what
+    nothing resists; with a torsion spring the balance is found (the bar at τ/k, the bead at rest on its
+    spring's rest length, its centripetal load nil in statics)."""
+    sc = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    sc.add(mbvi.RigidBody("rod", mass=1.0, inertia=(0.01, 0.3, 0.3)))
+    sc.add(mbvi.Revolute("world", "rod", anchor=(0, 0, 0), axis=(0, 0, 1), name="hinge"))
+    sc.add(mbvi.Particle("bead", mass=0.5, position=(0.5, 0, 0)))
+    sc.add(mbvi.Prismatic("rod", "bead", axis=(1, 0, 0), name="slide"))
+    sc.add(mbvi.Spring("rod", "bead", stiffness=4.0, rest_length=0.4))
+    sc.add(mbvi.ExternalTorque("rod", torque=(0, 0, 0.5)))
+    with pytest.raises(mbvi.SolverError, match=r"neither U − W nor the imbalance fell by half. Most likely a load that "
+                                               r"nothing resists .* has no equilibrium"):  # fmt: skip
+        mbvi.equilibrium(sc, maxiter=60)
+    sc.add(mbvi.TorsionSpring("hinge", stiffness=2.0))
+    bead = mbvi.equilibrium(sc).position("bead")
+    np.testing.assert_allclose(bead, 0.4 * np.array([np.cos(0.25), np.sin(0.25), 0.0]), atol=1e-9)
+
+
 def _bar_on_a_hinge(*loads) -> mbvi.Scene:
     sc = mbvi.Scene(gravity=(0.0, 0.0, 0.0))
     sc.add(mbvi.RigidBody("bar", mass=1.0, shape=mbvi.Box((1.0, 0.1, 0.1)), position=(0.5, 0.0, 0.0)))
