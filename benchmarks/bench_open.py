@@ -14,7 +14,9 @@ gains) so that no figure is a kernel tuned to one geometry:
 3. a controller: a rigid pendulum on a hinge held by a PD torque written as ``ExternalTorque(arm,
    lambda t, state: …)`` (compiled from the user's function) against the same law built in
    (``TorsionSpring`` + ``JointDamping``), against the same function called back as Python, and against
-   MuJoCo stepped from Python (``d.qfrc_applied`` set and ``mj_step`` once per step);
+   MuJoCo stepped from Python (``d.qfrc_applied`` set and ``mj_step`` once per step); and the built-in law
+   at gains a robot's controller takes (h kd/2J = 0.77), whose drift's velocity fixed point is mixed
+   (Anderson) instead of taken in substeps, against the same law at mild gains;
 4. ``mbvi.Simulator`` in a Python loop (two ``view`` reads, ``set_load``, ``step``) against the same MuJoCo
    loop;
 5. the seeds' double pendulum in its angles (``LagrangianSystem``, ``symplectic_euler_b``, ``verlet``,
@@ -313,6 +315,9 @@ def main(argv: list[str] | None = None) -> None:
         "PD other arm: compiled": engine(arm(pd_function(kp2, kd2, target2), **other)),
         "PD other arm: built in": engine(pd_built_in(kp2, kd2, target2, **other)),
         "PD other arm: MuJoCo, Python loop": mujoco_python_loop(mj_arm(**other), kp2, kd2, target2),
+        # stiff gains (h kd/2J = 0.77, 0.71): the drift's velocity fixed point mixed, not taken in substeps
+        "stiff PD: built in": engine(pd_built_in(50.0, 400.0, target)),
+        "stiff PD other arm: built in": engine(pd_built_in(50.0, 300.0, target2, **other)),
         # 4. Simulator
         "Simulator loop": simulator_loop(arm((0.0, 0.0, 0.0)), kp, kd, target),
         "Simulator loop, other arm": simulator_loop(arm((0.0, 0.0, 0.0), **other), kp2, kd2, target2),
@@ -358,6 +363,8 @@ def main(argv: list[str] | None = None) -> None:
         ("PD called as Python / built in", "PD: function called as Python", "PD: built in"),
         ("PD other arm: compiled / built in", "PD other arm: compiled", "PD other arm: built in"),
         ("PD other arm: compiled / MuJoCo", "PD other arm: compiled", "PD other arm: MuJoCo, Python loop"),
+        ("stiff PD / PD, built in", "stiff PD: built in", "PD: built in"),
+        ("stiff PD / PD, built in, other arm", "stiff PD other arm: built in", "PD other arm: built in"),
         ("Simulator loop / MuJoCo Python loop", "Simulator loop", "PD: MuJoCo, Python loop"),
         ("Simulator loop, other arm / MuJoCo", "Simulator loop, other arm", "PD other arm: MuJoCo, Python loop"),
         ("angles SEB / particles verlet", "angles: symplectic_euler_b", "particles: verlet"),
