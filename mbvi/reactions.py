@@ -56,6 +56,10 @@ class LoadSchedule:
                 self._times.append(step)
                 self._values.append(dict(current))
 
+    def laws(self) -> list:
+        """The laws of the loads (ExternalForce, ExternalTorque)."""
+        return list(self._laws.values())
+
     def switches(self) -> list[int]:
         """The steps from which the loads hold new values (each the index of the state they were set at)."""
         return [k for k in self._times[1:] if k >= 0]

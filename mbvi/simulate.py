@@ -303,7 +303,7 @@ def _warn_stiff_damping(traj: Trajectory, stepper: Integrator, system) -> None:
     if not (isinstance(system, System) and system.has_velocity_forces and isinstance(stepper, Compiled)):
         return
     scheme = np.asarray(stepper.method(), dtype=float)
-    if len(traj.t) < 2:
+    if len(traj.t) < 2 or np.any(scheme[:, 1] < 0.0):  # a backward stage is not solved at its step (substeps)
         return
     rate, coordinate = 0.0, 0
     with np.errstate(all="ignore"):

@@ -296,6 +296,7 @@ class Simulator:
         # states with the values that acted on them (mbvi.reactions.LoadSchedule); a tuple appended (0.2 µs; an
         # array.array of floats took 0.6)
         self._load_log: list[tuple] = []
+        self._credits: dict[int, float] = {}  # the work credited to each set_load switch (_credit_switched_loads)
         self._loads_before: list = []  # (law, its values before the first set in the log)
         # the energy balance, judged every JUDGE_EVERY states (see _judge)
         self._judged, self._judge_at, self._warned = 1, JUDGE_EVERY, False
@@ -401,6 +402,7 @@ class Simulator:
         self._rewind(0)
         if self._load_log:  # a new run, from the loads as set_load left them
             self._loads_before, self._load_log = self._load_values(), []
+        self._credits = {}
         self._balance0, self._warned, self._work, self._motion = None, False, np.zeros(1), 0.0
         self._wound = False
 
@@ -547,6 +549,7 @@ class Simulator:
         self._judged, self._judge_at = g + 1, g + 1 + JUDGE_EVERY
         # a value set after state g still holds: it acts from g on
         self._load_log[:] = [(min(k, g), *rest) for k, *rest in self._load_log]
+        self._credits = {k: c for k, c in self._credits.items() if k + 1 < g}  # (those that read dropped states go)
         if self._blown is not None and self._blown[0] > g:
             self._blown = None  # (its states are dropped)
         if self._drive is not None:
@@ -885,7 +888,7 @@ class Simulator:
             before = self._loads_before if self._load_log else self._load_values()
             traj._loads_along = LoadSchedule(before, sets, self.t0, self.dt)
             if self._load_log and traj.work is not None and isinstance(self.stepper, Compiled):
-                _credit_switched_loads(self.system, self.stepper.method(), traj, traj._loads_along)
+                _credit_switched_loads(self.system, self.stepper.method(), traj, traj._loads_along, self._credits)
         return traj
 
     @property
@@ -922,7 +925,7 @@ class Simulator:
         )
 
 
-def _credit_switched_loads(system: System, scheme: np.ndarray, traj: Trajectory, schedule) -> None:
+def _credit_switched_loads(system: System, scheme: np.ndarray, traj: Trajectory, schedule, known: dict) -> None:
     """Correct ``traj.work`` (in place) where :meth:`Simulator.set_load` switched a load under a method that kicks
     one end of its step (symplectic Euler A or B).
 
@@ -932,22 +935,34 @@ def _credit_switched_loads(system: System, scheme: np.ndarray, traj: Trajectory,
     counts the other: (h/2)·ΔF·Δq a switch, one sign throughout under a policy that pushes the way it moves (a
     random-action loop's balance strayed by 1.8× the energy it ever held, and warned, of a right trajectory).
     Here each such node's force is the one its kick applied, as :func:`mbvi.simulate` counts a load held
-    between nodes (a time function)."""
+    between nodes (a time function). A switch is credited once its kick was taken (A: the step out of it; B:
+    the step into it, and the next one, whose start measured it); ``known`` keeps each switch's credit (the
+    loads' own laws evaluated twice at its state) for the next call. A load that cannot be evaluated there (a
+    table that ends) leaves it uncredited, as the step's own measure does."""
     scheme = np.asarray(scheme, dtype=float)
     if len(scheme) != 1 or int(scheme[0, 0]) != 0 or scheme[0, 2] * scheme[0, 3] != 0.0:
         return
     start_kicked = scheme[0, 2] != 0.0  # A: the kick at the step's start (its end measured with the old load)
     t, Q, V, W = traj.t, traj.q, traj.v, traj.work
-    last = len(t) - 1
+    laws = schedule.laws()
     for k in schedule.switches():
-        if not 1 <= k <= (last if start_kicked else last - 1):
+        if not 1 <= k <= len(t) - 2:  # (step k taken: A's kick with the new value; B's start measured with it)
             continue
-        forces = []
-        for at in (t[k - 1], t[k]):  # the values before the switch, and after it
-            with schedule.acting(float(at)):
-                forces.append(system.force(Q[k], V[k], float(t[k])))
-        change = forces[1] - forces[0]
-        if start_kicked:  # step k−1's end: measured with the old value, kicked with the new
-            W[k:] += 0.5 * float(change @ (Q[k] - Q[k - 1]))
-        else:  # step k's start: measured with the new value, kicked (by step k−1's end) with the old
-            W[k + 1 :] -= 0.5 * float(change @ (Q[k + 1] - Q[k]))
+        credit = known.get(k)
+        if credit is None:
+            forces = []
+            try:
+                for at in (t[k - 1], t[k]):  # the values before the switch, and after it
+                    with schedule.acting(float(at)), np.errstate(all="ignore"):
+                        forces.append(sum(law.force(Q[k], V[k], float(t[k])) for law in laws))
+            except Exception:  # (the measure only: the run stepped without it)
+                continue
+            change = np.asarray(forces[1] - forces[0], dtype=float)
+            if start_kicked:  # step k−1's end: measured with the old value, kicked with the new
+                credit = 0.5 * float(change @ (Q[k] - Q[k - 1]))
+            else:  # step k's start: measured with the new value, kicked (by step k−1's end) with the old
+                credit = -0.5 * float(change @ (Q[k + 1] - Q[k]))
+            if not abs(credit) < math.inf:
+                continue
+            known[k] = credit
+        W[k if start_kicked else k + 1 :] += credit

@@ -360,3 +360,21 @@ def test_a_torque_switched_on_a_hinge_is_credited_as_its_kick_applied_it() -> No
     assert balance < 1.2 * reference
     # (each switch's credit is reckoned on the rotation's columns, the step's own on the body's rates: 2e-11 J)
     np.testing.assert_allclose(stepped.work[:-1], held.work[:-1], rtol=0, atol=1e-9)
+
+
+def test_a_switch_not_yet_stepped_changes_no_work_and_the_credits_are_kept() -> None:
+    """A load set after the last step has not acted: under symplectic Euler A its switch was credited at once,
+    the last state's work jumped (0.035 → −0.065 J) and the balance warned of a right trajectory. It is credited
+    once the step out of it is taken. The credits are kept: a second trajectory() gives the same work."""
+    sim = mbvi.Simulator(_pushed_spring((0.5, 0.0, 0.0)), 1e-2, "symplectic_euler_a")
+    sim.step(100)
+    before = sim.trajectory().work.copy()
+    sim.set_load("push", (-20.0, 0.0, 0.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        after = sim.trajectory()
+    np.testing.assert_array_equal(after.work, before)
+    sim.step(50)
+    first, again = sim.trajectory().work, sim.trajectory().work
+    np.testing.assert_array_equal(first, again)
+    assert first[101] != before[100] + 0.0  # (the switch at state 100 is credited from state 100 on)

@@ -325,7 +325,8 @@ def settle_mixed(new, old, gprev, rprev, floor, it, prev, mixing):
     triple jump): there a damping's fixed point is 1 − h c/2m ≈ 0 away from singular, an anti-damped solution
     that mixing would find and substeps avoid, so it is never mixed (:func:`settle`'s rule alone).
 
-    Returns (outcome, the change max |g(x) − x|, ``mixing``: 0 while plain, else the mixed iterates + 1).
+    Returns (outcome, the change max |g(x) − x|, ``mixing``: 0 while plain, else the mixed iterates + 1). It
+    calls no other kernel: the NumPy path runs the same code as Python (``settle_mixed.py_func``).
     """
     delta = 0.0
     big = 0.0
@@ -333,7 +334,8 @@ def settle_mixed(new, old, gprev, rprev, floor, it, prev, mixing):
         delta = max(delta, abs(new[i] - old[i]))
         big = max(big, abs(new[i]))
     if delta <= 1e-13 * big + floor:
-        copy_into(old, new)
+        for i in range(len(new)):
+            old[i] = new[i]
         return SETTLED, delta, mixing
     if mixing == 0 and it >= 1 and delta > MIX_ABOVE * prev:
         mixing = 1
@@ -341,7 +343,8 @@ def settle_mixed(new, old, gprev, rprev, floor, it, prev, mixing):
         for i in range(len(new)):
             rprev[i] = new[i] - old[i]
             gprev[i] = new[i]
-        copy_into(old, new)
+        for i in range(len(new)):
+            old[i] = new[i]
         if (it >= 1 and delta > prev) or (it >= 4 and delta > 0.5 * prev):  # settle's rule (reached unmixed only)
             return STALLED, delta, mixing
         return GOING, delta, mixing
@@ -358,10 +361,12 @@ def settle_mixed(new, old, gprev, rprev, floor, it, prev, mixing):
     # x's error is r/(1 − g′), g′ the secant slope: under a damping g′ = −h c/2m, so that a stiff one leaves x far
     # closer than its residual, whose round-off (1 + h c/2m) ε |x| the plain test above would wait for in vain
     if den > 0.0 and delta * min(1.0, math.sqrt(dxx / den)) <= 1e-13 * big + floor:
-        copy_into(old, new)
+        for i in range(len(new)):
+            old[i] = new[i]
         return SETTLED, delta, mixing
     if mixing >= 3 and delta > 0.5 * prev:
-        copy_into(old, new)
+        for i in range(len(new)):
+            old[i] = new[i]
         return STALLED, delta, mixing
     gamma = num / den if den > 0.0 else 0.0
     if not abs(gamma) < math.inf:

@@ -401,7 +401,9 @@ def _drift_fixed_point(I, F, GD, AB, cur, q, v, t, h, c0, grad0, lam, tol, maxit
     """The drift with velocity-dependent forces: v½ by a fixed point around SHAKE, member by member's own test.
 
     :func:`mbvi.engine.loop._substep`'s loop: kick with F(q₀, v½), a cold SHAKE, and
-    :func:`mbvi.engine.kernels.settle` on v½; a member that stalls or fails is bad.
+    :func:`mbvi.engine.kernels.settle` on v½; a member that stalls or fails is bad, and so is one whose iteration
+    contracts slowly enough for the serial loop to mix it (:func:`mbvi.engine.kernels.settle_mixed`): the serial
+    loop then takes its step, with the same result.
     """
     nq, n = I[M.NQ], I[M.N]
     vh, vfree, vnew, f0 = L[LN.VH], L[LN.VFREE], L[LN.VNEW], L[LN.F0]
@@ -439,7 +441,9 @@ def _drift_fixed_point(I, F, GD, AB, cur, q, v, t, h, c0, grad0, lam, tol, maxit
                 vh[i, c] = vnew[i, c]
             if delta <= 1e-13 * big + ffloor[c]:
                 fixed[c] = 0
-            elif (it >= 1 and delta > fprev[c]) or (it >= 4 and delta > 0.5 * fprev[c]):
+            elif (it >= 1 and delta > (K.MIX_ABOVE if h > 0.0 else 1.0) * fprev[c]) or (
+                it >= 4 and delta > 0.5 * fprev[c]
+            ):  # where the serial loop would stall or mix (K.settle_mixed), it takes the step: bit for bit
                 fixed[c] = 0
                 bad[c] = 1
             fprev[c] = delta

@@ -29,6 +29,7 @@ from mbvi.diagnosis import diagnose, drift_failure, stiff_kick
 from mbvi.engine import scheme as SC
 from mbvi.engine.extrapolation import best_order, extrapolated
 from mbvi.engine.fields import WARM_HISTORY, WARM_ROWS
+from mbvi.engine.kernels import GOING, SETTLED, settle_mixed
 from mbvi.engine.scheme import compose, is_rattle, rows_needed
 from mbvi.errors import SolverError
 from mbvi.hookspecs import hookimpl
@@ -36,6 +37,9 @@ from mbvi.integrators.compiled import Compiled
 from mbvi.linalg import Factor
 from mbvi.state import State
 from mbvi.system import System
+
+#: the compiled loop's fixed-point test with Anderson mixing (mbvi.engine.kernels), run as Python
+_settle_mixed = settle_mixed.py_func
 
 __all__ = [
     "Composition", "ShakeRattle", "SymplecticEulerA", "SymplecticEulerB", "Verlet", "Yoshida4", "check_composition",
@@ -245,7 +249,9 @@ class ShakeRattle(Compiled):
             return shake(sysm, q0, v0 + base_kick, h, factor0, gdata0, *args)
         if not sysm.has_velocity_forces:
             return shake(sysm, q0, v0 + base_kick + c * W * sysm.force(q0, v0, t), h, factor0, gdata0, *args)
-        vh = v0
+        vh = np.array(v0, dtype=float)
+        gprev, rprev = np.zeros_like(vh), np.zeros_like(vh)  # the mixing's history (the compiled loop's rule)
+        mixing = 0 if h > 0.0 else -1
         # SHAKE returns v½ only to ~ tol·L/h: a stricter test can cycle forever on that noise
         floor = 10.0 * self.tol * sysm.length_scale / abs(h) if len(sysm.active) else 0.0
         prev = np.inf
@@ -259,13 +265,13 @@ class ShakeRattle(Compiled):
                 if it == 0 and not stiff_kick(sysm, q0, vh, t, h):  # at the first iterate (v½ = v₀) SHAKE itself
                     raise  # fails, as it would with no such force (unless the damping's own kick threw it off)
                 break  # the fixed point ran away before SHAKE could follow
-            delta = float(np.max(np.abs(vnew - vh)))
-            vh = vnew
-            if delta <= 1e-13 * float(np.max(np.abs(vh))) + floor:  # (in the velocities' units: not 1 m/s)
+            # the compiled loop's test and Anderson mixing, the same code run as Python (vh ← the next iterate)
+            outcome, prev, mixing = _settle_mixed(np.asarray(vnew, dtype=float), vh, gprev, rprev, floor, it, prev,
+                                                  mixing)  # fmt: skip
+            if outcome == SETTLED:
                 return q1, vh
-            if (it >= 1 and delta > prev) or (it >= 4 and delta > 0.5 * prev):
-                break  # stiff damping: the fixed point diverges or contracts too slowly
-            prev = delta
+            if outcome != GOING:
+                break  # stiff damping: the fixed point diverges or contracts too slowly even mixed
         raise drift_failure(sysm, self.name, q0, v0, t, 0, self.dt)  # (located by the run)
 
     def _substep(self, state: State, t: float, h: float, c0: float, c1: float, lam: np.ndarray) -> State:
