@@ -18,9 +18,7 @@ import numpy as np
 
 from mbvi.kernels import AffineMap
 
-__all__ = [
-    "LoadSchedule", "generalized_forces", "joint_rows", "moment", "multipliers", "read_body",
-]  # fmt: skip
+__all__ = ["LoadSchedule", "generalized_forces", "joint_rows", "moment", "multipliers", "read_body"]
 
 
 class LoadSchedule:

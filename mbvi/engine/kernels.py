@@ -299,9 +299,23 @@ def settle(new, old, floor, it, prev):
     copy_into(old, new)
     if delta <= 1e-13 * big + floor:
         return SETTLED, delta
-    if (it >= 1 and delta > prev) or (it >= 4 and delta > 0.5 * prev):
+    if stalls(it, delta, prev):
         return STALLED, delta
     return GOING, delta
+
+
+@jit
+def stalls(it, delta, prev):
+    """Whether a plain fixed-point iteration has stalled: its change ``delta`` grew (from iteration 1 on) or
+    shrank by less than half (from iteration 4 on) against ``prev``, the last change."""
+    return (it >= 1 and delta > prev) or (it >= 4 and delta > 0.5 * prev)
+
+
+@jit
+def would_mix(it, delta, prev):
+    """Whether :func:`settle_mixed` starts mixing a forward stage's iterates here (the change shrank by less than
+    :data:`MIX_ABOVE`): the batch's lanes hand such a member to the serial loop, which mixes it."""
+    return it >= 1 and delta > MIX_ABOVE * prev
 
 
 #: the contraction (change / last change) of a velocity's fixed point above which :func:`settle_mixed` mixes
@@ -325,8 +339,8 @@ def settle_mixed(new, old, gprev, rprev, floor, it, prev, mixing):
     triple jump): there a damping's fixed point is 1 − h c/2m ≈ 0 away from singular, an anti-damped solution
     that mixing would find and substeps avoid, so it is never mixed (:func:`settle`'s rule alone).
 
-    Returns (outcome, the change max |g(x) − x|, ``mixing``: 0 while plain, else the mixed iterates + 1). It
-    calls no other kernel: the NumPy path runs the same code as Python (``settle_mixed.py_func``).
+    Returns (outcome, the change max |g(x) − x|, ``mixing``: 0 while plain, else the mixed iterates + 1). The
+    NumPy path runs the same code as Python (``settle_mixed.py_func``; the two tests it calls run so too).
     """
     delta = 0.0
     big = 0.0
@@ -337,7 +351,7 @@ def settle_mixed(new, old, gprev, rprev, floor, it, prev, mixing):
         for i in range(len(new)):
             old[i] = new[i]
         return SETTLED, delta, mixing
-    if mixing == 0 and it >= 1 and delta > MIX_ABOVE * prev:
+    if mixing == 0 and would_mix(it, delta, prev):
         mixing = 1
     if mixing <= 0:
         for i in range(len(new)):
@@ -345,7 +359,7 @@ def settle_mixed(new, old, gprev, rprev, floor, it, prev, mixing):
             gprev[i] = new[i]
         for i in range(len(new)):
             old[i] = new[i]
-        if (it >= 1 and delta > prev) or (it >= 4 and delta > 0.5 * prev):  # settle's rule (reached unmixed only)
+        if stalls(it, delta, prev):  # settle's rule (reached unmixed only)
             return STALLED, delta, mixing
         return GOING, delta, mixing
     num = 0.0

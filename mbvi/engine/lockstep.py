@@ -441,9 +441,8 @@ def _drift_fixed_point(I, F, GD, AB, cur, q, v, t, h, c0, grad0, lam, tol, maxit
                 vh[i, c] = vnew[i, c]
             if delta <= 1e-13 * big + ffloor[c]:
                 fixed[c] = 0
-            elif (it >= 1 and delta > (K.MIX_ABOVE if h > 0.0 else 1.0) * fprev[c]) or (
-                it >= 4 and delta > 0.5 * fprev[c]
-            ):  # where the serial loop would stall or mix (K.settle_mixed), it takes the step: bit for bit
+            elif (h > 0.0 and K.would_mix(it, delta, fprev[c])) or K.stalls(it, delta, fprev[c]):
+                # where the serial loop would stall or mix (K.settle_mixed), it takes the step: bit for bit
                 fixed[c] = 0
                 bad[c] = 1
             fprev[c] = delta
