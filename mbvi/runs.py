@@ -305,20 +305,33 @@ VERIFY_ENERGY = 0.01
 VERIFY_GAIN = 0.1
 #: wall-clock budget for verifying a suggested step size by re-running, s
 VERIFY_BUDGET = 20.0
+#: memory the states a verifying re-run keeps may take, bytes: as many as fit are kept (every step, when they
+#: all fit), at least :data:`VERIFY_SAMPLES_MIN`; the energy is judged at them. A re-run saving every 256th step
+#: of a pendulum in its angles missed the few steps of its pass by a pole of the coordinates (energy off by 6 %
+#: there, back after) and called its dt "verified within 1 %"
+VERIFY_MEMORY = 32 * 2**20
+#: the fewest states a verifying re-run keeps (however large they are)
+VERIFY_SAMPLES_MIN = 256
+
+
+def verify_samples(values: int) -> int:
+    """How many states a verifying re-run keeps, when a state holds ``values`` floats (``VERIFY_MEMORY``)."""
+    return max(VERIFY_SAMPLES_MIN, VERIFY_MEMORY // (8 * max(1, int(values))))
 
 
 def verify_hint(err: SolverError, rerun: Callable[[float, int], Any], hint: float, span: float, cls: type,
-                gain: Callable[[Any], float | None]) -> None:  # fmt: skip
+                gain: Callable[[Any], float | None], values: int) -> None:  # fmt: skip
     """:func:`verify_step` by what the integrator ``cls`` keeps: a variational or symplectic one, its energy within
     :data:`VERIFY_ENERGY` of the energy in motion; a baseline, whose damping is its nature (implicit Euler's band
     is ~1 at any dt), no energy gained beyond :data:`VERIFY_GAIN` of what it had to give (``gain(run)``, that
-    fraction)."""
+    fraction). A state of the run holds ``values`` floats: the re-runs keep what :func:`verify_samples` allows."""
     order = max(1, int(getattr(cls, "order", 1) or 1))
+    samples = verify_samples(values)
     if cls.variational or cls.symplectic:
-        verify_step(err, rerun, hint, span, order, VERIFY_ENERGY, VERIFY_BUDGET)
+        verify_step(err, rerun, hint, span, order, VERIFY_ENERGY, VERIFY_BUDGET, samples=samples)
     else:
         verify_step(err, rerun, hint, span, order, VERIFY_GAIN, VERIFY_BUDGET, gain,
-                    "no energy gained beyond {within} of what it had to give")  # fmt: skip
+                    "no energy gained beyond {within} of what it had to give", samples)  # fmt: skip
 
 
 def hint_to_verify(err: SolverError, dt: float) -> float | None:
@@ -330,9 +343,11 @@ def hint_to_verify(err: SolverError, dt: float) -> float | None:
 
 def verify_step(err: SolverError, rerun: Callable[[float, int], Any], hint: float, span: float, order: int,
                 energy: float, budget: float, figure: Callable[[Any], float | None] | None = None,
-                kept: str = "its energy within {within} of the energy in motion") -> None:  # fmt: skip
+                kept: str = "its energy within {within} of the energy in motion",
+                samples: int = VERIFY_SAMPLES_MIN) -> None:  # fmt: skip
     """Replace a :class:`SolverError`'s step-size hint by one a re-run confirms (halving from ``hint``), within
-    ``budget`` s of wall clock: the re-run ``rerun(dt, save_every)`` of the run's ``span`` (s) must complete and keep
+    ``budget`` s of wall clock: the re-run ``rerun(dt, save_every)`` of the run's ``span`` (s), keeping about
+    ``samples`` states (every step when it has no more), must complete and keep
     its energy error (its ``info["energy_error"]``, or ``figure(run)``: a baseline's gain) within ``energy`` (of
     the energy in motion; ``kept`` says what was kept, ``{within}`` the bound as a percentage). A re-run whose
     cost, estimated from the re-runs before it (time per step, of those that took 100 steps or more), would not fit
@@ -362,7 +377,7 @@ def verify_step(err: SolverError, rerun: Callable[[float, int], Any], hint: floa
             # filters set to "ignore" by members side by side in a threads sweep stayed so, every later warning
             # lost; and a member's warnings caught this re-run's, of a dt that was none of the user's)
             with notices.kept(quiet=True):
-                run = rerun(candidate, max(1, nsteps // 256))
+                run = rerun(candidate, max(1, -(-nsteps // max(1, samples))))
         except SolverError as failed:
             taken = failed.step or 0
             if taken >= 100:  # (a failure within a few steps costs its setup and diagnosis: no time per step)

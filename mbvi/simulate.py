@@ -739,4 +739,5 @@ def _verify_suggestion(err: SolverError, scene: Scene | System, cls, dt: float, 
         judged = energy_error(run, system, run.work)
         return None if judged is None else judged[3]
 
-    verify_hint(err, rerun, hint, t_end - t0, cls, gain)  # (system: assembled above, to tell compiled from not)
+    # (system: assembled above, to tell compiled from not); a kept state: q, v and what is derived from them
+    verify_hint(err, rerun, hint, t_end - t0, cls, gain, 3 * system.nq)

@@ -218,7 +218,7 @@ def _verified(err: SolverError, system: LagrangianSystem, stepper, t_end: float,
         balance = run.energy - run.energy[0] - (0.0 if run.work is None else run.work)
         return float(np.max(balance)) / energy_given(run.kinetic, run.potential, run.work, None)
 
-    verify_hint(err, rerun, hint, t_end - t0, cls, gain)
+    verify_hint(err, rerun, hint, t_end - t0, cls, gain, 3 * system.nq)  # a kept state: q, v, p
 
 
 def _blow_up_start(traj: Trajectory, system: LagrangianSystem, cls: type, dt: float) -> SolverError | None:
