@@ -121,11 +121,11 @@ def _constraint(fns, q, lam, buf):
 
 
 @jit
-def _ends(fns, n, nodes, weights, q0, q1, t, h, jacobian, pb, fb, dq, vel, x, a, b, J):
-    """(D₁L_d + f⁻, D₂L_d + f⁺) into a, b and ∂(D₁L_d + f⁻)/∂q₁ into J (:meth:`_DiscreteLagrangian._ends`)."""
+def _ends(fns, n, nodes, weights, q0, dq, t, h, jacobian, pb, fb, vel, x, a, b, J):
+    """(D₁L_d + f⁻, D₂L_d + f⁺) into a, b and ∂(D₁L_d + f⁻)/∂q₁ into J, for the step q₀ → q₀ + Δq: its
+    unknown is the increment Δq, not q₁ (:meth:`_DiscreteLagrangian._ends`: why)."""
     nn = n * n
     for i in range(n):
-        dq[i] = q1[i] - q0[i]
         vel[i] = dq[i] / h
         a[i] = 0.0
         b[i] = 0.0
@@ -247,7 +247,8 @@ def _discrete_step(fns, n, m, nodes, weights, quadratic, q0, v0, p0, t, h, tol, 
     """One step of the discrete Lagrangian (nodes, weights): (q0, v0, p0) → (q1, v1, p1); False: hand it back."""
     pb, fb, cb, K, rhs, dz, piv, lam, lam0, J, a, b, dq, vel, x, G0 = W
     for i in range(n):
-        q1[i] = q0[i] + h * v0[i]
+        dq[i] = h * v0[i]  # the unknown (see _ends)
+        q1[i] = q0[i] + dq[i]
     lam[:] = 0.0
     if m:
         lam0[:] = 0.0
@@ -258,7 +259,7 @@ def _discrete_step(fns, n, m, nodes, weights, quadratic, q0, v0, p0, t, h, tol, 
     prev = math.inf
     converged = False
     for _ in range(maxiter):
-        _ends(fns, n, nodes, weights, q0, q1, t, h, True, pb, fb, dq, vel, x, a, b, J)
+        _ends(fns, n, nodes, weights, q0, dq, t, h, True, pb, fb, vel, x, a, b, J)
         K[:, :] = 0.0
         for i in range(n):
             r = p0[i] + a[i]
@@ -280,7 +281,8 @@ def _discrete_step(fns, n, m, nodes, weights, quadratic, q0, v0, p0, t, h, tol, 
         if not _lu_solve(K[: n + m, : n + m], rhs[: n + m], piv, dz):
             return False
         for i in range(n):
-            q1[i] += dz[i]
+            dq[i] += dz[i]
+            q1[i] = q0[i] + dq[i]
         for k in range(m):
             lam[k] += dz[n + k]
         size = _maxabs(dz, n)
@@ -293,9 +295,9 @@ def _discrete_step(fns, n, m, nodes, weights, quadratic, q0, v0, p0, t, h, tol, 
         prev = size
     if not converged:
         return False
-    _ends(fns, n, nodes, weights, q0, q1, t, h, False, pb, fb, dq, vel, x, a, b, J)
+    _ends(fns, n, nodes, weights, q0, dq, t, h, False, pb, fb, vel, x, a, b, J)
     for i in range(n):
-        v1[i] = (q1[i] - q0[i]) / h
+        v1[i] = dq[i] / h
     return _legendre(fns, n, m, quadratic, q1, b, t + h, v1, p1, W)
 
 
