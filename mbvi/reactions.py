@@ -88,11 +88,8 @@ def joint_rows(system: Any, joint: str) -> list[int]:
 def read_body(system: Any, joint: str, body: str | None, ends: tuple[str, str] | None) -> str:
     """The body a joint's reaction is read on: ``body``, or its child b (its parent a when b is the world); a
     ValueError for the world, a body it does not join, or an unknown body. ``ends``: the joint's (a, b)."""
-    if body is None:
-        body = ends[1] if ends is not None else None
-        if body == "world":
-            other = ends[0]
-            raise ValueError(f"joint {joint!r} joins {other!r} to the world: its force is read on body={other!r}")
+    if body is None and ends is not None:
+        body = ends[0] if ends[1] == "world" else ends[1]  # (as documented: a weld listed ("bar", "world") raised)
     if body is None or body == "world":
         raise ValueError(f"joint {joint!r}: constraint forces are read on one of its bodies, not the world")
     if body not in system.layout.offset:
