@@ -21,15 +21,19 @@ from mbvi.errors import LoadError, SolverError
 from mbvi.system import System
 
 __all__ = ["DRIFT_FAILED_MESSAGE", "diagnose", "drift_failure", "engine_failure", "instability", "kernel_failure",
-           "stiff_kick"]
+           "stiff_kick", "velocity_law"]
 
 #: a velocity-dependent drift whose fixed point does not settle
 DRIFT_FAILED_MESSAGE = (
     "velocity-dependent forces: the implicit drift does not converge — the damping is too stiff for this "
     "step relative to the masses it acts on (e.g. joint damping on a body with a tiny rotational inertia); "
     "use a smaller dt, or integrator='implicit_euler', which solves it by Newton and damps it ('midpoint' solves "
-    "it too, but a velocity its damping would stop within a step flips sign every step instead of decaying)"
+    "it too, but a velocity its damping would stop within a step flips sign every step instead of decaying; a "
+    "steep saturating law, tanh(v/ε) with a small ε, can defeat either's Newton at a large step)"
 )
+#: the velocity-dependent part of a force F(q, v) − F(q, 0) "jumps" when halving v leaves more than this share of it
+#: (a damping's halves; Coulomb friction's sign(v) does not change)
+JUMP_SHARE = 0.75
 
 
 def diagnose(
@@ -253,33 +257,53 @@ def drift_failure(system, name: str, q: np.ndarray, v: np.ndarray, t: float, k: 
         blown = instability(system, name, h, t, k)
         if blown.culprit is not None:
             return blown
+    named = velocity_law(system, q, v, t, h)
+    if named is None:
+        return SolverError(DRIFT_FAILED_MESSAGE, time=t, step=k, suggested_dt=h / 4)
+    who, said, jumps = named
+    if jumps:  # no step size or integrator makes a jump a damping: the generic remedies would mislead
+        return SolverError("velocity-dependent forces: the implicit drift does not converge. " + said,
+                           time=t, step=k, culprit=who, suggested_dt=h / 4)  # fmt: skip
+    return SolverError(f"{DRIFT_FAILED_MESSAGE}. {said}", time=t, step=k, culprit=who, suggested_dt=h / 4)
+
+
+def velocity_law(system, q: np.ndarray, v: np.ndarray, t: float, h: float) -> tuple[str, str, bool] | None:
+    """The force law whose force changes most with the velocity at (q, v) (:func:`_fastest_in_velocity`), a
+    sentence on it, and whether its force jumps with the velocity (halving v leaves more than
+    :data:`JUMP_SHARE` of its change: a Coulomb friction's sign(v)) rather than being a steep damping (h c/m a
+    step, c its slope ∂F/∂v: a tanh(v/ε) friction below ε); None when no law's can be told."""
     fastest = _fastest_in_velocity(system, q, v, t, h)
     if fastest is None:
-        return SolverError(DRIFT_FAILED_MESSAGE, time=t, step=k, suggested_dt=h / 4)
-    who, kick = fastest
+        return None
+    who, kick, law = fastest
     speed = float(np.max(np.abs(v))) if len(v) else 0.0
-    return SolverError(
-        f"{DRIFT_FAILED_MESSAGE}. The force that changes most with the velocity is that of {who!r} (a kick "
-        f"h|M⁻¹ΔF| of {kick:.3g} against velocities up to {speed:.3g}): a force that jumps with the velocity, such "
-        "as a Coulomb friction's sign(v), is no damping that midpoint solves either — smooth it (e.g. tanh(v/ε)) or "
-        "reduce dt",
-        time=t, step=k, culprit=who, suggested_dt=h / 4,
-    )  # fmt: skip
+    half = _velocity_kick(law.force, system.inv_mass, q, 0.5 * v, t, h)
+    said = (f"The force that changes most with the velocity is that of {who!r} (a kick h|M⁻¹ΔF| of {kick:.3g} "
+            f"against velocities up to {speed:.3g})")  # fmt: skip
+    if half is not None and half > JUMP_SHARE * kick:
+        return who, said + (
+            f": at these speeds it jumps with the velocity rather than damping it (halving the velocity leaves "
+            f"{min(half / kick, 1.0):.0%} of its change), as a Coulomb friction's sign(v) does, or a smoothing "
+            "tanh(v/ε) whose ε is under these speeds; an implicit solve does not reliably cross such a jump at a "
+            "stop, and a smaller dt alone may not cure it — smooth it (tanh(v/ε), or a larger ε)"
+        ), True
+    rate = f"{kick / speed:.3g}" if speed > 0.0 else "many"
+    return who, said + f": a damping of h c/m ≈ {rate} a step (c its slope ∂F/∂v), too stiff for this step", False
 
 
-def _fastest_in_velocity(system, q: np.ndarray, v: np.ndarray, t: float, h: float) -> tuple[str, float] | None:
+def _fastest_in_velocity(system, q: np.ndarray, v: np.ndarray, t: float, h: float) -> tuple[str, float, object] | None:
     """The force law whose force changes most with the velocity at (q, v) — named by its element when it has one
-    (an ``ExternalTorque 'friction'``'s callable), else by the law — and its kick h |M⁻¹ (F(q, v) − F(q, 0))|;
-    None when no law's can be told (a friction written as a load was "the damping is too stiff", naming
+    (an ``ExternalTorque 'friction'``'s callable), else by the law — its kick h |M⁻¹ (F(q, v) − F(q, 0))|, and the
+    law; None when no law's can be told (a friction written as a load was "the damping is too stiff", naming
     nothing)."""
-    best: tuple[str, float] | None = None
+    best: tuple[str, float, object] | None = None
     for law in getattr(system, "force_laws", ()):
         if not law.velocity_dependent:
             continue
         kick = _velocity_kick(law.force, system.inv_mass, q, v, t, h)
         if kick is not None and kick > 0.0 and (best is None or kick > best[1]):
             names = [getattr(e, "name", None) for e in getattr(law, "elements", ())]
-            best = (names[0] if len(names) == 1 and names[0] else law.name or type(law).__name__, kick)
+            best = (names[0] if len(names) == 1 and names[0] else law.name or type(law).__name__, kick, law)
     return best
 
 

@@ -315,3 +315,49 @@ def test_yoshida4_is_not_said_to_flip_where_its_velocity_decays() -> None:
     assert not [w for w in rec if "flips its velocity" in str(w.message)]
     vx = run.velocity("p")[:, 0]
     assert np.all(vx[1:] > 0.0) and np.all(np.diff(vx) < 0.0)  # it decays, without a flip
+
+
+def _slider_with_friction(law: str) -> mbvi.Scene:
+    """A 2 kg block sliding down a 20° incline on a slider at 1.5 m/s against a dry friction μ = 0.5 that stops it
+    (at t = 1.196 s) and holds it: written as a load, sign(v) or tanh(v/ε) with ε = 1e-3 m/s."""
+    m, g, slope, mu = 2.0, 9.81, math.radians(20.0), 0.5
+    down = np.array([math.cos(slope), 0.0, -math.sin(slope)])
+    limit = mu * m * g * math.cos(slope)
+
+    def friction(t, state):
+        v = state.joint_displacement_rate("sl")
+        return tuple(-limit * (np.sign(v) if law == "sign" else math.tanh(v / 1e-3)) * down)
+
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -g))
+    scene.add(mbvi.Particle("block", mass=m, position=(0.0, 0.0, 0.0), velocity=tuple(1.5 * down)))
+    scene.add(mbvi.Prismatic("world", "block", axis=tuple(down), name="sl"))
+    scene.add(mbvi.ExternalForce("block", force=friction, name="friction"))
+    return scene
+
+
+@pytest.mark.parametrize("integrator", ["verlet", "midpoint", "implicit_euler"])
+def test_a_friction_that_jumps_at_a_stop_is_named_and_said_to_jump(integrator: str) -> None:
+    """sign(v) friction at the stop: verlet's message advised implicit_euler and warned off midpoint, both of which
+    fail there too, and told the user to smooth it; the implicit integrators named nothing ("Newton iteration on
+    the implicit step did not converge"). Each now names the load and says it jumps (no damping any step solves)."""
+    with pytest.raises(mbvi.SolverError, match=r"'friction'.*jumps with the velocity.*smooth it") as info:
+        mbvi.simulate(_slider_with_friction("sign"), 3.0, 1e-2, integrator)
+    assert info.value.culprit == "friction" and 1.18 < info.value.time < 1.21
+    assert "integrator='implicit_euler', which solves it" not in str(info.value)
+
+
+def test_a_steep_smooth_friction_is_named_a_damping_with_its_rate() -> None:
+    """A 1 kg slider pushed by 3 N against a friction 5 tanh(v/ε) N, ε = 1e-3 m/s: it creeps at ε atanh(3/5) once
+    slowed, where the friction is a damping of h c/m = h 5/(ε m) = 50 a step at dt = 1e-2, too stiff for verlet's
+    fixed point; its message told the user to smooth a law that is smooth. Named now a damping, with its rate."""
+
+    def push_and_friction(t, state):
+        return (3.0 - 5.0 * math.tanh(state.joint_displacement_rate("sl") / 1e-3), 0.0, 0.0)
+
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("block", mass=1.0, position=(0.0, 0.0, 0.0), velocity=(0.5, 0.0, 0.0)))
+    scene.add(mbvi.Prismatic("world", "block", axis=(1.0, 0.0, 0.0), name="sl"))
+    scene.add(mbvi.ExternalForce("block", force=push_and_friction, name="friction"))
+    with pytest.raises(mbvi.SolverError, match=r"'friction'.*a damping of h c/m ≈ 50 a step") as info:
+        mbvi.simulate(scene, 2.0, 1e-2, "verlet")
+    assert info.value.culprit == "friction" and "jumps" not in str(info.value)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from mbvi.diagnosis import diagnose
+from mbvi.diagnosis import diagnose, stiff_kick, velocity_law
 from mbvi.engine import scheme as SC
 from mbvi.errors import LoadError, SolverError
 from mbvi.hookspecs import hookimpl
@@ -51,7 +51,7 @@ class _NewtonIntegrator(Compiled):
             self._force_jacobians = self.system.force_jacobians(q, v, t)
         return self._force_jacobians
 
-    def _solve(self, residual, jacobian, x0, culprit_q):
+    def _solve(self, residual, jacobian, x0, culprit_q, t):
         sysm = self.system
         try:
             return newton_kkt(
@@ -68,8 +68,14 @@ class _NewtonIntegrator(Compiled):
             raise
         except SolverError as exc:
             # the drift q₀ → x0 = q₀ + h v₀ has the same h|ω| < 1 limit as SHAKE: name a spinning body
-            culprit, hint = diagnose(sysm, culprit_q, (x0 - culprit_q) / self.dt, self.dt, np.zeros(0))
-            raise SolverError(f"{self.name}: {exc.reason}", culprit=culprit, suggested_dt=hint) from exc
+            v0 = (x0 - culprit_q) / self.dt
+            culprit, hint = diagnose(sysm, culprit_q, v0, self.dt, np.zeros(0))
+            reason = f"{self.name}: {exc.reason}"
+            if stiff_kick(sysm, culprit_q, v0, t, self.dt):  # a force that reads the velocity threw Newton off
+                named = velocity_law(sysm, culprit_q, v0, t, self.dt)
+                if named is not None:
+                    culprit, reason = named[0], f"{reason}. {named[1]}"
+            raise SolverError(reason, culprit=culprit, suggested_dt=hint) from exc
 
 
 class Midpoint(_NewtonIntegrator):
@@ -114,7 +120,7 @@ class Midpoint(_NewtonIntegrator):
             _, gd1 = sysm.active_values_and_jacobian(q1)
             return K, G0.T, sysm.active_jacobian(gd1)
 
-        q1, lam, _ = self._solve(residual, jacobian, q0 + h * v0, q0)
+        q1, lam, _ = self._solve(residual, jacobian, q0 + h * v0, q0, t)
         self._y = lam
         v = (q1 - q0) / h
         qm = 0.5 * (q0 + q1)
@@ -165,7 +171,7 @@ class ImplicitEuler(_NewtonIntegrator):
             G1 = sysm.active_jacobian(gd)
             return K, G1.T, G1
 
-        q1, lam, _ = self._solve(residual, jacobian, q0 + h * v0, q0)
+        q1, lam, _ = self._solve(residual, jacobian, q0 + h * v0, q0, t)
         self._y = lam
         v1 = sysm.project_velocity(q1, (q1 - q0) / h)
         return State(q1, v1)
