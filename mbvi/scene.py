@@ -101,8 +101,11 @@ class Scene:
                 self.beams[element.name] = element
                 for part in element.expand():
                     self.add(part)
-            except Exception:  # as it was: no half-added beam (its first nodes were simulated, its name taken)
+            except Exception as exc:  # as it was: no half-added beam (its first nodes were simulated, its name taken)
                 self._take_back(*marks)
+                who = f"{type(element).__name__} {element.name!r}"
+                if type(exc) is ValueError and not str(exc).startswith(who):  # a part's error: say whose part
+                    raise ValueError(f"{who}: {exc} (a part it adds)") from None
                 raise
         else:
             raise ValueError(f"cannot add {element!r} to a scene (not a body, joint or force)")

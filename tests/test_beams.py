@@ -434,3 +434,16 @@ def test_a_blade_spun_up_lags_as_a_cantilever_under_its_inertia_then_straightens
     lumped = 4.0**2 * (1.2 * sum(j * j for j in range(1, 10)) + 0.6 * 100) / 2.8e7  # Σ_j m_j x_j j Ω² ℓ / EA
     assert np.mean(tip[steady, 0]) - 10.0 == pytest.approx(lumped, rel=3e-3)
     assert lumped == pytest.approx(spin_up.centrifugal_stretch(), rel=6e-3)
+
+
+def test_an_error_in_a_part_a_beam_adds_names_the_beam() -> None:
+    """A node name already taken, or a clamp to an unknown body: the part's error ("duplicate body name 'b[0]'",
+    "Spherical 'b:clamp[0]': unknown body 'nohub'") did not say that beam b made that part."""
+    scene = mbvi.Scene()
+    scene.add(mbvi.Particle("b[0]", mass=1.0, position=(5.0, 0.0, 0.0)))
+    beam = dict(start=(0, 0, 0), end=(1, 0, 0), segments=4, density=7800.0, area=1e-4, youngs_modulus=2e11)
+    with pytest.raises(ValueError, match=r"^Beam 'b': duplicate body name 'b\[0\]' \(a part it adds\)$"):
+        scene.add(mbvi.Beam("b", **beam))
+    with pytest.raises(ValueError, match=r"^Beam 'c': Spherical 'c:clamp\[0\]': unknown body 'nohub'"):
+        scene.add(mbvi.Beam("c", **beam, clamp={"start": "nohub"}))
+    assert [body.name for body in scene.bodies] == ["b[0]"]  # as it was
