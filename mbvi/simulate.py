@@ -168,6 +168,13 @@ def _simulate(verify: bool, scene: Scene | System, t_end: float, dt: float, inte
         else:  # t_end − t0 is not a whole number of steps: the last one is shorter, and the run ends at t_end
             result = _ending_at(stepper, cls, system, state, float(t0), nsteps, save_every, callback, last, options)
             info["last_dt"] = last
+    except KeyboardInterrupt as stopped:  # Ctrl-C between chunks of a long run (mbvi.interrupts): what was run
+        part = getattr(stopped, "partial", None)
+        if part is not None and len(part.t):
+            work = _measured(getattr(part, "work", None), part.t)
+            stopped.trajectory = Trajectory.from_states(system, part.t, part.q, part.v, scene=scene, info=info,
+                                                        work=work)  # fmt: skip
+        raise
     except SolverError as failed:
         err = failed
         part = err.partial

@@ -36,7 +36,7 @@ from mbvi.engine.runner import saved_states
 from mbvi.errors import SolverError
 from mbvi.geometry import joint_of_kind
 from mbvi.integrators.base import Integrator
-from mbvi.integrators.compiled import Compiled, Drive
+from mbvi.integrators.compiled import CHUNK, Compiled, Drive
 from mbvi.loads import load_value
 from mbvi.runs import counted, run_info, time_resolution
 from mbvi.scene import Scene
@@ -659,7 +659,8 @@ class Simulator:
 
     # -- stepping ---------------------------------------------------------------------------------
     def step(self, n: int = 1) -> None:
-        """Take ``n`` steps (one compiled call).
+        """Take ``n`` steps (one compiled call; more than :data:`mbvi.integrators.compiled.CHUNK`, in calls of about
+        0.2 s each, between which Ctrl-C stops it: :mod:`mbvi.interrupts`).
 
         Raises
         ------
@@ -674,7 +675,7 @@ class Simulator:
             if fast is not None and type(n) is int and n > 0:  # the common case: one compiled call, nothing else
                 frame, call, drive = fast
                 k = drive.k
-                if k + n < self._capacity:
+                if k + n < self._capacity and n <= CHUNK:  # (more: in chunks, Ctrl-C read between them)
                     if call(frame, k, k + n, drive.j) == 0:  # ST.DONE
                         drive.k = k + n
                         drive.j += n

@@ -23,6 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
         "mbvi._version",
         "mbvi.errors",
         "mbvi.notices",
+        "mbvi.interrupts",
         "mbvi.state",
         "mbvi.geometry",
         "mbvi.hookspecs",

@@ -514,8 +514,9 @@ class Callback:
 
     def _call(self, q, v, nq, t, ints, ni, floats, nf, out, nout) -> int:
         c_double, c_int64 = ctypes.c_double, ctypes.c_int64
-        o = self._view(out, nout, c_double, True)
-        try:
+        o = None
+        try:  # (everything in it: a KeyboardInterrupt that landed before it was printed and swallowed by ctypes)
+            o = self._view(out, nout, c_double, True)
             qv, vv = self._view(q, nq, c_double, False), self._view(v, nq, c_double, False)
             finite = np.isfinite(o).all()
             self.fn(qv, vv, t, self._view(ints, ni, c_int64, False), self._view(floats, nf, c_double, False), o)
@@ -528,7 +529,8 @@ class Callback:
             # swallowed it, and the run went on)
             if self.error is None:
                 self.error, self.error_time = exc, float(t)
-            o[:] = np.nan
+            if o is not None:
+                o[:] = np.nan
             return 1
 
     def reset(self) -> None:

@@ -13,12 +13,13 @@ resumes after them), and a failure, which :mod:`mbvi.diagnosis` turns into a
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
 
-from mbvi import notices
+from mbvi import interrupts, notices
 from mbvi.diagnosis import engine_failure, instability, kernel_failure, reach, recorded_failure
 from mbvi.engine import scheme as SC
 from mbvi.engine.fields import RI, ST
@@ -183,17 +184,39 @@ class Drive:
         ------
         SolverError
             With ``partial`` (the states saved so far); the run state is left at the failing step's start.
+        KeyboardInterrupt
+            Ctrl-C during a run of more than :data:`CHUNK` steps, at the end of the chunk it came in
+            (:mod:`mbvi.interrupts`), with ``partial``; the run state is at that chunk's end.
         """
-        integrator, system, h, t0 = self.integrator, self.integrator.system, self.h, self.t0
         open_ended = self.nsteps is None
         if open_ended:
             self._grow(kstop)
         nsteps = kstop if open_ended else self.nsteps
+        if kstop - self.k <= CHUNK:  # (a Simulator's single steps: no chunks, no signal handler to set)
+            self._advance(kstop, nsteps, callback, None)
+            return
+        with interrupts.deferred() as interrupt:
+            self._advance(kstop, nsteps, callback, interrupt)
+
+    def _advance(self, kstop: int, nsteps: int, callback: Callable[[int], None] | None,
+                 interrupt: interrupts.Interrupt | None) -> None:  # fmt: skip
+        """:meth:`advance_to` in calls of :data:`CHUNK` steps with a ``callback``, else, with an ``interrupt`` to
+        read, of about :data:`mbvi.interrupts.CHECK_EVERY` seconds each, else in one."""
+        integrator, system, h, t0 = self.integrator, self.integrator.system, self.h, self.t0
         rs = self.rs
+        chunk = CHUNK
         while self.k < kstop:
-            stop = kstop if callback is None else min(kstop, self.k + CHUNK)
+            if callback is not None:
+                stop = min(kstop, self.k + CHUNK)
+            else:
+                stop = kstop if interrupt is None else min(kstop, self.k + chunk)
             kstart = self.k
+            began = time.perf_counter()
             status, self.k, self.j = self.call(self.k, stop, nsteps, self.j)
+            if interrupt is not None:
+                took = time.perf_counter() - began
+                if self.k > kstart and took > 0.0:  # the next chunk: about CHECK_EVERY s
+                    chunk = max(CHUNK, min(2**40, int((self.k - kstart) * interrupts.CHECK_EVERY / took)))
             if status in (ST.DONE, ST.NEEDS_NUMPY):  # a load that raised in a step the call then took again
                 failed = recorded_failure(self.model.callbacks, t0, h, t0 + self.k * h)
                 if failed is not None:
@@ -214,6 +237,8 @@ class Drive:
                                      integrator.name, self.model.callbacks, self.scheme)  # fmt: skip
                 err.partial = self._failed_at()
                 raise err
+            if interrupt is not None and interrupt.requested:
+                raise interrupts.interrupted(t0 + self.k * h, self.k, self.partial())
             if callback is not None:
                 callback(self.k)
 

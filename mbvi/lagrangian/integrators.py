@@ -35,11 +35,14 @@ are not variational. :data:`INTEGRATORS` maps each name to its class.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import time
 from typing import Any, ClassVar
 
 import numpy as np
 
+from mbvi import interrupts
 from mbvi._validate import is_number, positive_seconds
 from mbvi.engine.runner import saved_states
 from mbvi.errors import SolverError
@@ -717,11 +720,23 @@ class Run:
             failing step's start.
         """
         nsteps = kstop if self.nsteps is None else self.nsteps
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        long = self.kernels is not None and kstop - self.k > CHUNK  # called in chunks: Ctrl-C read between them
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"), (
+            interrupts.deferred() if long else contextlib.nullcontext()
+        ) as interrupt:
+            chunk = CHUNK
             while self.k < kstop:
-                stop = kstop if callback is None else min(kstop, self.k + CHUNK)
+                if callback is not None:
+                    stop = min(kstop, self.k + CHUNK)
+                else:
+                    stop = kstop if interrupt is None else min(kstop, self.k + chunk)
                 if self.kernels is not None:
+                    kstart, began = self.k, time.perf_counter()
                     self._compiled(stop, nsteps)
+                    if interrupt is not None:  # the next chunk: about CHECK_EVERY s
+                        took = time.perf_counter() - began
+                        if self.k > kstart and took > 0.0:
+                            chunk = max(CHUNK, min(2**40, int((self.k - kstart) * interrupts.CHECK_EVERY / took)))
                     if self.k < stop:  # handed back: the NumPy step takes this one
                         self._numpy_step(nsteps)
                 else:
@@ -730,6 +745,8 @@ class Run:
                         if callback is not None:
                             callback(self.k)
                     continue
+                if interrupt is not None and interrupt.requested:
+                    raise interrupts.interrupted(self.t0 + self.k * self.integrator.dt, self.k, self._partial())
                 if callback is not None:
                     callback(self.k)
 

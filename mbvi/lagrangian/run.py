@@ -172,6 +172,11 @@ def simulate_lagrangian(
         info["last_dt"] = last
     try:
         t, q, v, p = _to_the_end(stepper, state, float(t0), nsteps, save_every, last, options, callback)
+    except KeyboardInterrupt as stopped:  # Ctrl-C between chunks of a long run (mbvi.interrupts): what was run
+        pt, pq, pv, pp = getattr(stopped, "partial", None) or ([], [], [], [])
+        if len(pt):
+            stopped.trajectory = trajectory(system, pt, pq, pv, pp, info=info)
+        raise
     except SolverError as err:
         pt, pq, pv, pp = getattr(err, "partial", ([], [], [], []))
         earlier = None
