@@ -28,10 +28,18 @@ __all__ = [
 ]  # fmt: skip
 
 
+#: t_end − t0 is a whole number n of steps when (t_end − t0)/dt is within this of n, relative to n (the quotient's
+#: rounding, and a t_end summed from steps), and within :data:`WHOLE_STEPS_MOST` of a step: above 5e8 steps the
+#: relative margin alone was half a step, and a run could end dt/2 short of t_end or past it, silently
+WHOLE_STEPS_RELATIVE = 1e-9
+WHOLE_STEPS_MOST = 1e-3
+
+
 def whole_steps(t_end: float, dt: float, t0: float = 0.0) -> bool:
-    """Whether t_end − t0 is a whole number of steps of dt (to 1e-9 relative)."""
+    """Whether t_end − t0 is a whole number of steps of dt (to :data:`WHOLE_STEPS_RELATIVE` of the count, at most
+    :data:`WHOLE_STEPS_MOST` of a step)."""
     ratio = (t_end - t0) / dt
-    return abs(ratio - round(ratio)) < 1e-9 * max(1.0, ratio)
+    return abs(ratio - round(ratio)) < min(WHOLE_STEPS_RELATIVE * max(1.0, ratio), WHOLE_STEPS_MOST)
 
 
 def last_step(t_end: float, dt: float, t0: float, nsteps: int) -> float:
@@ -43,7 +51,8 @@ def last_step(t_end: float, dt: float, t0: float, nsteps: int) -> float:
 
 
 def step_count(t_end: float, dt: float, t0: float = 0.0, save_every: int = 1, who: str = "simulate") -> int:
-    """Validated number of steps ``ceil((t_end − t0)/dt)`` (rounded when within 1e-9 of an integer).
+    """Validated number of steps ``ceil((t_end − t0)/dt)`` (rounded when within 1e-9 of an integer, relative to it,
+    and at most 1e-3: :func:`whole_steps`).
 
     When t_end − t0 is not a whole number of steps, :func:`mbvi.simulate` makes the last one shorter
     (:func:`last_step`) and ends at t_end."""

@@ -101,7 +101,8 @@ def simulate(
         run many states of one with :func:`mbvi.simulate_batch`.
     t_end : float
         End time, s. The number of steps is ``ceil((t_end − t0)/dt)`` (rounded
-        when within 1e-9 of an integer).
+        when within 1e-9 of an integer relative to it, at most 1e-3 of a step;
+        otherwise the last step is shorter and the run ends at t_end).
     dt : float
         Step size, s: at least two float spacings of the clock at t0 and t_end (t0 = 1.7e9 s, a Unix time
         stamp, has times 2.4e-7 s apart; a finer step is refused, its times would repeat).

@@ -149,3 +149,17 @@ def test_a_heavy_fast_body_on_a_hinge_answers_in_seconds_with_every_rattle_integ
             mbvi.simulate(s, 0.05, 1e-3, integrator)
         assert time.perf_counter() - start < 20.0
         assert info.value.suggested_dt < 1e-3
+
+
+def test_a_run_of_billions_of_steps_still_ends_at_t_end_or_says_its_last_step_is_shorter() -> None:
+    """t_end − t0 is a whole number of steps to 1e-9 of the count, relative, but never beyond 1e-3 of a step: above
+    5e8 steps the relative margin alone was half a step, and a run could end dt/2 short of t_end or past it."""
+    from mbvi.runs import last_step, run_numbers, whole_steps
+
+    assert whole_steps(1.0, 1e-3) and whole_steps(0.3, 0.1)  # quotients that round (0.3/0.1 = 2.9999999999999996)
+    assert whole_steps(1e6 + 1e-9, 1e-3)  # 1e9 steps, 1e-6 of a step off: the quotient's rounding
+    t_end = 5e6 + 4e-4  # 5e9 steps and 0.4 of one
+    assert not whole_steps(t_end, 1e-3)
+    *_, nsteps = run_numbers(t_end, 1e-3, save_every=10**6)
+    assert nsteps == 5_000_000_001
+    assert abs(last_step(t_end, 1e-3, 0.0, nsteps) - 4e-4) < 1e-9
