@@ -40,19 +40,31 @@ class LoadSchedule:
     """
 
     def __init__(self, start: list, log: list, t0: float, dt: float) -> None:
-        current = {id(law): values for law, values in start}
+        self._start, self._log = start, log
         self._laws = {id(law): law for law, _ in start}
         self._t0, self._dt = t0, dt
-        self._times, self._values = [-1], [dict(current)]  # from each step on: the values held
-        for step, law, i, value in log:
-            held = current[id(law)].copy()
-            held.hold(i, np.asarray(value, dtype=float))
-            current[id(law)] = held
-            if step == self._times[-1]:  # set again at that step: the last set holds
-                self._values[-1] = dict(current)
-            else:
-                self._times.append(step)
-                self._values.append(dict(current))
+        self._times: list[int] | None = None  # made when first read (:meth:`_held`)
+        self._values: list[dict] = []
+
+    def _held(self) -> tuple[list[int], list[dict]]:
+        """The steps from which the loads hold new values (−1: the start) and the values held from each on.
+
+        Made when a reaction is first read, not with the trajectory: a copy of the law's values a set, 7 µs each
+        (a Simulator's 2e5 sets made trajectory() take 3.5 s, and again at every call, read or not)."""
+        if self._times is None:
+            current = {id(law): values for law, values in self._start}
+            times, values = [-1], [dict(current)]
+            for step, law, i, value in self._log:
+                held = current[id(law)].copy()
+                held.hold(i, np.asarray(value, dtype=float))
+                current[id(law)] = held
+                if step == times[-1]:  # set again at that step: the last set holds
+                    values[-1] = dict(current)
+                else:
+                    times.append(step)
+                    values.append(dict(current))
+            self._times, self._values = times, values
+        return self._times, self._values
 
     def laws(self) -> list:
         """The laws of the loads (ExternalForce, ExternalTorque)."""
@@ -60,13 +72,16 @@ class LoadSchedule:
 
     def switches(self) -> list[int]:
         """The steps from which the loads hold new values (each the index of the state they were set at)."""
-        return [k for k in self._times[1:] if k >= 0]
+        if self._times is not None:
+            return [k for k in self._times[1:] if k >= 0]
+        return sorted({step for step, *_ in self._log if step >= 0})
 
     @contextlib.contextmanager
     def acting(self, t: float) -> Iterator[None]:
         """The laws hold the values that acted at time ``t`` (s) within the block, and their own again after."""
         step = round((t - self._t0) / self._dt)
-        values = self._values[bisect.bisect_right(self._times, step) - 1]
+        times, held = self._held()
+        values = held[bisect.bisect_right(times, step) - 1]
         own = {key: law.values for key, law in self._laws.items()}
         try:
             for key, law in self._laws.items():

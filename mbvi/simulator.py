@@ -635,10 +635,12 @@ class Simulator:
             known = sorted(self._loads)
             raise ValueError(f"Simulator.set_load: unknown load {name!r}; the ExternalForce/ExternalTorque are {known}")
         law, i, attr, slots, row, callable_load, number = found
-        try:
-            f0, f1, f2 = value
+        try:  # (an array's tolist(): Python floats, where iterating it makes NumPy scalars, 8 µs a call)
+            f0, f1, f2 = value.tolist() if type(value) is np.ndarray else value
         except (TypeError, ValueError):
             f0 = None
+        if type(f0) is np.float64 and type(f1) is np.float64 and type(f2) is np.float64:  # a policy's NumPy floats
+            f0, f1, f2 = float(f0), float(f1), float(f2)
         # 3 finite Python floats (x − x is 0 for finite x only); anything else is checked (and named) below
         if not (type(f0) is float and type(f1) is float and type(f2) is float and f0 - f0 == 0.0 and f1 - f1 == 0.0
                 and f2 - f2 == 0.0):  # fmt: skip

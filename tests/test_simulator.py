@@ -378,3 +378,27 @@ def test_a_switch_not_yet_stepped_changes_no_work_and_the_credits_are_kept() -> 
     first, again = sim.trajectory().work, sim.trajectory().work
     np.testing.assert_array_equal(first, again)
     assert first[101] != before[100] + 0.0  # (the switch at state 100 is credited from state 100 on)
+
+
+def test_a_load_set_at_every_step_costs_trajectory_nothing_until_a_reaction_is_read() -> None:
+    """2e4 set_load calls: trajectory() put together the values that acted at each state (a copy of the load's
+    values a set, ~7 µs each) at every call, read or not; now when a reaction is first read, and then they are
+    the ones that acted (a NumPy array of 3 takes set_load's fast path too)."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("bob", mass=1.0, position=(1.0, 0.0, 0.0)))
+    scene.add(mbvi.Rod("world", "bob", name="rod"))
+    scene.add(mbvi.ExternalForce("bob", force=(0.0, 0.0, 0.0), name="push"))
+    sim = mbvi.Simulator(scene, dt=1e-3)
+    for k in range(20000):
+        sim.set_load("push", np.array([0.0, 0.0, 5.0 if k % 2 else -5.0]))
+        sim.step()
+    traj = sim.trajectory()
+    assert traj._loads_along._times is None  # not made yet
+    # the rod's force on the bob at state k balances what acted on the step out of it: its pull on m (a − g − F)
+    force = traj.constraint_force("rod")
+    pushed = np.where(np.arange(len(traj.t)) % 2, 5.0, -5.0)[:-1]
+    radial = traj.position("bob")[:-1] / np.linalg.norm(traj.position("bob")[:-1], axis=1)[:, None]
+    along = np.einsum("ij,ij->i", force[:-1], radial)
+    speed2 = np.einsum("ij,ij->i", traj.velocity("bob")[:-1], traj.velocity("bob")[:-1])
+    expected = -speed2 - np.einsum("ij,ij->i", np.array([0.0, 0.0, -9.81]) + pushed[:, None] * [0, 0, 1], radial)
+    np.testing.assert_allclose(along, expected, atol=1e-9)
