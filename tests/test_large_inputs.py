@@ -52,9 +52,9 @@ def _never(*args, **kwargs):
 
 
 def test_csm_refuses_saved_states_beyond_memory_before_solving(monkeypatch) -> None:
-    """10001 saved states of 3 coordinates, 4 arrays of them (0.92 MiB), on a machine of 1 MiB (half of it
-    allowed): refused with the ValueError every integrator gives (the one ``saved_states`` raises, which verlet's
-    run calls), before solve_ivp is called."""
+    """10001 saved states of 3 coordinates, 4 arrays of them and 16 derived floats a state (2.1 MiB), on a
+    machine of 1 MiB (half of it allowed): refused with the ValueError every integrator gives (the one
+    ``saved_states`` raises, which verlet's run calls), before solve_ivp is called."""
     _machine(monkeypatch, 2**20)
     monkeypatch.setattr(csm, "solve_ivp", _never)
     with pytest.raises(ValueError) as same:
@@ -65,7 +65,8 @@ def test_csm_refuses_saved_states_beyond_memory_before_solving(monkeypatch) -> N
     assert time.perf_counter() - start < 5.0
     message = str(refused.value)
     assert message == str(same.value)
-    assert "4 arrays of 10001 × 3 numbers" in message and "of this machine's 0.000977 GiB" in message
+    # 4 arrays and what the trajectory derives a state (16 floats: 5.33 arrays of 3 coordinates)
+    assert "9.33 arrays of 10001 × 3 numbers" in message and "of this machine's 0.000977 GiB" in message
     assert "save_every" in message
 
 
@@ -74,12 +75,12 @@ def test_csm_memory_check_counts_its_measured_peak(monkeypatch) -> None:
     fewer states (``save_every``, as the message says) makes the refused run fit."""
     assert csm.CSM_ARRAYS == 4  # solve_ivp's columns + sol.y, then sol.y + q + v (tracemalloc: 4.01–4.08)
     saved, nq = 2001, 3  # t_end = 2 s at dt = 1e-3
-    need = csm.CSM_ARRAYS * 8.0 * saved * nq
+    need = (csm.CSM_ARRAYS + runner.DERIVED_PER_STATE / nq) * 8.0 * saved * nq
     _machine(monkeypatch, need / runner.MEMORY_SHARE * 1.01)
     traj = mbvi.simulate(_pendulums(1), t_end=2.0, dt=1e-3, integrator="csm")
     assert traj.q.shape == (saved, nq)
     _machine(monkeypatch, need / runner.MEMORY_SHARE * 0.99)
-    with pytest.raises(ValueError, match=r"the run's saved states, 4 arrays of 2001 × 3 numbers, would take"):
+    with pytest.raises(ValueError, match=r"the run's saved states, 9.33 arrays of 2001 × 3 numbers, would take"):
         mbvi.simulate(_pendulums(1), t_end=2.0, dt=1e-3, integrator="csm")
     fewer = mbvi.simulate(_pendulums(1), t_end=2.0, dt=1e-3, integrator="csm", save_every=10)
     assert fewer.q.shape == (201, nq)

@@ -17,6 +17,8 @@ def test_the_guard_counts_every_array_the_run_holds(monkeypatch) -> None:
     monkeypatch.setattr(runner, "physical_memory", lambda: 2.0 * 2**30)
     nq, dt = 6, 1e-3  # (the double pendulum's two particles)
     steps = int(0.3 * 2**30 / (8 * nq))
-    with pytest.raises(ValueError, match=r"4 arrays of .* would take 1.2 GiB of this machine's 2 GiB: keep fewer"):
+    # and what the trajectory derives a state (16 floats: 2.67 arrays of 6 coordinates more)
+    with pytest.raises(ValueError, match=r"6.67 arrays of .* would take 2 GiB of this machine's 2 GiB: keep fewer"):
         mbvi.simulate(load_scene("double_pendulum").build(), steps * dt, dt)
-    assert runner.RUN_ARRAYS * 0.1 * 2**30 < runner.MEMORY_SHARE * 2.0 * 2**30  # 0.1 GiB arrays would run
+    per_array = runner.RUN_ARRAYS + runner.DERIVED_PER_STATE / nq
+    assert per_array * 0.1 * 2**30 < runner.MEMORY_SHARE * 2.0 * 2**30  # 0.1 GiB arrays would run

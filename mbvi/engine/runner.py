@@ -82,6 +82,10 @@ MEMORY_SHARE = 0.5
 #: arrays of a saved-state array's size a run holds at its peak: its positions and velocities, and the
 #: trajectory's work of them (measured: a run whose arrays were 0.7 GiB each peaked at 2.43 GiB)
 RUN_ARRAYS = 4
+#: floats a run and its trajectory hold per saved state besides those arrays: its time, work, energies,
+#: constraint error, momenta (3 + 3) and what saving it copies (measured: a pendulum, nq = 3, peaked at 6.8
+#: arrays of its states while saving, where RUN_ARRAYS alone counted 4)
+DERIVED_PER_STATE = 16
 
 
 def check_memory(
@@ -96,7 +100,7 @@ def check_memory(
     need = 8.0 * math.prod(int(n) for n in shape) * copies
     have = physical_memory()
     if need > MEMORY_SHARE * have:
-        each = f"{copies} arrays of " if copies > 1 else ""
+        each = f"{copies:.3g} arrays of " if copies > 1 else ""
         raise ValueError(
             f"{what}, {each}{' × '.join(str(int(n)) for n in shape)} numbers, would take {need / 2**30:.3g} GiB of "
             f"this machine's {have / 2**30:.3g} GiB: {advice}"
@@ -128,11 +132,13 @@ def saved_states(shape: tuple[int, ...], zero: bool = False) -> np.ndarray:
     Raises
     ------
     ValueError
-        When the run holding such states (:data:`RUN_ARRAYS` arrays of this size at its peak) would take more
+        When the run holding such states (:data:`RUN_ARRAYS` arrays of this size at its peak, and
+        :data:`DERIVED_PER_STATE` floats a state) would take more
         than half of this machine's memory (saying how much, and what to change), rather than numpy's
         MemoryError, an out-of-memory kill or a machine swapping for minutes.
     """
-    check_memory(shape, copies=RUN_ARRAYS)  # (the run's peak, not this array's alone)
+    # (the run's peak, not this array's alone)
+    check_memory(shape, copies=RUN_ARRAYS + DERIVED_PER_STATE / max(1, int(shape[-1])) if len(shape) else RUN_ARRAYS)
     make = np.zeros if zero else np.empty
     if _HUGEPAGE is None:
         return make(shape)

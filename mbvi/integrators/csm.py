@@ -15,7 +15,7 @@ from scipy.integrate import solve_ivp
 
 from mbvi._validate import is_number
 from mbvi.diagnosis import adaptive_remedy
-from mbvi.engine.runner import RunResult, check_memory, nsave
+from mbvi.engine.runner import DERIVED_PER_STATE, RunResult, check_memory, nsave
 from mbvi.errors import LoadError, SolverError
 from mbvi.hookspecs import hookimpl
 from mbvi.integrators.base import Integrator
@@ -200,7 +200,7 @@ class CSM(Integrator):
         n = self.system.nq
         # before anything runs: what its saved states would take (the same ValueError as every other integrator's),
         # not numpy's MemoryError or an out-of-memory kill minutes into the run
-        check_memory((nsave(nsteps, save_every), n), copies=CSM_ARRAYS)
+        check_memory((nsave(nsteps, save_every), n), copies=CSM_ARRAYS + DERIVED_PER_STATE / max(1, n))
         k = np.arange(0, nsteps + 1, save_every)
         if k[-1] != nsteps:
             k = np.append(k, nsteps)
