@@ -283,6 +283,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
             _save(err.trajectory, args.out)
             raise CLIError(f"{err} (partial trajectory saved to {args.out})") from err
         raise
+    except KeyboardInterrupt as stopped:  # Ctrl-C: what was run is kept, as a failed run's is
+        kept = getattr(stopped, "trajectory", None)
+        if args.out and kept is not None:
+            _save(kept, args.out)
+            said = f"at t = {kept.t[-1]:.6g} s; the states run so far are saved to {args.out}"
+            raise KeyboardInterrupt(said) from None
+        raise
     elapsed = time.perf_counter() - start
     from mbvi.runs import step_count
 
@@ -629,8 +636,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except (CLIError, ValueError, FileNotFoundError, SolverError) as exc:
         print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as stopped:
+        said = str(stopped) if str(stopped).startswith("at t = ") else ""  # (the run's own, not a bare Ctrl-C's)
+        print(f"{PROG}: interrupted" + (f" {said}" if said else ""), file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader went away (`mbvi integrators | head -3`): stop quietly, as Unix tools do
         devnull = os.open(os.devnull, os.O_WRONLY)

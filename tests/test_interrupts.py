@@ -9,6 +9,7 @@ and the run raises ``KeyboardInterrupt`` between chunks with the states run so f
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -79,3 +80,39 @@ def test_ctrl_c_during_a_run_is_a_flag_read_between_its_chunks() -> None:
     with pytest.raises(KeyboardInterrupt):  # outside a run: as Python does
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.01)
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals: main thread only")
+def test_ctrl_c_on_the_command_line_says_so_in_one_line_and_saves_what_was_run(tmp_path, capsys, monkeypatch) -> None:
+    import mbvi
+    from mbvi.cli import main
+
+    scene = tmp_path / "pendulum.py"
+    scene.write_text(
+        "import mbvi\nT_END = 1e6\nDT = 1e-3\n\ndef build():\n    s = mbvi.Scene(gravity=(0, 0, -9.81))\n"
+        "    s.add(mbvi.Particle('a', mass=1.0, position=(1, 0, 0)))\n    s.add(mbvi.Rod('world', 'a'))\n    return s\n"
+    )
+    out = tmp_path / "run.npz"
+    press = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))  # Ctrl-C 1 s into the run
+    deferred, began = interrupts.deferred, []
+
+    @contextlib.contextmanager
+    def running():  # the run has begun (its scene loaded, its kernels compiled): the key is pressed 1 s later
+        with deferred() as interrupt:
+            if not began:
+                began.append(time.perf_counter())
+                press.start()
+            yield interrupt
+
+    monkeypatch.setattr(interrupts, "deferred", running)
+    try:
+        code = main(["run", str(scene), "--option", "save_every=1000", "--out", str(out), "--no-progress"])
+    finally:
+        press.cancel()
+    took = time.perf_counter() - began[0]
+    err = capsys.readouterr().err
+    assert code == 130 and took < 5.0, err[-2000:]
+    assert len(err.strip().splitlines()) == 1 and err.startswith("mbvi: interrupted at t = "), err[-2000:]
+    assert f"the states run so far are saved to {out}" in err
+    kept = mbvi.Trajectory.load(out)
+    assert len(kept.t) > 10 and kept.t[-1] == pytest.approx(float(err.split("at t = ")[1].split(" s;")[0]))
