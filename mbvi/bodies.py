@@ -177,6 +177,19 @@ class RigidBody(Body):
             if shape is None:
                 raise ValueError(f"{owner}: give an inertia or a shape")
             inertia = self.mass * shape.unit_inertia()
+        self._set_inertia(inertia)
+        self.position = vector3(position, "position", owner)
+        self.orientation = _orientation_matrix(orientation, owner)
+        self.velocity = vector3(velocity, "velocity", owner)
+        self.angular_velocity = vector3(angular_velocity, "angular_velocity", owner)
+        _check_representable(
+            owner, self.mass, self.position, self.velocity, self.principal_inertia, self.angular_velocity
+        )
+
+    def _set_inertia(self, inertia: Any) -> None:
+        """Check an inertia (3 principal moments or a 3×3 tensor, kg m²) and keep its principal moments and axes,
+        and the masses of the rotation columns they give."""
+        owner = f"RigidBody {self.name!r}"
         try:
             J = np.asarray(inertia)
             if J.dtype.kind not in "iuf":
@@ -210,25 +223,38 @@ class RigidBody(Body):
             )
         if np.linalg.det(axes) < 0:
             axes[:, 2] *= -1
-        #: principal moments of inertia, kg m², shape (3,)
-        self.principal_inertia = moments
-        #: principal axes as columns in the body frame, shape (3, 3)
-        self.principal_axes = axes
-        #: the diagonal masses of the three rotation columns, kg m²
-        self.column_masses = d
-        self.position = vector3(position, "position", owner)
-        self.orientation = _orientation_matrix(orientation, owner)
-        self.velocity = vector3(velocity, "velocity", owner)
-        self.angular_velocity = vector3(angular_velocity, "angular_velocity", owner)
-        _check_representable(
-            owner, self.mass, self.position, self.velocity, self.principal_inertia, self.angular_velocity
-        )
+        for array in (moments, axes, d):
+            array.flags.writeable = False  # (set through ``inertia``: a value written into them was not simulated)
+        self._principal_inertia, self._principal_axes, self._column_masses = moments, axes, d
+
+    @property
+    def principal_inertia(self) -> np.ndarray:
+        """Principal moments of inertia, kg m², shape (3,), ascending (read-only: set ``inertia``)."""
+        return self._principal_inertia
+
+    @property
+    def principal_axes(self) -> np.ndarray:
+        """Principal axes as columns in the body frame, shape (3, 3) (read-only: set ``inertia``)."""
+        return self._principal_axes
+
+    @property
+    def column_masses(self) -> np.ndarray:
+        """The diagonal masses of the three rotation columns, kg m² (½ tr J − Jᵢ; read-only: set ``inertia``)."""
+        return self._column_masses
 
     @property
     def inertia(self) -> np.ndarray:
-        """Inertia tensor about the centre of mass in the body frame, kg m², shape (3, 3)."""
+        """Inertia tensor about the centre of mass in the body frame, kg m², shape (3, 3); set it (3 principal
+        moments or a tensor) and it is checked as the constructor checks it. Changing the mass or the shape does
+        not change it."""
         V = self.principal_axes
         return V @ np.diag(self.principal_inertia) @ V.T
+
+    @inertia.setter
+    def inertia(self, value: Any) -> None:
+        self._set_inertia(value)
+        _check_representable(f"RigidBody {self.name!r}", self.mass, self.position, self.velocity,
+                             self.principal_inertia, self.angular_velocity)  # fmt: skip
 
     def __repr__(self) -> str:
         return f"RigidBody({self.name!r}, mass={self.mass:g}, position={self.position.tolist()})"

@@ -324,6 +324,8 @@ class Simulator:
         self._start = State(state.q.copy(), state.v.copy())
         self.stepper = cls(system, float(dt), **options)
         self._info = run_info(cls, dt, options)
+        # what its loads' callables read now: its compiled run froze them (its reactions must read the same)
+        self._load_keys = system._load_keys()
         compiled = isinstance(self.stepper, Compiled)
         kernel = getattr(type(self.stepper), "kernel", None) is not None  # a compiled step plugin: the engine's model
         model = self.stepper.engine_model() if compiled else system.engine_model() if kernel else None
@@ -883,6 +885,7 @@ class Simulator:
             if self._drive is not None:  # how its steps went, as simulate's trajectory says it
                 counted(info, self._drive.counters())
             traj = Trajectory.from_states(self.system, t, Q, V, scene=self.scene, info=info, work=work)
+            traj._load_keys = self._load_keys
         if self._loads:  # the loads as set along the run (or as they are now, none set yet): a set after this
             from mbvi.reactions import LoadSchedule  # does not change the reactions of these states
 

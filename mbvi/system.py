@@ -470,22 +470,38 @@ class System:
             self._engine_keys = keys
         return self._engine
 
+    def _load_functions(self) -> list[tuple[str, Any]]:
+        """The loads' callables (a controller ``(t, state)``, a force of t), each with its element's label."""
+        return [(f"{type(e).__name__} {getattr(e, 'name', '')!r}", f) for law in self.laws
+                for e in getattr(law, "elements", ())
+                for f in (getattr(e, "force", None), getattr(e, "torque", None)) if callable(f)]  # fmt: skip
+
     def _load_keys(self) -> tuple:
         """What the loads' callables (a controller ``(t, state)``, a force of t) compile from: their code and the
         values of the globals and closure cells they read (:func:`mbvi.engine.callbacks.code_key`)."""
-        fns = [f for law in self.laws for e in getattr(law, "elements", ())
-               for f in (getattr(e, "force", None), getattr(e, "torque", None)) if callable(f)]  # fmt: skip
+        fns = self._load_functions()
         if not fns:
             return ()
         from mbvi.engine.callbacks import code_key
 
         keys = []
-        for fn in fns:
+        for _, fn in fns:
             try:
                 keys.append(code_key(fn))
             except Exception:  # (a callable code_key cannot read: a builtin, a C function) kept as it is
                 keys.append(id(fn))
         return tuple(keys)
+
+    def _changed_loads(self, keys: tuple) -> list[str]:
+        """The loads whose callables compile from other values now than when ``keys`` (:meth:`_load_keys`) was
+        taken (a global they read set anew since a run: its reactions would read the new values)."""
+        now = self._load_keys()
+        if now == keys:
+            return []
+        labels = [label for label, _ in self._load_functions()]
+        if len(now) != len(keys):
+            return labels
+        return [label for label, a, b in zip(labels, now, keys, strict=True) if a != b]
 
     def engine_spec(self) -> ModelSpec:
         """What the compiled engine is built from: the active rows, their pattern and plan, the bodies, and each

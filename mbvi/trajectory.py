@@ -40,6 +40,12 @@ class _OnFirstUse:
         return value
 
 
+def _load_keys(system: Any) -> tuple:
+    """What the loads' callables of ``system`` read now (:meth:`mbvi.System._load_keys`), () for one without."""
+    keys = getattr(system, "_load_keys", None)
+    return keys() if keys is not None else ()
+
+
 def _whole(value: Any, what: str) -> int:
     """``value`` as a whole number of frames (numpy integers too), or a ValueError naming ``what``: a float
     count took its integer part, silently (``head(2.7)`` gave 2 frames)."""
@@ -93,6 +99,7 @@ class Trajectory:
     constraint_error = _OnFirstUse()
     _system = None  # (an unpickled trajectory has no System)
     _loads_along = None  # what a Simulator's set_load gave the System's loads along the run (mbvi.reactions)
+    _load_keys: tuple = ()  # what the loads' callables read when the run was made (System._load_keys)
 
     def __init__(
         self,
@@ -169,6 +176,7 @@ class Trajectory:
             work=work if work is not None or system.has_forces else np.zeros(len(q)),
         )
         out._system = system
+        out._load_keys = _load_keys(system)
         return out
 
     @classmethod
@@ -207,7 +215,7 @@ class Trajectory:
         # one template, copied per member (the per-member constructor's checks cost ~10 µs a member)
         first = cls(**{k: (a if k == "t" else a[0]) for k, a in fields.items()}, geometry=system.geometry,
                     scene=scene, info=info)  # fmt: skip
-        first._system = system
+        first._system, first._load_keys = system, _load_keys(system)
         # each member's views of the batch arrays, made by iterating over the batch axis (in C), as rows
         keys = [k for k in fields if k != "t"]
         rows = list(zip(*(list(fields[k]) for k in keys), strict=True))
@@ -289,7 +297,7 @@ class Trajectory:
             work=work,
             **kw,
         )
-        out._system, out._loads_along = self._system, self._loads_along
+        out._system, out._loads_along, out._load_keys = self._system, self._loads_along, self._load_keys
         counted = start or hasattr(self, "_turns_from") or "joint_turns" in self.info
         if counted and len(out.t):  # its joints' turns count on from this run's at its first state (joint_angle),
             out._turns_from = (self, start)  # a part of a part, or of a saved part, as that part counts them
@@ -427,6 +435,13 @@ class Trajectory:
         j = system.layout.joints.get(joint)
         body = reactions.read_body(system, joint, body, (j.a, j.b) if j is not None else None)
         if "_multipliers" not in self.__dict__:  # (both kept for every joint read after: O(states × entries))
+            changed = system._changed_loads(self._load_keys) if self._load_keys else []
+            if changed:  # the reactions evaluate the loads again: with what they read now, not what acted
+                raise ValueError(
+                    f"constraint forces are computed from the loads at each state, and {', '.join(changed)} now "
+                    "reads other values than it did in the run (a global or closure value set anew since): read "
+                    "the reactions before changing what a load reads, or simulate again"
+                )
             with np.errstate(all="ignore"):
                 self.__dict__["_multipliers"], self.__dict__["_jacobians"] = reactions.multipliers(
                     system, self.t, self.q, self.v, self._loads_along

@@ -176,3 +176,42 @@ def test_every_joint_of_many_pendulums_reads_its_own_tension_from_one_pass_over_
         r = x / reach[:, None]
         tension = m * np.sum(v * v, axis=1) / reach + m * (r @ np.array([0.0, 0.0, -G]))
         np.testing.assert_allclose(force, -tension[:, None] * r, rtol=0, atol=1e-9 * m * G)
+
+
+PUSH = 0.0
+
+
+def _pushed(t):
+    return (0.0, 0.0, PUSH)
+
+
+def test_reactions_of_a_run_are_refused_once_its_load_reads_other_values() -> None:
+    """A load reading a global set anew after the run (a notebook trying another value): the reactions, computed
+    when first read from the loads at each state, read the new value — the rod's pull on the bob came out
+    (27.1, 0, −12.7) N where it is (−11.3, 0, 5.3), |T| = m g cos θ + m v²/L — silently. They are refused, naming
+    the load; read before the change, or after it is undone, they are those of the run."""
+    global PUSH
+
+    def build() -> mbvi.Scene:
+        scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+        scene.add(mbvi.Particle("bob", mass=1.0, position=(1.0, 0.0, 0.0)))
+        scene.add(mbvi.Rod("world", "bob", name="rod"))
+        scene.add(mbvi.ExternalForce("bob", force=_pushed, name="push"))
+        return scene
+
+    PUSH = 0.0
+    try:
+        run = mbvi.simulate(build(), 0.3, 1e-3)
+        sim = mbvi.Simulator(build(), dt=1e-3)
+        sim.step(300)
+        PUSH = 100.0
+        for traj in (run, sim.trajectory()):
+            with pytest.raises(ValueError, match=r"ExternalForce 'push' now reads other values than it did in the run"):
+                traj.constraint_force("rod")
+        PUSH = 0.0  # as in the run again
+        pull = run.constraint_force("rod")[-1]
+        x, v = run.position("bob")[-1], run.velocity("bob")[-1]
+        tension = G * -x[2] / np.linalg.norm(x) + v @ v / np.linalg.norm(x)
+        np.testing.assert_allclose(pull, -tension * x / np.linalg.norm(x), rtol=1e-6)
+    finally:
+        PUSH = 0.0

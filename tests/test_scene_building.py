@@ -383,3 +383,30 @@ def test_a_joint_pickled_before_its_parameters_were_checked_still_loads() -> Non
     np.testing.assert_array_equal(back.anchor, [1.0, 2.0, 3.0])
     np.testing.assert_array_equal(back.axis, [0.0, 1.0, 0.0])
     assert back.initial_angle == 0.5 and back.name == "h"
+
+
+def test_a_rigid_bodys_inertia_set_after_it_is_made_is_checked_and_simulated() -> None:
+    """``principal_inertia`` was a plain attribute: set (or written into), the body reported the new inertia, the
+    joint-coordinate form used it, and simulate ran the old one from the column masses made at construction;
+    triangle-breaking values were taken silently, and ``inertia`` had no setter. Now ``inertia`` is set, checked,
+    and both forms run it; the derived arrays are read-only."""
+
+    def arm(inertia) -> tuple[mbvi.Scene, mbvi.RigidBody]:
+        scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+        body = scene.add(mbvi.RigidBody("arm", mass=1.0, inertia=inertia, position=(0.0, 0.0, -0.5)))
+        scene.add(mbvi.Revolute("world", "arm", anchor=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0), name="h"))
+        body.velocity, body.angular_velocity = (-1.0, 0.0, 0.0), (0.0, 2.0, 0.0)
+        return scene, body
+
+    scene, body = arm((0.01, 0.01, 0.002))
+    body.inertia = (1.0, 1.0, 0.002)
+    swung = mbvi.simulate(scene, 1.0, 1e-3).joint_angle("h")[-1]
+    assert swung == mbvi.simulate(arm((1.0, 1.0, 0.002))[0], 1.0, 1e-3).joint_angle("h")[-1]
+    assert mbvi.simulate(mbvi.LagrangianSystem.from_scene(scene), 1.0, 1e-3).q[-1, 0] == pytest.approx(swung, abs=1e-5)
+    with pytest.raises(ValueError, match="RigidBody 'arm': inertia breaks the triangle inequality"):
+        body.inertia = (1.0, 0.1, 0.1)
+    np.testing.assert_array_equal(np.diag(body.inertia), [1.0, 1.0, 0.002])  # unchanged by the refused value
+    with pytest.raises(ValueError, match="read-only"):
+        body.principal_inertia[0] = 5.0
+    with pytest.raises(AttributeError):
+        body.principal_inertia = (1.0, 1.0, 1.0)
