@@ -92,6 +92,7 @@ class Scene:
             if hasattr(element, "check_targets"):  # (a plugin's element may be no mbvi.Force subclass)
                 element.check_targets(self._body_kind, lambda j: self._joints[j].kind)
             element = self._named(element, self._unique(element.name, element.explicit_name, "force", element))
+            element._added_targets = _targets(element)  # (check() finds them changed: a spring's b set anew)
             self._forces.append(element)
         elif hasattr(element, "expand"):
             if element.name in self.beams or element.name in self._bodies:
@@ -334,11 +335,26 @@ class Scene:
                 raise ValueError(f"{_owner(force)}: its name was changed after it was added to the scene, to one "
                                  "another joint or force has")  # fmt: skip
             names.add(force.name)
+            added = getattr(force, "_added_targets", None)
+            if added is not None and _targets(force) != added:
+                now = _targets(force)
+                changed = (["bodies"] if now[0] != added[0] else []) + [
+                    f"{n} ({was!r} → {is_!r})" for n, was, is_ in zip(("a", "b", "body", "joint"), added[1], now[1],
+                                                                       strict=True) if was != is_]  # fmt: skip
+                raise ValueError(f"{_owner(force)}: what it acts on was changed after it was added to the scene "
+                                 f"({', '.join(changed)}): add a new force instead")  # fmt: skip
             self._require_targets(force)
         recheck([*self._bodies.values(), *self._joints.values(), *self._forces])
 
     def __repr__(self) -> str:
         return f"Scene({len(self._bodies)} bodies, {len(self._joints)} joints, {len(self._forces)} forces)"
+
+
+def _targets(force: Any) -> tuple:
+    """What a force acts on, every way it says so: its ``bodies`` and its ``a``, ``b`` or ``body`` (the laws read
+    these; a spring's ``b`` set anew moved the force while ``bodies`` still named the old body)."""
+    bodies = tuple(getattr(force, "bodies", ()) or ())
+    return bodies, tuple(getattr(force, n, None) for n in ("a", "b", "body", "joint"))
 
 
 def _owner(element: Any) -> str:

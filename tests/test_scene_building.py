@@ -410,3 +410,21 @@ def test_a_rigid_bodys_inertia_set_after_it_is_made_is_checked_and_simulated() -
         body.principal_inertia[0] = 5.0
     with pytest.raises(AttributeError):
         body.principal_inertia = (1.0, 1.0, 1.0)
+
+
+@pytest.mark.parametrize("change", ["b", "bodies"])
+def test_a_force_retargeted_after_it_was_added_is_refused_naming_what_changed(change: str) -> None:
+    """``spring.b = "c"`` after the add moved the spring's pull to c while ``spring.bodies`` still named a;
+    ``spring.bodies = (…, "c")`` was ignored (the laws read a and b): check() now refuses both, as it refuses a
+    joint's bodies changed, naming what changed (its docstring said it did)."""
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.Particle("a", mass=1.0, position=(1.0, 0.0, 0.0)))
+    scene.add(mbvi.Particle("c", mass=1.0, position=(0.0, 2.0, 0.0)))
+    spring = scene.add(mbvi.Spring("world", "a", stiffness=4.0, rest_length=0.5, name="spr"))
+    if change == "b":
+        spring.b = "c"
+    else:
+        spring.bodies = ("world", "c")
+    said = r"b \('a' → 'c'\)" if change == "b" else "bodies"
+    with pytest.raises(ValueError, match=rf"^Spring 'spr': what it acts on was changed after it was added .*{said}"):
+        mbvi.simulate(scene, 0.1, 1e-3)
