@@ -201,6 +201,7 @@ def test_free_body_near_its_intermediate_axis_at_two_radians_per_step(integrator
     assert np.sum(np.sign(w_body[:-1, 1]) != np.sign(w_body[1:, 1])) >= 2  # it tumbles (Dzhanibekov flips)
 
 
+@pytest.mark.filterwarnings("ignore:integrator .* with max_turn=inf turned rigid body:RuntimeWarning")
 def test_free_body_energy_band_without_refinement_stays_bounded() -> None:
     """Refinement off (``max_turn=inf``), h|ω| = 2: every step exists; the energy oscillates in a band, no drift."""
     J = np.array([1.0, 2.0, 2.5])

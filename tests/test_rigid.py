@@ -8,6 +8,7 @@ of the compound pendulum and the steady-precession relation of the heavy top.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -428,6 +429,7 @@ def test_spin_beyond_the_rattle_limit_under_midpoint_raises_a_solver_error_namin
 @pytest.mark.parametrize("turn", [1.05, 3.0, 10.0])
 # 10 rad a step, substepping off: the momentum maps stay exact but the energy is off by 12 %, which simulate says
 @pytest.mark.filterwarnings("ignore:integrator .* the energy balance:RuntimeWarning")
+@pytest.mark.filterwarnings("ignore:integrator .* with max_turn=inf turned rigid body:RuntimeWarning")
 def test_spin_beyond_the_rattle_limit_is_stepped_on_the_lie_group(integrator: str, turn: float) -> None:
     """h|ω| = 1.05 … 10 rad per step, refinement off: every step exists and keeps the momentum maps exactly."""
     dt = 1e-3
@@ -444,6 +446,7 @@ def test_spin_beyond_the_rattle_limit_is_stepped_on_the_lie_group(integrator: st
 
 
 @pytest.mark.parametrize("turn", [0.5, 0.9, 2.0, 10.0])
+@pytest.mark.filterwarnings("ignore:integrator .* with max_turn=inf turned rigid body:RuntimeWarning")
 def test_uniform_spin_turns_by_the_cayley_angle_per_step(turn: float) -> None:
     """About a principal axis a step turns by 2 atan(x/2), x + x³/4 = h|ω| (the Cayley discrete Lagrangian)."""
     scene = mbvi.Scene(gravity=None)
@@ -476,3 +479,26 @@ def test_substeps_make_a_fast_body_s_run_the_same_at_every_step_above_max_turn_o
     e_fine = np.abs(final_rotation(1e-3, max_turn=math.inf)[0] - reference).max()
     order = math.log2(e_coarse / e_fine)
     assert 1.7 <= order <= 2.4, f"measured order {order:.2f} ({e_coarse:.3g}, {e_fine:.3g})"
+
+
+def _gimbal() -> mbvi.Scene:
+    """A frame yawing at 2 rad/s about z carrying a wheel spinning at 1000 rad/s on an axle along x (no gravity)."""
+    scene = mbvi.Scene(gravity=None)
+    scene.add(mbvi.RigidBody("frame", mass=1.0, inertia=(0.1, 0.1, 0.15), angular_velocity=(0.0, 0.0, 2.0)))
+    scene.add(mbvi.RigidBody("wheel", mass=0.5, inertia=(0.02, 0.011, 0.011), angular_velocity=(1000.0, 0.0, 2.0)))
+    scene.add(mbvi.Revolute("world", "frame", anchor=(0, 0, 0), axis=(0, 0, 1), name="yaw"))
+    scene.add(mbvi.Revolute("frame", "wheel", anchor=(0, 0, 0), axis=(1, 0, 0), name="axle"))
+    return scene
+
+
+def test_a_spin_past_a_radian_a_step_with_max_turn_off_warns_naming_the_body() -> None:
+    """max_turn=inf at dt = 1e-2 (h|ω| = 10): the yaw the wheel rides on ran 14 % slow (1.728 rad at 1 s for 2), its
+    energy exact to 1e-14, silently; it warns now, naming the wheel. The default max_turn keeps the yaw."""
+    with pytest.warns(RuntimeWarning, match=r"max_turn=inf turned rigid body 'wheel' by h\|ω\| = 10 rad"):
+        off = mbvi.simulate(_gimbal(), 1.0, 1e-2, max_turn=math.inf)
+    assert abs(off.joint_angle("yaw")[-1] - 2.0) > 0.1  # what it warns of
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        kept = mbvi.simulate(_gimbal(), 1.0, 1e-2)
+        slow = mbvi.simulate(_gimbal(), 1.0, 1e-4, max_turn=math.inf)  # h|ω| = 0.1: silent
+    assert abs(kept.joint_angle("yaw")[-1] - 2.0) < 1e-2 and abs(slow.joint_angle("yaw")[-1] - 2.0) < 1e-3
