@@ -184,6 +184,8 @@ def _members(scene, system, cls, stepper, initial_states, t0: float, nsteps: int
     raise_interrupts(model.callbacks)
     with np.errstate(over="ignore", invalid="ignore"):  # (each member's work as its run alone measures it)
         trajs = Trajectory.many_from_states(system, t, Qs, Vs, status[:, RI.SAVED], scene=scene, info=info, work=W)
+    for b, traj in enumerate(trajs):  # its steps taken in substeps, as its run alone counts them
+        traj.info["refined_steps"] = int(status[b, RI.REFINED])
     stopped: dict[int, Any] = {b: None for b in range(len(Q)) if status[b, RI.STATUS] not in (ST.DONE, ST.NEEDS_NUMPY)}
     for b in stopped:  # as a run alone keeps it: the failing step's start, off the save grid
         trajs[b] = _up_to_failure(system, scene, info, t, Qs[b], Vs[b], W[b], status[b], stepper.dt, ends, b)
