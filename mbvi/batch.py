@@ -307,6 +307,7 @@ def _on_the_joints(system, Q: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np
         A member's positions violate a joint (naming the member and the joint).
     """
     changes: dict[int, float] = {}
+    given: dict[int, np.ndarray] = {}
     for b in _off_the_joints(system, Q, V):
         try:
             state, change = joint_state(system, Q[b], V[b])
@@ -315,13 +316,15 @@ def _on_the_joints(system, Q: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np
                 f"simulate_batch: initial state {b} violates the constraints: {exc}; give positions on the joints "
                 "(e.g. a trajectory's or an equilibrium's state)"
             ) from None
+        v0 = V[b].copy()
         Q[b], V[b] = state.q, state.v
         if change:
-            changes[b] = change
+            changes[b], given[b] = change, v0
     if changes:
         worst = max(changes, key=changes.__getitem__)
         members = list(changes)
         largest = f"largest change {changes[worst]:.3g}" + (f", member {worst}" if len(members) > 1 else "")
+        largest += ": " + system.projected_velocities(Q[worst], given[worst], V[worst])
         notices.warn(
             f"simulate_batch: the initial velocities of {named_members(members, len(Q))} violate the joints; projected "
             f"onto them ({largest})",

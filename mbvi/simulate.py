@@ -601,7 +601,8 @@ def on_the_joints(system, q: np.ndarray, v: np.ndarray, who: str) -> State:
         ) from None
     if corr:
         notices.warn(
-            f"{who}: the initial velocities violate the joints; projected onto them (largest change {corr:.3g})",
+            f"{who}: the initial velocities violate the joints; projected onto them: "
+            f"{system.projected_velocities(state.q, v, state.v)}",
             ConstraintWarning,
         )
     return state

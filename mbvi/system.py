@@ -645,6 +645,28 @@ class System:
             q -= self.inv_mass * self.G_rmatvec(data, factor.solve(g))
         raise SolverError(f"projection onto the constraints did not converge (residual {r:.3g})")
 
+    def projected_velocities(self, q: np.ndarray, v0: np.ndarray, v: np.ndarray) -> str:
+        """What projecting the velocities ``v0`` onto the joints at ``q`` (giving ``v``) changed, for a warning: the
+        body whose velocity changed most, by how much (m/s at its centre, rad/s for a rigid body's turn), and the
+        joint its given velocity violated most."""
+        from mbvi import kinematics
+
+        layout, change = self.layout, np.abs(v - v0)
+        worst = int(np.argmax(change))
+        body = max((name for name, o in layout.offset.items() if o <= worst), key=lambda n: layout.offset[n])
+        o = layout.offset[body]
+        if layout.kind(body) == "rigid" and worst >= o + 3:
+            r = q[o + 3 : o + 12].reshape(3, 3)
+            turn = kinematics.angular_velocity(r, v[o + 3 : o + 12].reshape(3, 3) - v0[o + 3 : o + 12].reshape(3, 3))
+            said = f"the angular velocity of RigidBody {body!r} by {float(np.linalg.norm(turn)):.3g} rad/s"
+        else:
+            kind = "RigidBody" if layout.kind(body) == "rigid" else "Particle"
+            said = f"the velocity of {kind} {body!r} by {float(np.linalg.norm(v[o:o + 3] - v0[o:o + 3])):.3g} m/s"
+        _, data = self.active_values_and_jacobian(q)
+        rates = np.abs(self.G_matvec(data, v0)) / self.active_scale
+        joint = self.rows.owner[int(self.active[int(np.argmax(rates))])] if len(rates) else None
+        return said + (f" (the given velocities violated {joint} most)" if joint else "")
+
     def initial_state(self, warn: bool = True) -> State:
         """The scene's initial state: positions on the constraints, velocities projected onto them."""
         q = self.project_position(self.layout.q0)
@@ -654,7 +676,7 @@ class System:
         vmag = float(np.max(np.abs(v0))) if self.nq else 0.0
         if warn and corr > 1e-9 * max(vmag, 1e-300) and corr > 1e-12:
             notices.warn(
-                f"initial velocities violate the joints; projected onto them (largest change {corr:.3g})",
+                f"initial velocities violate the joints; projected onto them: {self.projected_velocities(q, v0, v)}",
                 ConstraintWarning,
             )
         return State(q, v)

@@ -87,6 +87,7 @@ def _spun_up_rotor() -> mbvi.Scene:
 @pytest.mark.parametrize("max_turn", [0.1, math.inf])
 # up to 5 rad a step with substepping off: ω stays exact, the energy is off by half, which simulate says
 @pytest.mark.filterwarnings("ignore:integrator .* the energy balance:RuntimeWarning")
+@pytest.mark.filterwarnings("ignore:integrator .* with max_turn=inf turned rigid body:RuntimeWarning")
 def test_a_rotor_spun_up_past_the_rattle_limit_keeps_stepping_on_its_lie_group(max_turn: float):
     """With h = 0.1 the rotation-matrix RATTLE has no step once h|ω| ≥ 1 (t ≈ 1 s); the Cayley update goes on.
 
