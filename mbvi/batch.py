@@ -226,6 +226,9 @@ def _ending_at(scene, system, cls, stepper, initial_states, t0: float, nsteps: i
             raise member_failure(exc.located(exc.time, nsteps - 1), [b], len(starts), trajs + rest) from exc
         info = run_info(cls, dt, options, batch=len(starts))
         info["last_dt"] = last
+        if "refined_steps" in end.counters:  # the head's and the last step's, as simulate counts them
+            head = heads[b].info.get("refined_steps", 0) if nsteps > 1 else 0
+            info["refined_steps"] = head + end.counters["refined_steps"]
         head_work, work = works[b], None
         if head_work is not None and end.work is not None and len(end.work) == len(end.t):  # as simulate joins them
             work = np.concatenate([head_work[keep], head_work[-1] + end.work[1:] - end.work[0]])
@@ -466,7 +469,11 @@ def _finish(system, scene, info: dict, trajs: list, runs: dict, stopped: dict) -
         work = getattr(part, "work", None)
         work = work if work is not None and len(work) == len(part.t) else None
         with np.errstate(over="ignore", invalid="ignore"):  # the last states of a blow-up are huge
-            trajs[b] = Trajectory.from_states(system, part.t, part.q, part.v, scene=scene, info=info, work=work)
+            trajs[b] = Trajectory.from_states(system, part.t, part.q, part.v, scene=scene, info=dict(info),
+                                              work=work)  # fmt: skip
+        counters = getattr(part, "counters", None) or {}
+        if "refined_steps" in counters:  # as its run alone counts them
+            trajs[b].info["refined_steps"] = counters["refined_steps"]
         if isinstance(run, SolverError):
             causes[b] = run
     if not causes:

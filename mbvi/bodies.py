@@ -252,9 +252,14 @@ class RigidBody(Body):
 
     @inertia.setter
     def inertia(self, value: Any) -> None:
+        kept = self._principal_inertia, self._principal_axes, self._column_masses
         self._set_inertia(value)
-        _check_representable(f"RigidBody {self.name!r}", self.mass, self.position, self.velocity,
-                             self.principal_inertia, self.angular_velocity)  # fmt: skip
+        try:
+            _check_representable(f"RigidBody {self.name!r}", self.mass, self.position, self.velocity,
+                                 self.principal_inertia, self.angular_velocity)  # fmt: skip
+        except ValueError:  # refused: the body as it was
+            self._principal_inertia, self._principal_axes, self._column_masses = kept
+            raise
 
     def __repr__(self) -> str:
         return f"RigidBody({self.name!r}, mass={self.mass:g}, position={self.position.tolist()})"

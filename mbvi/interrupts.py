@@ -16,10 +16,21 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["CHECK_EVERY", "Interrupt", "deferred", "interrupted"]
+__all__ = ["CHECK_EVERY", "FIRST_CHUNK", "MIN_CHUNK", "Interrupt", "deferred", "interrupted", "next_chunk"]
 
 #: a long compiled run is called in chunks of about this long, s: Ctrl-C stops it within about that
 CHECK_EVERY = 0.2
+#: steps of a long run's first chunk (its time per step not known yet: a load called back as Python can take a
+#: millisecond a step) and the fewest of any
+FIRST_CHUNK = 256
+MIN_CHUNK = 16
+
+
+def next_chunk(steps: int, took: float) -> int:
+    """Steps of the next chunk, after one of ``steps`` steps took ``took`` s: about :data:`CHECK_EVERY` s."""
+    if steps <= 0 or not took > 0.0:
+        return FIRST_CHUNK
+    return max(MIN_CHUNK, min(2**40, int(steps * CHECK_EVERY / took)))
 
 
 class Interrupt:

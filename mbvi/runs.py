@@ -329,13 +329,14 @@ def verify_samples(values: int) -> int:
 
 
 def verify_hint(err: SolverError, rerun: Callable[[float, int], Any], hint: float, span: float, cls: type,
-                gain: Callable[[Any], float | None], values: int) -> None:  # fmt: skip
+                gain: Callable[[Any], float | None], values: int | None = None) -> None:  # fmt: skip
     """:func:`verify_step` by what the integrator ``cls`` keeps: a variational or symplectic one, its energy within
     :data:`VERIFY_ENERGY` of the energy in motion; a baseline, whose damping is its nature (implicit Euler's band
     is ~1 at any dt), no energy gained beyond :data:`VERIFY_GAIN` of what it had to give (``gain(run)``, that
-    fraction). A state of the run holds ``values`` floats: the re-runs keep what :func:`verify_samples` allows."""
+    fraction). A state of the run holds ``values`` floats: the re-runs keep what :func:`verify_samples` allows
+    (None: :data:`VERIFY_SAMPLES_MIN`)."""
     order = max(1, int(getattr(cls, "order", 1) or 1))
-    samples = verify_samples(values)
+    samples = VERIFY_SAMPLES_MIN if values is None else verify_samples(values)
     if cls.variational or cls.symplectic:
         verify_step(err, rerun, hint, span, order, VERIFY_ENERGY, VERIFY_BUDGET, samples=samples)
     else:
@@ -387,6 +388,10 @@ def verify_step(err: SolverError, rerun: Callable[[float, int], Any], hint: floa
             # lost; and a member's warnings caught this re-run's, of a dt that was none of the user's)
             with notices.kept(quiet=True):
                 run = rerun(candidate, max(1, -(-nsteps // max(1, samples))))
+        except KeyboardInterrupt:  # Ctrl-C while verifying: the failure as it is, its hint not verified (the
+            err.suggested_dt = candidate  # re-run's own states, at another dt, were handed back as the run's)
+            err.unverified("its re-run was interrupted")
+            return
         except SolverError as failed:
             taken = failed.step or 0
             if taken >= 100:  # (a failure within a few steps costs its setup and diagnosis: no time per step)

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from mbvi import kinematics, notices
+from mbvi import notices
 from mbvi.assembly import assemble
 from mbvi.diagnosis import adaptive_remedy, instability
 from mbvi.engine.scheme import IMPLICIT_EULER, MIDPOINT, is_rattle
@@ -171,7 +171,7 @@ def _simulate(verify: bool, scene: Scene | System, t_end: float, dt: float, inte
             info["last_dt"] = last
     except KeyboardInterrupt as stopped:  # Ctrl-C between chunks of a long run (mbvi.interrupts): what was run
         part = getattr(stopped, "partial", None)
-        if part is not None and len(part.t):
+        if verify and part is not None and len(part.t):  # (not a verifying re-run's: verify_step takes it)
             work = _measured(getattr(part, "work", None), part.t)
             stopped.trajectory = Trajectory.from_states(system, part.t, part.q, part.v, scene=scene, info=info,
                                                         work=work)  # fmt: skip
@@ -290,21 +290,26 @@ def _warn_fast_turn_without_max_turn(traj: Trajectory, stepper: Integrator, syst
     :data:`FAST_TURN` in a step at a saved state (the default ``max_turn`` splits such steps)."""
     import math
 
-    if getattr(stepper, "max_turn", None) != math.inf or not len(traj.t):
-        return
-    rot = system.layout.rotation_blocks
-    if not len(rot):
-        return
-    idx = rot.reshape(-1, 3)[:, :, None] + np.arange(3)  # (bodies, column, component) of the rotation columns
-    with np.errstate(all="ignore"):
-        spin = np.linalg.norm(kinematics.angular_velocity(traj.q[:, idx], traj.v[:, idx]), axis=-1)  # (n, bodies)
-    if not np.isfinite(spin).all():
-        return
-    k, b = np.unravel_index(int(np.argmax(spin)), spin.shape)
-    turn = abs(stepper.dt) * float(spin[k, b])
-    if turn <= FAST_TURN:
+    # (the option set to inf by the user: an integrator without it, midpoint or implicit_euler, has no turn rule)
+    if "max_turn" not in getattr(type(stepper), "options", {}) or getattr(stepper, "max_turn", None) != math.inf:
         return
     names = [n for n in system.layout.bodies if system.layout.kind(n) == "rigid"]
+    if not names or not len(traj.t):
+        return
+    v, worst = traj.v, (0.0, 0, 0)  # (|ω|², state, body)
+    with np.errstate(all="ignore"):
+        for b, name in enumerate(names):  # |Ṙ|² = 2|ω|² (Ṙ = ω̂R): the rotation columns' rates, no copy of them
+            o = system.layout.offset[name]
+            spin2 = 0.5 * np.einsum("ij,ij->i", v[:, o + 3 : o + 12], v[:, o + 3 : o + 12])
+            k = int(np.argmax(spin2))
+            if not np.isfinite(spin2[k]):
+                return
+            if spin2[k] > worst[0]:
+                worst = (float(spin2[k]), k, b)
+    spin2, k, b = worst
+    turn = abs(stepper.dt) * math.sqrt(spin2)
+    if turn <= FAST_TURN:
+        return
     notices.warn(
         f"integrator {stepper.name!r} at dt = {stepper.dt:g} s with max_turn=inf turned rigid body {names[b]!r} by "
         f"h|ω| = {turn:.3g} rad in a step (at t = {traj.t[k]:.6g} s): the rotation's angle error, ~(h|ω|)²/3 a step, "

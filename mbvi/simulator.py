@@ -325,7 +325,7 @@ class Simulator:
         self.stepper = cls(system, float(dt), **options)
         self._info = run_info(cls, dt, options)
         # what its loads' callables read now: its compiled run froze them (its reactions must read the same)
-        self._load_keys = system._load_keys()
+        self._load_keys = system._load_reads()
         compiled = isinstance(self.stepper, Compiled)
         kernel = getattr(type(self.stepper), "kernel", None) is not None  # a compiled step plugin: the engine's model
         model = self.stepper.engine_model() if compiled else system.engine_model() if kernel else None
@@ -587,6 +587,9 @@ class Simulator:
             self._judge(failure=err)
             err.trajectory = self._states()
             raise
+        except KeyboardInterrupt as stopped:  # Ctrl-C between chunks: the simulator is at the chunk's end
+            stopped.trajectory = self._states()
+            raise
 
     # -- the loads --------------------------------------------------------------------------------
     def _named_loads(self, model, q_model: bool = True) -> dict[str, tuple[Any, int, str, list]]:
@@ -724,6 +727,9 @@ class Simulator:
             drive.advance_to(kstop)
         except SolverError as err:
             self._fail(err)
+        except KeyboardInterrupt as stopped:  # Ctrl-C between chunks: the simulator is at the chunk's end
+            stopped.trajectory = self.trajectory()
+            raise
         finally:
             self._arm()
 
@@ -884,8 +890,8 @@ class Simulator:
             info = dict(self._info)
             if self._drive is not None:  # how its steps went, as simulate's trajectory says it
                 counted(info, self._drive.counters())
-            traj = Trajectory.from_states(self.system, t, Q, V, scene=self.scene, info=info, work=work)
-            traj._load_keys = self._load_keys
+            traj = Trajectory.from_states(self.system, t, Q, V, scene=self.scene, info=info, work=work,
+                                          load_keys=self._load_keys)  # fmt: skip
         if self._loads:  # the loads as set along the run (or as they are now, none set yet): a set after this
             from mbvi.reactions import LoadSchedule  # does not change the reactions of these states
 

@@ -492,10 +492,26 @@ class System:
                 keys.append(id(fn))
         return tuple(keys)
 
+    def _load_reads(self) -> tuple:
+        """What the loads' callables read now (:func:`mbvi.engine.callbacks.reads_key`), one key each: a run
+        keeps it, and its reactions, which evaluate the loads again, are refused when it changed."""
+        fns = self._load_functions()
+        if not fns:
+            return ()
+        from mbvi.engine.callbacks import reads_key
+
+        keys = []
+        for _, fn in fns:
+            try:
+                keys.append(reads_key(fn))
+            except Exception:  # (a callable it cannot read: a builtin, a partial, a C function) kept as it is
+                keys.append(id(fn))
+        return tuple(keys)
+
     def _changed_loads(self, keys: tuple) -> list[str]:
-        """The loads whose callables compile from other values now than when ``keys`` (:meth:`_load_keys`) was
-        taken (a global they read set anew since a run: its reactions would read the new values)."""
-        now = self._load_keys()
+        """The loads whose callables read other values now than when ``keys`` (:meth:`_load_reads`) was taken
+        (a global they read set anew since a run: its reactions would read the new values)."""
+        now = self._load_reads()
         if now == keys:
             return []
         labels = [label for label, _ in self._load_functions()]

@@ -41,8 +41,8 @@ class _OnFirstUse:
 
 
 def _load_keys(system: Any) -> tuple:
-    """What the loads' callables of ``system`` read now (:meth:`mbvi.System._load_keys`), () for one without."""
-    keys = getattr(system, "_load_keys", None)
+    """What the loads' callables of ``system`` read now (:meth:`mbvi.System._load_reads`), () for one without."""
+    keys = getattr(system, "_load_reads", None)
     return keys() if keys is not None else ()
 
 
@@ -99,7 +99,7 @@ class Trajectory:
     constraint_error = _OnFirstUse()
     _system = None  # (an unpickled trajectory has no System)
     _loads_along = None  # what a Simulator's set_load gave the System's loads along the run (mbvi.reactions)
-    _load_keys: tuple = ()  # what the loads' callables read when the run was made (System._load_keys)
+    _load_keys: tuple = ()  # what the loads' callables read when the run was made (System._load_reads)
 
     def __init__(
         self,
@@ -152,7 +152,7 @@ class Trajectory:
 
     # -- construction ------------------------------------------------------------------------------
     @classmethod
-    def from_states(cls, system, t, q, v, *, scene=None, info=None, work=None) -> Trajectory:
+    def from_states(cls, system, t, q, v, *, scene=None, info=None, work=None, load_keys=None) -> Trajectory:
         """Build from saved states: the energies now (in batch), momenta and the constraint error when first read
         (a run through :func:`mbvi.simulate` costs the compiled loop, not these); ``work`` (n,), J, as measured by
         the run (zeros taken when the system has no non-conservative force)."""
@@ -176,7 +176,7 @@ class Trajectory:
             work=work if work is not None or system.has_forces else np.zeros(len(q)),
         )
         out._system = system
-        out._load_keys = _load_keys(system)
+        out._load_keys = _load_keys(system) if load_keys is None else load_keys  # (a Simulator's: its own)
         return out
 
     @classmethod

@@ -35,7 +35,15 @@ else:
         gains = {"k": 0.1}
         system.add(mbvi.ExternalForce("bob", force=lambda t: (0.0, gains["k"] * np.sin(t), 0.0)))
 mbvi.simulate(system, 0.01, 1e-3)  # compiled and warm
-print("READY", flush=True)
+from contextlib import contextmanager
+from mbvi import interrupts
+deferred = interrupts.deferred
+@contextmanager
+def running():  # the long run has begun: the parent presses Ctrl-C a second later
+    with deferred() as interrupt:
+        print("READY", flush=True)
+        yield interrupt
+interrupts.deferred = running
 start = time.perf_counter()
 try:
     mbvi.simulate(system, 1e6, 1e-3, save_every=1000)  # ~an hour or more
@@ -116,3 +124,46 @@ def test_ctrl_c_on_the_command_line_says_so_in_one_line_and_saves_what_was_run(t
     assert f"the states run so far are saved to {out}" in err
     kept = mbvi.Trajectory.load(out)
     assert len(kept.t) > 10 and kept.t[-1] == pytest.approx(float(err.split("at t = ")[1].split(" s;")[0]))
+
+
+def test_ctrl_c_while_a_failed_runs_step_is_verified_leaves_the_failure_with_its_hint_unverified() -> None:
+    """The verifying re-runs run at other steps: a Ctrl-C in one handed back that re-run's states (dt = 0.018)
+    as the user's run's (dt = 0.05). Now the failure is raised as it is, its hint said not verified."""
+    import mbvi
+    from mbvi.runs import verify_step
+
+    err = mbvi.SolverError("a step failed", time=1.0, step=20, suggested_dt=0.01)
+
+    def rerun(dt: float, every: int):
+        raise KeyboardInterrupt
+
+    verify_step(err, rerun, 0.01, 10.0, 2, 0.01, 20.0)
+    assert err.verified_dt is False and err.suggested_dt == 0.01
+    assert str(err).endswith("(not verified: its re-run was interrupted)")
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals: main thread only")
+def test_ctrl_c_during_a_simulators_long_step_keeps_it_at_the_chunks_end_with_its_states(monkeypatch) -> None:
+    import mbvi
+
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("bob", mass=1.0, position=(1.0, 0.0, 0.0)))
+    scene.add(mbvi.Rod("world", "bob"))
+    sim = mbvi.Simulator(scene, dt=1e-3)
+    press = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    deferred = interrupts.deferred
+
+    @contextlib.contextmanager
+    def running():
+        with deferred() as interrupt:
+            press.start()
+            yield interrupt
+
+    monkeypatch.setattr(interrupts, "deferred", running)
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        sim.step(3 * 10**7)
+    press.cancel()
+    traj = stopped.value.trajectory
+    assert 100 < len(traj.t) < 3 * 10**7 and traj.t[-1] == pytest.approx(sim.t)
+    sim.step(5)  # it goes on from there
+    assert sim.t == pytest.approx(traj.t[-1] + 5e-3)

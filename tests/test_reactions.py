@@ -215,3 +215,24 @@ def test_reactions_of_a_run_are_refused_once_its_load_reads_other_values() -> No
         np.testing.assert_allclose(pull, -tension * x / np.linalg.norm(x), rtol=1e-6)
     finally:
         PUSH = 0.0
+
+
+CALLS = 0
+
+
+def _counting(t):
+    global CALLS
+    CALLS += 1  # a load keeping its own state in a global: live Python, changing at every call by design
+    return (0.0, 0.0, 0.0)
+
+
+def test_a_load_that_keeps_its_own_state_does_not_refuse_its_runs_reactions() -> None:
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("bob", mass=1.0, position=(1.0, 0.0, 0.0)))
+    scene.add(mbvi.Rod("world", "bob", name="rod"))
+    scene.add(mbvi.ExternalForce("bob", force=_counting, name="counter"))
+    first = mbvi.simulate(scene, 0.1, 1e-3)
+    mbvi.simulate(scene, 0.1, 1e-3)  # another run: the counter moved on
+    x, v = first.position("bob")[-1], first.velocity("bob")[-1]
+    tension = G * -x[2] / np.linalg.norm(x) + v @ v / np.linalg.norm(x)
+    np.testing.assert_allclose(first.constraint_force("rod")[-1], -tension * x / np.linalg.norm(x), rtol=1e-6)

@@ -502,6 +502,10 @@ def test_a_spin_past_a_radian_a_step_with_max_turn_off_warns_naming_the_body() -
         kept = mbvi.simulate(_gimbal(), 1.0, 1e-2)
         slow = mbvi.simulate(_gimbal(), 1.0, 1e-4, max_turn=math.inf)  # h|ω| = 0.1: silent
     assert abs(kept.joint_angle("yaw")[-1] - 2.0) < 1e-2 and abs(slow.joint_angle("yaw")[-1] - 2.0) < 1e-3
+    with warnings.catch_warnings(record=True) as caught:  # an integrator with no turn rule is not told of one
+        warnings.simplefilter("always")
+        mbvi.simulate(_gimbal(), 0.02, 2e-3, "implicit_euler")  # h|ω| = 2
+    assert not [w for w in caught if "max_turn" in str(w.message)]
 
 
 def test_a_batch_member_counts_its_steps_taken_in_substeps_as_its_run_alone_does() -> None:
@@ -517,3 +521,6 @@ def test_a_batch_member_counts_its_steps_taken_in_substeps_as_its_run_alone_does
     (member,) = mbvi.simulate_batch(scene, 0.2, 2e-3, initial_states=(alone.q[:1], alone.v[:1]))
     np.testing.assert_array_equal(member.q, alone.q)
     assert alone.info["refined_steps"] == 100 and member.info["refined_steps"] == 100
+    shorter = mbvi.simulate(scene, 0.201, 2e-3)  # a shorter last step: the head's count and the last step's
+    (member,) = mbvi.simulate_batch(scene, 0.201, 2e-3, initial_states=(alone.q[:1], alone.v[:1]))
+    assert member.info["refined_steps"] == shorter.info["refined_steps"] >= 100

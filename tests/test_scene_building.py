@@ -406,6 +406,10 @@ def test_a_rigid_bodys_inertia_set_after_it_is_made_is_checked_and_simulated() -
     with pytest.raises(ValueError, match="RigidBody 'arm': inertia breaks the triangle inequality"):
         body.inertia = (1.0, 0.1, 0.1)
     np.testing.assert_array_equal(np.diag(body.inertia), [1.0, 1.0, 0.002])  # unchanged by the refused value
+    body.angular_velocity = (0.0, 0.0, 1e150)
+    with pytest.raises(ValueError, match="RigidBody 'arm'"):  # its spin's energy overflows with this inertia
+        body.inertia = (1e10, 1.2e10, 1.5e10)
+    np.testing.assert_array_equal(np.diag(body.inertia), [1.0, 1.0, 0.002])  # refused: the body as it was
     with pytest.raises(ValueError, match="read-only"):
         body.principal_inertia[0] = 5.0
     with pytest.raises(AttributeError):

@@ -20,6 +20,7 @@ The cache directory is ``$MBVI_CACHE_DIR`` or ``~/.cache/mbvi`` (``kernels/`` in
 from __future__ import annotations
 
 import ctypes
+import dis
 import enum
 import functools
 import hashlib
@@ -176,6 +177,23 @@ def _constants(fn: Callable, depth: int = 0) -> list:
     cells = [(f"<cell {i}>", c.cell_contents) for i, c in enumerate(fn.__closure__ or ())]
     defaults = [("<defaults>", fn.__defaults__), ("<kwdefaults>", tuple(sorted((fn.__kwdefaults__ or {}).items())))]
     return [(name, _value_key(value, read, depth)) for name, value in names + cells + defaults]
+
+
+def reads_key(fn: Callable) -> str:
+    """A hash of the values a Python function reads besides its arguments (the globals and closure cells it reads,
+    its defaults: :func:`_constants`), to tell whether they changed since; cheaper than :func:`code_key` (no source,
+    ~10–30 µs). A function that assigns a global (``global prev``: a controller keeping its own state, run as live
+    Python) is keyed by its identity alone: its values change with every call, by design."""
+    if _stores_globals(fn.__code__):
+        return f"live {id(fn)}"
+    return hashlib.sha256(repr(_constants(fn)).encode()).hexdigest()
+
+
+def _stores_globals(code: types.CodeType) -> bool:
+    """Whether a code object (or one nested in it) assigns a global name."""
+    if any(ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL") for ins in dis.get_instructions(code)):
+        return True
+    return any(_stores_globals(c) for c in code.co_consts if isinstance(c, types.CodeType))
 
 
 def _names_read(code: types.CodeType) -> tuple[str, ...]:

@@ -204,7 +204,7 @@ class Drive:
         read, of about :data:`mbvi.interrupts.CHECK_EVERY` seconds each, else in one."""
         integrator, system, h, t0 = self.integrator, self.integrator.system, self.h, self.t0
         rs = self.rs
-        chunk = CHUNK
+        chunk = interrupts.FIRST_CHUNK
         while self.k < kstop:
             if callback is not None:
                 stop = min(kstop, self.k + CHUNK)
@@ -216,7 +216,7 @@ class Drive:
             if interrupt is not None:
                 took = time.perf_counter() - began
                 if self.k > kstart and took > 0.0:  # the next chunk: about CHECK_EVERY s
-                    chunk = max(CHUNK, min(2**40, int((self.k - kstart) * interrupts.CHECK_EVERY / took)))
+                    chunk = interrupts.next_chunk(self.k - kstart, took)
             if status in (ST.DONE, ST.NEEDS_NUMPY):  # a load that raised in a step the call then took again
                 failed = recorded_failure(self.model.callbacks, t0, h, t0 + self.k * h)
                 if failed is not None:

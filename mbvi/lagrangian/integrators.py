@@ -724,7 +724,7 @@ class Run:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"), (
             interrupts.deferred() if long else contextlib.nullcontext()
         ) as interrupt:
-            chunk = CHUNK
+            chunk = interrupts.FIRST_CHUNK
             while self.k < kstop:
                 if callback is not None:
                     stop = min(kstop, self.k + CHUNK)
@@ -736,7 +736,7 @@ class Run:
                     if interrupt is not None:  # the next chunk: about CHECK_EVERY s
                         took = time.perf_counter() - began
                         if self.k > kstart and took > 0.0:
-                            chunk = max(CHUNK, min(2**40, int((self.k - kstart) * interrupts.CHECK_EVERY / took)))
+                            chunk = interrupts.next_chunk(self.k - kstart, took)
                     if self.k < stop:  # handed back: the NumPy step takes this one
                         self._numpy_step(nsteps)
                 else:
