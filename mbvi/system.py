@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -479,32 +480,24 @@ class System:
     def _load_keys(self) -> tuple:
         """What the loads' callables (a controller ``(t, state)``, a force of t) compile from: their code and the
         values of the globals and closure cells they read (:func:`mbvi.engine.callbacks.code_key`)."""
-        fns = self._load_functions()
-        if not fns:
-            return ()
         from mbvi.engine.callbacks import code_key
 
-        keys = []
-        for _, fn in fns:
-            try:
-                keys.append(code_key(fn))
-            except Exception:  # (a callable code_key cannot read: a builtin, a C function) kept as it is
-                keys.append(id(fn))
-        return tuple(keys)
+        return self._keyed_loads(code_key)
 
     def _load_reads(self) -> tuple:
         """What the loads' callables read now (:func:`mbvi.engine.callbacks.reads_key`), one key each: a run
         keeps it, and its reactions, which evaluate the loads again, are refused when it changed."""
-        fns = self._load_functions()
-        if not fns:
-            return ()
         from mbvi.engine.callbacks import reads_key
 
+        return self._keyed_loads(reads_key)
+
+    def _keyed_loads(self, key: Callable[[Callable], str]) -> tuple:
+        """``key(fn)`` of each load's callable; a callable it cannot read (a builtin, a C function) by its id."""
         keys = []
-        for _, fn in fns:
+        for _, fn in self._load_functions():
             try:
-                keys.append(reads_key(fn))
-            except Exception:  # (a callable it cannot read: a builtin, a partial, a C function) kept as it is
+                keys.append(key(fn))
+            except Exception:
                 keys.append(id(fn))
         return tuple(keys)
 
