@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["CHECK_EVERY", "FIRST_CHUNK", "MIN_CHUNK", "Interrupt", "deferred", "interrupted", "next_chunk"]
+__all__ = ["CHECK_EVERY", "FIRST_CHUNK", "MIN_CHUNK", "Interrupt", "Pace", "deferred", "interrupted", "next_chunk"]
 
 #: a long compiled run is called in chunks of about this long, s: Ctrl-C stops it within about that
 CHECK_EVERY = 0.2
@@ -37,6 +38,34 @@ class Interrupt:
     """Whether Ctrl-C was pressed while :func:`deferred` was in force."""
 
     requested = False
+
+
+class Pace:
+    """Where each call of a compiled run's loop stops: every ``progress`` steps when a progress callback reads
+    them, in chunks of about :data:`CHECK_EVERY` s when an ``interrupt`` is read between calls, else at the end
+    (the scenes' :class:`mbvi.integrators.compiled.Drive` and the Lagrangian systems' ``Run`` pace alike)."""
+
+    def __init__(self, interrupt: Interrupt | None, progress: int) -> None:
+        self.interrupt, self.progress = interrupt, progress
+        self.size, self._began = FIRST_CHUNK, 0.0
+
+    def stop(self, k: int, kstop: int, callback: object) -> int:
+        """The step a call from step ``k`` stops at (its clock starts)."""
+        self._began = time.perf_counter()
+        if callback is not None:
+            return min(kstop, k + self.progress)
+        return kstop if self.interrupt is None else min(kstop, k + self.size)
+
+    def took(self, steps: int) -> None:
+        """The call took ``steps`` steps: the next chunk is sized by its time."""
+        if self.interrupt is not None and steps > 0:
+            self.size = next_chunk(steps, time.perf_counter() - self._began)
+
+    def check(self, t: float, k: int, partial: Callable[[], object]) -> None:
+        """Raise :func:`interrupted` at time ``t`` (s), step ``k`` when Ctrl-C was pressed (``partial()``: the
+        states saved so far)."""
+        if self.interrupt is not None and self.interrupt.requested:
+            raise interrupted(t, k, partial())
 
 
 @contextmanager

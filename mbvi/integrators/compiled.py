@@ -13,7 +13,6 @@ resumes after them), and a failure, which :mod:`mbvi.diagnosis` turns into a
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -204,19 +203,12 @@ class Drive:
         read, of about :data:`mbvi.interrupts.CHECK_EVERY` seconds each, else in one."""
         integrator, system, h, t0 = self.integrator, self.integrator.system, self.h, self.t0
         rs = self.rs
-        chunk = interrupts.FIRST_CHUNK
+        pace = interrupts.Pace(interrupt, CHUNK)
         while self.k < kstop:
-            if callback is not None:
-                stop = min(kstop, self.k + CHUNK)
-            else:
-                stop = kstop if interrupt is None else min(kstop, self.k + chunk)
+            stop = pace.stop(self.k, kstop, callback)
             kstart = self.k
-            began = time.perf_counter()
             status, self.k, self.j = self.call(self.k, stop, nsteps, self.j)
-            if interrupt is not None:
-                took = time.perf_counter() - began
-                if self.k > kstart and took > 0.0:  # the next chunk: about CHECK_EVERY s
-                    chunk = interrupts.next_chunk(self.k - kstart, took)
+            pace.took(self.k - kstart)
             if status in (ST.DONE, ST.NEEDS_NUMPY):  # a load that raised in a step the call then took again
                 failed = recorded_failure(self.model.callbacks, t0, h, t0 + self.k * h)
                 if failed is not None:
@@ -237,8 +229,7 @@ class Drive:
                                      integrator.name, self.model.callbacks, self.scheme)  # fmt: skip
                 err.partial = self._failed_at()
                 raise err
-            if interrupt is not None and interrupt.requested:
-                raise interrupts.interrupted(t0 + self.k * h, self.k, self.partial())
+            pace.check(t0 + self.k * h, self.k, self.partial)
             if callback is not None:
                 callback(self.k)
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import time
 from typing import Any, ClassVar
 
 import numpy as np
@@ -724,19 +723,13 @@ class Run:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"), (
             interrupts.deferred() if long else contextlib.nullcontext()
         ) as interrupt:
-            chunk = interrupts.FIRST_CHUNK
+            pace = interrupts.Pace(interrupt, CHUNK)
             while self.k < kstop:
-                if callback is not None:
-                    stop = min(kstop, self.k + CHUNK)
-                else:
-                    stop = kstop if interrupt is None else min(kstop, self.k + chunk)
+                stop = pace.stop(self.k, kstop, callback)
                 if self.kernels is not None:
-                    kstart, began = self.k, time.perf_counter()
+                    kstart = self.k
                     self._compiled(stop, nsteps)
-                    if interrupt is not None:  # the next chunk: about CHECK_EVERY s
-                        took = time.perf_counter() - began
-                        if self.k > kstart and took > 0.0:
-                            chunk = interrupts.next_chunk(self.k - kstart, took)
+                    pace.took(self.k - kstart)
                     if self.k < stop:  # handed back: the NumPy step takes this one
                         self._numpy_step(nsteps)
                 else:
@@ -745,8 +738,7 @@ class Run:
                         if callback is not None:
                             callback(self.k)
                     continue
-                if interrupt is not None and interrupt.requested:
-                    raise interrupts.interrupted(self.t0 + self.k * self.integrator.dt, self.k, self._partial())
+                pace.check(self.t0 + self.k * self.integrator.dt, self.k, self._partial)
                 if callback is not None:
                     callback(self.k)
 
