@@ -174,6 +174,7 @@ class SceneFile:
 
 _BUILDS: dict[str, Callable[..., Any]] = {}
 _BUILDS_LOCK = threading.Lock()
+_BUILDING = threading.Lock()  # held by a member from its build to its assembly (threads of one process)
 
 
 def _build_function(build: SceneFile | Callable[..., Any]) -> Callable[..., Any]:
@@ -225,8 +226,10 @@ def run_members(
         is recorded, not raised; any other exception propagates with the
         member's parameters added as a note.
     """
+    from mbvi.assembly import assemble
     from mbvi.errors import SolverError
     from mbvi.plugins import register_shipped
+    from mbvi.scene import Scene
     from mbvi.simulate import simulate
 
     register_shipped(settings.get("plugins", []))
@@ -238,8 +241,12 @@ def run_members(
         with notices.kept(quiet=True) as notes:  # (a worker's warnings reach nobody: the dataset keeps them,
             # and the sweep gives one for all)
             try:
-                scene = _built(fn, params)
-                names = list(getattr(scene, "coordinate_names", []))
+                with _BUILDING:  # (a build may set its parameters on one scene it returns for every member:
+                    # assembled before another thread's member changes it)
+                    scene = _built(fn, params)
+                    names = list(getattr(scene, "coordinate_names", []))
+                    if isinstance(scene, Scene):
+                        scene = assemble(scene)
                 traj = simulate(
                     scene,
                     t_end=settings["t_end"],

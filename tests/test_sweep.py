@@ -256,6 +256,28 @@ def test_bodies_that_differ_between_members_share_one_axis_with_nan() -> None:
     assert np.isfinite(ds.position.sel(links=3)).all()
 
 
+def test_a_build_returning_one_shared_scene_gives_each_member_its_own_parameters() -> None:
+    """A build that sets its parameter on one scene and returns it for every member: on threads, another
+    member's build changed the scene before this member's run assembled it (1 member in 8 took another's
+    stiffness, silently). The pause in the build makes the overlap certain."""
+    import time
+
+    scene = mbvi.Scene(gravity=(0.0, 0.0, 0.0))
+    scene.add(mbvi.Particle("a", mass=1.0, position=(1.0, 0.0, 0.0)))
+    spring = scene.add(mbvi.Spring("world", "a", stiffness=1.0, rest_length=0.5))
+
+    def build(k: float) -> mbvi.Scene:
+        spring.stiffness = k
+        time.sleep(0.02)
+        return scene
+
+    stiffness = [1.0, 4.0, 9.0, 16.0, 25.0, 36.0]
+    ds = mbvi.sweep(build, {"k": stiffness}, t_end=1.0, dt=1e-3, scheduler="threads")
+    x = ds.position.sel(body="a", xyz="x").isel(time=-1).values
+    exact = 0.5 + 0.5 * np.cos(np.sqrt(stiffness) * 1.0)  # x(t) of the unit mass from rest, 0.5 m stretched
+    np.testing.assert_allclose(x, exact, atol=1e-4)
+
+
 def test_bad_arguments_fail_before_anything_runs() -> None:
     with pytest.raises(ValueError, match="reserved"):
         mbvi.sweep(str(PENDULUM), {"time": [1.0]}, t_end=1.0, dt=DT)
