@@ -149,6 +149,10 @@ class Scene:
             return element
         if getattr(element, "_in_scenes", 0):
             original, element = element, copy.copy(element)
+            for key, value in vars(element).items():  # (its arrays and records its own: an edit of one in place
+                # changed both)
+                if isinstance(value, (np.ndarray, list, dict, set)):
+                    vars(element)[key] = value.copy()
             element._in_scenes, element._copied_from = 0, original  # (holds it: its id stays its own)
         element.name = name
         return element

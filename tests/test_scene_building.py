@@ -183,6 +183,8 @@ def test_an_element_in_two_scenes_keeps_its_name_in_the_first(kind: str) -> None
         sim = mbvi.Simulator(first, dt=1e-3)
         sim.set_load(name, (0.0, 0.0, 3.0))
         sim.step(10)
+        shared.force[2] = 9.0  # the copy's arrays are its own (they were the original's: an edit in place moved both)
+        assert again.force.tolist() == [0.0, 0.0, 1.0]
 
 
 def test_a_body_checks_what_is_set_on_it_after_it_was_made() -> None:
