@@ -145,7 +145,9 @@ class Spring(Force):
     stiffness : float
         k, N/m (≥ 0).
     rest_length : float, optional
-        L₀, m (default: the initial distance, i.e. unstressed).
+        L₀, m. Default (None): the distance of the anchors where the bodies are when the
+        scene is assembled (each :func:`mbvi.simulate`), so the spring starts unstressed
+        wherever the bodies are moved before a run.
     anchor_a, anchor_b : array_like, shape (3,), optional
         Body-frame attachment points, m.
     name : str, optional
@@ -154,7 +156,7 @@ class Spring(Force):
     #: True for the axial springs a :class:`mbvi.Beam` adds (drawn as the beam, not as springs)
     internal: bool = False
     stiffness = _non_negative_attribute("k, N/m (≥ 0).")
-    rest_length = Checked(_optional_non_negative, "Rest length L₀, m (≥ 0), or None: the initial distance.")
+    rest_length = Checked(_optional_non_negative, "Rest length L₀, m (≥ 0), or None: the anchors' distance at assembly.")
     anchor_a, anchor_b = _anchor_attribute(), _anchor_attribute()
 
     def __init__(

@@ -169,7 +169,8 @@ class Rod(Joint):
         Body-frame attachment points, m (default: the body origin; for the
         world, a world point).
     length : float, optional
-        Rod length, m. Default: the distance between the anchors initially; when
+        Rod length, m. Default (None): the distance between the anchors where the
+        bodies are when the scene is assembled (each :func:`mbvi.simulate`); when
         given it must match that distance.
     name : str, optional
         Default ``"a-b"``.
@@ -178,7 +179,7 @@ class Rod(Joint):
     kind = "rod"
     anchor_a = Checked(_point_or_origin, "Body-frame attachment point on a, m, shape (3,) (the world's: a point).")
     anchor_b = Checked(_point_or_origin, "Body-frame attachment point on b, m, shape (3,) (the world's: a point).")
-    length = Checked(_optional_length, "Rod length, m (positive), or None: the initial distance of the anchors.")
+    length = Checked(_optional_length, "Rod length, m (positive), or None: the anchors' distance at assembly.")
 
     def __init__(
         self,
