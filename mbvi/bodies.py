@@ -84,6 +84,13 @@ class Particle(Body):
         return f"Particle({self.name!r}, mass={self.mass:g}, position={self.position.tolist()})"
 
 
+def _shape(value: Any, owner: str) -> Shape | None:
+    """``value`` when it is an mbvi shape or None, else ValueError naming ``owner``."""
+    if value is not None and not isinstance(value, Shape):
+        raise ValueError(f"{owner}: shape must be an mbvi shape (Box, Sphere, Cylinder, Capsule)")
+    return value
+
+
 def _orientation_matrix(orientation: Any, owner: str) -> np.ndarray:
     if orientation is None:
         return np.eye(3)
@@ -141,6 +148,9 @@ class RigidBody(Body):
     orientation = Checked(lambda value, what, owner: _orientation_matrix(value, owner),
                            "Initial orientation, a rotation matrix (body frame to world), shape (3, 3).")  # fmt: skip
     angular_velocity = Checked(vector3, "Initial angular velocity, rad/s, world frame, shape (3,).")
+    shape = Checked(lambda value, what, owner: _shape(value, owner),
+                    "Geometry drawn, and the mass and inertia computed from when omitted, or None. Set after "
+                    "construction it is drawn; the mass and the inertia stay as they are.")  # fmt: skip
 
     ncoords = 12
 
@@ -160,8 +170,6 @@ class RigidBody(Body):
         owner = f"RigidBody {self.name!r}"
         if self.name == WORLD:
             raise ValueError(f"{owner}: the name 'world' is reserved for the fixed world node")
-        if shape is not None and not isinstance(shape, Shape):
-            raise ValueError(f"{owner}: shape must be an mbvi shape (Box, Sphere, Cylinder, Capsule)")
         self.shape = shape
         if density is not None:  # (checked with a mass too: density=nan or "heavy" beside one was taken silently)
             density = positive(density, "density", owner)  # its message names the body already

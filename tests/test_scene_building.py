@@ -223,6 +223,7 @@ def test_rigid_bodies_and_force_elements_check_what_is_set_on_them_after_they_we
     for element, attr, value, match in (
         (body, "angular_velocity", (np.nan, 0.0, 0.0), "RigidBody 'b': angular_velocity must be finite"),
         (body, "orientation", np.diag([1.0, 1.0, 2.0]), "RigidBody 'b': orientation"),
+        (body, "shape", "cube", "RigidBody 'b': shape must be an mbvi shape"),  # (taken, then failed in the renderer)
         (spring, "stiffness", np.nan, "Spring 'spring:world-b': stiffness must be finite"),
         (spring, "stiffness", -5.0, "Spring 'spring:world-b': stiffness must be non-negative"),
         (spring, "rest_length", -1.0, "rest_length must be non-negative"),
