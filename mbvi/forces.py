@@ -156,7 +156,8 @@ class Spring(Force):
     #: True for the axial springs a :class:`mbvi.Beam` adds (drawn as the beam, not as springs)
     internal: bool = False
     stiffness = _non_negative_attribute("k, N/m (≥ 0).")
-    rest_length = Checked(_optional_non_negative, "Rest length L₀, m (≥ 0), or None: the anchors' distance at assembly.")
+    rest_length = Checked(_optional_non_negative,
+                          "Rest length L₀, m (≥ 0), or None: the anchors' distance at assembly.")  # fmt: skip
     anchor_a, anchor_b = _anchor_attribute(), _anchor_attribute()
 
     def __init__(

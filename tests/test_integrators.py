@@ -21,8 +21,11 @@ import warnings
 
 import numpy as np
 import pytest
+from scene_loader import load_scene
 
 import mbvi
+from mbvi.errors import RedundantConstraintWarning
+from mbvi.plugins import get_integrator
 
 NAMES = mbvi.integrators()
 VARIATIONAL = [name for name in NAMES if mbvi.get_integrator(name).variational]
@@ -49,6 +52,7 @@ def _error(traj: mbvi.Trajectory, ref: dict[str, np.ndarray]) -> float:
     return max(float(np.max(np.abs(traj.position(b)[-1] - x))) for b, x in ref.items())
 
 
+@pytest.mark.filterwarnings("ignore:.*'explicit_euler' at dt.*not accurate:RuntimeWarning")  # (coarse: said)
 @pytest.mark.parametrize("name", NAMES)
 def test_measured_order_matches_declared_order(name, double_pendulum, spring_pendulum):
     """Slope of the error at t = 1 s against dt equals ``cls.order`` (± 0.3) on both systems.
@@ -177,10 +181,12 @@ def test_euler_energy_gain_and_loss(name, sign, pendulum):
         energy = traj.energy
         assert np.all(sign * np.diff(energy) > 0)
         changes.append(sign * (energy[-1] - energy[0]))
-        # a gain past all the energy the pendulum had to give (its swing from rest) is said; a loss is not
+        # a gain past a tenth of the energy the pendulum had to give (its swing from rest) is said; implicit
+        # Euler's loss, its nature, is not
         given = energy[0] - traj.potential.min()
         said = [w for w in caught if "gained" in str(w.message)]
-        assert bool(said) == (sign * changes[-1] > given), (dt, changes[-1], given, [str(w.message) for w in said])
+        assert bool(said) == (sign * changes[-1] > 0.1 * given), (dt, changes[-1], given, [str(w) for w in said])
+        assert not [w for w in caught if "strayed by" in str(w.message) and "gained" not in str(w.message)]
     assert changes[0] > 1.5 * changes[1] > 0
     assert changes[0] < 4.0 * changes[1]
 
@@ -245,3 +251,50 @@ def test_csm_stalling_on_a_stiff_spring_is_called_stiff_whatever_the_scenes_size
         s.add(mbvi.Particle("buoy", mass=1.0, position=(far, 0, 0)))
     with pytest.raises(mbvi.SolverError, match=r"stiff for method 'RK45' \(the stiffest element 'stiff'"):
         mbvi.simulate(s, 1.0, 1e-3, "csm", max_evaluations=3000)
+
+
+def _swinging(theta0: float = 2.5) -> mbvi.Scene:
+    """A 1 m, 1 kg pendulum released from rest at ``theta0`` from the bottom (g = 9.81): it swings, never over."""
+    scene = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    scene.add(mbvi.Particle("bob", mass=1.0, position=(np.sin(theta0), 0.0, -np.cos(theta0))))
+    scene.add(mbvi.Rod("world", "bob"))
+    return scene
+
+
+def test_a_baseline_that_does_not_damp_by_nature_warns_when_its_balance_strays() -> None:
+    """A baseline was judged by its gain alone, past all the energy it had to give: explicit Euler at dt = 0.01
+    carried the pendulum over the top (a 58 % gain) and the projected leapfrog lost 23 … 88 % of its energy
+    at dt = 0.1 … 0.5, both silently. A gain past a tenth is said, and a baseline that is not ``dissipative`` is
+    judged by its balance as a variational one is; implicit Euler's loss, its nature, is not said."""
+    scene = _swinging()
+    with pytest.warns(RuntimeWarning, match=r"'explicit_euler' at dt = 0.01 s: .* gained 0.58\d* times"):
+        over = mbvi.simulate(scene, 3.0, 1e-2, "explicit_euler")
+    angle = np.unwrap(np.arctan2(over.position("bob")[:, 0], -over.position("bob")[:, 2]))
+    assert np.abs(angle).max() > np.pi  # (it did go over the top)
+    assert get_integrator("implicit_euler").dissipative and not get_integrator("explicit_euler").dissipative
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lost = mbvi.simulate(scene, 3.0, 1e-2, "implicit_euler")  # its loss: no word
+    assert lost.energy[-1] < lost.energy[0] - 0.5
+    if "leapfrog" in mbvi.integrators():
+        with pytest.warns(RuntimeWarning, match=r"'leapfrog' at dt = 0.1 s: the energy balance .* strayed by .*"
+                                                r"of the energy in motion"):  # fmt: skip
+            mbvi.simulate(scene, 3.0, 0.1, "leapfrog")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            mbvi.simulate(scene, 3.0, 1e-3, "leapfrog")
+
+
+def test_a_numpy_path_baselines_suggested_step_is_verified() -> None:
+    """explicit_euler on a three-link chain at dt = 0.1 blew up and suggested 0.0125, unverified (a NumPy path's
+    re-runs were never tried); a run there gained 96 % of the energy. Re-runs at the failed run's pace that fit
+    the budget verify it now: the step suggested keeps the gain within 10 %, and runs without a word."""
+    scene = load_scene("rigid_chain").build(links=3)
+    with pytest.raises(mbvi.SolverError) as err, warnings.catch_warnings():
+        warnings.simplefilter("ignore", RedundantConstraintWarning)  # (met in the blow-up)
+        mbvi.simulate(scene, 2.0, 0.1, "explicit_euler")
+    assert err.value.verified_dt is True and "verified: a run at that dt completes with no energy gained" in str(
+        err.value)  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mbvi.simulate(scene, 2.0, err.value.suggested_dt, "explicit_euler")

@@ -494,16 +494,21 @@ def test_backward_euler_does_not_run_through_a_mass_that_reaches_zero() -> None:
     assert 9.9 < err.value.time < 10.0 and err.value.trajectory.t[-1] < 10.0
 
 
-@pytest.mark.parametrize("integrator", ["symplectic_euler_a", "symplectic_euler_b", "verlet", "midpoint"])
-def test_a_step_that_lands_on_a_mass_of_zero_says_the_mass_matrix_is_singular(integrator: str) -> None:
-    """m(t) = 1 − t at dt = 0.01: the step lands on t = 1 exactly, where the mass is 0, and said only "singular
-    Newton matrix (Singular matrix)"."""
+@pytest.mark.parametrize("dt", [1e-2, 1e-3])
+@pytest.mark.parametrize(
+    "integrator", ["symplectic_euler_a", "symplectic_euler_b", "verlet", "midpoint", "explicit_euler", "implicit_euler"]
+)
+def test_a_step_that_lands_on_a_mass_of_zero_says_the_mass_matrix_is_singular(integrator: str, dt: float) -> None:
+    """m(t) = 1 − t: the step lands on t = 1 exactly, where the mass is 0, and said only "singular Newton matrix
+    (Singular matrix)". At dt = 1e-3 the Euler methods blamed the step ("two of half its size stay where L gives a
+    motion; try dt <= 0.0005"): the halves landed at 0.999 + 0.0005 + 0.0005 = 1 − 1.1e-16, short of the zero."""
     x, v, t = sp.symbols("x v t")
     system = mbvi.LagrangianSystem((1 - t) * v**2 / 2 - x**2 / 2, [x], [v], time=t,
                                    initial_state=mbvi.State([1.0], [0.0]))  # fmt: skip
     with pytest.raises(mbvi.SolverError, match=r"mass matrix ∂²L/∂v² is singular or indefinite") as err:
-        mbvi.simulate(system, 2.0, 1e-2, integrator)
-    assert err.value.time == pytest.approx(0.99) and err.value.trajectory.t[-1] < 1.0
+        mbvi.simulate(system, 2.0, dt, integrator)
+    assert err.value.suggested_dt is None and "any step size" in str(err.value)
+    assert err.value.time == pytest.approx(1.0 - dt) and err.value.trajectory.t[-1] < 1.0
 
 
 def test_the_mass_matrix_is_checked_at_the_runs_start_time() -> None:
@@ -699,17 +704,20 @@ def test_an_implicit_euler_hint_is_verified_by_what_implicit_euler_keeps() -> No
 def test_a_lagrangian_baseline_that_gains_more_than_it_had_says_so() -> None:
     """Explicit Euler on the pendulum in its angle (released at 1 rad, 4.51 J to give) at dt = 1/16 s gains 32.5 J
     in 10 s — it swings over the top — and said nothing: a baseline's gain was judged against the run's own motion,
-    which the gain inflates. A gain below what it had (dt = 1/128 s: 3.8 J) is what a baseline is compared for."""
+    which the gain inflates. A gain past a tenth of what it had (dt = 1/128 s: 3.8 J, 83 %) is said too, as not
+    accurate (it passed under a bound of all of it); one below (dt = 1/8192 s over 1 s) is not."""
     th, w = sp.symbols("th w")
     pendulum = mbvi.LagrangianSystem(w**2 / 2 + 9.81 * sp.cos(th), [th], [w], initial_state=([1.0], [0.0]))
-    for dt, warns in ((2.0**-4, True), (2.0**-7, False)):
+    for t_end, dt, warns in ((10.0, 2.0**-4, "a solution"), (10.0, 2.0**-7, "accurate"), (1.0, 2.0**-13, "")):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            traj = mbvi.simulate(pendulum, 10.0, dt, "explicit_euler")
+            traj = mbvi.simulate(pendulum, t_end, dt, "explicit_euler")
         gain = traj.energy.max() - traj.energy[0]
-        assert (gain > traj.energy[0] - traj.potential.min()) == warns
+        given = traj.energy[0] - traj.potential.min()
+        assert (gain > 0.1 * given) == bool(warns) and (gain > given) == (warns == "a solution")
         said = [str(c.message) for c in caught if "times the energy the run had to give" in str(c.message)]
-        assert bool(said) == warns, (dt, gain, said)
+        assert bool(said) == bool(warns), (dt, gain, said)
+        assert all(f"the result is not {warns}" in s for s in said)
 
 
 def test_a_verified_step_keeps_its_energy_within_one_percent_at_every_step_not_only_at_sparse_samples() -> None:
@@ -737,3 +745,20 @@ def test_a_verifying_rerun_keeps_every_state_that_fits_in_its_memory_budget() ->
 
     assert verify_samples(12) * 12 * 8 <= VERIFY_MEMORY < (verify_samples(12) + 1) * 12 * 8
     assert verify_samples(10**9) == VERIFY_SAMPLES_MIN  # huge states: still enough samples to judge by
+
+
+def test_a_constraint_whose_gradient_vanishes_at_the_start_is_named() -> None:
+    """A disk rolling down an incline with its rolling constraint written squared, (x − R φ)² = 0: ∇g = 0 on g = 0,
+    so its force is not determined there; midpoint ran without a word, x(1) = 0.963245 against the closed form
+    0.966351 (csm failed at t = 0, "Required step size is less than spacing between numbers"). Named at the start;
+    the same constraint written x − R φ = 0 runs silently, exact."""
+    x, phi, vx, vphi = sp.symbols("x phi v_x v_phi")
+    m, R, g, slope = 1.0, 0.5, 9.81, 0.3
+    L = m * vx**2 / 2 + (m * R**2 / 2) * vphi**2 / 2 + m * g * math.sin(slope) * x
+    start = mbvi.State([0.0, 0.0], [0.0, 0.0])
+    squared = mbvi.LagrangianSystem(L, [x, phi], [vx, vphi], constraints=[(x - R * phi) ** 2], initial_state=start)
+    with pytest.warns(mbvi.ConstraintWarning, match=r"gradient of constraint 0 .* vanishes at the initial state"):
+        mbvi.simulate(squared, 1.0, 1e-2, "midpoint")
+    rolling = mbvi.LagrangianSystem(L, [x, phi], [vx, vphi], constraints=[x - R * phi], initial_state=start)
+    run = mbvi.simulate(rolling, 1.0, 1e-2, "midpoint")  # (a warning would fail here: warnings are errors)
+    assert run.q[-1, 0] == pytest.approx(g * math.sin(slope) / 3.0, rel=1e-12)  # a = (2/3) g sin α, x = a t²/2

@@ -133,6 +133,9 @@ class Integrator:
     order: ClassVar[int] = 1
     symplectic: ClassVar[bool] = False
     variational: ClassVar[bool] = False
+    #: True for a method that damps the energy by its nature (implicit Euler): a run of it warns only when it gains
+    #: energy; any other warns when its energy balance strays (:func:`mbvi.runs.judged_by_balance`)
+    dissipative: ClassVar[bool] = False
     #: what the method integrates correctly: "constraints", "forces"
     handles: ClassVar[frozenset[str]] = frozenset({"constraints"})
     #: options this class accepts, with defaults

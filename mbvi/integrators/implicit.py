@@ -141,6 +141,7 @@ class ImplicitEuler(_NewtonIntegrator):
 
     name = "implicit_euler"
     order = 1
+    dissipative = True
     compiled = True
     scheme = SC.stage(SC.IMPLICIT_EULER, 1.0, 0.0, 1.0)
 

@@ -133,13 +133,18 @@ def _half_steps_work(integrator: Any, q0: np.ndarray, v0: np.ndarray, p0: np.nda
     verdict pays for this (two NumPy steps)."""
     if getattr(integrator, "_halved", False):  # (a half step's own failure is final, not halved again)
         return False
-    half = type(integrator)(integrator.system, integrator.dt / 2,
-                            **{k: getattr(integrator, k) for k in integrator.options})  # fmt: skip
-    half._halved = True
+    options = {k: getattr(integrator, k) for k in integrator.options}
+    half = type(integrator)(integrator.system, integrator.dt / 2, **options)
+    # the second ends where the full step does, at t₀ + h to the bit (t₀ + h/2 + h/2 fell short of a mass m(t)
+    # reaching 0 at t₀ + h by one ulp, and the halves "worked"): tₘ + (t₁ − tₘ) is t₁, the difference exact
+    t1 = t0 + integrator.dt
+    tm = t0 + half.dt
+    rest = half if tm + half.dt == t1 else type(integrator)(integrator.system, t1 - tm, **options)
+    half._halved = rest._halved = True
     try:
         with np.errstate(all="ignore"):
             q, v, p = half.step(np.array(q0, dtype=float), np.array(v0, dtype=float), np.array(p0, dtype=float), t0)
-            q, v, p = half.step(q, v, p, t0 + half.dt)
+            q, v, p = rest.step(q, v, p, tm)
     except (SolverError, ValueError, ArithmeticError, np.linalg.LinAlgError):
         return False
     return bool(np.isfinite(q).all() and np.isfinite(v).all())
@@ -233,6 +238,8 @@ class LagrangianIntegrator:
     order: ClassVar[int] = 1
     variational: ClassVar[bool] = False
     symplectic: ClassVar[bool] = False
+    #: damps the energy by its nature (backward Euler): judged by its gain alone (:func:`mbvi.runs.judged_by_balance`)
+    dissipative: ClassVar[bool] = False
     options: ClassVar[dict[str, Any]] = {}
     #: the engine's method that is this integrator (:mod:`mbvi.engine.lagrange`), or None (NumPy only)
     compiled_method: ClassVar[int | None] = None
@@ -528,6 +535,7 @@ class ImplicitEuler(LagrangianIntegrator):
 
     name = "implicit_euler"
     order = 1
+    dissipative = True
     options = {"tol": 1e-12, "maxiter": 50}
     compiled_method = 1  # mbvi.engine.lagrange.IMPLICIT_EULER
 

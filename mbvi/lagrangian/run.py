@@ -328,6 +328,7 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
         energy_given,
         energy_scales,
         energy_throughput,
+        judged_by_balance,
     )
 
     if len(traj.t) < 2:
@@ -381,18 +382,18 @@ def judge_energy(traj: Trajectory, system: LagrangianSystem, cls: type, dt: floa
             err.trajectory = traj.head(k + 1)
         err.unverified()
         raise err
-    if cls.variational or cls.symplectic:
-        if worst <= WARN_ENERGY * motion or not fine:
-            return
-    else:  # a baseline: its gain against the energy it had to give, not against the motion the gain itself made
+    if not (cls.variational or cls.symplectic):  # a baseline: its gain against the energy it had to give, not
+        # against the motion the gain itself made
         given = energy_given(traj.kinetic, traj.potential, work, None)
         if fine and gain > WARN_ENERGY_BASELINE * given:
             notices.warn(
                 f"integrator {cls.name!r} at dt = {dt:g} s: {what} gained {gain / given:.3g} times the energy the "
                 f"run had to give at the start (it strayed by {worst:.3g} J by t = {traj.t[k]:.4g} s); the result "
-                f"is not a solution (reduce dt, e.g. to {dt / 4:g} s)",
+                f"is not {'a solution' if gain > given else 'accurate'} (reduce dt, e.g. to {dt / 4:g} s)",
                 RuntimeWarning,
             )  # fmt: skip
+            return
+    if not judged_by_balance(cls) or worst <= WARN_ENERGY * motion or not fine:  # (implicit Euler's loss: its nature)
         return
 
     notices.warn(
