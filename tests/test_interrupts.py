@@ -74,7 +74,9 @@ def test_ctrl_c_stops_a_long_run_at_once_with_the_states_run_so_far(case: str, t
     assert words and words[0] == "INTERRUPTED", (out, err[-2000:])
     states, last = int(words[1]), float(words[2])
     assert took < 5.0  # a chunk is ~0.2 s (it waited for the whole run: minutes)
-    assert states > 10 and 1.0 < last < 1e6  # the states up to the chunk it came in, saved every 1000 steps
+    # the states up to the chunk it came in, saved every 1000 steps (a load called back as Python, on a machine
+    # busy with the test suite, took ~9000 steps in its second)
+    assert states >= 2 and 1.0 <= last < 1e6
     assert "Exception ignored" not in err  # not swallowed in a callback
 
 
@@ -167,3 +169,59 @@ def test_ctrl_c_during_a_simulators_long_step_keeps_it_at_the_chunks_end_with_it
     assert 100 < len(traj.t) < 3 * 10**7 and traj.t[-1] == pytest.approx(sim.t)
     sim.step(5)  # it goes on from there
     assert sim.t == pytest.approx(traj.t[-1] + 5e-3)
+
+
+def _parallelogram():
+    """Two equal cranks and a coupler spinning through their change points (tests/test_loops.py): the compiled
+    loop hands steps back there and refines aged factors elsewhere."""
+    import numpy as np
+
+    import mbvi
+
+    length, span, omega = 0.6, 1.0, 9.0
+    n = np.array([0.0, 0.0, 1.0])
+    s = mbvi.Scene(gravity=(0.0, -9.81, 0.0))
+    inertia = length**2 / 12 + 0.02**2 / 4
+    for name, x0 in (("k1", 0.0), ("k2", span)):
+        c = np.array([x0 + length / 2, 0.0, 0.0])
+        s.add(mbvi.RigidBody(name, mass=1.0, inertia=(inertia, inertia, 0.0002), position=c,
+                             orientation=np.column_stack([(0.0, 1.0, 0.0), (0.0, 0.0, 1.0), (1.0, 0.0, 0.0)]),
+                             angular_velocity=omega * n, velocity=np.cross(omega * n, c - (x0, 0, 0))))  # fmt: skip
+    s.add(mbvi.RigidBody("coupler", mass=2.0, inertia=(0.01, 1 / 6, 1 / 6), position=(length + span / 2, 0, 0),
+                         velocity=np.cross(omega * n, (length, 0, 0))))  # fmt: skip
+    s.add(mbvi.Revolute("world", "k1", anchor=(0, 0, 0), axis=n, name="A"))
+    s.add(mbvi.Revolute("k1", "coupler", anchor=(length, 0, 0), axis=n, name="B"))
+    s.add(mbvi.Revolute("k2", "coupler", anchor=(span + length, 0, 0), axis=n, name="C"))
+    s.add(mbvi.Revolute("world", "k2", anchor=(span, 0, 0), axis=n, name="D"))
+    return s
+
+
+@pytest.mark.filterwarnings("ignore::mbvi.RedundantConstraintWarning")
+@pytest.mark.parametrize("case", ["parallelogram", "top", "lagrangian"])
+def test_a_run_in_chunks_is_the_run_in_one_call_bit_for_bit(case: str, monkeypatch) -> None:
+    """A long run is called in chunks sized by the clock (so Ctrl-C is read between them): where they stop must
+    not change a number. A rigid scene's call ended with a fresh factor of A for the velocity it returned, where
+    the run in one call refined an aged one, and a burst of NumPy steps was cut at a chunk's end: the parallelogram
+    strayed by 61 % of its energy in one full test run in many, on a loaded machine."""
+    import numpy as np
+    import sympy as sp
+
+    import mbvi
+
+    if case == "parallelogram":
+        system, t_end, dt, every = mbvi.assemble(_parallelogram()), 0.6, 1e-4, 10
+    elif case == "top":
+        from scene_loader import load_scene
+
+        system, t_end, dt, every = load_scene("spinning_top").build(), 2.0, 1e-3, 7
+    else:
+        th, w = sp.symbols("theta omega")
+        system = mbvi.LagrangianSystem(w**2 / 2 + 9.81 * sp.cos(th), [th], [w], initial_state=mbvi.State([1.0], [0.0]))
+        t_end, dt, every = 5.0, 1e-3, 7
+    runs = []
+    for first, seconds in ((10**9, 1e9), (16, 1e-9), (300, 1e-3)):  # one call; 16 steps a call; as the clock says
+        monkeypatch.setattr(interrupts, "FIRST_CHUNK", first)
+        monkeypatch.setattr(interrupts, "CHECK_EVERY", seconds)
+        runs.append(mbvi.simulate(system, t_end, dt, save_every=every))
+    for run in runs[1:]:
+        assert np.array_equal(run.q, runs[0].q) and np.array_equal(run.v, runs[0].v)

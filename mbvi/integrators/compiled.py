@@ -142,6 +142,7 @@ class Drive:
             cb.reset()
         self.k, self.j = 0, 1
         self.burst = 1  # NumPy steps after a hand-back: doubles while the compiled step keeps handing steps back
+        self.burst_end = -1  # the step the last burst ended at
         self.numpy_steps = 0
         self.call = Advancer(model, self.scheme, self.rs, (self.Q, self.V, self.Wk, self.info), t0=self.t0, h=self.h,
                              tol=integrator.tol, maxiter=integrator.maxiter,
@@ -223,7 +224,7 @@ class Drive:
                 if failed is not None:
                     failed.partial = self._failed_at()
                     raise failed
-                self._numpy_burst(stop, kstart)
+                self._numpy_burst(kstop)
             elif status != ST.DONE:
                 err = engine_failure(system, status, rs.q, rs.v, t0 + self.k * h, self.k, h, self.model.rigid,
                                      integrator.name, self.model.callbacks, self.scheme)  # fmt: skip
@@ -239,11 +240,14 @@ class Drive:
             self.k = k
             self.j = min(self.j, k // self.save_every + 1)
 
-    def _numpy_burst(self, stop: int, kstart: int) -> None:
-        """The integrator's NumPy step takes 1, 2, 4 … steps the engine handed back; the engine resumes, cold."""
+    def _numpy_burst(self, stop: int) -> None:
+        """The integrator's NumPy step takes 1, 2, 4 … steps the engine handed back (up to ``stop``, where the run
+        goes this time); the engine resumes, cold. Bursts and their lengths do not depend on where the calls of a
+        run in chunks stopped (a parallelogram through its change points, whose steps the engine hands back, ran
+        differently at each machine load: a burst was cut at a chunk's end and doubled at the next one's start)."""
         integrator, system, h, t0, rs = self.integrator, self.integrator.system, self.h, self.t0, self.rs
         nsteps = stop if self.nsteps is None else self.nsteps
-        self.burst = min(2 * self.burst, 1024) if self.k == kstart else 1
+        self.burst = min(2 * self.burst, 1024) if self.k == self.burst_end else 1
         integrator._cache = {"q": None}
         q, v, work = rs.q.copy(), rs.v.copy(), rs.work
         for _ in range(min(self.burst, stop - self.k)):
@@ -267,6 +271,7 @@ class Drive:
             if self.k % self.save_every == 0 or self.k == nsteps:
                 self.Q[self.j], self.V[self.j], self.Wk[self.j] = q, v, work
                 self.j += 1
+        self.burst_end = self.k
         rs.reset(q, v, work)  # the compiled loop starts again from here, cold
 
     def restart(self, q: np.ndarray, v: np.ndarray) -> None:
@@ -278,7 +283,7 @@ class Drive:
         for cb in self.model.callbacks:
             cb.reset()
         self.info[:] = 0
-        self.numpy_steps, self.burst = 0, 1
+        self.numpy_steps, self.burst, self.burst_end = 0, 1, -1
 
     def restore(self) -> None:
         """Back to the last saved state (after a failure): the run can go on from there, cold."""
