@@ -298,3 +298,12 @@ def test_a_numpy_path_baselines_suggested_step_is_verified() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         mbvi.simulate(scene, 2.0, err.value.suggested_dt, "explicit_euler")
+
+
+@pytest.mark.parametrize("integrator", ["csm", "explicit_euler", "verlet", "implicit_euler"])
+def test_a_scene_with_nothing_to_move_runs_under_every_integrator(integrator: str) -> None:
+    """csm on a scene of no bodies failed inside NumPy ("cannot reshape array of size 0 into shape (0,newaxis)")
+    where the others return its (steps, 0) states."""
+    empty = mbvi.Scene(gravity=(0.0, 0.0, -9.81))
+    run = mbvi.simulate(empty, 0.1, 1e-3, integrator)
+    assert run.q.shape == (101, 0) and run.t[-1] == pytest.approx(0.1)

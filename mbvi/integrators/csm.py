@@ -205,9 +205,10 @@ class CSM(Integrator):
         if k[-1] != nsteps:
             k = np.append(k, nsteps)
         times = t0 + k * self.dt
-        if nsteps == 0:
-            return RunResult(times, state.q[None].copy(), state.v[None].copy(),
-                             np.zeros(1) if self.system.has_forces else None)  # fmt: skip
+        if nsteps == 0 or n == 0:  # (nothing moves: a scene of no bodies, or of bodies fixed to the world)
+            return RunResult(times, np.repeat(state.q[None], len(times), axis=0),
+                             np.repeat(state.v[None], len(times), axis=0),
+                             np.zeros(len(times)) if self.system.has_forces else None)  # fmt: skip
         try:
             sol = self._solve(state, t0, times)
         except LoadError as exc:
