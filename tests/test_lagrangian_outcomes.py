@@ -762,3 +762,22 @@ def test_a_constraint_whose_gradient_vanishes_at_the_start_is_named() -> None:
     rolling = mbvi.LagrangianSystem(L, [x, phi], [vx, vphi], constraints=[x - R * phi], initial_state=start)
     run = mbvi.simulate(rolling, 1.0, 1e-2, "midpoint")  # (a warning would fail here: warnings are errors)
     assert run.q[-1, 0] == pytest.approx(g * math.sin(slope) / 3.0, rel=1e-12)  # a = (2/3) g sin α, x = a t²/2
+
+
+def test_csm_stops_at_its_evaluation_cap_with_the_run_so_far() -> None:
+    """A pendulum given its rod twice, as g and g (1 + x²): the rows differ by O(g) as g drifts, the Baumgarte
+    right-hand sides are held exactly, and RK45 ground on (10⁶ evaluations in 4 minutes reached t = 0.9354 s) —
+    a LagrangianSystem's csm had no cap. It stops at it with a SolverError saying so and keeps the run so far."""
+    x, y, vx, vy = sp.symbols("x y v_x v_y")
+    g = x**2 + y**2 - 1
+    start = mbvi.State([math.sin(1.0), -math.cos(1.0)], [0.0, 0.0])
+    twice = mbvi.LagrangianSystem((vx**2 + vy**2) / 2 - 9.81 * y, [x, y], [vx, vy], constraints=[g, g * (1 + x**2)],
+                                  initial_state=start)  # fmt: skip
+    with pytest.raises(mbvi.SolverError, match=r"csm: 4000 right-hand-side evaluations reached t = .* stiff") as err:
+        mbvi.simulate(twice, 1.0, 1e-3, "csm", max_evaluations=4000)
+    part = err.value.trajectory
+    assert part.t[-1] <= err.value.time and np.abs(part.q[:, 0] ** 2 + part.q[:, 1] ** 2 - 1).max() < 1e-5
+    with pytest.raises(ValueError, match="max_evaluations"):
+        mbvi.simulate(twice, 1.0, 1e-3, "csm", max_evaluations=0.5)
+    once = mbvi.LagrangianSystem((vx**2 + vy**2) / 2 - 9.81 * y, [x, y], [vx, vy], constraints=[g], initial_state=start)
+    assert mbvi.simulate(once, 1.0, 1e-3, "csm", max_evaluations=4000).t[-1] == pytest.approx(1.0)
