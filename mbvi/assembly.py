@@ -148,8 +148,10 @@ def _redundant_note(count: int, total: int, rank: str, where: str, names: list[s
     ``where``: ", in k closed loops," or "")."""
     return (
         f"{count} of {total} constraint equations{where} are redundant{rank} and are dropped from the solves: "
-        f"{', '.join(names)}. This is normal for closed planar loops built from spatial joints; the dropped "
-        "equations stay satisfied (checked along a motion of the mechanism)."
+        f"{', '.join(names)}. The joints hold the motion without them (a closed planar loop built from spatial "
+        "joints, or two joints doing one's work: coaxial hinges, a joint given twice); the dropped equations stay "
+        "satisfied (checked along a motion of the mechanism), and carry no reaction: how the load splits between "
+        "the joints they were part of is not determined, and the kept ones carry all of it."
     )
 
 
