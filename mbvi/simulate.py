@@ -796,7 +796,11 @@ def _verify_suggestion(err: SolverError, scene: Scene | System, cls, dt: float, 
 
     def gain(run: Trajectory) -> float | None:  # a baseline's: what energy_error judges it by
         judged = energy_error(run, system, run.work)
-        return None if judged is None else judged[3]
+        if judged is None:
+            return None
+        # (one that does not damp by nature warns when its balance strays, too: a step verified by its gain alone
+        # could run and warn; both bounds are a tenth)
+        return max(judged[3], judged[0]) if judged_by_balance(cls) else judged[3]
 
     # (system: assembled above, to tell compiled from not); a kept state: q, v and what is derived from them
     verify_hint(err, rerun, hint, t_end - t0, cls, gain, 3 * system.nq, 0.0 if compiled else pace)

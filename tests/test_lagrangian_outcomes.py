@@ -759,6 +759,9 @@ def test_a_constraint_whose_gradient_vanishes_at_the_start_is_named() -> None:
     squared = mbvi.LagrangianSystem(L, [x, phi], [vx, vphi], constraints=[(x - R * phi) ** 2], initial_state=start)
     with pytest.warns(mbvi.ConstraintWarning, match=r"gradient of constraint 0 .* vanishes at the initial state"):
         mbvi.simulate(squared, 1.0, 1e-2, "midpoint")
+    with pytest.warns(mbvi.ConstraintWarning, match=r"gradient of constraint 0 .* vanishes") as said:  # a batch: once
+        mbvi.simulate_batch(squared, 1.0, 1e-2, [start, start], integrator="midpoint")
+    assert len(said) == 1
     rolling = mbvi.LagrangianSystem(L, [x, phi], [vx, vphi], constraints=[x - R * phi], initial_state=start)
     run = mbvi.simulate(rolling, 1.0, 1e-2, "midpoint")  # (a warning would fail here: warnings are errors)
     assert run.q[-1, 0] == pytest.approx(g * math.sin(slope) / 3.0, rel=1e-12)  # a = (2/3) g sin α, x = a t²/2
@@ -773,11 +776,14 @@ def test_csm_stops_at_its_evaluation_cap_with_the_run_so_far() -> None:
     start = mbvi.State([math.sin(1.0), -math.cos(1.0)], [0.0, 0.0])
     twice = mbvi.LagrangianSystem((vx**2 + vy**2) / 2 - 9.81 * y, [x, y], [vx, vy], constraints=[g, g * (1 + x**2)],
                                   initial_state=start)  # fmt: skip
-    with pytest.raises(mbvi.SolverError, match=r"csm: 4000 right-hand-side evaluations reached t = .* stiff") as err:
-        mbvi.simulate(twice, 1.0, 1e-3, "csm", max_evaluations=4000)
-    part = err.value.trajectory
-    assert part.t[-1] <= err.value.time and np.abs(part.q[:, 0] ** 2 + part.q[:, 1] ** 2 - 1).max() < 1e-5
-    with pytest.raises(ValueError, match="max_evaluations"):
-        mbvi.simulate(twice, 1.0, 1e-3, "csm", max_evaluations=0.5)
+    with pytest.raises(mbvi.SolverError, match=r"csm: 2000 right-hand-side evaluations within one step .*stiff") as e:
+        mbvi.simulate(twice, 1.0, 1e-3, "csm", max_evaluations_per_step=2000)
+    part = e.value.trajectory
+    assert part.t[-1] <= e.value.time and np.abs(part.q[:, 0] ** 2 + part.q[:, 1] ** 2 - 1).max() < 1e-5
+    with pytest.raises(ValueError, match="max_evaluations_per_step"):
+        mbvi.simulate(twice, 1.0, 1e-3, "csm", max_evaluations_per_step=0.5)
     once = mbvi.LagrangianSystem((vx**2 + vy**2) / 2 - 9.81 * y, [x, y], [vx, vy], constraints=[g], initial_state=start)
-    assert mbvi.simulate(once, 1.0, 1e-3, "csm", max_evaluations=4000).t[-1] == pytest.approx(1.0)
+    assert mbvi.simulate(once, 1.0, 1e-3, "csm", max_evaluations_per_step=2000).t[-1] == pytest.approx(1.0)
+    # the cap is per step of the run's time, not of its samples: 40 s saved at dt = 1 s (~25000 evaluations in
+    # all) is no stiff run
+    assert mbvi.simulate(once, 40.0, 1.0, "csm").t[-1] == pytest.approx(40.0)

@@ -576,10 +576,10 @@ class ImplicitEuler(LagrangianIntegrator):
         return q1, v1, p1
 
 
-#: csm's evaluations of the right-hand side allowed per output sample, beyond 2e4: a pendulum's second needs 614
-#: for 1001 samples at rtol 1e-8; each evaluation costs ~0.2 ms (a scene's csm, whose evaluations are cheaper,
-#: allows 1000)
-EVALUATIONS_PER_SAMPLE = 100
+#: csm's evaluations of the right-hand side allowed while the run's time advances by one step of dt (the output
+#: spacing): a pendulum's second takes 614 at rtol 1e-8, in one step of 1 s or in 1000 of 1 ms; a solver stalled
+#: where the equations turn stiff takes them all within one step (each evaluation costs ~0.2 ms)
+EVALUATIONS_PER_STEP = 20000
 
 
 class _OverBudget(Exception):
@@ -596,15 +596,16 @@ class CSM(LagrangianIntegrator):
     The whole interval is handed to ``solve_ivp``; ``dt`` only sets the output
     times, ``rtol``/``atol`` set the accuracy. Options: ``alpha`` (1/s,
     default 10), ``method`` (default ``"RK45"``; a ``solve_ivp`` method name or ``OdeSolver``
-    subclass, checked on construction), ``rtol`` (1e-8), ``atol`` (1e-10), ``max_evaluations``
-    (the right-hand side's evaluations a run may take; default 2e4 + :data:`EVALUATIONS_PER_SAMPLE` per
-    output sample: past it the run stops with a SolverError saying the system is stiff there, where a
+    subclass, checked on construction), ``rtol`` (1e-8), ``atol`` (1e-10), ``max_evaluations_per_step``
+    (the right-hand side's evaluations allowed while the run's time advances by one dt; default
+    :data:`EVALUATIONS_PER_STEP`: past it the run stops with a SolverError saying the system is stiff there, where a
     pendulum given its rod twice, as g and g (1 + x²), went on for minutes).
     """
 
     name = "csm"
     order = 4
-    options = {"alpha": 10.0, "method": "RK45", "rtol": 1e-8, "atol": 1e-10, "max_evaluations": None}
+    options = {"alpha": 10.0, "method": "RK45", "rtol": 1e-8, "atol": 1e-10,
+               "max_evaluations_per_step": EVALUATIONS_PER_STEP}  # fmt: skip
 
     def __init__(self, system: Any, dt: float, **options: Any) -> None:
         super().__init__(system, dt, **options)
@@ -617,11 +618,9 @@ class CSM(LagrangianIntegrator):
         from mbvi.integrators.csm import check_method
 
         self.method = check_method(self.method)
-        if self.max_evaluations is not None and (
-            not is_number(self.max_evaluations) or int(self.max_evaluations) != self.max_evaluations
-            or self.max_evaluations < 1
-        ):  # fmt: skip
-            raise ValueError(f"option 'max_evaluations' must be a positive integer, got {self.max_evaluations!r}")
+        cap = self.max_evaluations_per_step
+        if not is_number(cap) or int(cap) != cap or cap < 1:
+            raise ValueError(f"option 'max_evaluations_per_step' must be a positive integer, got {cap!r}")
 
     def step(self, q: np.ndarray, v: np.ndarray, p: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One step of ``dt`` (a :class:`mbvi.Simulator` stepping): ``solve_ivp`` over [t, t + dt] alone.
@@ -650,12 +649,14 @@ class CSM(LagrangianIntegrator):
         t_eval = t0 + np.asarray(idx, float) * self.dt
         t_eval[-1] = min(t_eval[-1], t0 + nsteps * self.dt)
 
-        budget = int(self.max_evaluations or 2e4 + EVALUATIONS_PER_SAMPLE * len(t_eval))
-        evaluations = [0, budget]  # made, allowed
+        budget = int(self.max_evaluations_per_step)
+        window = [float(t0), 0]  # where the window of one dt began, the evaluations in it
 
         def rhs(t: float, y: np.ndarray) -> np.ndarray:
-            evaluations[0] += 1
-            if evaluations[0] > evaluations[1]:
+            if t >= window[0] + self.dt:  # the run's time moved on by a step: a new window
+                window[:] = [t, 0]
+            window[1] += 1
+            if window[1] > budget:
                 raise _OverBudget(t)
             return np.concatenate([y[n:], constrained_acceleration(sysm, y[:n], y[n:], t, self.alpha)])
 
@@ -667,17 +668,18 @@ class CSM(LagrangianIntegrator):
             sol = solve(t_eval)
         except _OverBudget as over:  # the samples it passed, solved again (the same steps reach them within it)
             keep = t_eval[t_eval <= over.t]
-            evaluations[:] = [0, budget]
+            window[:] = [float(t0), 0]
             part = solve(keep) if len(keep) > 1 else None
             if part is None or not part.success:
                 T, Q, V = t_eval[:1], np.asarray(q, float)[None], np.asarray(v, float)[None]
             else:
                 T, Q, V = part.t, part.y.T[:, :n], part.y.T[:, n:]
             err = SolverError(
-                f"csm: {budget} right-hand-side evaluations reached t = {over.t:.6g} s of {t_eval[-1]:.6g} s — the "
+                f"csm: {budget} right-hand-side evaluations within one step of dt = {self.dt:g} s at t = {over.t:.6g} "
+                f"s of {t_eval[-1]:.6g} s — the "
                 f"system is stiff there for method {self.method!r} (constraints nearly dependent, or a stiff force); "
                 "use method='Radau' or 'BDF', or integrator='midpoint' or 'verlet' (raise the cap with option "
-                "max_evaluations)", time=float(over.t), step=int((over.t - t0) / self.dt),
+                "max_evaluations_per_step)", time=float(over.t), step=int((over.t - t0) / self.dt),
             )  # fmt: skip
             err.partial = (T, Q, V, sysm.momentum(Q, V, T))
             raise err from None

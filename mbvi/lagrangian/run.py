@@ -440,7 +440,7 @@ def simulate_lagrangian_batch(
     states = []
     for b, (q, v) in enumerate(zip(Q0, V0, strict=True)):
         try:
-            states.append(system.initial_state(State(q, v), warn=False, t=t0))
+            states.append(system.initial_state(State(q, v), warn=False, t=t0, flat=b == 0))
         except ValueError as exc:
             raise ValueError(f"simulate_batch: initial state {b}: {exc}") from None
     info = run_info(cls, dt, options, system="lagrangian", coordinates=system.coordinate_names, constraints=system.nc,

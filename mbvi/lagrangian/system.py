@@ -615,13 +615,15 @@ class LagrangianSystem:
         sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
         return sol[: self.nq]
 
-    def initial_state(self, state: Any = None, warn: bool = True, t: float = 0.0) -> State:
+    def initial_state(self, state: Any = None, warn: bool = True, t: float = 0.0, flat: bool | None = None) -> State:
         """A checked start: ``state`` (or the constructor's ``initial_state``) on the constraints, at time ``t`` (s:
         a run's start, where the mass matrix must be positive definite).
 
         Positions must satisfy g(q) = 0 (to 1e-9 of the coordinates' scale);
         velocities are projected onto G(q) v = 0 (mass-weighted), with an
-        :class:`mbvi.ConstraintWarning` when the correction is not negligible.
+        :class:`mbvi.ConstraintWarning` when the correction is not negligible
+        (``warn``), and one naming a constraint whose gradient vanishes there
+        (``flat``; None: as ``warn``).
 
         Raises
         ------
@@ -653,7 +655,7 @@ class LagrangianSystem:
             raise ValueError(
                 f"initial positions violate constraint {k} ({self.constraint_exprs[k]} = 0): its value is {g[k]:.3g}"
             )
-        if warn:
+        if warn if flat is None else flat:  # (``flat``: a batch names them once, for its first member)
             self._warn_flat_constraints(s.q, grad, scale)
         v = self.project_velocity(s.q, s.v)
         corr = float(np.max(np.abs(v - s.v)))
