@@ -171,31 +171,6 @@ def test_ctrl_c_during_a_simulators_long_step_keeps_it_at_the_chunks_end_with_it
     assert sim.t == pytest.approx(traj.t[-1] + 5e-3)
 
 
-def _parallelogram():
-    """Two equal cranks and a coupler spinning through their change points (tests/test_loops.py): the compiled
-    loop hands steps back there and refines aged factors elsewhere."""
-    import numpy as np
-
-    import mbvi
-
-    length, span, omega = 0.6, 1.0, 9.0
-    n = np.array([0.0, 0.0, 1.0])
-    s = mbvi.Scene(gravity=(0.0, -9.81, 0.0))
-    inertia = length**2 / 12 + 0.02**2 / 4
-    for name, x0 in (("k1", 0.0), ("k2", span)):
-        c = np.array([x0 + length / 2, 0.0, 0.0])
-        s.add(mbvi.RigidBody(name, mass=1.0, inertia=(inertia, inertia, 0.0002), position=c,
-                             orientation=np.column_stack([(0.0, 1.0, 0.0), (0.0, 0.0, 1.0), (1.0, 0.0, 0.0)]),
-                             angular_velocity=omega * n, velocity=np.cross(omega * n, c - (x0, 0, 0))))  # fmt: skip
-    s.add(mbvi.RigidBody("coupler", mass=2.0, inertia=(0.01, 1 / 6, 1 / 6), position=(length + span / 2, 0, 0),
-                         velocity=np.cross(omega * n, (length, 0, 0))))  # fmt: skip
-    s.add(mbvi.Revolute("world", "k1", anchor=(0, 0, 0), axis=n, name="A"))
-    s.add(mbvi.Revolute("k1", "coupler", anchor=(length, 0, 0), axis=n, name="B"))
-    s.add(mbvi.Revolute("k2", "coupler", anchor=(span + length, 0, 0), axis=n, name="C"))
-    s.add(mbvi.Revolute("world", "k2", anchor=(span, 0, 0), axis=n, name="D"))
-    return s
-
-
 @pytest.mark.filterwarnings("ignore::mbvi.RedundantConstraintWarning")
 @pytest.mark.parametrize("case", ["parallelogram", "top", "lagrangian"])
 def test_a_run_in_chunks_is_the_run_in_one_call_bit_for_bit(case: str, monkeypatch) -> None:
@@ -209,7 +184,9 @@ def test_a_run_in_chunks_is_the_run_in_one_call_bit_for_bit(case: str, monkeypat
     import mbvi
 
     if case == "parallelogram":
-        system, t_end, dt, every = mbvi.assemble(_parallelogram()), 0.6, 1e-4, 10
+        from test_loops import parallelogram
+
+        system, t_end, dt, every = mbvi.assemble(parallelogram()), 0.6, 1e-4, 10
     elif case == "top":
         from scene_loader import load_scene
 

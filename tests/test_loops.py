@@ -426,12 +426,9 @@ def test_a_loop_closing_joint_keeps_point_rows_its_bodies_carry() -> None:
         np.testing.assert_allclose(runs[1].joint_angle(f"O{k}"), runs[0].joint_angle(f"O{k}"), atol=1e-9)
 
 
-def test_a_parallelogram_started_at_its_change_point_drops_only_the_rows_dependent_everywhere() -> None:
-    """Two equal cranks and a coupler, started collinear with the ground line (a change point) and spinning: of
-    the four rows dependent there, three (the loop's out-of-plane rows) are dependent everywhere and one only
-    there. The probe judged them as a set and kept all four: G M⁻¹ Gᵀ singular for the whole run, and verlet
-    failed at its ninth step. Judged row by row, the three are dropped and the one kept; the coupler translates
-    (a parallelogram's does not turn) and the energy holds."""
+def parallelogram() -> mbvi.Scene:
+    """Two equal cranks (0.6 m) 1 m apart and a coupler, started collinear with the ground line (a change point)
+    and spinning at 9 rad/s in the plane z = 0, gravity along −y."""
     length, span, omega = 0.6, 1.0, 9.0
     n = np.array([0.0, 0.0, 1.0])
     s = mbvi.Scene(gravity=(0.0, -9.81, 0.0))
@@ -447,6 +444,16 @@ def test_a_parallelogram_started_at_its_change_point_drops_only_the_rows_depende
     s.add(mbvi.Revolute("k1", "coupler", anchor=(length, 0, 0), axis=n, name="B"))
     s.add(mbvi.Revolute("k2", "coupler", anchor=(span + length, 0, 0), axis=n, name="C"))
     s.add(mbvi.Revolute("world", "k2", anchor=(span, 0, 0), axis=n, name="D"))
+    return s
+
+
+def test_a_parallelogram_started_at_its_change_point_drops_only_the_rows_dependent_everywhere() -> None:
+    """Two equal cranks and a coupler, started collinear with the ground line (a change point) and spinning: of
+    the four rows dependent there, three (the loop's out-of-plane rows) are dependent everywhere and one only
+    there. The probe judged them as a set and kept all four: G M⁻¹ Gᵀ singular for the whole run, and verlet
+    failed at its ninth step. Judged row by row, the three are dropped and the one kept; the coupler translates
+    (a parallelogram's does not turn) and the energy holds."""
+    s = parallelogram()
     with pytest.warns(
         mbvi.RedundantConstraintWarning, match=r"1 of 38 .*dependent at the initial .* 3 of 38 .*redundant"
     ):
