@@ -332,7 +332,7 @@ def judged_by_balance(cls: Any) -> bool:
     class's ``dissipative`` False: explicit Euler's gain, a projected leapfrog's loss of 60 % of a pendulum's
     energy are its errors). A dissipative one (implicit Euler) is judged by its gain alone
     (:data:`WARN_ENERGY_BASELINE`)."""
-    return bool(cls.variational or cls.symplectic or not getattr(cls, "dissipative", False))
+    return bool(cls.variational or cls.symplectic or not cls.dissipative)
 
 
 def verify_samples(values: int) -> int:

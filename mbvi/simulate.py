@@ -195,7 +195,7 @@ def _simulate(verify: bool, scene: Scene | System, t_end: float, dt: float, inte
                 err = earlier
         if verify:
             pace = (time.perf_counter() - began) / max(1, err.step or 0)
-            _verify_suggestion(err, source, cls, dt, t_end, t0, initial_state, options, pace)
+            _verify_suggestion(err, source, stepper, t_end, t0, initial_state, options, pace)
         if err is failed:
             raise
         raise err from failed
@@ -212,7 +212,7 @@ def _simulate(verify: bool, scene: Scene | System, t_end: float, dt: float, inte
     except SolverError as err:  # a run that blew up: its hint verified like a failed step's
         if verify:
             pace = (time.perf_counter() - began) / max(1, nsteps)
-            _verify_suggestion(err, source, cls, dt, t_end, t0, initial_state, options, pace)
+            _verify_suggestion(err, source, stepper, t_end, t0, initial_state, options, pace)
         raise
     _warn_energy_error(traj, stepper, system)
     _warn_stiff_damping(traj, stepper, system)
@@ -766,24 +766,19 @@ def _faulty_potential(system: System, q: np.ndarray) -> str | None:
     return None
 
 
-def _verify_suggestion(err: SolverError, scene: Scene | System, cls, dt: float, t_end: float, t0: float, state,
+def _verify_suggestion(err: SolverError, scene: Scene | System, stepper: Integrator, t_end: float, t0: float, state,
                        options, pace: float = 0.0):  # fmt: skip
     """Replace the solver's step-size hint by one that a re-run confirms (halving from it), within a budget: the
     re-run must complete and keep what the integrator keeps (:func:`mbvi.runs.verify_hint`: a variational one, its
     energy within 1 % of the energy in motion; a baseline, no energy gained beyond 10 % of what it had). A
     NumPy-path re-run is verified when one at the hint, at the failed run's ``pace`` (s a step), fits in the
     budget; else the hint is halved, unverified (explicit Euler's unverified hint gained 96 % of a chain's
-    energy)."""
+    energy). ``stepper``: the failed run's integrator, on its system (the re-runs start from ``scene`` again)."""
+    cls, dt, system = type(stepper), stepper.dt, stepper.system
     hint = hint_to_verify(err, dt)
     if hint is None:
         return
-    compiled = cls.compiled or cls.kernel is not None
-    try:
-        system = scene if isinstance(scene, System) else assemble(scene)
-        if compiled:
-            compiled = cls(system, dt, **options).engine_model() is not None if cls.compiled else True
-    except ValueError:
-        return
+    compiled = stepper.engine_model() is not None if cls.compiled else cls.kernel is not None
     if not compiled and not 0.0 < pace * (t_end - t0) / hint <= VERIFY_BUDGET:
         # a NumPy-path re-run that may take long: give the hint a margin instead, and say it is not verified
         err.suggested_dt = hint / 2
